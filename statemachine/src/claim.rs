@@ -1,0 +1,161 @@
+//! Handing rows out: ClaimReady (unordered), ClaimNextFifo (strict per-lane FIFO), lease
+//! renewal, reclaiming expired leases and releasing lanes.
+
+use crate::command::{ClaimedRow, FifoEmpty, Outcome};
+use crate::ids::{Fence, RowId};
+use crate::keys::{trailing_u64, Key};
+use crate::lane::{self, LaneKey};
+use crate::machine::{ApplyResult, Ctx};
+use crate::row::{Claim, RowStatus, Stage, WorkRow};
+use crate::rows;
+use crate::store::{Direction, Table};
+use crate::validate;
+
+/// Claim one pending row for `owner`: inflight, one more attempt, fenced by this log index.
+fn claim_row(cx: &mut Ctx<'_, '_>, row: &WorkRow, owner: &str, ttl_ms: u64) -> ClaimedRow {
+    let fence = Fence(cx.index);
+    let lease_expires_at = cx.t.saturating_add(ttl_ms);
+    let mut after = row.clone();
+    after.status = RowStatus::Inflight;
+    after.attempts = after.attempts.saturating_add(1);
+    after.claim = Some(Claim {
+        owner: owner.to_string(),
+        lease_expires_at,
+        fence,
+    });
+    after.last_fence = Some(fence);
+    after.updated_at = cx.t;
+    rows::save(cx, row, &after);
+    ClaimedRow {
+        row_id: after.id,
+        message_id: after.message_id,
+        stage: after.stage,
+        channel_id: after.channel_id,
+        destination_name: after.destination_name,
+        handler_name: after.handler_name,
+        payload: after.payload,
+        attempts: after.attempts,
+        fence,
+        lease_expires_at,
+    }
+}
+
+pub(crate) fn claim_ready(
+    cx: &mut Ctx<'_, '_>,
+    stage: Stage,
+    limit: u32,
+    channel: Option<&str>,
+    destination: Option<&str>,
+    owner: &str,
+    ttl_ms: u64,
+) -> ApplyResult<Outcome> {
+    validate::name("owner", owner)?;
+    validate::ttl("ttl_ms", ttl_ms)?;
+    validate::opt_name("channel", channel)?;
+    validate::opt_name("destination", destination)?;
+    let limit = limit.min(validate::MAX_CLAIM_LIMIT) as usize;
+    // Due rows of the stage, earliest next_attempt_at first: keys below stage ‖ (t + 1).
+    let start = Key::new().u8(stage.tag()).build();
+    let end = Key::new().u8(stage.tag()).u64(cx.t.saturating_add(1)).build();
+    let mut picked = Vec::new();
+    for item in cx.txn.scan(Table::Due, &start, Some(&end), Direction::Forward)? {
+        if picked.len() >= limit {
+            break;
+        }
+        let (key, _) = item?;
+        let Some(id) = trailing_u64(&key) else { continue };
+        let Some(row) = rows::get(cx.txn, RowId(id))? else { continue };
+        if channel.is_some_and(|c| c != row.channel_id) || destination.is_some_and(|d| Some(d) != row.destination_name.as_deref()) {
+            continue;
+        }
+        picked.push(row);
+    }
+    let claimed = picked.iter().map(|row| claim_row(cx, row, owner, ttl_ms)).collect();
+    Ok(Outcome::Claimed(claimed))
+}
+
+pub(crate) fn claim_next_fifo(cx: &mut Ctx<'_, '_>, stage: Stage, lane_name: &str, owner: &str, ttl_ms: u64) -> ApplyResult<Outcome> {
+    validate::name("lane", lane_name)?;
+    validate::name("owner", owner)?;
+    validate::ttl("ttl_ms", ttl_ms)?;
+    let lane = LaneKey::new(stage, lane_name);
+    // 1. Acquire or verify the lane lease.
+    if let Err(lease) = lane::acquire(cx, &lane, owner, ttl_ms)? {
+        return Ok(Outcome::FifoClaimed(Err(FifoEmpty::LaneBusy {
+            holder: lease.owner,
+            expires_at: lease.expires_at,
+        })));
+    }
+    // 2. A crashed holder's stranded rows go back to pending, so the head blocks the lane again.
+    for id in lane::inflight(cx.txn, &lane)? {
+        if let Some(row) = rows::get(cx.txn, id)? {
+            if row.claim.as_ref().is_some_and(|c| c.lease_expires_at < cx.t) {
+                rows::to_pending(cx, &row, cx.t);
+            }
+        }
+    }
+    // 3. The head, if due.
+    let Some(head_id) = lane::head(cx.txn, &lane)? else {
+        return Ok(Outcome::FifoClaimed(Err(FifoEmpty::Empty)));
+    };
+    let head = rows::load(cx, head_id)?;
+    if head.next_attempt_at > cx.t {
+        return Ok(Outcome::FifoClaimed(Err(FifoEmpty::NotDue {
+            due_at: head.next_attempt_at,
+        })));
+    }
+    Ok(Outcome::FifoClaimed(Ok(claim_row(cx, &head, owner, ttl_ms))))
+}
+
+pub(crate) fn renew_leases(cx: &mut Ctx<'_, '_>, ids: &[RowId], owner: &str, ttl_ms: u64) -> ApplyResult<Outcome> {
+    validate::name("owner", owner)?;
+    validate::ttl("ttl_ms", ttl_ms)?;
+    let mut renewed = 0u64;
+    let mut lanes = std::collections::BTreeSet::new();
+    for id in ids {
+        let Some(row) = rows::get(cx.txn, *id)? else { continue };
+        let Some(claim) = row.claim.as_ref().filter(|c| row.status == RowStatus::Inflight && c.owner == owner) else {
+            continue;
+        };
+        let mut after = row.clone();
+        after.claim = Some(Claim {
+            lease_expires_at: claim.lease_expires_at.max(cx.t.saturating_add(ttl_ms)),
+            ..claim.clone()
+        });
+        rows::save(cx, &row, &after);
+        lanes.insert(row.lane());
+        renewed += 1;
+    }
+    for lane in lanes {
+        lane::renew(cx, &lane, owner, ttl_ms)?;
+    }
+    Ok(Outcome::Count(renewed))
+}
+
+pub(crate) fn reclaim_expired(cx: &mut Ctx<'_, '_>, stage: Option<Stage>) -> ApplyResult<Outcome> {
+    // Leases strictly before t: keys below t ‖ 0.
+    let end = Key::new().u64(cx.t).build();
+    let mut expired = Vec::new();
+    for item in cx.txn.scan(Table::Leases, &[], Some(&end), Direction::Forward)? {
+        let (key, _) = item?;
+        if let Some(id) = trailing_u64(&key) {
+            expired.push(RowId(id));
+        }
+    }
+    let mut count = 0u64;
+    for id in expired {
+        let Some(row) = rows::get(cx.txn, id)? else { continue };
+        if row.status != RowStatus::Inflight || stage.is_some_and(|s| s != row.stage) {
+            continue;
+        }
+        rows::to_pending(cx, &row, cx.t);
+        count += 1;
+    }
+    Ok(Outcome::Count(count))
+}
+
+pub(crate) fn release_lane(cx: &mut Ctx<'_, '_>, stage: Stage, lane_name: &str, owner: &str) -> ApplyResult<Outcome> {
+    validate::name("lane", lane_name)?;
+    let released = lane::release(cx, &LaneKey::new(stage, lane_name), owner)?;
+    Ok(Outcome::Count(u64::from(released)))
+}

@@ -1,0 +1,236 @@
+//! Read-only queries over the state (SPEC §8). The API decides consistency (linearizable or
+//! stale) and channel scope; this module only reads.
+
+use crate::approval::Approval;
+use crate::audit::{self, AuditHead, AuditRow, Verification};
+use crate::complete::CapturedResponse;
+use crate::config::{self, ConfigVersion};
+use crate::ids::{ApprovalId, MessageId, Millis, RowId};
+use crate::keys::{trailing_u64, Key};
+use crate::lane::{self, LaneKey, LaneLease};
+use crate::machine::MetaState;
+use crate::message::{Event, Message, MessageStatus};
+use crate::principal::{self, Principal};
+use crate::row::{RowStatus, Stage, WorkRow};
+use crate::state::{self, ReferenceSnapshot, StateEntry};
+use crate::store::{Direction, Store, StoreError, Table};
+use crate::txn::Txn;
+use crate::{messages, rows};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A message with everything attached to it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageView {
+    pub message: Message,
+    pub events: Vec<Event>,
+    pub rows: Vec<WorkRow>,
+    pub responses: Vec<CapturedResponse>,
+}
+
+/// Filters of the message list (all optional; newest first).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageFilter {
+    pub channel: Option<String>,
+    pub status: Option<MessageStatus>,
+    pub message_type: Option<String>,
+    pub control_id: Option<String>,
+    /// Only these channels (a channel-scoped principal); `None` = all.
+    pub allowed_channels: Option<Vec<String>>,
+    pub limit: usize,
+    pub offset: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaneView {
+    pub lane: String,
+    pub depth: u64,
+    pub oldest_created_at: Option<Millis>,
+    pub inflight: u64,
+    pub holder: Option<LaneLease>,
+}
+
+/// Row counts by stage and status.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    pub messages: u64,
+    pub rows: BTreeMap<String, BTreeMap<String, u64>>,
+    pub clock: Millis,
+    pub last_applied: u64,
+}
+
+pub struct Reader<'a> {
+    txn: Txn<'a, dyn Store + 'a>,
+    meta: &'a MetaState,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new<S: Store + 'static>(store: &'a S, meta: &'a MetaState) -> Self {
+        let base: &'a dyn Store = store;
+        Self { txn: Txn::new(base), meta }
+    }
+
+    pub fn meta(&self) -> &MetaState {
+        self.meta
+    }
+
+    pub fn message(&self, id: MessageId) -> Result<Option<MessageView>, StoreError> {
+        let Some(message) = messages::get(&self.txn, id)? else {
+            return Ok(None);
+        };
+        let mut responses = Vec::new();
+        for item in self.txn.scan_prefix(Table::Responses, &id.to_be_bytes(), Direction::Forward)? {
+            responses.push(Txn::<dyn Store>::decode(Table::Responses, &item?.1)?);
+        }
+        Ok(Some(MessageView {
+            events: messages::events(&self.txn, id)?,
+            rows: rows::of_message(&self.txn, id)?,
+            responses,
+            message,
+        }))
+    }
+
+    pub fn list_messages(&self, filter: &MessageFilter) -> Result<Vec<Message>, StoreError> {
+        let mut out = Vec::new();
+        let mut skipped = 0usize;
+        let limit = filter.limit.clamp(1, 1000);
+        for item in self.txn.scan(Table::Messages, &[], None, Direction::Reverse)? {
+            let m: Message = Txn::<dyn Store>::decode(Table::Messages, &item?.1)?;
+            let keep = filter.channel.as_ref().is_none_or(|c| *c == m.channel_id)
+                && filter.status.is_none_or(|s| s == m.status)
+                && filter.message_type.as_ref().is_none_or(|t| Some(t) == m.message_type.as_ref())
+                && filter.control_id.as_ref().is_none_or(|c| Some(c) == m.control_id.as_ref())
+                && filter.allowed_channels.as_ref().is_none_or(|a| a.contains(&m.channel_id));
+            if !keep {
+                continue;
+            }
+            if skipped < filter.offset {
+                skipped += 1;
+                continue;
+            }
+            out.push(m);
+            if out.len() >= limit {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn row(&self, id: RowId) -> Result<Option<WorkRow>, StoreError> {
+        rows::get(&self.txn, id)
+    }
+
+    /// Dead outbound rows, oldest first.
+    pub fn dead_letters(&self, channel: Option<&str>, destination: Option<&str>, limit: usize) -> Result<Vec<WorkRow>, StoreError> {
+        let prefix = Key::new().u8(Stage::Outbound.tag()).build();
+        let mut out = Vec::new();
+        for item in self.txn.scan_prefix(Table::DeadRows, &prefix, Direction::Forward)? {
+            let (key, _) = item?;
+            let Some(id) = trailing_u64(&key) else { continue };
+            let Some(row) = rows::get(&self.txn, RowId(id))? else { continue };
+            if channel.is_some_and(|c| c != row.channel_id) || destination.is_some_and(|d| Some(d) != row.destination_name.as_deref()) {
+                continue;
+            }
+            out.push(row);
+            if out.len() >= limit {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn lane(&self, stage: Stage, name: &str) -> Result<LaneView, StoreError> {
+        let key = LaneKey::new(stage, name);
+        let (depth, oldest) = lane::depth(&self.txn, &key)?;
+        let state = lane::load_state(&self.txn, &key)?;
+        Ok(LaneView {
+            lane: key.to_string(),
+            depth,
+            oldest_created_at: oldest,
+            inflight: lane::inflight(&self.txn, &key)?.len() as u64,
+            holder: state.lease.filter(|l| l.is_live(self.meta.clock)),
+        })
+    }
+
+    /// Pending rows of a lane in FIFO order (for checkers and operators).
+    pub fn lane_order(&self, stage: Stage, name: &str, limit: usize) -> Result<Vec<RowId>, StoreError> {
+        let key = LaneKey::new(stage, name);
+        let mut out = Vec::new();
+        for item in self.txn.scan_prefix(Table::LanePending, &key.prefix(), Direction::Forward)?.take(limit) {
+            if let Some(id) = trailing_u64(&item?.0) {
+                out.push(RowId(id));
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn stats(&self) -> Stats {
+        let mut rows = BTreeMap::new();
+        for stage in Stage::ALL {
+            let mut by_status = BTreeMap::new();
+            for status in RowStatus::ALL {
+                by_status.insert(status.as_str().to_string(), self.meta.row_counts[stage as usize][status as usize]);
+            }
+            rows.insert(stage.as_str().to_string(), by_status);
+        }
+        Stats {
+            messages: self.meta.next_message_id,
+            rows,
+            clock: self.meta.clock,
+            last_applied: self.meta.last_applied,
+        }
+    }
+
+    pub fn config(&self) -> Result<ConfigVersion, StoreError> {
+        config::current_version(&self.txn)
+    }
+
+    pub fn config_version(&self, v: u64) -> Result<Option<ConfigVersion>, StoreError> {
+        config::version(&self.txn, v)
+    }
+
+    pub fn state_entry(&self, namespace: &str, key: &str) -> Result<Option<StateEntry>, StoreError> {
+        self.txn.get(Table::State, &state::state_key(namespace, key))
+    }
+
+    pub fn namespace_version(&self, namespace: &str) -> Result<u64, StoreError> {
+        Ok(self.txn.get(Table::StateNamespaces, &state::namespace_key(namespace))?.unwrap_or(0))
+    }
+
+    pub fn reference(&self, name: &str) -> Result<Option<ReferenceSnapshot>, StoreError> {
+        self.txn.get(Table::Reference, &Key::new().str(name).build())
+    }
+
+    pub fn audit_list(&self, org: &str, from_seq: u64, limit: usize) -> Result<Vec<AuditRow>, StoreError> {
+        audit::list(&self.txn, org, from_seq, limit)
+    }
+
+    pub fn audit_anchor(&self, org: &str) -> Result<AuditHead, StoreError> {
+        audit::head(&self.txn, org)
+    }
+
+    pub fn audit_verify(&self, org: &str, anchor: Option<(u64, [u8; 32])>) -> Result<Verification, StoreError> {
+        audit::verify(&self.txn, org, anchor)
+    }
+
+    pub fn audit_orgs(&self) -> Result<Vec<String>, StoreError> {
+        audit::orgs(&self.txn)
+    }
+
+    pub fn approval(&self, id: ApprovalId) -> Result<Option<Approval>, StoreError> {
+        self.txn.get(Table::Approvals, &id.to_be_bytes())
+    }
+
+    pub fn principal_by_token_hash(&self, hash: &str) -> Result<Option<Principal>, StoreError> {
+        principal::by_token_hash(&self.txn, hash)
+    }
+
+    /// Every principal (admin listing).
+    pub fn principals(&self) -> Result<Vec<Principal>, StoreError> {
+        let mut out = Vec::new();
+        for item in self.txn.scan(Table::Principals, &[], None, Direction::Forward)? {
+            out.push(Txn::<dyn Store>::decode(Table::Principals, &item?.1)?);
+        }
+        Ok(out)
+    }
+}
