@@ -42,11 +42,19 @@ fn new_message(cx: &mut Ctx<'_, '_>, channel: &str, raw: &str, fields: &MessageF
         purged: false,
     };
     if let Some(k) = key {
+        // A key reused after its window passed: drop the old use's expiry entry, or the next
+        // ExpireRecords would follow it and delete this new, in-flight record.
+        let idem = idempotency_key(channel, k);
+        if let Some(old) = cx.txn.get::<IdempotencyRecord>(Table::Idempotency, &idem)? {
+            if let Some(at) = old.expires_at {
+                cx.txn.delete(Table::IdempotencyExpiry, messages::expiry_key(at, channel, k));
+            }
+        }
         let record = IdempotencyRecord {
             message_id: id,
             expires_at: None,
         };
-        cx.txn.put(Table::Idempotency, idempotency_key(channel, k), &record);
+        cx.txn.put(Table::Idempotency, idem, &record);
     }
     messages::event(cx, id, EventKind::Received, None, None)?;
     Ok(message)

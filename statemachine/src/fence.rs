@@ -10,7 +10,7 @@ use crate::rows;
 /// What a fenced command may act on.
 pub(crate) enum Fenced {
     /// The row is inflight under the presented fence.
-    Held(WorkRow),
+    Held(Box<WorkRow>),
     /// The row was already consumed by a handoff (a retry or a late duplicate).
     Consumed,
 }
@@ -31,7 +31,7 @@ pub(crate) fn check(cx: &Ctx<'_, '_>, row_id: RowId, fence: Fence, stages: &[Sta
         .into());
     }
     match (&row.status, &row.claim) {
-        (RowStatus::Inflight, Some(claim)) if claim.fence == fence => Ok(Fenced::Held(row)),
+        (RowStatus::Inflight, Some(claim)) if claim.fence == fence => Ok(Fenced::Held(Box::new(row))),
         (RowStatus::Inflight, Some(claim)) => Err(stale(row_id, fence, Some(claim.fence))),
         // Lost the lease and the row went back to pending: the claim is gone.
         (RowStatus::Pending, _) => Err(stale(row_id, fence, None)),
@@ -48,7 +48,7 @@ pub(crate) fn check(cx: &Ctx<'_, '_>, row_id: RowId, fence: Fence, stages: &[Sta
 /// Like [`check`] for commands on rows that are never consumed: a missing row is unknown.
 pub(crate) fn held(cx: &Ctx<'_, '_>, row_id: RowId, fence: Fence, stages: &[Stage]) -> ApplyResult<WorkRow> {
     match check(cx, row_id, fence, stages)? {
-        Fenced::Held(row) => Ok(row),
+        Fenced::Held(row) => Ok(*row),
         Fenced::Consumed => Err(Rejection::UnknownRow(row_id).into()),
     }
 }

@@ -56,8 +56,12 @@ pub struct LaneLease {
 }
 
 impl LaneLease {
+    /// Live through `expires_at` inclusive, exactly like a row lease (which ReclaimExpired and
+    /// ClaimNextFifo step 2 only take back once `lease_expires_at < t`). Were the lane free at
+    /// `t == expires_at` while its head's row lease is still live, a new owner would be handed
+    /// the next row past the stranded head.
     pub fn is_live(&self, t: Millis) -> bool {
-        self.expires_at > t
+        self.expires_at >= t
     }
 }
 
@@ -95,9 +99,12 @@ pub(crate) fn acquire(cx: &mut Ctx<'_, '_>, lane: &LaneKey, owner: &str, ttl_ms:
             return Ok(Err(lease.clone()));
         }
     }
+    // Never shorten the owner's own live lease: it must outlast every row it claimed in the
+    // lane, or another owner could enter while those rows are still out.
+    let held_until = state.lease.as_ref().filter(|l| l.owner == owner).map_or(0, |l| l.expires_at);
     state.lease = Some(LaneLease {
         owner: owner.to_string(),
-        expires_at: cx.t.saturating_add(ttl_ms),
+        expires_at: cx.t.saturating_add(ttl_ms).max(held_until),
     });
     save_state(cx, lane, &state);
     Ok(Ok(()))

@@ -3,7 +3,7 @@
 use crate::command::{Command, Envelope, Outcome, Rejection, Response};
 use crate::ids::Millis;
 use crate::keys::meta;
-use crate::store::{Direction, Store, StoreError, Table, WriteBatch};
+use crate::store::{Direction, Store, StoreError, Table, TableEntry, WriteBatch};
 use crate::txn::Txn;
 use serde::{Deserialize, Serialize};
 
@@ -160,7 +160,7 @@ impl<S: Store + 'static> StateMachine<S> {
     /// atomically from the point of view of readers of this struct.
     pub fn install<I>(&mut self, entries: I) -> Result<(), StoreError>
     where
-        I: IntoIterator<Item = (Table, Vec<u8>, Vec<u8>)>,
+        I: IntoIterator<Item = TableEntry>,
     {
         self.store.clear()?;
         let mut batch = WriteBatch::default();
@@ -180,9 +180,9 @@ impl<S: Store + 'static> StateMachine<S> {
     }
 
     /// Every `(table, key, value)` of the state in canonical order: the snapshot stream.
-    pub fn export(&self) -> impl Iterator<Item = Result<(Table, Vec<u8>, Vec<u8>), StoreError>> + '_ {
+    pub fn export(&self) -> impl Iterator<Item = Result<TableEntry, StoreError>> + '_ {
         Table::ALL.into_iter().flat_map(move |table| {
-            let iter: Box<dyn Iterator<Item = Result<(Table, Vec<u8>, Vec<u8>), StoreError>>> =
+            let iter: Box<dyn Iterator<Item = Result<TableEntry, StoreError>>> =
                 match self.store.scan(table, &[], None, Direction::Forward) {
                     Ok(it) => Box::new(it.map(move |r| r.map(|(k, v)| (table, k, v)))),
                     Err(e) => Box::new(std::iter::once(Err(e))),

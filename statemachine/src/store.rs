@@ -136,6 +136,8 @@ pub enum StoreError {
 }
 
 pub type KvPair = (Vec<u8>, Vec<u8>);
+/// One entry of the whole state: the unit of snapshot streams.
+pub type TableEntry = (Table, Vec<u8>, Vec<u8>);
 pub type KvIter<'a> = Box<dyn Iterator<Item = Result<KvPair, StoreError>> + 'a>;
 
 /// Iteration direction of a range scan.

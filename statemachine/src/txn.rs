@@ -12,13 +12,16 @@ use std::collections::BTreeMap;
 use std::iter::Peekable;
 
 type Overlay = BTreeMap<Table, BTreeMap<Vec<u8>, Option<Vec<u8>>>>;
+/// `(table, key, previous overlay value)`; `None` = the key was absent from the overlay.
+type UndoEntry = (Table, Vec<u8>, Option<Option<Vec<u8>>>);
+type OverlayIter<'a> = Box<dyn Iterator<Item = (&'a Vec<u8>, &'a Option<Vec<u8>>)> + 'a>;
 
 pub struct Txn<'s, S: Store + ?Sized> {
     base: &'s S,
     overlay: Overlay,
     /// Undo log for rollback: previous overlay value of each key written since the checkpoint
     /// (`None` = the key was absent from the overlay).
-    undo: Vec<(Table, Vec<u8>, Option<Option<Vec<u8>>>)>,
+    undo: Vec<UndoEntry>,
 }
 
 /// Marker returned by [`Txn::checkpoint`].
@@ -107,7 +110,7 @@ impl<'s, S: Store + ?Sized> Txn<'s, S> {
         dir: Direction,
     ) -> Result<MergeIter<'_>, StoreError> {
         let base = self.base.scan(table, start, end, dir)?.peekable();
-        let over: Box<dyn Iterator<Item = (&Vec<u8>, &Option<Vec<u8>>)> + '_> =
+        let over: OverlayIter<'_> =
             match (self.overlay.get(&table), end.is_some_and(|e| e <= start)) {
                 (Some(t), false) => {
                     let r = t.range::<[u8], _>(range_bounds(start, end));
@@ -158,7 +161,7 @@ impl<'s, S: Store + ?Sized> Txn<'s, S> {
 /// overlay deletions hide store entries.
 pub struct MergeIter<'a> {
     base: Peekable<crate::store::KvIter<'a>>,
-    over: Peekable<Box<dyn Iterator<Item = (&'a Vec<u8>, &'a Option<Vec<u8>>)> + 'a>>,
+    over: Peekable<OverlayIter<'a>>,
     dir: Direction,
 }
 

@@ -1,0 +1,249 @@
+//! Application state and the router: every route of the HTTP API is mounted here.
+
+use crate::backend::Backend;
+use crate::error::{ApiError, ApiResult};
+use crate::metrics::Metrics;
+use crate::peer::PeerClient;
+use crate::{auth, routes};
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::{delete, get, post, put, MethodRouter};
+use axum::Router;
+use raftlane_statemachine::{codec, Envelope};
+use serde::de::DeserializeOwned;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Header carrying the shared cluster secret on node-to-node calls.
+pub const SECRET_HEADER: &str = "x-raftlane-cluster-secret";
+
+/// Settings of the HTTP layer.
+#[derive(Clone, Debug)]
+pub struct ApiConfig {
+    /// The bootstrap admin token (plaintext; only its hash is kept in memory).
+    pub admin_token: String,
+    /// Shared secret for node-to-node calls.
+    pub cluster_secret: String,
+    /// Largest accepted request body.
+    pub max_body_bytes: usize,
+    /// Timeout of one node-to-node call.
+    pub peer_timeout: Duration,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        Self {
+            admin_token: String::new(),
+            cluster_secret: String::new(),
+            max_body_bytes: 1024 * 1024,
+            peer_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+pub struct AppState {
+    pub backend: Arc<dyn Backend>,
+    pub admin_token_hash: String,
+    pub cluster_secret: String,
+    pub max_body_bytes: usize,
+    pub peer: PeerClient,
+    pub metrics: Metrics,
+}
+
+impl AppState {
+    pub fn new(backend: Arc<dyn Backend>, config: &ApiConfig) -> Arc<Self> {
+        Arc::new(Self {
+            backend,
+            admin_token_hash: auth::sha256_hex(&config.admin_token),
+            cluster_secret: config.cluster_secret.clone(),
+            max_body_bytes: config.max_body_bytes,
+            peer: PeerClient::new(config.peer_timeout),
+            metrics: Metrics::default(),
+        })
+    }
+
+    /// Wrap a command with the proposer's clock and the caller's name.
+    pub fn envelope(&self, actor: &str, command: raftlane_statemachine::Command) -> Envelope {
+        Envelope::new(now_ms(), actor, command)
+    }
+}
+
+/// The proposer's wall clock (the state machine clamps it monotonic).
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// One documented route: the router and the OpenAPI document are both built from this list,
+/// so they cannot disagree.
+pub struct ApiRoute {
+    pub method: &'static str,
+    pub path: &'static str,
+    pub summary: &'static str,
+    /// Needs `Authorization: Bearer`.
+    pub auth: bool,
+    pub handler: MethodRouter<Arc<AppState>>,
+}
+
+fn r(method: &'static str, path: &'static str, summary: &'static str, handler: MethodRouter<Arc<AppState>>) -> ApiRoute {
+    ApiRoute {
+        method,
+        path,
+        summary,
+        auth: path.starts_with("/v1/"),
+        handler,
+    }
+}
+
+/// Every public route of the API.
+pub fn api_routes() -> Vec<ApiRoute> {
+    use routes::{admin, audit, cluster, config, messages, work};
+    vec![
+        r("post", "/v1/channels/{channel}/messages", "Enqueue a message (JSON body or raw body with X- headers; Idempotency-Key)", post(messages::enqueue)),
+        r("get", "/v1/messages", "List messages, newest first (channel, status, message_type, control_id, limit, offset)", get(messages::list)),
+        r("get", "/v1/messages/{id}", "A message with its events, rows and captured responses", get(messages::get_one)),
+        r("post", "/v1/messages/{id}/replay", "Replay a message (recover stuck rows, else re-send done rows)", post(messages::replay)),
+        r("get", "/v1/dead-letters", "Dead outbound rows (channel, destination, limit)", get(messages::dead_letters)),
+        r("post", "/v1/dead-letters/replay", "Requeue dead outbound rows", post(messages::replay_dead)),
+        r("get", "/v1/stats", "Row counts by stage and status", get(messages::stats)),
+        r("get", "/v1/lanes/{stage}/{name}", "Lane depth, oldest row and holder", get(work::lane)),
+        r("post", "/v1/lanes/{stage}/{name}/claim", "Claim a lane's head (strict FIFO, lane lease)", post(work::claim_fifo)),
+        r("post", "/v1/lanes/{stage}/{name}/release", "Give a lane lease back", post(work::release)),
+        r("post", "/v1/lanes/outbound/{dest}/cancel", "Cancel pending outbound rows of a destination", post(work::cancel)),
+        r("post", "/v1/claims", "Claim due rows of a stage (unordered)", post(work::claim_ready)),
+        r("post", "/v1/leases/renew", "Renew an owner's row and lane leases", post(work::renew)),
+        r("post", "/v1/rows/{id}/{action}", "Fenced row action: route, handoff, transform, done, response, fail, dead, reingress", post(work::row_action)),
+        r("get", "/v1/config", "The current configuration and its version", get(config::get_current)),
+        r("put", "/v1/config", "Replace the configuration (If-Match: version; 412 on mismatch)", put(config::put_config)),
+        r("get", "/v1/config/versions/{v}", "A configuration version", get(config::get_version)),
+        r("post", "/v1/audit", "Append an audit row", post(audit::append)),
+        r("get", "/v1/audit", "List an org's audit rows (org required)", get(audit::list)),
+        r("get", "/v1/audit/anchor", "An org's chain anchor (count, head)", get(audit::anchor)),
+        r("get", "/v1/audit/verify", "Verify an org's chain, optionally against an anchor (count, head)", get(audit::verify)),
+        r("post", "/v1/audit/seal", "Seal an org's audit era", post(audit::seal)),
+        r("get", "/v1/state/{namespace}", "A transform-state namespace's version", get(admin::namespace)),
+        r("get", "/v1/state/{namespace}/{key}", "A transform-state entry", get(admin::state_entry)),
+        r("put", "/v1/reference/{name}", "Replace a reference snapshot", put(admin::put_reference)),
+        r("get", "/v1/reference/{name}", "A reference snapshot", get(admin::get_reference)),
+        r("post", "/v1/retention/purge", "Purge bodies, dead letters or state older than a time", post(admin::purge)),
+        r("post", "/v1/approvals", "Request an approval", post(admin::create_approval)),
+        r("get", "/v1/approvals/{id}", "An approval", get(admin::get_approval)),
+        r("post", "/v1/approvals/{id}/decide", "Approve or reject (once, by another principal)", post(admin::decide_approval)),
+        r("get", "/v1/tokens", "List API principals", get(admin::list_tokens)),
+        r("post", "/v1/tokens", "Create or rotate a principal's token (shown once)", post(admin::create_token)),
+        r("delete", "/v1/tokens/{name}", "Revoke a principal", delete(admin::revoke_token)),
+        r("get", "/v1/cluster", "Cluster status: leader, term, indexes, membership", get(cluster::status)),
+        r("get", "/v1/cluster/digest", "This node's state digest and applied index", get(cluster::digest)),
+        r("post", "/v1/cluster/learners", "Add a learner node", post(cluster::add_learner)),
+        r("post", "/v1/cluster/membership", "Change the voter set", post(cluster::change_membership)),
+        r("get", "/healthz", "Liveness", get(cluster::healthz)),
+        r("get", "/readyz", "Readiness (leader known, self-checks passed)", get(cluster::readyz)),
+        r("get", "/metrics", "Prometheus metrics", get(cluster::metrics)),
+        r("get", "/openapi.json", "This document", get(crate::openapi::serve)),
+    ]
+}
+
+/// The whole API. `extra` is merged in (the node mounts the Raft transport there).
+pub fn router(state: Arc<AppState>, extra: Router) -> Router {
+    let limit = state.max_body_bytes;
+    let mut app: Router<Arc<AppState>> = Router::new();
+    for route in api_routes() {
+        app = app.route(route.path, route.handler);
+    }
+    app.route("/internal/propose", post(internal_propose))
+        .route("/internal/read-index", get(internal_read_index))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(state)
+        .merge(extra)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found("no such route")
+}
+
+/// Refuse node-to-node calls without the cluster secret.
+pub fn check_secret(state: &AppState, headers: &HeaderMap) -> ApiResult<()> {
+    let presented = headers.get(SECRET_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let a = auth::sha256_hex(presented);
+    let b = auth::sha256_hex(&state.cluster_secret);
+    if auth::ct_eq(a.as_bytes(), b.as_bytes()) {
+        Ok(())
+    } else {
+        Err(ApiError::unauthorized("wrong cluster secret"))
+    }
+}
+
+async fn internal_propose(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> axum::response::Response {
+    if let Err(e) = check_secret(&state, &headers) {
+        return e.into_response();
+    }
+    let result = match codec::decode::<Envelope>(&body) {
+        Ok(envelope) => state.backend.propose(envelope).await,
+        Err(e) => return ApiError::invalid("body", e.to_string()).into_response(),
+    };
+    (StatusCode::OK, codec::encode(&result)).into_response()
+}
+
+async fn internal_read_index(State(state): State<Arc<AppState>>, headers: HeaderMap) -> axum::response::Response {
+    if let Err(e) = check_secret(&state, &headers) {
+        return e.into_response();
+    }
+    let result = state.backend.read_index().await;
+    (StatusCode::OK, codec::encode(&result)).into_response()
+}
+
+/// A JSON body parsed with errors that name the field: `400 {field, reason}`, `413` when too
+/// large. Replaces axum's `Json` extractor, whose rejections are plain text.
+pub struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state).await.map_err(body_error)?;
+        parse_json(&bytes).map(JsonBody)
+    }
+}
+
+pub fn body_error(e: axum::extract::rejection::BytesRejection) -> ApiError {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", "request body exceeds the configured limit")
+    } else {
+        ApiError::invalid("body", e.body_text())
+    }
+}
+
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    match serde_path_to_error::deserialize::<_, T>(&mut de) {
+        Ok(v) => Ok(v),
+        Err(e) => {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let field = if path == "." || path.is_empty() {
+                missing_field(&inner.to_string()).unwrap_or_else(|| "body".to_string())
+            } else {
+                path
+            };
+            Err(ApiError::invalid(field, strip_position(&inner.to_string())))
+        }
+    }
+}
+
+/// serde's "missing field `x`" names the field only in the message.
+fn missing_field(msg: &str) -> Option<String> {
+    let rest = msg.strip_prefix("missing field `")?;
+    Some(rest.split('`').next()?.to_string())
+}
+
+fn strip_position(msg: &str) -> String {
+    match msg.find(" at line ") {
+        Some(i) => msg[..i].to_string(),
+        None => msg.to_string(),
+    }
+}

@@ -1,0 +1,143 @@
+//! Bearer-token authentication and role/channel authorization.
+//!
+//! Tokens are never stored: the state holds SHA-256 hashes (SPEC §2), and the bootstrap admin
+//! token is compared by hash too, in constant time.
+
+use crate::app::AppState;
+use crate::backend;
+use crate::error::ApiError;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use raftlane_statemachine::principal::Role;
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+/// What a request may do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Permission {
+    /// Read messages, lanes, stats, config, audit.
+    Read,
+    /// Enqueue messages.
+    Produce,
+    /// Claim and complete work.
+    Work,
+    /// Replay, cancel, config changes, retention, audit appends, approvals.
+    Operate,
+    /// Principals and membership.
+    Admin,
+}
+
+pub fn role_allows(role: Role, p: Permission) -> bool {
+    match role {
+        Role::Admin => true,
+        Role::Operator => p != Permission::Admin,
+        Role::Worker => matches!(p, Permission::Read | Permission::Produce | Permission::Work),
+        Role::Viewer => p == Permission::Read,
+    }
+}
+
+/// The authenticated caller.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    pub name: String,
+    pub role: Role,
+    /// `None` = every channel.
+    pub channels: Option<Vec<String>>,
+}
+
+impl Caller {
+    pub fn require(&self, p: Permission) -> Result<(), ApiError> {
+        if role_allows(self.role, p) {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(format!("role {} may not {:?}", self.role.as_str(), p).to_lowercase()))
+        }
+    }
+
+    pub fn may_see(&self, channel: &str) -> bool {
+        self.channels.as_ref().is_none_or(|c| c.iter().any(|x| x == channel))
+    }
+
+    /// 403 unless the caller's scope includes `channel`.
+    pub fn require_channel(&self, channel: &str) -> Result<(), ApiError> {
+        if self.may_see(channel) {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(format!("token is not scoped to channel {channel}")))
+        }
+    }
+
+    /// A channel-scoped caller must name a channel; returns the scope filter for lists.
+    pub fn scope(&self) -> Option<Vec<String>> {
+        self.channels.clone()
+    }
+}
+
+pub fn sha256_hex(token: &str) -> String {
+    hex::encode(Sha256::digest(token.as_bytes()))
+}
+
+/// Constant-time equality of two equal-length byte strings.
+pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+impl FromRequestParts<Arc<AppState>> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &Arc<AppState>) -> Result<Self, Self::Rejection> {
+        let header = parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| ApiError::unauthorized("missing Authorization: Bearer <token>"))?;
+        let token = header
+            .strip_prefix("Bearer ")
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| ApiError::unauthorized("Authorization must be 'Bearer <token>'"))?;
+        let hash = sha256_hex(token);
+        if ct_eq(hash.as_bytes(), state.admin_token_hash.as_bytes()) {
+            return Ok(Caller {
+                name: "admin".into(),
+                role: Role::Admin,
+                channels: None,
+            });
+        }
+        let principal = backend::read(state.backend.as_ref(), |r| r.principal_by_token_hash(&hash))?;
+        match principal {
+            Some(p) => Ok(Caller {
+                name: p.name,
+                role: p.role,
+                channels: p.channels,
+            }),
+            None => Err(ApiError::unauthorized("unknown or revoked token")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles() {
+        assert!(role_allows(Role::Admin, Permission::Admin));
+        assert!(!role_allows(Role::Operator, Permission::Admin));
+        assert!(role_allows(Role::Operator, Permission::Operate));
+        assert!(role_allows(Role::Worker, Permission::Work));
+        assert!(!role_allows(Role::Worker, Permission::Operate));
+        assert!(role_allows(Role::Viewer, Permission::Read));
+        assert!(!role_allows(Role::Viewer, Permission::Produce));
+    }
+
+    #[test]
+    fn constant_time_compare() {
+        assert!(ct_eq(b"abc", b"abc"));
+        assert!(!ct_eq(b"abc", b"abd"));
+        assert!(!ct_eq(b"abc", b"ab"));
+    }
+}

@@ -1,0 +1,245 @@
+//! A typed async Rust client for the raftlane API, used by the tests, the chaos suite, the
+//! benchmark and the demo.
+//!
+//! It knows every node's address. A call goes to the node that last answered; on a connection
+//! failure or a 503 it moves on to the next node and tries again until its deadline. Reads and
+//! enqueues carrying an idempotency key are safe to repeat; other writes are repeated only when
+//! the request never reached a node or was refused before proposing (503).
+
+use crate::peer::{base_url, PeerClient, PeerError};
+use hyper::{Method, StatusCode};
+use raftlane_statemachine::command::ClaimedRow;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The server answered with an error body.
+    #[error("{status} {code}: {message}")]
+    Api {
+        status: u16,
+        code: String,
+        message: String,
+        field: Option<String>,
+    },
+    /// No node answered before the deadline. The call may or may not have taken effect.
+    #[error("no node answered: {0}")]
+    Unavailable(String),
+    #[error("unexpected response: {0}")]
+    Decode(String),
+}
+
+impl ClientError {
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            ClientError::Api { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            ClientError::Api { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+pub struct Enqueued {
+    pub message_id: u64,
+    pub duplicate: bool,
+    pub index: u64,
+}
+
+/// The answer of a FIFO claim.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+pub struct FifoClaim {
+    pub item: Option<ClaimedRow>,
+    pub reason: Option<String>,
+    pub holder: Option<String>,
+    pub due_at: Option<u64>,
+}
+
+#[derive(Clone)]
+pub struct Client {
+    nodes: Arc<Vec<String>>,
+    current: Arc<AtomicUsize>,
+    token: String,
+    http: PeerClient,
+    deadline: Duration,
+}
+
+/// Whether a call may be sent again after an ambiguous failure.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Retry {
+    Safe,
+    OnlyIfUnsent,
+}
+
+impl Client {
+    /// `nodes`: API addresses (`host:port` or URLs) of the cluster's nodes.
+    pub fn new(nodes: Vec<String>, token: impl Into<String>) -> Self {
+        Self {
+            nodes: Arc::new(nodes.iter().map(|n| base_url(n)).collect()),
+            current: Arc::new(AtomicUsize::new(0)),
+            token: token.into(),
+            http: PeerClient::new(Duration::from_secs(10)),
+            deadline: Duration::from_secs(20),
+        }
+    }
+
+    /// How long a call keeps trying other nodes.
+    pub fn with_deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// A client pinned to one node (no failover): for tests that target a specific node.
+    pub fn pinned(&self, node: usize) -> Self {
+        let addr = self.nodes.get(node).cloned().unwrap_or_default();
+        Self {
+            nodes: Arc::new(vec![addr]),
+            current: Arc::new(AtomicUsize::new(0)),
+            token: self.token.clone(),
+            http: self.http.clone(),
+            deadline: self.deadline,
+        }
+    }
+
+    pub fn with_token(&self, token: impl Into<String>) -> Self {
+        Self {
+            token: token.into(),
+            ..self.clone()
+        }
+    }
+
+    async fn send(&self, method: Method, path: &str, body: Option<Value>, headers: &[(&str, String)], retry: Retry) -> Result<(StatusCode, Value), ClientError> {
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(50);
+        let mut last;
+        let n = self.nodes.len().max(1);
+        loop {
+            let i = self.current.load(Ordering::Relaxed) % n;
+            let url = format!("{}{}", self.nodes.get(i).map(String::as_str).unwrap_or(""), path);
+            let mut hs: Vec<(&str, String)> = vec![("authorization", format!("Bearer {}", self.token))];
+            if body.is_some() {
+                hs.push(("content-type", "application/json".into()));
+            }
+            hs.extend(headers.iter().cloned());
+            let bytes = body.as_ref().map(|b| b.to_string().into_bytes()).unwrap_or_default();
+            match self.http.call(method.clone(), &url, &hs, bytes).await {
+                Ok((status, _, body)) if status == StatusCode::SERVICE_UNAVAILABLE => {
+                    last = format!("{url}: 503 {}", String::from_utf8_lossy(&body));
+                }
+                Ok((status, _, body)) => {
+                    let value: Value = if body.is_empty() { Value::Null } else { serde_json::from_slice(&body).unwrap_or(Value::Null) };
+                    if status.is_success() {
+                        return Ok((status, value));
+                    }
+                    let err = &value["error"];
+                    return Err(ClientError::Api {
+                        status: status.as_u16(),
+                        code: err["code"].as_str().unwrap_or("unknown").to_string(),
+                        message: err["message"].as_str().unwrap_or("").to_string(),
+                        field: err["field"].as_str().map(str::to_string),
+                    });
+                }
+                Err(PeerError::Unreachable(e)) if retry == Retry::OnlyIfUnsent && !e.contains("connect") => {
+                    return Err(ClientError::Unavailable(format!("{url}: {e} (outcome unknown)")));
+                }
+                Err(PeerError::Timeout) if retry == Retry::OnlyIfUnsent => {
+                    return Err(ClientError::Unavailable(format!("{url}: timed out (outcome unknown)")));
+                }
+                Err(e) => last = format!("{url}: {e}"),
+            }
+            self.current.store((i + 1) % n, Ordering::Relaxed);
+            if started.elapsed() + pause > self.deadline {
+                return Err(ClientError::Unavailable(last));
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(1000));
+        }
+    }
+
+    fn decode<T: DeserializeOwned>(v: Value) -> Result<T, ClientError> {
+        serde_json::from_value(v).map_err(|e| ClientError::Decode(e.to_string()))
+    }
+
+    /// Any call, for routes without a typed method.
+    pub async fn request(&self, method: Method, path: &str, body: Option<Value>) -> Result<Value, ClientError> {
+        let retry = if method == Method::GET { Retry::Safe } else { Retry::OnlyIfUnsent };
+        Ok(self.send(method, path, body, &[], retry).await?.1)
+    }
+
+    pub async fn enqueue(&self, channel: &str, raw: &str, idempotency_key: Option<&str>) -> Result<Enqueued, ClientError> {
+        let headers: Vec<(&str, String)> = idempotency_key.map(|k| vec![("idempotency-key", k.to_string())]).unwrap_or_default();
+        let retry = if idempotency_key.is_some() { Retry::Safe } else { Retry::OnlyIfUnsent };
+        let (_, v) = self.send(Method::POST, &format!("/v1/channels/{channel}/messages"), Some(json!({ "raw": raw })), &headers, retry).await?;
+        Self::decode(v)
+    }
+
+    pub async fn claim_fifo(&self, stage: &str, lane: &str, owner: &str, ttl_ms: u64) -> Result<FifoClaim, ClientError> {
+        let v = self
+            .request(Method::POST, &format!("/v1/lanes/{stage}/{lane}/claim"), Some(json!({ "owner": owner, "ttl_ms": ttl_ms })))
+            .await?;
+        Self::decode(v)
+    }
+
+    pub async fn claim_ready(&self, stage: &str, limit: u32, owner: &str, ttl_ms: u64, channel: Option<&str>) -> Result<Vec<ClaimedRow>, ClientError> {
+        let v = self
+            .request(
+                Method::POST,
+                "/v1/claims",
+                Some(json!({ "stage": stage, "limit": limit, "owner": owner, "ttl_ms": ttl_ms, "channel": channel })),
+            )
+            .await?;
+        Self::decode(v["items"].clone())
+    }
+
+    /// A fenced row action (`route`, `handoff`, `transform`, `done`, `response`, `fail`, `dead`,
+    /// `reingress`) with its JSON body.
+    pub async fn row(&self, row_id: u64, action: &str, body: Value) -> Result<Value, ClientError> {
+        self.request(Method::POST, &format!("/v1/rows/{row_id}/{action}"), Some(body)).await
+    }
+
+    pub async fn done(&self, row: &ClaimedRow) -> Result<Value, ClientError> {
+        self.row(row.row_id.0, "done", json!({ "fence": row.fence.0 })).await
+    }
+
+    pub async fn message(&self, id: u64) -> Result<Value, ClientError> {
+        self.request(Method::GET, &format!("/v1/messages/{id}"), None).await
+    }
+
+    pub async fn digest(&self) -> Result<(u64, String), ClientError> {
+        let v = self.request(Method::GET, "/v1/cluster/digest", None).await?;
+        Ok((v["last_applied"].as_u64().unwrap_or(0), v["digest"].as_str().unwrap_or("").to_string()))
+    }
+
+    pub async fn cluster(&self) -> Result<Value, ClientError> {
+        self.request(Method::GET, "/v1/cluster", None).await
+    }
+
+    pub async fn audit_append(&self, action: &str, org: Option<&str>, detail: Option<&str>) -> Result<Value, ClientError> {
+        self.request(Method::POST, "/v1/audit", Some(json!({ "action": action, "org": org, "detail": detail }))).await
+    }
+
+    pub async fn audit_verify(&self, org: &str) -> Result<Value, ClientError> {
+        self.request(Method::GET, &format!("/v1/audit/verify?org={org}"), None).await
+    }
+
+    pub async fn config(&self) -> Result<Value, ClientError> {
+        self.request(Method::GET, "/v1/config", None).await
+    }
+
+    /// Compare-and-set the config; `Err` with status 412 carries the current version.
+    pub async fn put_config(&self, expected_version: u64, config: Value) -> Result<u64, ClientError> {
+        let (_, v) = self
+            .send(Method::PUT, "/v1/config", Some(config), &[("if-match", expected_version.to_string())], Retry::OnlyIfUnsent)
+            .await?;
+        Ok(v["version"].as_u64().unwrap_or(0))
+    }
+}

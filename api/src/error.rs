@@ -1,0 +1,140 @@
+//! API errors: one JSON shape, `{"error": {"code", "message", "field"?}}`, with the right status.
+
+use crate::backend::ProposeError;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use raftlane_statemachine::{Rejection, StoreError};
+use serde::Serialize;
+
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    pub field: Option<String>,
+    /// Seconds for a `Retry-After` header (503).
+    pub retry_after: Option<u64>,
+    /// Extra JSON merged into the error object (e.g. the current config version on 412).
+    pub extra: Option<serde_json::Value>,
+}
+
+#[derive(Serialize)]
+struct Body<'a> {
+    error: Inner<'a>,
+}
+
+#[derive(Serialize)]
+struct Inner<'a> {
+    code: &'a str,
+    message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    field: Option<&'a str>,
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    extra: Option<&'a serde_json::Value>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            code,
+            message: message.into(),
+            field: None,
+            retry_after: None,
+            extra: None,
+        }
+    }
+
+    /// 400 naming the offending field.
+    pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        let field = field.into();
+        let reason = reason.into();
+        Self {
+            field: Some(field.clone()),
+            ..Self::new(StatusCode::BAD_REQUEST, "invalid", format!("{field}: {reason}"))
+        }
+    }
+
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self {
+            retry_after: Some(1),
+            ..Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
+        }
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+    }
+
+    pub fn with_extra(mut self, extra: serde_json::Value) -> Self {
+        self.extra = Some(extra);
+        self
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = Body {
+            error: Inner {
+                code: self.code,
+                message: &self.message,
+                field: self.field.as_deref(),
+                extra: self.extra.as_ref(),
+            },
+        };
+        let mut resp = (self.status, axum::Json(body)).into_response();
+        if let Some(secs) = self.retry_after {
+            if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+                resp.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+        }
+        resp
+    }
+}
+
+impl From<Rejection> for ApiError {
+    fn from(r: Rejection) -> Self {
+        let message = r.to_string();
+        match &r {
+            Rejection::Invalid { field, reason } => ApiError::invalid(field.clone(), reason.clone()),
+            Rejection::UnknownMessage(_) | Rejection::UnknownRow(_) | Rejection::UnknownApproval(_) | Rejection::UnknownPrincipal(_) => {
+                ApiError::not_found(message)
+            }
+            Rejection::VersionMismatch { current, .. } => {
+                ApiError::new(StatusCode::PRECONDITION_FAILED, "version_mismatch", message).with_extra(serde_json::json!({ "current_version": current }))
+            }
+            Rejection::ApprovalExpired(_) => ApiError::new(StatusCode::CONFLICT, "expired", message),
+            Rejection::SelfApproval => ApiError::new(StatusCode::FORBIDDEN, "self_approval", message),
+            _ => ApiError::new(StatusCode::CONFLICT, r.code(), message),
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        ApiError::internal(e.to_string())
+    }
+}
+
+impl From<ProposeError> for ApiError {
+    fn from(e: ProposeError) -> Self {
+        match e {
+            ProposeError::ForwardToLeader { .. } | ProposeError::Unavailable(_) => ApiError::unavailable(e.to_string()),
+            ProposeError::Fatal(m) => ApiError::internal(m),
+        }
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;

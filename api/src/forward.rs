@@ -1,0 +1,103 @@
+//! Any node accepts any request: writes go to the leader, linearizable reads wait for the
+//! leader's read index. This module is the only place that knows how.
+//!
+//! A write is proposed locally; if this node does not lead, the envelope is sent to the leader's
+//! `/internal/propose`, authenticated with the cluster secret. Leader changes are retried for a
+//! bounded time; after that the client gets 503 with `Retry-After` (the write may or may not
+//! have been committed: producers retry with an idempotency key).
+
+use crate::app::{AppState, SECRET_HEADER};
+use crate::backend::ProposeError;
+use crate::error::{ApiError, ApiResult};
+use crate::peer::base_url;
+use hyper::Method;
+use raftlane_statemachine::{codec, Envelope, Response};
+use std::time::{Duration, Instant};
+
+/// How long a request keeps retrying across a leader change.
+const RETRY_WINDOW: Duration = Duration::from_secs(8);
+
+/// Propose `envelope` through the leader and return the applied response.
+pub async fn write(state: &AppState, envelope: Envelope) -> ApiResult<(u64, Response)> {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let attempt = match state.backend.propose(envelope.clone()).await {
+            Err(ProposeError::ForwardToLeader { addr: Some(addr), .. }) => forward_propose(state, &addr, &envelope).await,
+            other => other,
+        };
+        match attempt {
+            Ok((index, response)) => {
+                state.metrics.record_command(envelope.command.name(), response.is_ok());
+                return Ok((index, response));
+            }
+            Err(ProposeError::Fatal(m)) => return Err(ApiError::internal(m)),
+            Err(e) => {
+                if started.elapsed() + pause > RETRY_WINDOW {
+                    return Err(ApiError::unavailable(format!("no leader accepted the write: {e}")));
+                }
+                tracing::debug!(error = %e, "write not accepted yet; retrying");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(500));
+            }
+        }
+    }
+}
+
+async fn forward_propose(state: &AppState, addr: &str, envelope: &Envelope) -> Result<(u64, Response), ProposeError> {
+    let url = format!("{}/internal/propose", base_url(addr));
+    let body = codec::encode(envelope);
+    let headers = [(SECRET_HEADER, state.cluster_secret.clone()), ("content-type", "application/octet-stream".to_string())];
+    let (status, _, bytes) = state
+        .peer
+        .call(Method::POST, &url, &headers, body)
+        .await
+        .map_err(|e| ProposeError::Unavailable(e.to_string()))?;
+    if !status.is_success() {
+        return Err(ProposeError::Unavailable(format!("leader answered {status}")));
+    }
+    codec::decode::<Result<(u64, Response), ProposeError>>(&bytes).map_err(|e| ProposeError::Unavailable(e.to_string()))?
+}
+
+/// Make the local state at least as new as the leader's commit at the time of the call.
+pub async fn linearize(state: &AppState) -> ApiResult<()> {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let index = match state.backend.read_index().await {
+            Err(ProposeError::ForwardToLeader { addr: Some(addr), .. }) => remote_read_index(state, &addr).await,
+            other => other,
+        };
+        match index {
+            Ok(index) => {
+                return state
+                    .backend
+                    .wait_applied(index, RETRY_WINDOW.saturating_sub(started.elapsed()))
+                    .await
+                    .map_err(ApiError::from);
+            }
+            Err(ProposeError::Fatal(m)) => return Err(ApiError::internal(m)),
+            Err(e) => {
+                if started.elapsed() + pause > RETRY_WINDOW {
+                    return Err(ApiError::unavailable(format!("cannot confirm a linearizable read: {e}")));
+                }
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(500));
+            }
+        }
+    }
+}
+
+async fn remote_read_index(state: &AppState, addr: &str) -> Result<u64, ProposeError> {
+    let url = format!("{}/internal/read-index", base_url(addr));
+    let headers = [(SECRET_HEADER, state.cluster_secret.clone())];
+    let (status, _, bytes) = state
+        .peer
+        .call(Method::GET, &url, &headers, Vec::new())
+        .await
+        .map_err(|e| ProposeError::Unavailable(e.to_string()))?;
+    if !status.is_success() {
+        return Err(ProposeError::Unavailable(format!("leader answered {status}")));
+    }
+    codec::decode::<Result<u64, ProposeError>>(&bytes).map_err(|e| ProposeError::Unavailable(e.to_string()))?
+}

@@ -1,0 +1,71 @@
+//! The OpenAPI document, generated from [`crate::app::api_routes`] (the same list the router is
+//! built from), served at `GET /openapi.json`.
+
+use crate::app::api_routes;
+use axum::Json;
+use serde_json::{json, Map, Value};
+
+/// Path parameters of a templated path: `/v1/rows/{id}/{action}` → `[id, action]`.
+fn params(path: &str) -> Vec<&str> {
+    path.split('/').filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}'))).collect()
+}
+
+pub fn document() -> Value {
+    let mut paths = Map::new();
+    for route in api_routes() {
+        let parameters: Vec<Value> = params(route.path)
+            .into_iter()
+            .map(|p| json!({ "name": p, "in": "path", "required": true, "schema": { "type": "string" } }))
+            .collect();
+        let mut op = json!({
+            "summary": route.summary,
+            "parameters": parameters,
+            "responses": {
+                "200": { "description": "OK" },
+                "400": { "description": "Invalid input", "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Error" } } } },
+                "401": { "description": "Missing or unknown token" },
+                "403": { "description": "Outside the token's role or channel scope" },
+                "404": { "description": "Not found" },
+                "409": { "description": "Stale fence or wrong status" },
+                "503": { "description": "No leader known; retry after Retry-After seconds" }
+            }
+        });
+        if route.auth {
+            op["security"] = json!([{ "bearer": [] }]);
+        }
+        let entry = paths.entry(route.path.to_string()).or_insert_with(|| json!({}));
+        entry[route.method] = op;
+    }
+    json!({
+        "openapi": "3.0.3",
+        "info": {
+            "title": "raftlane",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Replicated message pipeline: queues, FIFO lanes, leases and an audit chain decided by Raft consensus."
+        },
+        "paths": paths,
+        "components": {
+            "securitySchemes": { "bearer": { "type": "http", "scheme": "bearer" } },
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "properties": {
+                        "error": {
+                            "type": "object",
+                            "required": ["code", "message"],
+                            "properties": {
+                                "code": { "type": "string" },
+                                "message": { "type": "string" },
+                                "field": { "type": "string" }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    })
+}
+
+pub async fn serve() -> Json<Value> {
+    Json(document())
+}

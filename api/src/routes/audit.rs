@@ -1,0 +1,116 @@
+//! The audit chain: append, list, anchor, verify (with an anchor held elsewhere), seal.
+
+use super::{check_name, prepare_read, propose, unexpected, ReadOpts};
+use crate::app::{AppState, JsonBody};
+use crate::auth::{Caller, Permission};
+use crate::backend;
+use crate::error::{ApiError, ApiResult};
+use axum::extract::{Query, State};
+use axum::Json;
+use raftlane_statemachine::{Command, Outcome};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppendBody {
+    action: String,
+    channel: Option<String>,
+    org: Option<String>,
+    detail: Option<String>,
+}
+
+pub async fn append(State(state): State<Arc<AppState>>, caller: Caller, JsonBody(b): JsonBody<AppendBody>) -> ApiResult<Json<Value>> {
+    caller.require(Permission::Operate)?;
+    check_name("action", &b.action)?;
+    if let Some(c) = &b.channel {
+        caller.require_channel(c)?;
+    }
+    let command = Command::RecordAudit {
+        action: b.action,
+        channel: b.channel,
+        org: b.org,
+        detail: b.detail,
+    };
+    match propose(&state, &caller, command).await? {
+        (index, Outcome::Audit { seq, hash }) => Ok(Json(json!({ "seq": seq, "hash": hash, "index": index }))),
+        (_, other) => Err(unexpected(other)),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct AuditQuery {
+    org: Option<String>,
+    from: Option<u64>,
+    limit: Option<usize>,
+    count: Option<u64>,
+    head: Option<String>,
+    consistency: Option<String>,
+}
+
+fn org(q: &AuditQuery) -> ApiResult<&str> {
+    let org = q.org.as_deref().ok_or_else(|| ApiError::invalid("org", "audit reads must name an org"))?;
+    check_name("org", org)?;
+    Ok(org)
+}
+
+pub async fn list(State(state): State<Arc<AppState>>, caller: Caller, Query(q): Query<AuditQuery>) -> ApiResult<Json<Value>> {
+    caller.require(Permission::Read)?;
+    let org = org(&q)?.to_string();
+    prepare_read(&state, &ReadOpts { consistency: q.consistency.clone() }).await?;
+    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    let rows = backend::read(state.backend.as_ref(), |r| r.audit_list(&org, q.from.unwrap_or(0), limit))?;
+    let rows: Vec<Value> = rows
+        .into_iter()
+        .filter(|row| row.channel_id.as_deref().is_none_or(|c| caller.may_see(c)))
+        .map(|row| {
+            json!({
+                "seq": row.seq, "ts": row.ts, "actor": row.actor, "action": row.action,
+                "channel": row.channel_id, "org": row.org, "detail": row.detail,
+                "prev_hash": hex::encode(row.prev_hash), "hash": hex::encode(row.hash),
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "org": org, "rows": rows })))
+}
+
+pub async fn anchor(State(state): State<Arc<AppState>>, caller: Caller, Query(q): Query<AuditQuery>) -> ApiResult<Json<Value>> {
+    caller.require(Permission::Read)?;
+    let org = org(&q)?.to_string();
+    prepare_read(&state, &ReadOpts { consistency: q.consistency.clone() }).await?;
+    let head = backend::read(state.backend.as_ref(), |r| r.audit_anchor(&org))?;
+    Ok(Json(json!({ "org": org, "count": head.count, "head": hex::encode(head.head_hash), "era": head.era })))
+}
+
+pub async fn verify(State(state): State<Arc<AppState>>, caller: Caller, Query(q): Query<AuditQuery>) -> ApiResult<Json<Value>> {
+    caller.require(Permission::Read)?;
+    let org = org(&q)?.to_string();
+    let anchor = match (q.count, &q.head) {
+        (None, None) => None,
+        (Some(count), Some(head)) => {
+            let bytes = hex::decode(head).map_err(|_| ApiError::invalid("head", "must be 64 hex digits"))?;
+            let hash: [u8; 32] = bytes.try_into().map_err(|_| ApiError::invalid("head", "must be 64 hex digits"))?;
+            Some((count, hash))
+        }
+        _ => return Err(ApiError::invalid("count", "count and head go together")),
+    };
+    prepare_read(&state, &ReadOpts { consistency: q.consistency.clone() }).await?;
+    let v = backend::read(state.backend.as_ref(), |r| r.audit_verify(&org, anchor))?;
+    Ok(Json(serde_json::to_value(v).map_err(|e| ApiError::internal(e.to_string()))?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SealBody {
+    org: String,
+}
+
+pub async fn seal(State(state): State<Arc<AppState>>, caller: Caller, JsonBody(b): JsonBody<SealBody>) -> ApiResult<Json<Value>> {
+    caller.require(Permission::Operate)?;
+    check_name("org", &b.org)?;
+    match propose(&state, &caller, Command::SealAuditEpoch { org: b.org }).await? {
+        (index, Outcome::Audit { seq, hash }) => Ok(Json(json!({ "seq": seq, "hash": hash, "index": index }))),
+        (_, other) => Err(unexpected(other)),
+    }
+}

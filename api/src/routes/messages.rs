@@ -1,0 +1,211 @@
+//! Producing and reading messages; replay and dead letters.
+
+use super::{check_name, prepare_read, propose, unexpected, ReadOpts};
+use crate::app::{body_error, parse_json, AppState};
+use crate::auth::{Caller, Permission};
+use crate::backend;
+use crate::error::{ApiError, ApiResult};
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::Json;
+use raftlane_statemachine::command::MessageFields;
+use raftlane_statemachine::message::MessageStatus;
+use raftlane_statemachine::query::MessageFilter;
+use raftlane_statemachine::{Command, MessageId, Outcome};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EnqueueBody {
+    raw: String,
+    control_id: Option<String>,
+    message_type: Option<String>,
+    source_type: Option<String>,
+    summary: Option<String>,
+    metadata: Option<Value>,
+}
+
+fn header(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string)
+}
+
+/// `POST /v1/channels/{channel}/messages`: JSON body, or a raw body with `X-` headers.
+pub async fn enqueue(State(state): State<Arc<AppState>>, caller: Caller, Path(channel): Path<String>, req: Request) -> ApiResult<(StatusCode, Json<Value>)> {
+    caller.require(Permission::Produce)?;
+    check_name("channel", &channel)?;
+    caller.require_channel(&channel)?;
+    let headers = req.headers().clone();
+    let is_json = header(&headers, "content-type").is_some_and(|c| c.starts_with("application/json"));
+    let bytes = Bytes::from_request(req, &()).await.map_err(body_error)?;
+    let body: EnqueueBody = if is_json {
+        parse_json(&bytes)?
+    } else {
+        let raw = String::from_utf8(bytes.to_vec()).map_err(|_| ApiError::invalid("body", "raw body must be UTF-8 text"))?;
+        let metadata = match header(&headers, "x-metadata") {
+            Some(m) => Some(serde_json::from_str(&m).map_err(|e| ApiError::invalid("X-Metadata", e.to_string()))?),
+            None => None,
+        };
+        EnqueueBody {
+            raw,
+            control_id: header(&headers, "x-control-id"),
+            message_type: header(&headers, "x-message-type"),
+            source_type: header(&headers, "x-source-type"),
+            summary: header(&headers, "x-summary"),
+            metadata,
+        }
+    };
+    if body.raw.is_empty() {
+        return Err(ApiError::invalid("raw", "must not be empty"));
+    }
+    let metadata = match body.metadata {
+        None => None,
+        Some(v @ Value::Object(_)) => Some(v.to_string()),
+        Some(_) => return Err(ApiError::invalid("metadata", "must be a JSON object")),
+    };
+    let idempotency_key = header(&headers, "idempotency-key");
+    if let Some(k) = &idempotency_key {
+        check_name("Idempotency-Key", k)?;
+    }
+    let command = Command::EnqueueIngress {
+        channel,
+        raw: body.raw,
+        fields: MessageFields {
+            control_id: body.control_id,
+            message_type: body.message_type,
+            source_type: body.source_type,
+            summary: body.summary,
+            metadata,
+        },
+        idempotency_key,
+    };
+    match propose(&state, &caller, command).await? {
+        (index, Outcome::Enqueued { message_id, duplicate }) => {
+            let status = if duplicate { StatusCode::OK } else { StatusCode::CREATED };
+            Ok((status, Json(json!({ "message_id": message_id, "duplicate": duplicate, "index": index }))))
+        }
+        (_, other) => Err(unexpected(other)),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct ListQuery {
+    channel: Option<String>,
+    status: Option<String>,
+    message_type: Option<String>,
+    control_id: Option<String>,
+    limit: Option<usize>,
+    offset: Option<usize>,
+    consistency: Option<String>,
+}
+
+pub async fn list(State(state): State<Arc<AppState>>, caller: Caller, q: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>) -> ApiResult<Json<Value>> {
+    caller.require(Permission::Read)?;
+    let Query(q) = q.map_err(|e| ApiError::invalid("query", e.body_text()))?;
+    let status = match q.status.as_deref() {
+        None => None,
+        Some(s) => Some(MessageStatus::parse(s).ok_or_else(|| ApiError::invalid("status", format!("unknown status '{s}'")))?),
+    };
+    if let Some(c) = &q.channel {
+        caller.require_channel(c)?;
+    }
+    prepare_read(&state, &ReadOpts { consistency: q.consistency }).await?;
+    let filter = MessageFilter {
+        channel: q.channel,
+        status,
+        message_type: q.message_type,
+        control_id: q.control_id,
+        allowed_channels: caller.scope(),
+        limit: q.limit.unwrap_or(50),
+        offset: q.offset.unwrap_or(0),
+    };
+    let messages = backend::read(state.backend.as_ref(), |r| r.list_messages(&filter))?;
+    Ok(Json(json!({ "messages": messages })))
+}
+
+pub async fn get_one(State(state): State<Arc<AppState>>, caller: Caller, Path(id): Path<String>, Query(opts): Query<ReadOpts>) -> ApiResult<Json<Value>> {
+    caller.require(Permission::Read)?;
+    let id = parse_message_id(&id)?;
+    prepare_read(&state, &opts).await?;
+    let view = backend::read(state.backend.as_ref(), |r| r.message(id))?;
+    match view {
+        Some(v) if caller.may_see(&v.message.channel_id) => Ok(Json(serde_json::to_value(v).map_err(|e| ApiError::internal(e.to_string()))?)),
+        _ => Err(ApiError::not_found(format!("message {id} not found"))),
+    }
+}
+
+pub fn parse_message_id(s: &str) -> ApiResult<MessageId> {
+    s.parse::<u64>().map(MessageId).map_err(|_| ApiError::invalid("id", "must be a message id (an integer)"))
+}
+
+/// Load a message's channel for a scope check (stale read: channels never change).
+fn message_channel(state: &AppState, id: MessageId) -> ApiResult<String> {
+    let view = backend::read(state.backend.as_ref(), |r| r.message(id))?;
+    view.map(|v| v.message.channel_id).ok_or_else(|| ApiError::not_found(format!("message {id} not found")))
+}
+
+pub async fn replay(State(state): State<Arc<AppState>>, caller: Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    caller.require(Permission::Operate)?;
+    let id = parse_message_id(&id)?;
+    if caller.channels.is_some() {
+        caller.require_channel(&message_channel(&state, id)?)?;
+    }
+    match propose(&state, &caller, Command::Replay { message_id: id }).await? {
+        (index, Outcome::Count(n)) => Ok(Json(json!({ "requeued": n, "index": index }))),
+        (_, other) => Err(unexpected(other)),
+    }
+}
+
+#[derive(Deserialize)]
+pub struct DeadQuery {
+    channel: Option<String>,
+    destination: Option<String>,
+    limit: Option<usize>,
+    consistency: Option<String>,
+}
+
+pub async fn dead_letters(State(state): State<Arc<AppState>>, caller: Caller, Query(q): Query<DeadQuery>) -> ApiResult<Json<Value>> {
+    caller.require(Permission::Read)?;
+    if let Some(c) = &q.channel {
+        caller.require_channel(c)?;
+    }
+    prepare_read(&state, &ReadOpts { consistency: q.consistency }).await?;
+    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    let rows = backend::read(state.backend.as_ref(), |r| r.dead_letters(q.channel.as_deref(), q.destination.as_deref(), limit * 4))?;
+    let rows: Vec<_> = rows.into_iter().filter(|r| caller.may_see(&r.channel_id)).take(limit).collect();
+    Ok(Json(json!({ "dead_letters": rows })))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayDeadBody {
+    channel: Option<String>,
+    destination: Option<String>,
+}
+
+pub async fn replay_dead(State(state): State<Arc<AppState>>, caller: Caller, body: Bytes) -> ApiResult<Json<Value>> {
+    caller.require(Permission::Operate)?;
+    let body: ReplayDeadBody = if body.is_empty() { ReplayDeadBody::default() } else { parse_json(&body)? };
+    match (&body.channel, &caller.channels) {
+        (Some(c), _) => caller.require_channel(c)?,
+        (None, Some(_)) => return Err(ApiError::invalid("channel", "a channel-scoped token must name a channel")),
+        (None, None) => {}
+    }
+    let command = Command::ReplayDead {
+        channel: body.channel,
+        destination: body.destination,
+    };
+    match propose(&state, &caller, command).await? {
+        (index, Outcome::Count(n)) => Ok(Json(json!({ "requeued": n, "index": index }))),
+        (_, other) => Err(unexpected(other)),
+    }
+}
+
+pub async fn stats(State(state): State<Arc<AppState>>, caller: Caller, Query(opts): Query<ReadOpts>) -> ApiResult<Json<Value>> {
+    caller.require(Permission::Read)?;
+    prepare_read(&state, &opts).await?;
+    let stats = backend::read(state.backend.as_ref(), |r| Ok(r.stats()))?;
+    Ok(Json(serde_json::to_value(stats).map_err(|e| ApiError::internal(e.to_string()))?))
+}

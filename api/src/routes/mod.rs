@@ -1,0 +1,50 @@
+//! Route handlers, one module per area of the API.
+
+pub mod admin;
+pub mod audit;
+pub mod cluster;
+pub mod config;
+pub mod messages;
+pub mod work;
+
+use crate::app::AppState;
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::forward;
+use raftlane_statemachine::row::Stage;
+use raftlane_statemachine::{Command, Outcome};
+use serde::Deserialize;
+
+/// `?consistency=stale` serves from local state; anything else is linearizable.
+#[derive(Debug, Default, Deserialize)]
+pub struct ReadOpts {
+    pub consistency: Option<String>,
+}
+
+pub async fn prepare_read(state: &AppState, opts: &ReadOpts) -> ApiResult<()> {
+    match opts.consistency.as_deref() {
+        Some("stale") => Ok(()),
+        None | Some("linearizable") => forward::linearize(state).await,
+        Some(other) => Err(ApiError::invalid("consistency", format!("'{other}' is not 'stale' or 'linearizable'"))),
+    }
+}
+
+/// Propose a command as `caller`; a rejection becomes its HTTP error.
+pub async fn propose(state: &AppState, caller: &Caller, command: Command) -> ApiResult<(u64, Outcome)> {
+    let envelope = state.envelope(&caller.name, command);
+    let (index, response) = forward::write(state, envelope).await?;
+    Ok((index, response?))
+}
+
+pub fn parse_stage(s: &str) -> ApiResult<Stage> {
+    Stage::parse(s).ok_or_else(|| ApiError::invalid("stage", format!("'{s}' is not one of ingress, routed, outbound, response")))
+}
+
+pub fn check_name(field: &str, value: &str) -> ApiResult<()> {
+    raftlane_statemachine::checks::name(field, value).map_err(ApiError::from)
+}
+
+/// An outcome of an unexpected shape (a programming error, reported rather than panicking).
+pub fn unexpected(outcome: Outcome) -> ApiError {
+    ApiError::internal(format!("unexpected outcome {outcome:?}"))
+}

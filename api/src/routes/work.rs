@@ -1,0 +1,458 @@
+//! Workers' routes: claims, lanes, leases and the fenced row actions.
+
+use super::{check_name, parse_stage, prepare_read, propose, unexpected, ReadOpts};
+use crate::app::{parse_json, AppState, JsonBody};
+use crate::auth::{Caller, Permission};
+use crate::backend;
+use crate::error::{ApiError, ApiResult};
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::Json;
+use raftlane_statemachine::command::{Delivery, HandlerWork, HandoffDisposition, RetryPolicy, RouteDisposition, StateOp};
+use raftlane_statemachine::{checks, Command, Fence, FifoEmpty, Outcome, RowId};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// Default retry policy when neither the request nor the destination's config names one.
+pub const DEFAULT_RETRY: RetryPolicy = RetryPolicy {
+    max_attempts: None,
+    backoff_ms: 1000,
+    multiplier_milli: 2000,
+    max_backoff_ms: 60_000,
+};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FifoClaimBody {
+    owner: String,
+    ttl_ms: u64,
+}
+
+pub async fn claim_fifo(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path((stage, name)): Path<(String, String)>,
+    JsonBody(body): JsonBody<FifoClaimBody>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Permission::Work)?;
+    let stage = parse_stage(&stage)?;
+    check_name("name", &name)?;
+    check_name("owner", &body.owner)?;
+    checks::ttl("ttl_ms", body.ttl_ms)?;
+    if stage != raftlane_statemachine::row::Stage::Outbound {
+        caller.require_channel(&name)?;
+    } else if caller.channels.is_some() {
+        return Err(ApiError::forbidden("channel-scoped tokens cannot claim a whole outbound lane"));
+    }
+    let command = Command::ClaimNextFifo {
+        stage,
+        lane: name,
+        owner: body.owner,
+        ttl_ms: body.ttl_ms,
+    };
+    match propose(&state, &caller, command).await? {
+        (_, Outcome::FifoClaimed(Ok(item))) => Ok(Json(json!({ "item": item }))),
+        (_, Outcome::FifoClaimed(Err(FifoEmpty::Empty))) => Ok(Json(json!({ "item": null, "reason": "empty" }))),
+        (_, Outcome::FifoClaimed(Err(FifoEmpty::NotDue { due_at }))) => Ok(Json(json!({ "item": null, "reason": "not_due", "due_at": due_at }))),
+        (_, Outcome::FifoClaimed(Err(FifoEmpty::LaneBusy { holder, expires_at }))) => {
+            Ok(Json(json!({ "item": null, "reason": "lane_busy", "holder": holder, "expires_at": expires_at })))
+        }
+        (_, other) => Err(unexpected(other)),
+    }
+}
+
+pub async fn lane(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path((stage, name)): Path<(String, String)>,
+    Query(opts): Query<ReadOpts>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Permission::Read)?;
+    let stage = parse_stage(&stage)?;
+    check_name("name", &name)?;
+    prepare_read(&state, &opts).await?;
+    let view = backend::read(state.backend.as_ref(), |r| r.lane(stage, &name))?;
+    Ok(Json(json!({
+        "lane": view.lane,
+        "depth": view.depth,
+        "oldest": view.oldest_created_at,
+        "inflight": view.inflight,
+        "holder": view.holder,
+    })))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseBody {
+    owner: String,
+}
+
+pub async fn release(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path((stage, name)): Path<(String, String)>,
+    JsonBody(body): JsonBody<ReleaseBody>,
+) -> ApiResult<Json<Value>> {
+    caller.require(Permission::Work)?;
+    let stage = parse_stage(&stage)?;
+    check_name("name", &name)?;
+    check_name("owner", &body.owner)?;
+    let command = Command::ReleaseLane {
+        stage,
+        lane: name,
+        owner: body.owner,
+    };
+    match propose(&state, &caller, command).await? {
+        (_, Outcome::Count(n)) => Ok(Json(json!({ "released": n == 1 }))),
+        (_, other) => Err(unexpected(other)),
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct CancelBody {
+    channel: Option<String>,
+    #[serde(default)]
+    top_only: bool,
+}
+
+pub async fn cancel(State(state): State<Arc<AppState>>, caller: Caller, Path(dest): Path<String>, body: Bytes) -> ApiResult<Json<Value>> {
+    caller.require(Permission::Operate)?;
+    check_name("destination", &dest)?;
+    let body: CancelBody = if body.is_empty() { CancelBody::default() } else { parse_json(&body)? };
+    match (&body.channel, &caller.channels) {
+        (Some(c), _) => caller.require_channel(c)?,
+        (None, Some(_)) => return Err(ApiError::invalid("channel", "a channel-scoped token must name a channel")),
+        (None, None) => {}
+    }
+    let command = Command::CancelQueued {
+        destination: dest,
+        channel: body.channel,
+        top_only: body.top_only,
+    };
+    match propose(&state, &caller, command).await? {
+        (_, Outcome::Count(n)) => Ok(Json(json!({ "cancelled": n }))),
+        (_, other) => Err(unexpected(other)),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimBody {
+    stage: String,
+    limit: u32,
+    owner: String,
+    ttl_ms: u64,
+    channel: Option<String>,
+    destination: Option<String>,
+}
+
+pub async fn claim_ready(State(state): State<Arc<AppState>>, caller: Caller, JsonBody(body): JsonBody<ClaimBody>) -> ApiResult<Json<Value>> {
+    caller.require(Permission::Work)?;
+    let stage = parse_stage(&body.stage)?;
+    check_name("owner", &body.owner)?;
+    checks::ttl("ttl_ms", body.ttl_ms)?;
+    if body.limit == 0 || body.limit > raftlane_statemachine::MAX_CLAIM_LIMIT {
+        return Err(ApiError::invalid("limit", format!("must be between 1 and {}", raftlane_statemachine::MAX_CLAIM_LIMIT)));
+    }
+    match (&body.channel, &caller.channels) {
+        (Some(c), _) => caller.require_channel(c)?,
+        (None, Some(_)) => return Err(ApiError::invalid("channel", "a channel-scoped token must name a channel")),
+        (None, None) => {}
+    }
+    let command = Command::ClaimReady {
+        stage,
+        limit: body.limit,
+        channel: body.channel,
+        destination: body.destination,
+        owner: body.owner,
+        ttl_ms: body.ttl_ms,
+    };
+    match propose(&state, &caller, command).await? {
+        (_, Outcome::Claimed(items)) => Ok(Json(json!({ "items": items }))),
+        (_, other) => Err(unexpected(other)),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RenewBody {
+    owner: String,
+    ids: Vec<u64>,
+    ttl_ms: u64,
+}
+
+pub async fn renew(State(state): State<Arc<AppState>>, caller: Caller, JsonBody(body): JsonBody<RenewBody>) -> ApiResult<Json<Value>> {
+    caller.require(Permission::Work)?;
+    check_name("owner", &body.owner)?;
+    checks::ttl("ttl_ms", body.ttl_ms)?;
+    let command = Command::RenewLeases {
+        ids: body.ids.into_iter().map(RowId).collect(),
+        owner: body.owner,
+        ttl_ms: body.ttl_ms,
+    };
+    match propose(&state, &caller, command).await? {
+        (_, Outcome::Count(n)) => Ok(Json(json!({ "renewed": n }))),
+        (_, other) => Err(unexpected(other)),
+    }
+}
+
+// --- fenced row actions ---
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RouteBody {
+    fence: u64,
+    handlers: Vec<HandlerBody>,
+    disposition: Option<RouteDisposition>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HandlerBody {
+    handler: String,
+    #[serde(default)]
+    payload: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeliveryBody {
+    destination: String,
+    #[serde(default)]
+    payload: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HandoffBody {
+    fence: u64,
+    deliveries: Vec<DeliveryBody>,
+    disposition: Option<HandoffDisposition>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StateOpBody {
+    namespace: String,
+    key: String,
+    value: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TransformBody {
+    fence: u64,
+    deliveries: Vec<DeliveryBody>,
+    #[serde(default)]
+    state_ops: Vec<StateOpBody>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DoneBody {
+    fence: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ResponseBody {
+    fence: u64,
+    body: String,
+    outcome: String,
+    detail: Option<String>,
+    reingress_to: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetryBody {
+    max_attempts: Option<u32>,
+    backoff_ms: u64,
+    multiplier: f64,
+    max_backoff_ms: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FailBody {
+    fence: u64,
+    error: String,
+    retry: Option<RetryBody>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeadBody {
+    fence: Option<u64>,
+    error: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReingressBody {
+    fence: u64,
+    loopback_channel: String,
+    depth_cap: Option<u32>,
+}
+
+fn deliveries(list: Vec<DeliveryBody>) -> ApiResult<Vec<Delivery>> {
+    list.into_iter()
+        .map(|d| {
+            check_name("deliveries.destination", &d.destination)?;
+            Ok(Delivery {
+                destination: d.destination,
+                payload: d.payload,
+            })
+        })
+        .collect()
+}
+
+fn retry_policy(state: &AppState, row: &raftlane_statemachine::row::WorkRow, body: Option<RetryBody>) -> ApiResult<RetryPolicy> {
+    if let Some(r) = body {
+        if !(r.multiplier.is_finite() && (1.0..=100.0).contains(&r.multiplier)) {
+            return Err(ApiError::invalid("retry.multiplier", "must be between 1.0 and 100.0"));
+        }
+        if r.max_attempts == Some(0) {
+            return Err(ApiError::invalid("retry.max_attempts", "must be at least 1"));
+        }
+        return Ok(RetryPolicy {
+            max_attempts: r.max_attempts,
+            backoff_ms: r.backoff_ms,
+            // Rounded here, by the proposer: apply only ever sees integers.
+            multiplier_milli: (r.multiplier * 1000.0).round() as u32,
+            max_backoff_ms: r.max_backoff_ms,
+        });
+    }
+    let config = backend::read(state.backend.as_ref(), |r| r.config())?;
+    Ok(row
+        .destination_name
+        .as_ref()
+        .and_then(|d| config.doc.destinations.get(d))
+        .and_then(|d| d.retry.clone())
+        .unwrap_or(DEFAULT_RETRY))
+}
+
+/// `POST /v1/rows/{id}/{action}` for route, handoff, transform, done, response, fail, dead and
+/// reingress. Each carries the claim's fence.
+pub async fn row_action(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path((id, action)): Path<(String, String)>,
+    body: Bytes,
+) -> ApiResult<Json<Value>> {
+    caller.require(Permission::Work)?;
+    let row_id = RowId(id.parse::<u64>().map_err(|_| ApiError::invalid("id", "must be a row id (an integer)"))?);
+    // Scope and retry defaults need the row; a stale local read is enough (channels never change).
+    let row = backend::read(state.backend.as_ref(), |r| r.row(row_id))?;
+    if let Some(row) = &row {
+        caller.require_channel(&row.channel_id)?;
+    } else if caller.channels.is_some() {
+        return Err(ApiError::not_found(format!("row {row_id} not found")));
+    }
+    let command = match action.as_str() {
+        "route" => {
+            let b: RouteBody = parse_json(&body)?;
+            for h in &b.handlers {
+                check_name("handlers.handler", &h.handler)?;
+            }
+            let disposition = b.disposition.unwrap_or(if b.handlers.is_empty() { RouteDisposition::Unrouted } else { RouteDisposition::Routed });
+            Command::RouteHandoff {
+                row_id,
+                fence: Fence(b.fence),
+                handlers: b.handlers.into_iter().map(|h| HandlerWork { handler: h.handler, payload: h.payload }).collect(),
+                disposition,
+            }
+        }
+        "handoff" => {
+            let b: HandoffBody = parse_json(&body)?;
+            let disposition = b.disposition.unwrap_or(if b.deliveries.is_empty() { HandoffDisposition::Unrouted } else { HandoffDisposition::Routed });
+            Command::Handoff {
+                row_id,
+                fence: Fence(b.fence),
+                deliveries: deliveries(b.deliveries)?,
+                disposition,
+            }
+        }
+        "transform" => {
+            let b: TransformBody = parse_json(&body)?;
+            let mut ops = Vec::with_capacity(b.state_ops.len());
+            for op in b.state_ops {
+                check_name("state_ops.namespace", &op.namespace)?;
+                check_name("state_ops.key", &op.key)?;
+                ops.push(StateOp {
+                    namespace: op.namespace,
+                    key: op.key,
+                    value: op.value.to_string(),
+                });
+            }
+            Command::TransformHandoff {
+                row_id,
+                fence: Fence(b.fence),
+                deliveries: deliveries(b.deliveries)?,
+                state_ops: ops,
+            }
+        }
+        "done" => {
+            let b: DoneBody = parse_json(&body)?;
+            Command::MarkDone { row_id, fence: Fence(b.fence) }
+        }
+        "response" => {
+            let b: ResponseBody = parse_json(&body)?;
+            if let Some(c) = &b.reingress_to {
+                check_name("reingress_to", c)?;
+            }
+            Command::CompleteWithResponse {
+                row_id,
+                fence: Fence(b.fence),
+                body: b.body,
+                outcome: b.outcome,
+                detail: b.detail,
+                reingress_to: b.reingress_to,
+            }
+        }
+        "fail" => {
+            let b: FailBody = parse_json(&body)?;
+            let row = row.ok_or_else(|| ApiError::not_found(format!("row {row_id} not found")))?;
+            let retry = retry_policy(&state, &row, b.retry)?;
+            Command::MarkFailed {
+                row_id,
+                fence: Fence(b.fence),
+                error: b.error,
+                retry,
+            }
+        }
+        "dead" => {
+            let b: DeadBody = parse_json(&body)?;
+            Command::DeadLetterNow {
+                row_id,
+                fence: b.fence.map(Fence),
+                error: b.error,
+            }
+        }
+        "reingress" => {
+            let b: ReingressBody = parse_json(&body)?;
+            check_name("loopback_channel", &b.loopback_channel)?;
+            Command::IngressHandoff {
+                row_id,
+                fence: Fence(b.fence),
+                loopback_channel: b.loopback_channel,
+                depth_cap: b.depth_cap.unwrap_or(5),
+            }
+        }
+        other => {
+            return Err(ApiError::not_found(format!(
+                "unknown row action '{other}' (route, handoff, transform, done, response, fail, dead, reingress)"
+            )))
+        }
+    };
+    let (index, outcome) = propose(&state, &caller, command).await?;
+    Ok(Json(match outcome {
+        Outcome::HandedOff(applied) => json!({ "applied": applied, "index": index }),
+        Outcome::Done => json!({ "ok": true, "index": index }),
+        Outcome::Failed { dead, next_attempt_at } => json!({ "dead": dead, "next_attempt_at": next_attempt_at, "index": index }),
+        Outcome::Reingressed(child) => json!({ "child_message_id": child, "index": index }),
+        other => return Err(unexpected(other)),
+    }))
+}
