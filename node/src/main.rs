@@ -1,1 +1,42 @@
-fn main() {}
+//! `raftlane`: run a node, a local dev cluster (with an optional demo workload), and the tools.
+
+use clap::{Parser, Subcommand};
+use raftlane_node::{config::NodeArgs, dev, server};
+use tracing_subscriber::EnvFilter;
+
+#[derive(Parser)]
+#[command(name = "raftlane", version, about = "A replicated message pipeline: queues, FIFO lanes and an audit chain decided by Raft.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run one node of a cluster (flags, RAFTLANE_* environment variables or --config FILE).
+    Node(NodeArgs),
+    /// Run a local three-node cluster in the foreground (127.0.0.1:P..P+2) until Ctrl-C.
+    Dev(dev::DevArgs),
+}
+
+fn init_logging() {
+    let filter = EnvFilter::try_from_env("RAFTLANE_LOG").unwrap_or_else(|_| EnvFilter::new("info,openraft=error"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_target(false).init();
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    init_logging();
+    match cli.command {
+        Command::Node(args) => {
+            let opts = args.resolve()?;
+            let node = server::start(opts).await?;
+            dev::wait_for_signal().await;
+            tracing::info!("signal received; shutting down");
+            node.shutdown().await;
+            Ok(())
+        }
+        Command::Dev(args) => dev::run(args).await,
+    }
+}

@@ -1,0 +1,143 @@
+//! The API's [`Backend`] over a Raft node: proposals go through openraft, reads come from the
+//! locally applied state, read indexes from the leader's quorum check.
+
+use raftlane_api::backend::{BoxFuture, ClusterStatus, Member, ProposeError};
+use raftlane_api::Backend;
+use raftlane_raft::{RaftNode, ReadError, WriteError};
+use raftlane_statemachine::query::Reader;
+use raftlane_statemachine::{Envelope, Response, StoreError};
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+pub struct RaftBackend {
+    node: RaftNode,
+}
+
+impl RaftBackend {
+    pub fn new(node: RaftNode) -> Self {
+        Self { node }
+    }
+}
+
+fn from_write(e: WriteError) -> ProposeError {
+    match e {
+        WriteError::ForwardToLeader { leader_id, addr } => ProposeError::ForwardToLeader { leader_id, addr },
+        WriteError::Refused(m) => ProposeError::Unavailable(m),
+        WriteError::Stopped(m) => ProposeError::Fatal(m),
+    }
+}
+
+fn from_read(e: ReadError) -> ProposeError {
+    match e {
+        ReadError::ForwardToLeader { leader_id, addr } => ProposeError::ForwardToLeader { leader_id, addr },
+        ReadError::NoQuorum(m) => ProposeError::Unavailable(m),
+        ReadError::Timeout => ProposeError::Unavailable("read index timed out".into()),
+        ReadError::Stopped(m) | ReadError::State(m) => ProposeError::Fatal(m),
+    }
+}
+
+impl Backend for RaftBackend {
+    fn node_id(&self) -> u64 {
+        self.node.id()
+    }
+
+    fn propose(&self, envelope: Envelope) -> BoxFuture<'_, Result<(u64, Response), ProposeError>> {
+        Box::pin(async move { self.node.client_write(envelope).await.map_err(from_write) })
+    }
+
+    fn read_index(&self) -> BoxFuture<'_, Result<u64, ProposeError>> {
+        Box::pin(async move {
+            let log_id = self.node.ensure_linearizable().await.map_err(from_read)?;
+            Ok(log_id.map_or(0, |l| l.index))
+        })
+    }
+
+    fn wait_applied(&self, index: u64, timeout: Duration) -> BoxFuture<'_, Result<(), ProposeError>> {
+        Box::pin(async move {
+            if index == 0 {
+                return Ok(());
+            }
+            self.node
+                .raft()
+                .wait(Some(timeout))
+                .applied_index_at_least(Some(index), "linearizable read")
+                .await
+                .map(|_| ())
+                .map_err(|e| ProposeError::Unavailable(format!("waiting for index {index}: {e}")))
+        })
+    }
+
+    fn with_reader(&self, f: &mut dyn FnMut(&Reader<'_>)) -> Result<(), StoreError> {
+        self.node
+            .read_local(|sm| f(&sm.read()))
+            .map_err(|e| StoreError::Io(e.to_string()))
+    }
+
+    fn status(&self) -> ClusterStatus {
+        let m = self.node.metrics();
+        let membership = m.membership_config.membership();
+        let voters: Vec<u64> = membership.voter_ids().collect();
+        let membership_list = membership
+            .nodes()
+            .map(|(id, node)| Member {
+                id: *id,
+                addr: node.addr.clone(),
+                voter: voters.contains(id),
+            })
+            .collect();
+        let mut gauges = BTreeMap::new();
+        let log = self.node.log_stats();
+        gauges.insert("raftlane_log_appends_total".into(), log.appends.load(Ordering::Relaxed) as f64);
+        gauges.insert("raftlane_log_entries_appended_total".into(), log.entries.load(Ordering::Relaxed) as f64);
+        gauges.insert("raftlane_log_syncs_total".into(), log.syncs.load(Ordering::Relaxed) as f64);
+        let sm = self.node.sm_stats();
+        gauges.insert("raftlane_sm_apply_batches_total".into(), sm.apply_batches.load(Ordering::Relaxed) as f64);
+        gauges.insert("raftlane_sm_applied_entries_total".into(), sm.applied_entries.load(Ordering::Relaxed) as f64);
+        gauges.insert("raftlane_snapshots_installed_total".into(), sm.snapshots_installed.load(Ordering::Relaxed) as f64);
+        gauges.insert("raftlane_snapshots_built_total".into(), sm.snapshots_built.load(Ordering::Relaxed) as f64);
+        if let Some(s) = &m.snapshot {
+            gauges.insert("raftlane_snapshot_index".into(), s.index as f64);
+        }
+        ClusterStatus {
+            node_id: self.node.id(),
+            leader_id: m.current_leader,
+            term: m.current_term,
+            last_log_index: m.last_log_index.unwrap_or(0),
+            last_applied: m.last_applied.map_or(0, |l| l.index),
+            membership: membership_list,
+            gauges,
+        }
+    }
+
+    fn digest(&self) -> BoxFuture<'_, Result<(u64, [u8; 32]), String>> {
+        Box::pin(async move {
+            // Digest and index read from the same state handle; the digest walks the store, so
+            // take the index after: equal digests at equal indexes is what checkers compare.
+            let digest = self.node.digest().await.map_err(|e| e.to_string())?;
+            let applied = self.node.applied_log_id().map_err(|e| e.to_string())?.map_or(0, |l| l.index);
+            Ok((applied, digest))
+        })
+    }
+
+    fn add_learner(&self, id: u64, addr: String) -> BoxFuture<'_, Result<(), ProposeError>> {
+        Box::pin(async move { self.node.add_learner(id, addr).await.map_err(|e| ProposeError::Unavailable(e.to_string())) })
+    }
+
+    fn change_membership(&self, voters: Vec<u64>) -> BoxFuture<'_, Result<(), ProposeError>> {
+        Box::pin(async move {
+            self.node
+                .set_voters(voters.into_iter().collect())
+                .await
+                .map_err(|e| ProposeError::Unavailable(e.to_string()))
+        })
+    }
+
+    fn ready(&self) -> Result<(), String> {
+        let m = self.node.metrics();
+        match m.current_leader {
+            Some(_) => Ok(()),
+            None => Err("no leader known".into()),
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! Node configuration: command-line flags, `RAFTLANE_*` environment variables and an optional
+//! TOML file, in that order of precedence.
+
+use crate::server::NodeOptions;
+use anyhow::{bail, Context};
+use clap::Args;
+use raftlane_raft::Tuning;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+/// `raftlane node` flags. Each can also be set by its environment variable or in `--config`.
+#[derive(Args, Debug, Clone, Default)]
+pub struct NodeArgs {
+    /// This node's id (a positive integer, unique in the cluster).
+    #[arg(long, env = "RAFTLANE_ID")]
+    pub id: Option<u64>,
+    /// Address to serve the API and the Raft transport on, e.g. 0.0.0.0:7001.
+    #[arg(long, env = "RAFTLANE_LISTEN")]
+    pub listen: Option<SocketAddr>,
+    /// Address peers and clients use to reach this node (default: the --peers entry for --id,
+    /// else --listen).
+    #[arg(long, env = "RAFTLANE_ADVERTISE")]
+    pub advertise: Option<String>,
+    /// The initial voters as id=host:port pairs, e.g. 1=n1:7001,2=n2:7001,3=n3:7001.
+    #[arg(long, env = "RAFTLANE_PEERS")]
+    pub peers: Option<String>,
+    /// Directory for the Raft log, the state and snapshots.
+    #[arg(long, env = "RAFTLANE_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Initialize the cluster from --peers on first start (set on one node; harmless on restart).
+    #[arg(long, env = "RAFTLANE_BOOTSTRAP")]
+    pub bootstrap: Option<bool>,
+    /// Shared secret that authenticates node-to-node traffic (required; same on every node).
+    #[arg(long, env = "RAFTLANE_CLUSTER_SECRET", hide_env_values = true)]
+    pub cluster_secret: Option<String>,
+    /// The bootstrap admin token. When unset, one is generated on first start, stored in the
+    /// data directory (admin.token) and printed once.
+    #[arg(long, env = "RAFTLANE_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+    /// Largest accepted request body in bytes (default 1048576); larger bodies get 413.
+    #[arg(long, env = "RAFTLANE_MAX_BODY_BYTES")]
+    pub max_body_bytes: Option<usize>,
+    /// A TOML file with any of these settings (keys as the flag names with underscores), plus a
+    /// [tuning] table (heartbeat_ms, election_timeout_min_ms, snapshot_logs_since_last, ...).
+    #[arg(long, env = "RAFTLANE_CONFIG")]
+    pub config: Option<PathBuf>,
+}
+
+/// The TOML file's shape.
+#[derive(Deserialize, Default, Debug)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    id: Option<u64>,
+    listen: Option<SocketAddr>,
+    advertise: Option<String>,
+    peers: Option<String>,
+    data_dir: Option<PathBuf>,
+    bootstrap: Option<bool>,
+    cluster_secret: Option<String>,
+    admin_token: Option<String>,
+    max_body_bytes: Option<usize>,
+    tuning: Option<Tuning>,
+}
+
+/// Parse `1=host:port,2=host:port`.
+pub fn parse_peers(s: &str) -> anyhow::Result<BTreeMap<u64, String>> {
+    let mut peers = BTreeMap::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (id, addr) = part.split_once('=').with_context(|| format!("peer '{part}' is not id=host:port"))?;
+        let id: u64 = id.trim().parse().with_context(|| format!("peer id '{id}' is not a number"))?;
+        if addr.trim().is_empty() {
+            bail!("peer {id} has an empty address");
+        }
+        peers.insert(id, addr.trim().to_string());
+    }
+    Ok(peers)
+}
+
+/// Read the stored admin token or create one (printed once, on creation).
+pub fn admin_token_for(data_dir: &Path) -> anyhow::Result<String> {
+    let path = data_dir.join("admin.token");
+    if let Ok(t) = std::fs::read_to_string(&path) {
+        let t = t.trim().to_string();
+        if !t.is_empty() {
+            return Ok(t);
+        }
+    }
+    std::fs::create_dir_all(data_dir)?;
+    let token = generate_token();
+    std::fs::write(&path, &token).with_context(|| format!("cannot write {}", path.display()))?;
+    println!("Generated admin token (stored in {}): {token}", path.display());
+    Ok(token)
+}
+
+pub fn generate_token() -> String {
+    use rand::RngCore;
+    let mut raw = [0u8; 24];
+    rand::thread_rng().fill_bytes(&mut raw);
+    format!("rl_{}", hex::encode(raw))
+}
+
+impl NodeArgs {
+    /// Merge flags/env over the file and check that everything needed is there.
+    pub fn resolve(self) -> anyhow::Result<NodeOptions> {
+        let file: FileConfig = match &self.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+                toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))?
+            }
+            None => FileConfig::default(),
+        };
+        let id = self.id.or(file.id).context("--id is required (or RAFTLANE_ID)")?;
+        if id == 0 {
+            bail!("--id must be a positive integer");
+        }
+        let listen = self.listen.or(file.listen).context("--listen is required (or RAFTLANE_LISTEN)")?;
+        let peers = match self.peers.or(file.peers) {
+            Some(p) => parse_peers(&p)?,
+            None => BTreeMap::new(),
+        };
+        let advertise = self
+            .advertise
+            .or(file.advertise)
+            .or_else(|| peers.get(&id).cloned())
+            .unwrap_or_else(|| listen.to_string());
+        let data_dir = self.data_dir.or(file.data_dir).context("--data-dir is required (or RAFTLANE_DATA_DIR)")?;
+        let cluster_secret = self
+            .cluster_secret
+            .or(file.cluster_secret)
+            .filter(|s| !s.is_empty())
+            .context("a cluster secret is required: --cluster-secret or RAFTLANE_CLUSTER_SECRET (same on every node)")?;
+        let admin_token = match self.admin_token.or(file.admin_token).filter(|t| !t.is_empty()) {
+            Some(t) => t,
+            None => admin_token_for(&data_dir)?,
+        };
+        let bootstrap = self.bootstrap.or(file.bootstrap).unwrap_or(false);
+        if bootstrap && !peers.contains_key(&id) {
+            bail!("--bootstrap needs --peers to include this node ({id})");
+        }
+        Ok(NodeOptions {
+            id,
+            listen,
+            advertise,
+            peers,
+            data_dir,
+            bootstrap,
+            cluster_secret,
+            admin_token,
+            max_body_bytes: self.max_body_bytes.or(file.max_body_bytes).unwrap_or(1024 * 1024),
+            tuning: file.tuning.unwrap_or_default(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peers_parse() {
+        let p = parse_peers("1=a:1, 2=b:2,3=c:3").unwrap();
+        assert_eq!(p.len(), 3);
+        assert_eq!(p[&2], "b:2");
+        assert!(parse_peers("1a:1").is_err());
+        assert!(parse_peers("x=a:1").is_err());
+        assert!(parse_peers("1=").is_err());
+    }
+
+    #[test]
+    fn resolve_requires_a_secret_and_defaults_advertise_to_the_peer_entry() {
+        let dir = std::env::temp_dir().join(format!("raftlane-cfg-{}", std::process::id()));
+        let args = NodeArgs {
+            id: Some(2),
+            listen: Some("127.0.0.1:7002".parse().unwrap()),
+            peers: Some("1=h1:7001,2=h2:7002".into()),
+            data_dir: Some(dir.clone()),
+            admin_token: Some("t".into()),
+            ..Default::default()
+        };
+        assert!(args.clone().resolve().is_err(), "no secret must be an error");
+        let opts = NodeArgs {
+            cluster_secret: Some("s".into()),
+            ..args
+        }
+        .resolve()
+        .unwrap();
+        assert_eq!(opts.advertise, "h2:7002");
+        assert!(!opts.bootstrap);
+    }
+}

@@ -1,0 +1,109 @@
+//! Starting one node: the Raft replica and the HTTP server that carries both the API and the
+//! Raft transport (`/raft/...`) on one port.
+
+use crate::backend::RaftBackend;
+use anyhow::Context;
+use axum::extract::Request;
+use axum::routing::post;
+use axum::Router;
+use raftlane_api::{ApiConfig, AppState};
+use raftlane_raft::{RaftNode, RaftNodeConfig, Tuning};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// Everything a node needs, resolved from flags, environment and the config file.
+#[derive(Clone, Debug)]
+pub struct NodeOptions {
+    pub id: u64,
+    pub listen: SocketAddr,
+    /// `host:port` peers and clients use to reach this node (defaults to `listen`).
+    pub advertise: String,
+    /// Initial voters, this node included.
+    pub peers: BTreeMap<u64, String>,
+    pub data_dir: PathBuf,
+    /// Initialize the cluster from `peers` if it never was (idempotent).
+    pub bootstrap: bool,
+    pub cluster_secret: String,
+    pub admin_token: String,
+    pub max_body_bytes: usize,
+    pub tuning: Tuning,
+}
+
+/// A node that is serving.
+pub struct RunningNode {
+    pub raft: RaftNode,
+    pub addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    http: JoinHandle<()>,
+}
+
+impl RunningNode {
+    /// Stop serving HTTP, then shut the replica down (its databases are closed on return).
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        if tokio::time::timeout(Duration::from_secs(10), self.http).await.is_err() {
+            tracing::warn!("HTTP server did not stop within 10 s");
+        }
+        self.raft.shutdown().await;
+    }
+}
+
+/// Bind `opts.listen` and start.
+pub async fn start(opts: NodeOptions) -> anyhow::Result<RunningNode> {
+    let listener = TcpListener::bind(opts.listen).await.with_context(|| format!("cannot listen on {}", opts.listen))?;
+    start_on(opts, listener).await
+}
+
+/// Start on an already bound listener (tests bind port 0 first).
+pub async fn start_on(opts: NodeOptions, listener: TcpListener) -> anyhow::Result<RunningNode> {
+    let addr = listener.local_addr()?;
+    let raft_config = RaftNodeConfig {
+        id: opts.id,
+        listen_addr: None,
+        advertise_addr: opts.advertise.clone(),
+        data_dir: opts.data_dir.clone(),
+        peers: opts.peers.clone(),
+        bootstrap: opts.bootstrap,
+        secret: opts.cluster_secret.clone(),
+        tuning: opts.tuning.clone(),
+    };
+    let raft = RaftNode::start(raft_config).await.context("cannot start the raft replica")?;
+    let api_config = ApiConfig {
+        admin_token: opts.admin_token.clone(),
+        cluster_secret: opts.cluster_secret.clone(),
+        max_body_bytes: opts.max_body_bytes,
+        peer_timeout: Duration::from_secs(10),
+    };
+    let state = AppState::new(Arc::new(RaftBackend::new(raft.clone())), &api_config);
+    let service = raft.http_service();
+    let raft_routes = Router::new().route(
+        "/raft/{*path}",
+        post(move |req: Request| {
+            let service = service.clone();
+            async move { service.handle(req).await }
+        }),
+    );
+    let app = raftlane_api::router(state, raft_routes);
+    let (stop, mut stop_rx) = watch::channel(false);
+    let http = tokio::spawn(async move {
+        let shutdown = async move {
+            while !*stop_rx.borrow() {
+                if stop_rx.changed().await.is_err() {
+                    break;
+                }
+            }
+        };
+        if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
+            tracing::error!(error = %e, "HTTP server failed");
+        }
+    });
+    tracing::info!(id = opts.id, %addr, advertise = %opts.advertise, "node serving");
+    Ok(RunningNode { raft, addr, stop, http })
+}
+
