@@ -6,7 +6,8 @@ use crate::metrics::Metrics;
 use crate::peer::PeerClient;
 use crate::{auth, routes};
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Request, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{delete, get, post, put, MethodRouter};
@@ -154,8 +155,12 @@ pub fn router(state: Arc<AppState>, extra: Router) -> Router {
     for route in api_routes() {
         app = app.route(route.path, route.handler);
     }
-    app.route("/internal/propose", post(internal_propose))
+    // A forwarded write is the client's request re-encoded with its envelope and header-borne
+    // fields, so it may be somewhat larger than the largest body a client may send.
+    let forward_limit = limit.saturating_mul(2).saturating_add(1 << 20);
+    app.route("/internal/propose", post(internal_propose).layer(DefaultBodyLimit::max(forward_limit)))
         .route("/internal/read-index", get(internal_read_index))
+        .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)
@@ -164,6 +169,11 @@ pub fn router(state: Arc<AppState>, extra: Router) -> Router {
 
 async fn not_found() -> ApiError {
     ApiError::not_found("no such route")
+}
+
+/// The path exists but not for this method (axum's default answers with an empty body).
+async fn method_not_allowed() -> ApiError {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not accept that method")
 }
 
 /// Refuse node-to-node calls without the cluster secret.
@@ -210,6 +220,18 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
     }
 }
 
+/// The raw request body, with `413` (and other body failures) as JSON errors. Replaces axum's
+/// `Bytes` extractor in handlers, whose rejections are plain text.
+pub struct RawBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        Bytes::from_request(req, state).await.map(RawBody).map_err(body_error)
+    }
+}
+
 pub fn body_error(e: axum::extract::rejection::BytesRejection) -> ApiError {
     if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", "request body exceeds the configured limit")
@@ -223,9 +245,12 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
     match serde_path_to_error::deserialize::<_, T>(&mut de) {
         Ok(v) => Ok(v),
         Err(e) => {
+            // A path of only unknown segments ("?", e.g. inside a truncated object) names nothing.
+            let named = e.path().iter().any(|s| !matches!(s, serde_path_to_error::Segment::Unknown));
             let path = e.path().to_string();
             let inner = e.into_inner();
-            let field = if path == "." || path.is_empty() {
+            // Malformed JSON is a fault of the body, wherever the parser stopped.
+            let field = if !named || inner.is_syntax() || inner.is_eof() {
                 missing_field(&inner.to_string()).unwrap_or_else(|| "body".to_string())
             } else {
                 path
@@ -233,6 +258,54 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
             Err(ApiError::invalid(field, strip_position(&inner.to_string())))
         }
     }
+}
+
+/// A query string parsed with errors as JSON naming the parameter: `400 {field, reason}`.
+/// Replaces axum's `Query`, whose rejections are plain text.
+pub struct Query<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::try_from_uri(&parts.uri).map(|q| Query(q.0)).map_err(query_error)
+    }
+}
+
+/// Path parameters with errors as JSON naming the parameter (e.g. invalid UTF-8 after percent
+/// decoding). Replaces axum's `Path`, whose rejections are plain text.
+pub struct Path<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for Path<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        use axum::extract::path::ErrorKind;
+        use axum::extract::rejection::PathRejection;
+        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+            Ok(p) => Ok(Path(p.0)),
+            Err(PathRejection::FailedToDeserializePathParams(e)) => {
+                let field = match e.kind() {
+                    ErrorKind::InvalidUtf8InPathParam { key } | ErrorKind::ParseErrorAtKey { key, .. } | ErrorKind::DeserializeError { key, .. } => key.clone(),
+                    _ => "path".to_string(),
+                };
+                Err(ApiError::invalid(field, e.body_text()))
+            }
+            Err(e) => Err(ApiError::internal(e.body_text())),
+        }
+    }
+}
+
+fn query_error(e: axum::extract::rejection::QueryRejection) -> ApiError {
+    let text = e.body_text();
+    let detail = text.strip_prefix("Failed to deserialize query string: ").unwrap_or(&text);
+    // axum reports the parameter's path first: "count: invalid digit found in string".
+    if let Some((name, reason)) = detail.split_once(": ") {
+        if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return ApiError::invalid(name, reason);
+        }
+    }
+    ApiError::invalid(missing_field(detail).unwrap_or_else(|| "query".to_string()), detail)
 }
 
 /// serde's "missing field `x`" names the field only in the message.

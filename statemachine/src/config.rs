@@ -19,23 +19,27 @@ pub const DEFAULT_DEDUPE_WINDOW_MS: u64 = 24 * 60 * 60 * 1000;
 pub const MAX_DEDUPE_WINDOW_MS: u64 = 30 * 24 * 60 * 60 * 1000;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct ChannelConfig {
     pub description: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct DestinationConfig {
     pub url: Option<String>,
     pub retry: Option<RetryPolicy>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct HandlerConfig {
     pub channel: Option<String>,
 }
 
 /// Retention periods in ms (`None` = keep forever); the leader proposes purges from these.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct RetentionConfig {
     pub message_bodies_ms: Option<u64>,
     pub dead_letters_ms: Option<u64>,
@@ -43,8 +47,9 @@ pub struct RetentionConfig {
     pub dedupe_window_ms: Option<u64>,
 }
 
-/// The configuration document.
+/// The configuration document. Every section may be omitted (empty).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct ConfigDoc {
     pub channels: BTreeMap<String, ChannelConfig>,
     pub destinations: BTreeMap<String, DestinationConfig>,

@@ -224,11 +224,9 @@ fn apply_one<'s>(
             Ok(Ok(outcome))
         }
         Err(ApplyError::Rejected(r)) => {
+            // A rejection changes nothing, not even the clock: "bad input changes nothing".
             txn.rollback(cp);
-            // A rejected command still advances the clock: time observed is time observed.
-            let clock = meta.clock;
             *meta = saved_meta;
-            meta.clock = clock;
             Ok(Err(r))
         }
         Err(ApplyError::Store(e)) => Err(e),

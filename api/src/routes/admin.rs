@@ -1,11 +1,11 @@
 //! Administration: transform state and reference reads/writes, retention, approvals, tokens.
 
 use super::{check_name, prepare_read, propose, unexpected, ReadOpts};
-use crate::app::{AppState, JsonBody};
+use crate::app::{AppState, JsonBody, Path, Query};
 use crate::auth::{sha256_hex, Caller, Permission};
 use crate::backend;
 use crate::error::{ApiError, ApiResult};
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use raftlane_statemachine::principal::Role;

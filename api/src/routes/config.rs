@@ -1,11 +1,11 @@
 //! The versioned configuration: read current or any version; replace with `If-Match`.
 
 use super::{prepare_read, propose, unexpected, ReadOpts};
-use crate::app::{AppState, JsonBody};
+use crate::app::{AppState, JsonBody, Path, Query};
 use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::error::{ApiError, ApiResult};
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::Json;
 use raftlane_statemachine::config::ConfigDoc;

@@ -1,12 +1,12 @@
 //! Producing and reading messages; replay and dead letters.
 
 use super::{check_name, prepare_read, propose, unexpected, ReadOpts};
-use crate::app::{body_error, parse_json, AppState};
+use crate::app::{body_error, parse_json, AppState, Path, Query, RawBody};
 use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::error::{ApiError, ApiResult};
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Path, Query, Request, State};
+use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use raftlane_statemachine::command::MessageFields;
@@ -101,9 +101,8 @@ pub struct ListQuery {
     consistency: Option<String>,
 }
 
-pub async fn list(State(state): State<Arc<AppState>>, caller: Caller, q: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>) -> ApiResult<Json<Value>> {
+pub async fn list(State(state): State<Arc<AppState>>, caller: Caller, Query(q): Query<ListQuery>) -> ApiResult<Json<Value>> {
     caller.require(Permission::Read)?;
-    let Query(q) = q.map_err(|e| ApiError::invalid("query", e.body_text()))?;
     let status = match q.status.as_deref() {
         None => None,
         Some(s) => Some(MessageStatus::parse(s).ok_or_else(|| ApiError::invalid("status", format!("unknown status '{s}'")))?),
@@ -185,7 +184,7 @@ pub struct ReplayDeadBody {
     destination: Option<String>,
 }
 
-pub async fn replay_dead(State(state): State<Arc<AppState>>, caller: Caller, body: Bytes) -> ApiResult<Json<Value>> {
+pub async fn replay_dead(State(state): State<Arc<AppState>>, caller: Caller, RawBody(body): RawBody) -> ApiResult<Json<Value>> {
     caller.require(Permission::Operate)?;
     let body: ReplayDeadBody = if body.is_empty() { ReplayDeadBody::default() } else { parse_json(&body)? };
     match (&body.channel, &caller.channels) {

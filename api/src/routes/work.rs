@@ -1,12 +1,11 @@
 //! Workers' routes: claims, lanes, leases and the fenced row actions.
 
 use super::{check_name, parse_stage, prepare_read, propose, unexpected, ReadOpts};
-use crate::app::{parse_json, AppState, JsonBody};
+use crate::app::{parse_json, AppState, JsonBody, Path, Query, RawBody};
 use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::error::{ApiError, ApiResult};
-use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::Json;
 use raftlane_statemachine::command::{Delivery, HandlerWork, HandoffDisposition, RetryPolicy, RouteDisposition, StateOp};
 use raftlane_statemachine::{checks, Command, Fence, FifoEmpty, Outcome, RowId};
@@ -71,6 +70,10 @@ pub async fn lane(
     caller.require(Permission::Read)?;
     let stage = parse_stage(&stage)?;
     check_name("name", &name)?;
+    // Every lane but an outbound one is named by its channel (SPEC §2): scoped callers see theirs.
+    if stage != raftlane_statemachine::row::Stage::Outbound {
+        caller.require_channel(&name)?;
+    }
     prepare_read(&state, &opts).await?;
     let view = backend::read(state.backend.as_ref(), |r| r.lane(stage, &name))?;
     Ok(Json(json!({
@@ -117,7 +120,7 @@ pub struct CancelBody {
     top_only: bool,
 }
 
-pub async fn cancel(State(state): State<Arc<AppState>>, caller: Caller, Path(dest): Path<String>, body: Bytes) -> ApiResult<Json<Value>> {
+pub async fn cancel(State(state): State<Arc<AppState>>, caller: Caller, Path(dest): Path<String>, RawBody(body): RawBody) -> ApiResult<Json<Value>> {
     caller.require(Permission::Operate)?;
     check_name("destination", &dest)?;
     let body: CancelBody = if body.is_empty() { CancelBody::default() } else { parse_json(&body)? };
@@ -340,7 +343,7 @@ pub async fn row_action(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path((id, action)): Path<(String, String)>,
-    body: Bytes,
+    RawBody(body): RawBody,
 ) -> ApiResult<Json<Value>> {
     caller.require(Permission::Work)?;
     let row_id = RowId(id.parse::<u64>().map_err(|_| ApiError::invalid("id", "must be a row id (an integer)"))?);

@@ -1,0 +1,227 @@
+//! Configuration of a Raft node: identity, addresses, storage, cluster secret and tuning.
+//!
+//! Defaults are chosen for small, slow machines (2 cores, fsync in the milliseconds): the
+//! election timeout is 1–2 s, at least ten times a slow append's fsync, and the heartbeat
+//! (250 ms) stays well below half of its minimum, so leaders are not deposed by a slow disk.
+//! Snapshot chunks get 30 s each (openraft's 200 ms default makes real snapshots retry their
+//! first chunk forever), and logs already in a snapshot are kept generously (5000) so a purge
+//! never races a queued apply or a follower that is only slightly behind.
+
+use crate::network::NetworkConfig;
+use crate::types::NodeId;
+use openraft::SnapshotPolicy;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Timing and size knobs. Every field has a default (`#[serde(default)]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Tuning {
+    pub cluster_name: String,
+    pub heartbeat_ms: u64,
+    pub election_timeout_min_ms: u64,
+    pub election_timeout_max_ms: u64,
+    /// Deadline for sending one snapshot chunk (and installing after the last one).
+    pub install_snapshot_timeout_ms: u64,
+    pub snapshot_chunk_bytes: u64,
+    /// Build a snapshot every this many applied entries; 0 = never automatically.
+    pub snapshot_logs_since_last: u64,
+    /// Entries already covered by a snapshot that are kept in the log anyway.
+    pub max_in_snapshot_log_to_keep: u64,
+    pub purge_batch_size: u64,
+    /// Entries per AppendEntries request (and so per follower fsync).
+    pub max_payload_entries: u64,
+    pub connect_timeout_ms: u64,
+    pub backoff_min_ms: u64,
+    pub backoff_max_ms: u64,
+    /// Largest clock difference accepted on signed RPCs; 0 disables the freshness check.
+    pub max_clock_skew_ms: u64,
+    /// Leader-only `ReclaimExpired` proposals every this many ms; 0 disables.
+    pub reclaim_interval_ms: u64,
+    /// Leader-only `ExpireRecords` proposals every this many ms; 0 disables.
+    pub expire_interval_ms: u64,
+    /// Upper bound on waiting for a linearizable read to be confirmed and applied.
+    pub read_timeout_ms: u64,
+    /// `add_learner` waits until the learner is at most this many entries behind.
+    pub learner_lag_threshold: u64,
+    /// Upper bound on one membership operation (adding a learner waits for it to catch up).
+    pub membership_timeout_ms: u64,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Self {
+            cluster_name: "raftlane".into(),
+            heartbeat_ms: 250,
+            election_timeout_min_ms: 1000,
+            election_timeout_max_ms: 2000,
+            install_snapshot_timeout_ms: 30_000,
+            snapshot_chunk_bytes: 1024 * 1024,
+            snapshot_logs_since_last: 10_000,
+            max_in_snapshot_log_to_keep: 5_000,
+            purge_batch_size: 256,
+            max_payload_entries: 300,
+            connect_timeout_ms: 1000,
+            backoff_min_ms: 100,
+            backoff_max_ms: 2000,
+            max_clock_skew_ms: 300_000,
+            reclaim_interval_ms: 1000,
+            expire_interval_ms: 60_000,
+            read_timeout_ms: 30_000,
+            learner_lag_threshold: 1000,
+            membership_timeout_ms: 300_000,
+        }
+    }
+}
+
+/// Everything needed to start a node.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct RaftNodeConfig {
+    pub id: NodeId,
+    /// Where to serve the Raft endpoints. `None`: serve nothing; mount
+    /// `RaftNode::http_service()` in another router instead.
+    pub listen_addr: Option<SocketAddr>,
+    /// `host:port` that peers dial to reach this node's Raft endpoints.
+    pub advertise_addr: String,
+    /// Holds `log/` (Raft log), `sm/` (state), `snapshots/`.
+    pub data_dir: PathBuf,
+    /// The initial voters (id → advertise address), this node included; used by `bootstrap`.
+    pub peers: BTreeMap<NodeId, String>,
+    /// Initialize the cluster with `peers` at start if this node has never been initialized.
+    /// Set it on exactly one node of a new cluster.
+    pub bootstrap: bool,
+    /// Shared cluster secret authenticating node-to-node RPCs.
+    pub secret: String,
+    #[serde(default)]
+    pub tuning: Tuning,
+}
+
+impl std::fmt::Debug for RaftNodeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RaftNodeConfig")
+            .field("id", &self.id)
+            .field("listen_addr", &self.listen_addr)
+            .field("advertise_addr", &self.advertise_addr)
+            .field("data_dir", &self.data_dir)
+            .field("peers", &self.peers)
+            .field("bootstrap", &self.bootstrap)
+            .field("secret", &"<redacted>")
+            .field("tuning", &self.tuning)
+            .finish()
+    }
+}
+
+/// The configuration cannot work.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("the cluster secret is empty")]
+    EmptySecret,
+    #[error("bootstrap peers must include this node ({0})")]
+    SelfNotInPeers(NodeId),
+    #[error("invalid raft timing: {0}")]
+    Openraft(#[from] openraft::ConfigError),
+}
+
+impl RaftNodeConfig {
+    /// A config with default tuning.
+    pub fn new(
+        id: NodeId,
+        advertise_addr: impl Into<String>,
+        data_dir: impl Into<PathBuf>,
+        secret: impl Into<String>,
+    ) -> Self {
+        Self {
+            id,
+            listen_addr: None,
+            advertise_addr: advertise_addr.into(),
+            data_dir: data_dir.into(),
+            peers: BTreeMap::new(),
+            bootstrap: false,
+            secret: secret.into(),
+            tuning: Tuning::default(),
+        }
+    }
+
+    /// Check the config and derive openraft's.
+    pub fn openraft_config(&self) -> Result<openraft::Config, ConfigError> {
+        if self.secret.is_empty() {
+            return Err(ConfigError::EmptySecret);
+        }
+        if self.secret.len() < 16 {
+            tracing::warn!("the cluster secret is shorter than 16 bytes");
+        }
+        if self.bootstrap && !self.peers.contains_key(&self.id) {
+            return Err(ConfigError::SelfNotInPeers(self.id));
+        }
+        let t = &self.tuning;
+        let config = openraft::Config {
+            cluster_name: t.cluster_name.clone(),
+            heartbeat_interval: t.heartbeat_ms,
+            election_timeout_min: t.election_timeout_min_ms,
+            election_timeout_max: t.election_timeout_max_ms,
+            install_snapshot_timeout: t.install_snapshot_timeout_ms,
+            snapshot_max_chunk_size: t.snapshot_chunk_bytes.max(1),
+            snapshot_policy: match t.snapshot_logs_since_last {
+                0 => SnapshotPolicy::Never,
+                n => SnapshotPolicy::LogsSinceLast(n),
+            },
+            max_in_snapshot_log_to_keep: t.max_in_snapshot_log_to_keep,
+            purge_batch_size: t.purge_batch_size.max(1),
+            max_payload_entries: t.max_payload_entries,
+            // Only used by a blocking `add_learner`: the learner counts as caught up once it is
+            // at most this many entries behind.
+            replication_lag_threshold: t.learner_lag_threshold,
+            ..Default::default()
+        };
+        Ok(config.validate()?)
+    }
+
+    pub(crate) fn network_config(&self) -> NetworkConfig {
+        let t = &self.tuning;
+        NetworkConfig {
+            connect_timeout: Duration::from_millis(t.connect_timeout_ms.max(1)),
+            backoff_min: Duration::from_millis(t.backoff_min_ms.max(1)),
+            backoff_max: Duration::from_millis(t.backoff_max_ms.max(t.backoff_min_ms).max(1)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate() {
+        let c = RaftNodeConfig::new(1, "127.0.0.1:1", "/tmp/x", "0123456789abcdef");
+        let oc = c.openraft_config().unwrap();
+        assert_eq!(oc.heartbeat_interval, 250);
+        assert!(oc.election_timeout_min >= 4 * oc.heartbeat_interval);
+        assert_eq!(oc.snapshot_policy, SnapshotPolicy::LogsSinceLast(10_000));
+        assert!(oc.install_snapshot_timeout >= 10_000);
+    }
+
+    #[test]
+    fn rejects_bad_configs() {
+        let mut c = RaftNodeConfig::new(1, "a", "/tmp/x", "");
+        assert!(matches!(c.openraft_config(), Err(ConfigError::EmptySecret)));
+        c.secret = "s".into();
+        c.bootstrap = true;
+        assert!(matches!(
+            c.openraft_config(),
+            Err(ConfigError::SelfNotInPeers(1))
+        ));
+        c.bootstrap = false;
+        c.tuning.heartbeat_ms = 5000;
+        assert!(matches!(c.openraft_config(), Err(ConfigError::Openraft(_))));
+    }
+
+    #[test]
+    fn tuning_from_partial_toml_like_json() {
+        let t: Tuning = serde_json::from_str(r#"{"heartbeat_ms": 100}"#).unwrap();
+        assert_eq!(t.heartbeat_ms, 100);
+        assert_eq!(t.election_timeout_min_ms, 1000);
+    }
+}

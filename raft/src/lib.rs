@@ -1,0 +1,47 @@
+//! raftlane's replication layer: openraft, a durable RocksDB log, the state-machine adapter,
+//! file snapshots and an authenticated HTTP transport.
+//!
+//! # Why openraft 0.9
+//! 0.9 (pinned `=0.9.25`) is the stable line: its `release-0.9` branch only takes bug fixes, so
+//! the storage and network traits we implement stay put. 0.10 is still an alpha whose APIs keep
+//! changing between pre-releases; moving to it is a deliberate migration, not a dependency bump.
+//! The `storage-v2` feature unseals `RaftLogStorage`/`RaftStateMachine` (separate log and state
+//! machine), `serde` lets RPCs and metadata be encoded.
+//!
+//! # Layout on disk (`<data_dir>`)
+//! - `log/`: the Raft log and vote, its own RocksDB, every append and vote fsynced before it is
+//!   acknowledged ([`log_store`]).
+//! - `sm/`: the replicated state, `StateMachine<RocksStore>`, applied in atomic batches that also
+//!   record openraft's `last_applied` and membership ([`sm_adapter`]).
+//! - `snapshots/`: snapshot files streamed from the state ([`snapshot`]).
+//!
+//! # Modules, one job each
+//! [`types`] (openraft type config), [`log_store`], [`sm_adapter`], [`snapshot`] (file format),
+//! [`auth`] (cluster-secret HMAC), [`wire`] (paths and encoding), [`network`] (client),
+//! [`server`] (hyper service), [`node`] ([`RaftNode`] handle), [`cluster`] (bootstrap and
+//! membership), [`timers`] (leader-only housekeeping), [`config`].
+
+// openraft's `StorageError` (224 bytes) is the error type its storage traits prescribe; boxing
+// it in our own helpers would only add conversions at every trait boundary.
+#![allow(clippy::result_large_err)]
+
+pub mod auth;
+pub mod cluster;
+pub mod config;
+pub mod log_store;
+pub mod network;
+pub mod node;
+pub mod server;
+pub mod sm_adapter;
+pub mod snapshot;
+pub mod timers;
+pub mod types;
+mod util;
+pub mod wire;
+
+pub use cluster::ClusterError;
+pub use config::{RaftNodeConfig, Tuning};
+pub use node::{NodeError, RaftNode, ReadError, StartError, WriteError};
+pub use server::{serve_raft, RaftHttpService};
+pub use types::{NodeId, TypeConfig};
+pub use util::now_ms;

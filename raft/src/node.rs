@@ -1,0 +1,458 @@
+//! [`RaftNode`]: one running replica — storage, Raft, the Raft HTTP endpoint and the timers —
+//! behind a cheap, cloneable handle for the API layer.
+
+use crate::auth::ClusterAuth;
+use crate::config::{ConfigError, RaftNodeConfig};
+use crate::log_store::{LogStats, LogStore};
+use crate::network::HttpNetwork;
+use crate::server::{serve_raft, RaftHttpService, ServerStats};
+use crate::sm_adapter::{SmAdapter, SmError, SmStats, StateHandle};
+use crate::timers::{run_timers, TimerStats};
+use crate::types::{LogId, NodeId, Raft, RaftMetrics};
+use crate::util::ReleaseProbe;
+use openraft::error::{CheckIsLeaderError, ClientWriteError, RaftError};
+use raftlane_statemachine::command::{Envelope, Response};
+use raftlane_statemachine::machine::StateMachine;
+use raftlane_statemachine::rocks::RocksStore;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// How long a restart waits for a previous instance in this process to release its databases.
+const REOPEN_WAIT: Duration = Duration::from_secs(20);
+
+/// Starting a node failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("cannot open the raft log: {0}")]
+    Log(String),
+    #[error("cannot open the state machine: {0}")]
+    State(String),
+    #[error("cannot start raft: {0}")]
+    Raft(String),
+    #[error("cannot bootstrap the cluster: {0}")]
+    Bootstrap(String),
+}
+
+/// A write was not committed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WriteError {
+    /// This node is not the leader. `leader_id`/`addr` name the leader if known (during an
+    /// election neither is): retry there, or here later.
+    #[error("not the leader; forward to {leader_id:?} at {addr:?}")]
+    ForwardToLeader {
+        leader_id: Option<NodeId>,
+        addr: Option<String>,
+    },
+    /// Raft refused the proposal for another reason (e.g. a membership change in progress).
+    #[error("write refused: {0}")]
+    Refused(String),
+    /// This node is shutting down or its storage failed.
+    #[error("raft is stopped: {0}")]
+    Stopped(String),
+}
+
+/// A linearizable read could not be served here.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    #[error("not the leader; forward to {leader_id:?} at {addr:?}")]
+    ForwardToLeader {
+        leader_id: Option<NodeId>,
+        addr: Option<String>,
+    },
+    /// Leadership could not be confirmed by a quorum (partition, peers down).
+    #[error("leadership not confirmed by a quorum: {0}")]
+    NoQuorum(String),
+    #[error("linearizable read timed out")]
+    Timeout,
+    #[error("raft is stopped: {0}")]
+    Stopped(String),
+    #[error("state read failed: {0}")]
+    State(String),
+}
+
+/// Local (non-Raft) failures of node operations.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error("the node is shut down")]
+    Stopped,
+    #[error(transparent)]
+    State(#[from] SmError),
+}
+
+fn forward(
+    f: openraft::error::ForwardToLeader<NodeId, crate::types::Node>,
+) -> (Option<NodeId>, Option<String>) {
+    (f.leader_id, f.leader_node.map(|n| n.addr))
+}
+
+pub(crate) struct NodeInner {
+    pub(crate) id: NodeId,
+    pub(crate) addr: String,
+    pub(crate) raft: Raft,
+    pub(crate) config: RaftNodeConfig,
+    /// Taken at shutdown so the state's database can close.
+    state: Mutex<Option<StateHandle>>,
+    sm_stats: Arc<SmStats>,
+    log_stats: Arc<LogStats>,
+    http: RaftHttpService,
+    local_addr: Option<SocketAddr>,
+    tasks: Mutex<Vec<JoinHandle<()>>>,
+    stop_tx: watch::Sender<bool>,
+    stopped: AtomicBool,
+    probes: Vec<ReleaseProbe>,
+    timer_stats: Arc<TimerStats>,
+    /// Serializes membership changes (see `cluster.rs`).
+    pub(crate) membership_lock: tokio::sync::Mutex<()>,
+}
+
+impl Drop for NodeInner {
+    fn drop(&mut self) {
+        // Dropped without shutdown(): at least stop serving and proposing.
+        let _ = self.stop_tx.send(true);
+    }
+}
+
+/// A running Raft replica. Clones share the node.
+#[derive(Clone)]
+pub struct RaftNode {
+    pub(crate) inner: Arc<NodeInner>,
+}
+
+impl std::fmt::Debug for RaftNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RaftNode")
+            .field("id", &self.inner.id)
+            .field("addr", &self.inner.addr)
+            .finish()
+    }
+}
+
+/// Retry `open` (blocking) while the directory is still locked by a previous instance in this
+/// process whose background tasks have not let go of it yet.
+fn open_retrying<T, E: std::fmt::Display>(
+    mut open: impl FnMut() -> Result<T, E>,
+) -> Result<T, String> {
+    let deadline = std::time::Instant::now() + REOPEN_WAIT;
+    loop {
+        match open() {
+            Ok(v) => return Ok(v),
+            Err(e) => {
+                let msg = e.to_string();
+                let locked = msg.contains("lock") || msg.contains("LOCK");
+                if !locked || std::time::Instant::now() >= deadline {
+                    return Err(msg);
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    }
+}
+
+impl RaftNode {
+    /// Start a node; binds `config.listen_addr` if set.
+    pub async fn start(config: RaftNodeConfig) -> Result<RaftNode, StartError> {
+        let listener = match config.listen_addr {
+            Some(addr) => Some(tokio::net::TcpListener::bind(addr).await?),
+            None => None,
+        };
+        Self::start_inner(config, listener).await
+    }
+
+    /// Start a node serving its Raft endpoints on an already bound listener (tests bind
+    /// `127.0.0.1:0` first to learn the port they advertise).
+    pub async fn start_with_listener(
+        config: RaftNodeConfig,
+        listener: tokio::net::TcpListener,
+    ) -> Result<RaftNode, StartError> {
+        Self::start_inner(config, Some(listener)).await
+    }
+
+    async fn start_inner(
+        config: RaftNodeConfig,
+        listener: Option<tokio::net::TcpListener>,
+    ) -> Result<RaftNode, StartError> {
+        let raft_config = config.openraft_config()?;
+        let data_dir = config.data_dir.clone();
+        tokio::fs::create_dir_all(&data_dir).await?;
+
+        // Blocking work: RocksDB recovery, and possibly re-installing a snapshot.
+        let (log, sm) = {
+            let dir = data_dir.clone();
+            tokio::task::spawn_blocking(move || {
+                let log =
+                    open_retrying(|| LogStore::open(&dir.join("log"))).map_err(StartError::Log)?;
+                let sm = open_retrying(|| SmAdapter::open(&dir)).map_err(StartError::State)?;
+                Ok::<_, StartError>((log, sm))
+            })
+            .await
+            .map_err(|e| StartError::State(e.to_string()))??
+        };
+        let state = sm.handle();
+        let probes = vec![log.release_probe(), state.release_probe()];
+        let log_stats = log.stats();
+        let sm_stats = state.stats();
+
+        let auth = ClusterAuth::new(config.secret.as_bytes(), config.tuning.max_clock_skew_ms);
+        let network = HttpNetwork::new(config.id, auth.clone(), config.network_config());
+        let raft = Raft::new(config.id, Arc::new(raft_config), network, log, sm)
+            .await
+            .map_err(|e| StartError::Raft(e.to_string()))?;
+        let http = RaftHttpService::new(raft.clone(), auth);
+
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let mut tasks = Vec::new();
+        let local_addr = match listener {
+            Some(listener) => {
+                let local = listener.local_addr()?;
+                let mut stop = stop_rx.clone();
+                let shutdown = async move {
+                    while !*stop.borrow() {
+                        if stop.changed().await.is_err() {
+                            break;
+                        }
+                    }
+                };
+                tasks.push(tokio::spawn(serve_raft(listener, http.clone(), shutdown)));
+                Some(local)
+            }
+            None => None,
+        };
+        let timer_stats = Arc::new(TimerStats::default());
+        tasks.push(tokio::spawn(run_timers(
+            raft.clone(),
+            config.id,
+            config.tuning.reclaim_interval_ms,
+            config.tuning.expire_interval_ms,
+            timer_stats.clone(),
+            stop_rx,
+        )));
+
+        let node = RaftNode {
+            inner: Arc::new(NodeInner {
+                id: config.id,
+                addr: config.advertise_addr.clone(),
+                raft,
+                config: config.clone(),
+                state: Mutex::new(Some(state)),
+                sm_stats,
+                log_stats,
+                http,
+                local_addr,
+                tasks: Mutex::new(tasks),
+                stop_tx,
+                stopped: AtomicBool::new(false),
+                probes,
+                timer_stats,
+                membership_lock: tokio::sync::Mutex::new(()),
+            }),
+        };
+        tracing::info!(id = config.id, addr = %config.advertise_addr, ?local_addr, "raft node started");
+
+        if config.bootstrap {
+            if let Err(e) = node.bootstrap(&config.peers).await {
+                node.shutdown().await;
+                return Err(StartError::Bootstrap(e.to_string()));
+            }
+        }
+        Ok(node)
+    }
+
+    pub fn id(&self) -> NodeId {
+        self.inner.id
+    }
+
+    /// The address peers use for this node.
+    pub fn advertise_addr(&self) -> &str {
+        &self.inner.addr
+    }
+
+    /// The address the node's own Raft listener is bound to, if it has one.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.inner.local_addr
+    }
+
+    /// The underlying openraft handle, for what this wrapper does not cover.
+    pub fn raft(&self) -> &Raft {
+        &self.inner.raft
+    }
+
+    /// The Raft endpoint as a service to mount under `/raft/` in another HTTP router.
+    pub fn http_service(&self) -> RaftHttpService {
+        self.inner.http.clone()
+    }
+
+    pub fn config(&self) -> &RaftNodeConfig {
+        &self.inner.config
+    }
+
+    fn state(&self) -> Result<StateHandle, NodeError> {
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or(NodeError::Stopped)
+    }
+
+    /// Propose `envelope`; returns its log index and the state machine's response once the
+    /// entry is committed and applied here (on the leader).
+    pub async fn client_write(&self, envelope: Envelope) -> Result<(u64, Response), WriteError> {
+        match self.inner.raft.client_write(envelope).await {
+            Ok(resp) => Ok((resp.log_id.index, resp.data)),
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
+                let (leader_id, addr) = forward(f);
+                Err(WriteError::ForwardToLeader { leader_id, addr })
+            }
+            Err(RaftError::APIError(ClientWriteError::ChangeMembershipError(e))) => {
+                Err(WriteError::Refused(e.to_string()))
+            }
+            Err(RaftError::Fatal(f)) => Err(WriteError::Stopped(f.to_string())),
+        }
+    }
+
+    /// Confirm (read index) that this node is the leader and that its state has applied every
+    /// entry committed before the call; returns the read log id. Reads made after it are
+    /// linearizable.
+    pub async fn ensure_linearizable(&self) -> Result<Option<LogId>, ReadError> {
+        let timeout = Duration::from_millis(self.inner.config.tuning.read_timeout_ms.max(1));
+        match tokio::time::timeout(timeout, self.inner.raft.ensure_linearizable()).await {
+            Err(_) => Err(ReadError::Timeout),
+            Ok(Ok(read_log_id)) => Ok(read_log_id),
+            Ok(Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)))) => {
+                let (leader_id, addr) = forward(f);
+                Err(ReadError::ForwardToLeader { leader_id, addr })
+            }
+            Ok(Err(RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(q)))) => {
+                Err(ReadError::NoQuorum(q.to_string()))
+            }
+            Ok(Err(RaftError::Fatal(f))) => Err(ReadError::Stopped(f.to_string())),
+        }
+    }
+
+    /// A linearizable read: [`Self::ensure_linearizable`], then `f` on the local state.
+    /// Only the leader serves these (followers answer `ForwardToLeader`).
+    pub async fn read_linearizable<T>(
+        &self,
+        f: impl FnOnce(&StateMachine<RocksStore>) -> T,
+    ) -> Result<T, ReadError> {
+        self.ensure_linearizable().await?;
+        let state = self
+            .state()
+            .map_err(|e| ReadError::Stopped(e.to_string()))?;
+        state.read(f).map_err(|e| ReadError::State(e.to_string()))
+    }
+
+    /// A local read, possibly stale (what this replica has applied so far).
+    pub fn read_local<T>(
+        &self,
+        f: impl FnOnce(&StateMachine<RocksStore>) -> T,
+    ) -> Result<T, NodeError> {
+        Ok(self.state()?.read(f)?)
+    }
+
+    /// SHA-256 of this replica's state (equal on replicas that applied the same entries).
+    pub async fn digest(&self) -> Result<[u8; 32], NodeError> {
+        Ok(self.state()?.digest().await?)
+    }
+
+    /// openraft's last applied log id as recorded in the state.
+    pub fn applied_log_id(&self) -> Result<Option<LogId>, NodeError> {
+        Ok(self.state()?.applied_state()?.0)
+    }
+
+    /// A copy of the current Raft metrics.
+    pub fn metrics(&self) -> RaftMetrics {
+        self.inner.raft.metrics().borrow().clone()
+    }
+
+    /// The metrics channel, to await changes. Do not hold a `borrow()` across an await.
+    pub fn metrics_watch(&self) -> watch::Receiver<RaftMetrics> {
+        self.inner.raft.metrics()
+    }
+
+    /// Whether this node believes it is the leader (from metrics; may be stale).
+    pub fn is_leader(&self) -> bool {
+        let m = self.inner.raft.metrics();
+        let m = m.borrow();
+        m.state == openraft::ServerState::Leader && m.current_leader == Some(self.inner.id)
+    }
+
+    /// The leader this node knows of, with its address.
+    pub fn leader(&self) -> Option<(NodeId, String)> {
+        let m = self.inner.raft.metrics();
+        let m = m.borrow();
+        let id = m.current_leader?;
+        let addr = m
+            .membership_config
+            .membership()
+            .get_node(&id)
+            .map(|n| n.addr.clone())?;
+        Some((id, addr))
+    }
+
+    /// Build a snapshot now (asynchronously; watch `metrics().snapshot`).
+    pub async fn trigger_snapshot(&self) -> Result<(), WriteError> {
+        self.inner
+            .raft
+            .trigger()
+            .snapshot()
+            .await
+            .map_err(|e| WriteError::Stopped(e.to_string()))
+    }
+
+    pub fn sm_stats(&self) -> Arc<SmStats> {
+        self.inner.sm_stats.clone()
+    }
+
+    pub fn log_stats(&self) -> Arc<LogStats> {
+        self.inner.log_stats.clone()
+    }
+
+    pub fn server_stats(&self) -> Arc<ServerStats> {
+        self.inner.http.stats()
+    }
+
+    pub fn timer_stats(&self) -> Arc<TimerStats> {
+        self.inner.timer_stats.clone()
+    }
+
+    /// Stop the node: stop serving and proposing, shut Raft down, and wait until its databases
+    /// are closed (so the data directory can be reopened at once). Idempotent.
+    pub async fn shutdown(&self) {
+        if self.inner.stopped.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let _ = self.inner.stop_tx.send(true);
+        let tasks: Vec<_> =
+            std::mem::take(&mut *self.inner.tasks.lock().unwrap_or_else(|p| p.into_inner()));
+        for task in tasks {
+            // The timer may be waiting on a write that can no longer commit: do not wait for it.
+            task.abort();
+            let _ = task.await;
+        }
+        if let Err(e) = self.inner.raft.shutdown().await {
+            tracing::warn!(id = self.inner.id, error = %e, "raft core ended abnormally");
+        }
+        drop(
+            self.inner
+                .state
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take(),
+        );
+        for probe in &self.inner.probes {
+            if !probe.wait(REOPEN_WAIT).await {
+                tracing::warn!(id = self.inner.id, "storage still in use after shutdown");
+            }
+        }
+        tracing::info!(id = self.inner.id, "raft node stopped");
+    }
+}

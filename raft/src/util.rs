@@ -1,0 +1,49 @@
+//! Small helpers shared by the modules of this crate.
+
+use std::any::Any;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Tells when every strong reference to a shared resource (a RocksDB handle) is gone.
+///
+/// openraft's state-machine worker and snapshot tasks outlive `Raft::shutdown` by a moment; a
+/// restart in the same process must wait for them to drop the database before reopening it
+/// (RocksDB holds a `LOCK` file per directory).
+#[derive(Clone)]
+pub(crate) struct ReleaseProbe(Weak<dyn Any + Send + Sync>);
+
+impl ReleaseProbe {
+    pub(crate) fn of<T: Any + Send + Sync>(arc: &Arc<T>) -> Self {
+        let any: Arc<dyn Any + Send + Sync> = arc.clone();
+        ReleaseProbe(Arc::downgrade(&any))
+    }
+
+    pub(crate) fn is_released(&self) -> bool {
+        self.0.strong_count() == 0
+    }
+
+    /// Poll until released or `timeout` passes; returns whether it was released.
+    pub(crate) async fn wait(&self, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        while !self.is_released() {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        true
+    }
+}
+
+/// Milliseconds since the Unix epoch from the system clock (0 if the clock is before 1970).
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// Fsync a directory so that a rename or a new file inside it survives power loss.
+pub(crate) fn sync_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}

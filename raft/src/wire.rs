@@ -1,0 +1,33 @@
+//! What travels between nodes: endpoint paths and the body encoding, shared by the client
+//! ([`crate::network`]) and the server ([`crate::server`]) so they cannot drift apart.
+//!
+//! Bodies are bincode (`raftlane_statemachine::codec`, the same stable encoding as the log):
+//! requests are openraft's RPC structs, responses are `Result<openraft response, RaftError>`, so
+//! a remote Raft error (e.g. the peer is shutting down) reaches the caller as a `RemoteError`
+//! rather than an opaque HTTP failure.
+
+use raftlane_statemachine::codec;
+use serde::{de::DeserializeOwned, Serialize};
+
+/// Prefix of every Raft endpoint (the API router delegates everything below it).
+pub const PREFIX: &str = "/raft/";
+/// AppendEntries (replication and heartbeats).
+pub const PATH_APPEND: &str = "/raft/append";
+/// RequestVote.
+pub const PATH_VOTE: &str = "/raft/vote";
+/// InstallSnapshot (one chunk per request).
+pub const PATH_SNAPSHOT: &str = "/raft/snapshot";
+pub const CONTENT_TYPE: &str = "application/x-raftlane-bincode";
+/// Largest body read or sent: anything the codec can encode (its own limit) plus framing.
+/// Snapshot chunks are 1 MiB by default and append batches are bounded by
+/// `max_payload_entries`; a batch over the limit is reported as `PayloadTooLarge`, so openraft
+/// retries it with fewer entries.
+pub const MAX_BODY_BYTES: usize = codec::MAX_ENCODED_BYTES as usize + 64 * 1024;
+
+pub fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, codec::DecodeError> {
+    codec::try_encode(value)
+}
+
+pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, codec::DecodeError> {
+    codec::decode(bytes)
+}

@@ -1,0 +1,293 @@
+//! In-process clusters over real loopback HTTP, for the integration tests.
+//!
+//! Every wait is a condition polled (or awaited on the metrics channel) against a generous
+//! deadline, never a fixed sleep, so the tests hold on a slow, loaded 2-core machine.
+
+#![allow(dead_code)]
+
+use raftlane_raft::types::RaftMetrics;
+use raftlane_raft::{now_ms, RaftNode, RaftNodeConfig, Tuning, WriteError};
+use raftlane_statemachine::command::{Command, Envelope, Response};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::time::Duration;
+use tempfile::TempDir;
+
+pub const SECRET: &str = "test-cluster-secret-0123456789";
+/// Upper bound for any single wait in these tests.
+pub const WAIT: Duration = Duration::from_secs(60);
+
+/// Log to the test output, filtered by `RUST_LOG` (default: warnings).
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_test_writer()
+        .try_init();
+}
+
+/// Test tuning: no housekeeping timers (they would add entries), the default slow-box timing.
+pub fn tuning() -> Tuning {
+    Tuning {
+        reclaim_interval_ms: 0,
+        expire_interval_ms: 0,
+        heartbeat_ms: 200,
+        election_timeout_min_ms: 1000,
+        election_timeout_max_ms: 2000,
+        ..Tuning::default()
+    }
+}
+
+pub fn audit(tag: &str) -> Envelope {
+    Envelope::new(
+        now_ms(),
+        "tester",
+        Command::RecordAudit {
+            action: tag.to_string(),
+            channel: None,
+            org: None,
+            detail: None,
+        },
+    )
+}
+
+/// Poll `cond` every 50 ms until it holds or `WAIT` passes.
+pub async fn wait_until<F, Fut>(what: &str, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        if cond().await {
+            return;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            panic!("timed out waiting for: {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Await a metrics condition on one node.
+pub async fn wait_metrics(
+    node: &RaftNode,
+    what: &str,
+    cond: impl Fn(&RaftMetrics) -> bool + Send + Sync,
+) -> RaftMetrics {
+    node.raft()
+        .wait(Some(WAIT))
+        .metrics(|m| cond(m), what)
+        .await
+        .unwrap_or_else(|e| panic!("node {}: {what}: {e}", node.id()))
+}
+
+pub struct TestCluster {
+    pub root: TempDir,
+    pub tuning: Tuning,
+    pub addrs: BTreeMap<u64, String>,
+    pub nodes: BTreeMap<u64, RaftNode>,
+}
+
+async fn bind(addr: &str) -> tokio::net::TcpListener {
+    // Rebinding a port a stopped node just released can race its sockets' teardown: retry.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        match tokio::net::TcpListener::bind(addr).await {
+            Ok(l) => return l,
+            Err(e) if tokio::time::Instant::now() < deadline => {
+                eprintln!("bind {addr}: {e}; retrying");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("cannot bind {addr}: {e}"),
+        }
+    }
+}
+
+impl TestCluster {
+    /// Start voters `1..=n`, node 1 bootstrapping, and wait for a leader.
+    pub async fn start(n: u64, tuning: Tuning) -> TestCluster {
+        let root = tempfile::tempdir().unwrap();
+        let mut c = TestCluster {
+            root,
+            tuning,
+            addrs: BTreeMap::new(),
+            nodes: BTreeMap::new(),
+        };
+        let mut listeners = BTreeMap::new();
+        for id in 1..=n {
+            let l = bind("127.0.0.1:0").await;
+            c.addrs.insert(id, l.local_addr().unwrap().to_string());
+            listeners.insert(id, l);
+        }
+        for (id, l) in listeners {
+            let node = RaftNode::start_with_listener(c.config(id, id == 1), l)
+                .await
+                .unwrap();
+            c.nodes.insert(id, node);
+        }
+        c.leader().await;
+        c
+    }
+
+    pub fn data_dir(&self, id: u64) -> PathBuf {
+        self.root.path().join(format!("node-{id}"))
+    }
+
+    pub fn config(&self, id: u64, bootstrap: bool) -> RaftNodeConfig {
+        let mut cfg = RaftNodeConfig::new(id, self.addrs[&id].clone(), self.data_dir(id), SECRET);
+        cfg.peers = self.addrs.clone();
+        cfg.bootstrap = bootstrap;
+        cfg.tuning = self.tuning.clone();
+        cfg
+    }
+
+    /// Reserve an address for a node that is not started yet.
+    pub async fn reserve(&mut self, id: u64) -> tokio::net::TcpListener {
+        let l = bind("127.0.0.1:0").await;
+        self.addrs.insert(id, l.local_addr().unwrap().to_string());
+        l
+    }
+
+    /// (Re)start node `id` from its data directory on its address.
+    pub async fn start_node(&mut self, id: u64) -> RaftNode {
+        let l = bind(&self.addrs[&id]).await;
+        self.start_node_on(id, l).await
+    }
+
+    pub async fn start_node_on(&mut self, id: u64, l: tokio::net::TcpListener) -> RaftNode {
+        let node = RaftNode::start_with_listener(self.config(id, false), l)
+            .await
+            .unwrap();
+        self.nodes.insert(id, node.clone());
+        node
+    }
+
+    pub async fn stop_node(&mut self, id: u64) {
+        if let Some(node) = self.nodes.remove(&id) {
+            node.shutdown().await;
+        }
+    }
+
+    pub fn node(&self, id: u64) -> &RaftNode {
+        &self.nodes[&id]
+    }
+
+    /// Wait until the running nodes agree on one leader that is running, and return its id.
+    pub async fn leader(&self) -> u64 {
+        let ids: Vec<u64> = self.nodes.keys().copied().collect();
+        self.leader_among(&ids).await
+    }
+
+    /// Like [`Self::leader`], asking only the nodes `among`.
+    pub async fn leader_among(&self, among: &[u64]) -> u64 {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let ids: Vec<Option<u64>> = among
+                .iter()
+                .map(|id| self.nodes[id].metrics().current_leader)
+                .collect();
+            if let Some(Some(l)) = ids.first().copied() {
+                if self.nodes.get(&l).is_some_and(|n| n.is_leader())
+                    && ids.iter().all(|i| *i == Some(l))
+                {
+                    return l;
+                }
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no leader agreed on: {ids:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Write through the leader, following redirects and riding out elections.
+    pub async fn write(&self, env: Envelope) -> (u64, Response) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        let mut target = self.nodes.keys().next().copied().unwrap();
+        loop {
+            let node = match self.nodes.get(&target) {
+                Some(n) => n,
+                None => self.nodes.values().next().unwrap(),
+            };
+            match node.client_write(env.clone()).await {
+                Ok(r) => return r,
+                Err(WriteError::ForwardToLeader {
+                    leader_id: Some(l), ..
+                }) if self.nodes.contains_key(&l) && l != target => {
+                    target = l;
+                }
+                Err(e) => {
+                    if tokio::time::Instant::now() >= deadline {
+                        panic!("write failed: {e}");
+                    }
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    target = self
+                        .nodes
+                        .values()
+                        .find_map(|n| n.metrics().current_leader)
+                        .filter(|l| self.nodes.contains_key(l))
+                        .unwrap_or(target);
+                }
+            }
+        }
+    }
+
+    /// Write `n` audit rows, `concurrency` at a time; returns (tag, index, response) per write.
+    pub async fn write_many(
+        &self,
+        prefix: &str,
+        n: usize,
+        concurrency: usize,
+    ) -> Vec<(String, u64, Response)> {
+        let mut out = Vec::with_capacity(n);
+        let tags: Vec<String> = (0..n).map(|i| format!("{prefix}-{i}")).collect();
+        for chunk in tags.chunks(concurrency.max(1)) {
+            let futs = chunk.iter().map(|tag| async move {
+                let (index, resp) = self.write(audit(tag)).await;
+                (tag.clone(), index, resp)
+            });
+            out.extend(futures::future::join_all(futs).await);
+        }
+        out
+    }
+
+    /// Wait until every running node has applied everything the leader has, then check that all
+    /// digests are equal; returns the digest.
+    pub async fn converged_digest(&self) -> [u8; 32] {
+        let leader = self.leader().await;
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let target = self.nodes[&leader].metrics().last_log_index;
+            let applied: Vec<Option<u64>> = self
+                .nodes
+                .values()
+                .map(|n| n.metrics().last_applied.map(|l| l.index))
+                .collect();
+            if target.is_some() && applied.iter().all(|a| *a == target) {
+                let mut digests = Vec::new();
+                for n in self.nodes.values() {
+                    digests.push(n.digest().await.unwrap());
+                }
+                if digests.windows(2).all(|w| w[0] == w[1]) {
+                    return digests[0];
+                }
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "nodes did not converge: leader {leader} last_log_index {target:?}, applied {applied:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    pub async fn shutdown(mut self) {
+        let ids: Vec<u64> = self.nodes.keys().copied().collect();
+        for id in ids {
+            self.stop_node(id).await;
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! The RocksDB log store: group commit (one sync per append batch), purge/truncate across
+//! reopen, and durability of acknowledged appends and votes under `kill -9` (a child process
+//! is SIGKILLed while appending).
+
+use openraft::storage::{RaftLogStorage, RaftLogStorageExt};
+use openraft::{CommittedLeaderId, RaftLogReader};
+use raftlane_raft::log_store::LogStore;
+use raftlane_raft::types::{Entry, EntryPayload, LogId, Vote};
+use raftlane_statemachine::command::{Command, Envelope};
+use std::io::{BufRead, BufReader};
+use std::process::{Command as Proc, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+fn log_id(term: u64, index: u64) -> LogId {
+    LogId::new(CommittedLeaderId::new(term, 1), index)
+}
+
+fn entry(term: u64, index: u64) -> Entry {
+    Entry {
+        log_id: log_id(term, index),
+        payload: EntryPayload::Normal(Envelope::new(
+            index,
+            "t",
+            Command::RecordAudit {
+                action: format!("e{index}"),
+                channel: None,
+                org: None,
+                detail: Some("x".repeat(100)),
+            },
+        )),
+    }
+}
+
+async fn indexes(log: &mut LogStore) -> Vec<u64> {
+    log.try_get_log_entries(..)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.log_id.index)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_batch_is_one_synced_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = LogStore::open(dir.path()).unwrap();
+    let stats = log.stats();
+    log.blocking_append((1..=100).map(|i| entry(1, i)))
+        .await
+        .unwrap();
+    assert_eq!(stats.appends.load(Ordering::Relaxed), 1);
+    assert_eq!(stats.entries.load(Ordering::Relaxed), 100);
+    assert_eq!(
+        stats.syncs.load(Ordering::Relaxed),
+        1,
+        "100 entries, one fsync"
+    );
+    let got = log.try_get_log_entries(10..20).await.unwrap();
+    assert_eq!(got, (10..20).map(|i| entry(1, i)).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn truncate_purge_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut log = LogStore::open(dir.path()).unwrap();
+        log.blocking_append((0..=30).map(|i| entry(1, i)))
+            .await
+            .unwrap();
+        log.save_vote(&Vote::new(2, 1)).await.unwrap();
+
+        log.truncate(log_id(1, 21)).await.unwrap();
+        assert_eq!(indexes(&mut log).await, (0..=20).collect::<Vec<_>>());
+        let st = log.get_log_state().await.unwrap();
+        assert_eq!(st.last_log_id, Some(log_id(1, 20)));
+        assert_eq!(st.last_purged_log_id, None);
+
+        log.purge(log_id(1, 9)).await.unwrap();
+        assert_eq!(indexes(&mut log).await, (10..=20).collect::<Vec<_>>());
+        // Purging less than already purged is a no-op.
+        log.purge(log_id(1, 3)).await.unwrap();
+        // Overwrite after truncation with a new term.
+        log.blocking_append((21..=25).map(|i| entry(2, i)))
+            .await
+            .unwrap();
+    }
+    let mut log = LogStore::open(dir.path()).unwrap();
+    assert_eq!(indexes(&mut log).await, (10..=25).collect::<Vec<_>>());
+    let st = log.get_log_state().await.unwrap();
+    assert_eq!(st.last_purged_log_id, Some(log_id(1, 9)));
+    assert_eq!(st.last_log_id, Some(log_id(2, 25)));
+    assert_eq!(log.read_vote().await.unwrap(), Some(Vote::new(2, 1)));
+    assert_eq!(
+        log.try_get_log_entries(24..=24).await.unwrap(),
+        vec![entry(2, 24)]
+    );
+
+    // Purge everything: the log state keeps the purged id as its last id.
+    log.purge(log_id(2, 25)).await.unwrap();
+    let st = log.get_log_state().await.unwrap();
+    assert_eq!(st.last_log_id, Some(log_id(2, 25)));
+    assert!(indexes(&mut log).await.is_empty());
+}
+
+const CHILD_ENV: &str = "RAFTLANE_KILL9_CHILD_DIR";
+
+/// Child mode of `acknowledged_appends_survive_kill_9`: append one entry at a time and report
+/// each acknowledgement on stdout, until killed. A no-op in a normal test run.
+#[tokio::test]
+async fn kill9_child() {
+    let Ok(dir) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let mut log = LogStore::open(std::path::Path::new(&dir)).unwrap();
+    for i in 1u64.. {
+        log.blocking_append([entry(1, i)]).await.unwrap();
+        if i % 10 == 0 {
+            log.save_vote(&Vote::new(i, 1)).await.unwrap();
+        }
+        println!("acked {i}");
+    }
+}
+
+#[test]
+fn acknowledged_appends_survive_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Proc::new(std::env::current_exe().unwrap())
+        .args(["--exact", "kill9_child", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut acked = 0u64;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap();
+        if let Some(n) = line.strip_prefix("acked ") {
+            acked = n.trim().parse().unwrap();
+            if acked >= 300 || Instant::now() > deadline {
+                break;
+            }
+        }
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(acked >= 50, "child acknowledged only {acked} appends");
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut log = LogStore::open(dir.path()).unwrap();
+        let entries = log.try_get_log_entries(1..=acked).await.unwrap();
+        assert_eq!(entries.len() as u64, acked, "acknowledged entries lost");
+        for (i, e) in entries.iter().enumerate() {
+            assert_eq!(*e, entry(1, i as u64 + 1));
+        }
+        let vote = log.read_vote().await.unwrap().unwrap();
+        assert!(
+            vote >= Vote::new(acked / 10 * 10, 1),
+            "vote {vote} older than acknowledged"
+        );
+    });
+}

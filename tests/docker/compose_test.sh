@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# Compose smoke test: a three-node cluster in containers survives losing its leader.
+#
+#   1. skip (exit 0) when Docker is not usable here;
+#   2. build raftlane:dev FROM scratch (scripts/build-image.sh);
+#   3. docker-compose -p raftlane-ci up -d, wait until all three containers are healthy;
+#   4. enqueue through n1's published port;
+#   5. find the leader (GET /v1/cluster leader_id) and `docker kill` its container;
+#   6. enqueue through a surviving node, read it back from the other survivor;
+#   7. `docker start` the killed node, wait until it is healthy again;
+#   8. poll until all three /v1/cluster/digest answers carry the same digest at the same
+#      last_applied (bounded), and the restarted node serves both messages;
+#   9. always: docker-compose -p raftlane-ci down -v (trap), with logs first on failure.
+#
+# Run from anywhere: bash tests/docker/compose_test.sh
+# It talks only to 127.0.0.1 (published ports) and the project's private network.
+# Environment:
+#   RAFTLANE_CI_PORT_BASE=17001    host ports n1..n3 = base..base+2 (away from `raftlane dev`
+#                                  and a developer's `docker-compose up`, which use 7001..7003)
+#   RAFTLANE_CI_SKIP_BUILD=1       reuse the existing image (IMAGE, default raftlane:dev)
+#   RAFTLANE_CI_KEEP=1             leave the cluster running at the end (debugging)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+PROJECT=raftlane-ci
+IMAGE="${IMAGE:-raftlane:dev}"
+BASE="${RAFTLANE_CI_PORT_BASE:-17001}"
+TOKEN=ci-admin-token
+started=$SECONDS
+
+say() { printf '[compose-test +%3ss] %s\n' "$((SECONDS - started))" "$*"; }
+fail() { say "FAIL: $*"; exit 1; }
+
+# --- 1. is Docker usable? ---
+if ! command -v docker >/dev/null 2>&1; then
+  echo "SKIP: tests/docker/compose_test.sh: no docker command on this machine"; exit 0
+fi
+if ! timeout 30 docker info >/dev/null 2>&1; then
+  echo "SKIP: tests/docker/compose_test.sh: 'docker info' failed (no daemon or no permission)"; exit 0
+fi
+if command -v docker-compose >/dev/null 2>&1; then
+  COMPOSE=(docker-compose)
+elif docker compose version >/dev/null 2>&1; then
+  COMPOSE=(docker compose)
+else
+  echo "SKIP: tests/docker/compose_test.sh: neither docker-compose nor 'docker compose' is installed"; exit 0
+fi
+command -v curl >/dev/null 2>&1 || fail "curl is required"
+command -v python3 >/dev/null 2>&1 || fail "python3 is required (JSON parsing)"
+
+# Everything the compose file reads from the environment, pinned for this run.
+export RAFTLANE_IMAGE="$IMAGE"
+export RAFTLANE_ADMIN_TOKEN="$TOKEN"
+export RAFTLANE_CLUSTER_SECRET=ci-cluster-secret
+export RAFTLANE_N1_PORT=$BASE RAFTLANE_N2_PORT=$((BASE + 1)) RAFTLANE_N3_PORT=$((BASE + 2))
+export RAFTLANE_LOG="${RAFTLANE_LOG:-info,openraft=error}"
+port_of() { echo $((BASE + $1 - 1)); }   # node id -> published host port
+
+dc() { timeout "${DC_TIMEOUT:-120}" "${COMPOSE[@]}" -p "$PROJECT" -f docker-compose.yml "$@"; }
+cid() { dc ps -q "n$1"; }                # node id -> container id
+
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  rm -f "$BODY"
+  if [ "$rc" -ne 0 ]; then
+    say "exit code $rc; last log lines of each node:"
+    dc logs --no-color --tail 40 2>&1 || true
+  fi
+  if [ "${RAFTLANE_CI_KEEP:-0}" = 1 ]; then
+    say "RAFTLANE_CI_KEEP=1: leaving project $PROJECT running (ports $BASE..$((BASE + 2)))"
+  else
+    say "${COMPOSE[*]} -p $PROJECT down -v"
+    dc down -v --remove-orphans >/dev/null 2>&1 || say "warning: compose down failed"
+  fi
+  if [ "$rc" -eq 0 ]; then say "PASS"; fi
+  exit "$rc"
+}
+
+# --- HTTP and JSON helpers (curl + python3; jq is not required) ---
+BODY=$(mktemp)
+# api PORT METHOD PATH [JSON] [extra curl args...]: the status code on stdout, body in $BODY.
+api() {
+  local port=$1 method=$2 path=$3 data=${4:-}
+  shift 4 2>/dev/null || shift $#
+  local args=(-sS --max-time 10 -o "$BODY" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $TOKEN")
+  if [ -n "$data" ]; then args+=(-H 'Content-Type: application/json' --data "$data"); fi
+  curl "${args[@]}" "$@" "http://127.0.0.1:$port$path" 2>/dev/null || echo 000
+}
+# json KEY: a top-level field of $BODY ("null" when absent or null).
+json() {
+  python3 -c 'import json,sys
+try:
+    v = json.load(open(sys.argv[1])).get(sys.argv[2])
+except Exception:
+    v = None
+print("null" if v is None else v)' "$BODY" "$1"
+}
+health_of() { docker inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}' "$1" 2>/dev/null || echo gone; }
+
+# wait_healthy SECONDS ID...: until every listed node's container reports healthy.
+wait_healthy() {
+  local limit=$1; shift
+  local deadline=$((SECONDS + limit)) states
+  while :; do
+    states=""
+    local all=1 id
+    for id in "$@"; do
+      local s; s=$(health_of "$(cid "$id")")
+      states+="n$id=$s "
+      [ "$s" = healthy ] || all=0
+    done
+    if [ "$all" = 1 ]; then say "healthy: $states"; return 0; fi
+    [ "$SECONDS" -lt "$deadline" ] || fail "not healthy within ${limit}s: $states"
+    sleep 2
+  done
+}
+
+# enqueue PORT KEY TEXT: POST to channel ci-orders until accepted (30 s; retried on 503 or no
+# answer while an election runs; the Idempotency-Key makes a repeat harmless). Prints the id.
+enqueue() {
+  local port=$1 key=$2 text=$3 deadline=$((SECONDS + 30)) code
+  while :; do
+    code=$(api "$port" POST /v1/channels/ci-orders/messages "{\"raw\":\"$text\",\"message_type\":\"ci.test\"}" -H "Idempotency-Key: $key")
+    case "$code" in
+      200|201) json message_id; return 0 ;;
+    esac
+    [ "$SECONDS" -lt "$deadline" ] || { say "enqueue via :$port kept failing: $code $(cat "$BODY")" >&2; return 1; }
+    sleep 1
+  done
+}
+
+# --- 2. image ---
+if [ "${RAFTLANE_CI_SKIP_BUILD:-0}" = 1 ]; then
+  say "RAFTLANE_CI_SKIP_BUILD=1: using the existing image $IMAGE"
+  docker image inspect "$IMAGE" >/dev/null 2>&1 || fail "image $IMAGE does not exist"
+else
+  say "building $IMAGE with scripts/build-image.sh (cargo release build + docker build)"
+  IMAGE="$IMAGE" timeout 3600 scripts/build-image.sh || fail "scripts/build-image.sh failed"
+fi
+
+# --- 3. cluster up ---
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+say "removing leftovers of an earlier run of project $PROJECT, if any"
+dc down -v --remove-orphans >/dev/null 2>&1 || true
+for id in 1 2 3; do
+  p=$(port_of $id)
+  if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+    fail "127.0.0.1:$p is already in use; set RAFTLANE_CI_PORT_BASE to a free range"
+  fi
+done
+say "${COMPOSE[*]} -p $PROJECT up -d (n1..n3 on 127.0.0.1:$BASE..$((BASE + 2)))"
+dc up -d 2>&1 | sed 's/^/    /'
+wait_healthy 120 1 2 3
+
+# --- 4. first write ---
+say "enqueue message A through n1 (127.0.0.1:$(port_of 1))"
+id_a=$(enqueue "$(port_of 1)" ci-a "message A before the failover") || fail "first write failed"
+say "message A has id $id_a"
+
+# --- 5. kill the leader ---
+code=$(api "$(port_of 1)" GET /v1/cluster)
+[ "$code" = 200 ] || fail "GET /v1/cluster: $code $(cat "$BODY")"
+leader=$(json leader_id) term=$(json term)
+case "$leader" in 1|2|3) ;; *) fail "no leader reported: $(cat "$BODY")" ;; esac
+say "leader is node $leader (term $term); docker kill $(cid "$leader" | cut -c1-12) (n$leader)"
+docker kill "$(cid "$leader")" >/dev/null
+others=()
+for id in 1 2 3; do [ "$id" = "$leader" ] || others+=("$id"); done
+
+# --- 6. write through a survivor, read it back from the other one ---
+w=${others[0]} r=${others[1]}
+say "enqueue message B through n$w (127.0.0.1:$(port_of "$w")) while n$leader is down"
+id_b=$(enqueue "$(port_of "$w")" ci-b "message B during the failover") || fail "write after the leader was killed failed"
+say "message B has id $id_b"
+code=$(api "$(port_of "$r")" GET "/v1/messages/$id_b?consistency=linearizable")
+[ "$code" = 200 ] || code=$(api "$(port_of "$r")" GET "/v1/messages/$id_b")
+[ "$code" = 200 ] || fail "n$r cannot read message B: $code $(cat "$BODY")"
+code=$(api "$(port_of "$w")" GET /v1/cluster)
+say "n$r serves message B; new leader: node $(json leader_id) (term $(json term))"
+say "killed container n$leader is '$(health_of "$(cid "$leader")")' (restart policy: unless-stopped)"
+
+# --- 7. bring the killed node back ---
+say "docker start n$leader"
+docker start "$(cid "$leader")" >/dev/null
+wait_healthy 90 1 2 3
+
+# --- 8. convergence ---
+say "waiting (up to 120 s) for one digest at one last_applied on all three nodes"
+deadline=$((SECONDS + 120))
+while :; do
+  line="" seen=""
+  for id in 1 2 3; do
+    code=$(api "$(port_of "$id")" GET /v1/cluster/digest)
+    if [ "$code" = 200 ]; then
+      la=$(json last_applied) dg=$(json digest)
+      line+="n$id=$la/${dg:0:12} "
+      seen+="$la/$dg"$'\n'
+    else
+      line+="n$id=http-$code "
+      seen+="error-$id"$'\n'
+    fi
+  done
+  if [ "$(printf '%s' "$seen" | sort -u | wc -l)" = 1 ]; then
+    say "converged: $line"
+    break
+  fi
+  [ "$SECONDS" -lt "$deadline" ] || fail "digests did not converge within 120 s: $line"
+  sleep 2
+done
+for m in "$id_a" "$id_b"; do
+  code=$(api "$(port_of "$leader")" GET "/v1/messages/$m")
+  [ "$code" = 200 ] || fail "restarted n$leader does not serve message $m: $code $(cat "$BODY")"
+done
+say "restarted n$leader serves messages $id_a and $id_b"
