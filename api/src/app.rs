@@ -178,6 +178,9 @@ async fn method_not_allowed() -> ApiError {
 
 /// Refuse node-to-node calls without the cluster secret.
 pub fn check_secret(state: &AppState, headers: &HeaderMap) -> ApiResult<()> {
+    if state.cluster_secret.is_empty() {
+        return Err(ApiError::unauthorized("this node has no cluster secret configured"));
+    }
     let presented = headers.get(SECRET_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
     let a = auth::sha256_hex(presented);
     let b = auth::sha256_hex(&state.cluster_secret);

@@ -79,6 +79,18 @@ pub(crate) fn claim_next_fifo(cx: &mut Ctx<'_, '_>, stage: Stage, lane_name: &st
     validate::name("owner", owner)?;
     validate::ttl("ttl_ms", ttl_ms)?;
     let lane = LaneKey::new(stage, lane_name);
+    // 0. A live row claimed by another owner (one that released the lane early, say) still
+    //    holds the lane: claiming the next row would overtake it.
+    for id in lane::inflight(cx.txn, &lane)? {
+        if let Some(claim) = rows::get(cx.txn, id)?.and_then(|r| r.claim) {
+            if claim.owner != owner && claim.lease_expires_at >= cx.t {
+                return Ok(Outcome::FifoClaimed(Err(FifoEmpty::LaneBusy {
+                    holder: claim.owner,
+                    expires_at: claim.lease_expires_at,
+                })));
+            }
+        }
+    }
     // 1. Acquire or verify the lane lease.
     if let Err(lease) = lane::acquire(cx, &lane, owner, ttl_ms)? {
         return Ok(Outcome::FifoClaimed(Err(FifoEmpty::LaneBusy {

@@ -1180,6 +1180,28 @@ fn release_lane_lets_only_the_owner_give_the_lane_back() {
     );
 }
 
+#[test]
+fn a_released_lane_is_still_held_by_the_previous_owners_live_row() {
+    let mut h = Harness::new();
+    h.enqueue_message("orders", &[("d", "0"), ("d", "1")]);
+    let head = h.fifo(Stage::Outbound, "d", "a", 5_000).expect("head");
+    let release = Command::ReleaseLane {
+        stage: Stage::Outbound,
+        lane: "d".into(),
+        owner: "a".into(),
+    };
+    assert_eq!(h.ok(release), Outcome::Count(1));
+    // b may not overtake a's live head by claiming row 1.
+    match h.fifo(Stage::Outbound, "d", "b", 5_000) {
+        Err(FifoEmpty::LaneBusy { holder, .. }) => assert_eq!(holder, "a"),
+        other => panic!("expected lane_busy, got {other:?}"),
+    }
+    // Once a's row lease has run out, b recovers the stranded head itself.
+    h.advance(5_001);
+    let next = h.fifo(Stage::Outbound, "d", "b", 5_000).expect("b gets the head");
+    assert_eq!(next.row_id, head.row_id);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Fencing and completion guards
 // ---------------------------------------------------------------------------------------------
