@@ -24,7 +24,7 @@ fn destinations(channel: &str, n: u32) -> Vec<&'static str> {
     match channel {
         "adt" => vec!["ehr", "billing"],
         "lab" => vec!["lab-archive", "ehr"],
-        _ if n % 10 == 0 => vec!["flaky"],
+        _ if n.is_multiple_of(10) => vec!["flaky"],
         _ => vec!["billing"],
     }
 }
