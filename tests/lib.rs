@@ -17,8 +17,15 @@ pub struct TestCluster {
     pub dir: tempfile::TempDir,
 }
 
-fn options(id: u64, peers: &BTreeMap<u64, String>, dir: &std::path::Path) -> anyhow::Result<NodeOptions> {
-    let addr = peers.get(&id).cloned().ok_or_else(|| anyhow::anyhow!("no peer {id}"))?;
+fn options(
+    id: u64,
+    peers: &BTreeMap<u64, String>,
+    dir: &std::path::Path,
+) -> anyhow::Result<NodeOptions> {
+    let addr = peers
+        .get(&id)
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("no peer {id}"))?;
     Ok(NodeOptions {
         id,
         listen: addr.parse()?,
@@ -46,7 +53,9 @@ impl TestCluster {
         }
         let mut nodes = Vec::new();
         for (id, listener) in listeners {
-            nodes.push(Some(server::start_on(options(id, &peers, dir.path())?, listener).await?));
+            nodes.push(Some(
+                server::start_on(options(id, &peers, dir.path())?, listener).await?,
+            ));
         }
         let cluster = Self {
             addrs: peers.values().cloned().collect(),

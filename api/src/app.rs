@@ -90,7 +90,12 @@ pub struct ApiRoute {
     pub handler: MethodRouter<Arc<AppState>>,
 }
 
-fn r(method: &'static str, path: &'static str, summary: &'static str, handler: MethodRouter<Arc<AppState>>) -> ApiRoute {
+fn r(
+    method: &'static str,
+    path: &'static str,
+    summary: &'static str,
+    handler: MethodRouter<Arc<AppState>>,
+) -> ApiRoute {
     ApiRoute {
         method,
         path,
@@ -158,13 +163,16 @@ pub fn router(state: Arc<AppState>, extra: Router) -> Router {
     // A forwarded write is the client's request re-encoded with its envelope and header-borne
     // fields, so it may be somewhat larger than the largest body a client may send.
     let forward_limit = limit.saturating_mul(2).saturating_add(1 << 20);
-    app.route("/internal/propose", post(internal_propose).layer(DefaultBodyLimit::max(forward_limit)))
-        .route("/internal/read-index", get(internal_read_index))
-        .method_not_allowed_fallback(method_not_allowed)
-        .fallback(not_found)
-        .layer(DefaultBodyLimit::max(limit))
-        .with_state(state)
-        .merge(extra)
+    app.route(
+        "/internal/propose",
+        post(internal_propose).layer(DefaultBodyLimit::max(forward_limit)),
+    )
+    .route("/internal/read-index", get(internal_read_index))
+    .method_not_allowed_fallback(method_not_allowed)
+    .fallback(not_found)
+    .layer(DefaultBodyLimit::max(limit))
+    .with_state(state)
+    .merge(extra)
 }
 
 async fn not_found() -> ApiError {
@@ -173,15 +181,24 @@ async fn not_found() -> ApiError {
 
 /// The path exists but not for this method (axum's default answers with an empty body).
 async fn method_not_allowed() -> ApiError {
-    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not accept that method")
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route does not accept that method",
+    )
 }
 
 /// Refuse node-to-node calls without the cluster secret.
 pub fn check_secret(state: &AppState, headers: &HeaderMap) -> ApiResult<()> {
     if state.cluster_secret.is_empty() {
-        return Err(ApiError::unauthorized("this node has no cluster secret configured"));
+        return Err(ApiError::unauthorized(
+            "this node has no cluster secret configured",
+        ));
     }
-    let presented = headers.get(SECRET_HEADER).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let presented = headers
+        .get(SECRET_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     let a = auth::sha256_hex(presented);
     let b = auth::sha256_hex(&state.cluster_secret);
     if auth::ct_eq(a.as_bytes(), b.as_bytes()) {
@@ -191,7 +208,11 @@ pub fn check_secret(state: &AppState, headers: &HeaderMap) -> ApiResult<()> {
     }
 }
 
-async fn internal_propose(State(state): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> axum::response::Response {
+async fn internal_propose(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> axum::response::Response {
     if let Err(e) = check_secret(&state, &headers) {
         return e.into_response();
     }
@@ -202,7 +223,10 @@ async fn internal_propose(State(state): State<Arc<AppState>>, headers: HeaderMap
     (StatusCode::OK, codec::encode(&result)).into_response()
 }
 
-async fn internal_read_index(State(state): State<Arc<AppState>>, headers: HeaderMap) -> axum::response::Response {
+async fn internal_read_index(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+) -> axum::response::Response {
     if let Err(e) = check_secret(&state, &headers) {
         return e.into_response();
     }
@@ -231,13 +255,20 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        Bytes::from_request(req, state).await.map(RawBody).map_err(body_error)
+        Bytes::from_request(req, state)
+            .await
+            .map(RawBody)
+            .map_err(body_error)
     }
 }
 
 pub fn body_error(e: axum::extract::rejection::BytesRejection) -> ApiError {
     if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", "request body exceeds the configured limit")
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            "request body exceeds the configured limit",
+        )
     } else {
         ApiError::invalid("body", e.body_text())
     }
@@ -249,7 +280,10 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
         Ok(v) => Ok(v),
         Err(e) => {
             // A path of only unknown segments ("?", e.g. inside a truncated object) names nothing.
-            let named = e.path().iter().any(|s| !matches!(s, serde_path_to_error::Segment::Unknown));
+            let named = e
+                .path()
+                .iter()
+                .any(|s| !matches!(s, serde_path_to_error::Segment::Unknown));
             let path = e.path().to_string();
             let inner = e.into_inner();
             // Malformed JSON is a fault of the body, wherever the parser stopped.
@@ -271,7 +305,9 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for Query<T> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        axum::extract::Query::try_from_uri(&parts.uri).map(|q| Query(q.0)).map_err(query_error)
+        axum::extract::Query::try_from_uri(&parts.uri)
+            .map(|q| Query(q.0))
+            .map_err(query_error)
     }
 }
 
@@ -289,7 +325,9 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for Path<T>
             Ok(p) => Ok(Path(p.0)),
             Err(PathRejection::FailedToDeserializePathParams(e)) => {
                 let field = match e.kind() {
-                    ErrorKind::InvalidUtf8InPathParam { key } | ErrorKind::ParseErrorAtKey { key, .. } | ErrorKind::DeserializeError { key, .. } => key.clone(),
+                    ErrorKind::InvalidUtf8InPathParam { key }
+                    | ErrorKind::ParseErrorAtKey { key, .. }
+                    | ErrorKind::DeserializeError { key, .. } => key.clone(),
                     _ => "path".to_string(),
                 };
                 Err(ApiError::invalid(field, e.body_text()))
@@ -301,14 +339,19 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for Path<T>
 
 fn query_error(e: axum::extract::rejection::QueryRejection) -> ApiError {
     let text = e.body_text();
-    let detail = text.strip_prefix("Failed to deserialize query string: ").unwrap_or(&text);
+    let detail = text
+        .strip_prefix("Failed to deserialize query string: ")
+        .unwrap_or(&text);
     // axum reports the parameter's path first: "count: invalid digit found in string".
     if let Some((name, reason)) = detail.split_once(": ") {
         if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return ApiError::invalid(name, reason);
         }
     }
-    ApiError::invalid(missing_field(detail).unwrap_or_else(|| "query".to_string()), detail)
+    ApiError::invalid(
+        missing_field(detail).unwrap_or_else(|| "query".to_string()),
+        detail,
+    )
 }
 
 /// serde's "missing field `x`" names the field only in the message.

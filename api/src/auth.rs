@@ -50,12 +50,16 @@ impl Caller {
         if role_allows(self.role, p) {
             Ok(())
         } else {
-            Err(ApiError::forbidden(format!("role {} may not {:?}", self.role.as_str(), p).to_lowercase()))
+            Err(ApiError::forbidden(
+                format!("role {} may not {:?}", self.role.as_str(), p).to_lowercase(),
+            ))
         }
     }
 
     pub fn may_see(&self, channel: &str) -> bool {
-        self.channels.as_ref().is_none_or(|c| c.iter().any(|x| x == channel))
+        self.channels
+            .as_ref()
+            .is_none_or(|c| c.iter().any(|x| x == channel))
     }
 
     /// 403 unless the caller's scope includes `channel`.
@@ -63,7 +67,9 @@ impl Caller {
         if self.may_see(channel) {
             Ok(())
         } else {
-            Err(ApiError::forbidden(format!("token is not scoped to channel {channel}")))
+            Err(ApiError::forbidden(format!(
+                "token is not scoped to channel {channel}"
+            )))
         }
     }
 
@@ -88,7 +94,10 @@ pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
 impl FromRequestParts<Arc<AppState>> for Caller {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &Arc<AppState>) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &Arc<AppState>,
+    ) -> Result<Self, Self::Rejection> {
         let header = parts
             .headers
             .get(axum::http::header::AUTHORIZATION)
@@ -107,7 +116,8 @@ impl FromRequestParts<Arc<AppState>> for Caller {
                 channels: None,
             });
         }
-        let principal = backend::read(state.backend.as_ref(), |r| r.principal_by_token_hash(&hash))?;
+        let principal =
+            backend::read(state.backend.as_ref(), |r| r.principal_by_token_hash(&hash))?;
         match principal {
             Some(p) => Ok(Caller {
                 name: p.name,

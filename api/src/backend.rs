@@ -20,7 +20,10 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub enum ProposeError {
     /// This node does not lead; `addr` is the leader's HTTP address when known.
     #[error("not the leader (leader: {leader_id:?})")]
-    ForwardToLeader { leader_id: Option<u64>, addr: Option<String> },
+    ForwardToLeader {
+        leader_id: Option<u64>,
+        addr: Option<String>,
+    },
     /// No quorum or a leader change in progress: try again shortly.
     #[error("cluster unavailable: {0}")]
     Unavailable(String),
@@ -61,7 +64,11 @@ pub trait Backend: Send + Sync + 'static {
     fn read_index(&self) -> BoxFuture<'_, Result<u64, ProposeError>>;
 
     /// Wait until this node has applied `index`.
-    fn wait_applied(&self, index: u64, timeout: Duration) -> BoxFuture<'_, Result<(), ProposeError>>;
+    fn wait_applied(
+        &self,
+        index: u64,
+        timeout: Duration,
+    ) -> BoxFuture<'_, Result<(), ProposeError>>;
 
     /// Run `f` against the locally applied state.
     fn with_reader(&self, f: &mut dyn FnMut(&Reader<'_>)) -> Result<(), StoreError>;
@@ -80,7 +87,10 @@ pub trait Backend: Send + Sync + 'static {
 }
 
 /// Read from a backend with a closure that returns a value.
-pub fn read<T>(backend: &dyn Backend, f: impl FnOnce(&Reader<'_>) -> Result<T, StoreError>) -> Result<T, StoreError> {
+pub fn read<T>(
+    backend: &dyn Backend,
+    f: impl FnOnce(&Reader<'_>) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
     let mut f = Some(f);
     let mut out = None;
     backend.with_reader(&mut |reader| {
@@ -109,7 +119,9 @@ impl LocalBackend {
     }
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, StateMachine<MemStore>>, ProposeError> {
-        self.sm.lock().map_err(|_| ProposeError::Fatal("state lock poisoned".into()))
+        self.sm
+            .lock()
+            .map_err(|_| ProposeError::Fatal("state lock poisoned".into()))
     }
 }
 
@@ -130,7 +142,9 @@ impl Backend for LocalBackend {
         Box::pin(async move {
             let mut sm = self.lock()?;
             let index = sm.last_applied() + 1;
-            let response = sm.apply(index, &envelope).map_err(|e| ProposeError::Fatal(e.to_string()))?;
+            let response = sm
+                .apply(index, &envelope)
+                .map_err(|e| ProposeError::Fatal(e.to_string()))?;
             Ok((index, response))
         })
     }
@@ -139,12 +153,19 @@ impl Backend for LocalBackend {
         Box::pin(async move { Ok(self.lock()?.last_applied()) })
     }
 
-    fn wait_applied(&self, _index: u64, _timeout: Duration) -> BoxFuture<'_, Result<(), ProposeError>> {
+    fn wait_applied(
+        &self,
+        _index: u64,
+        _timeout: Duration,
+    ) -> BoxFuture<'_, Result<(), ProposeError>> {
         Box::pin(async { Ok(()) })
     }
 
     fn with_reader(&self, f: &mut dyn FnMut(&Reader<'_>)) -> Result<(), StoreError> {
-        let sm = self.sm.lock().map_err(|_| StoreError::Io("state lock poisoned".into()))?;
+        let sm = self
+            .sm
+            .lock()
+            .map_err(|_| StoreError::Io("state lock poisoned".into()))?;
         f(&sm.read());
         Ok(())
     }
@@ -168,7 +189,10 @@ impl Backend for LocalBackend {
 
     fn digest(&self) -> BoxFuture<'_, Result<(u64, [u8; 32]), String>> {
         Box::pin(async move {
-            let sm = self.sm.lock().map_err(|_| "state lock poisoned".to_string())?;
+            let sm = self
+                .sm
+                .lock()
+                .map_err(|_| "state lock poisoned".to_string())?;
             Ok((sm.last_applied(), sm.digest().map_err(|e| e.to_string())?))
         })
     }

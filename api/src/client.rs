@@ -117,26 +117,45 @@ impl Client {
         }
     }
 
-    async fn send(&self, method: Method, path: &str, body: Option<Value>, headers: &[(&str, String)], retry: Retry) -> Result<(StatusCode, Value), ClientError> {
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        headers: &[(&str, String)],
+        retry: Retry,
+    ) -> Result<(StatusCode, Value), ClientError> {
         let started = Instant::now();
         let mut pause = Duration::from_millis(50);
         let mut last;
         let n = self.nodes.len().max(1);
         loop {
             let i = self.current.load(Ordering::Relaxed) % n;
-            let url = format!("{}{}", self.nodes.get(i).map(String::as_str).unwrap_or(""), path);
-            let mut hs: Vec<(&str, String)> = vec![("authorization", format!("Bearer {}", self.token))];
+            let url = format!(
+                "{}{}",
+                self.nodes.get(i).map(String::as_str).unwrap_or(""),
+                path
+            );
+            let mut hs: Vec<(&str, String)> =
+                vec![("authorization", format!("Bearer {}", self.token))];
             if body.is_some() {
                 hs.push(("content-type", "application/json".into()));
             }
             hs.extend(headers.iter().cloned());
-            let bytes = body.as_ref().map(|b| b.to_string().into_bytes()).unwrap_or_default();
+            let bytes = body
+                .as_ref()
+                .map(|b| b.to_string().into_bytes())
+                .unwrap_or_default();
             match self.http.call(method.clone(), &url, &hs, bytes).await {
                 Ok((status, _, body)) if status == StatusCode::SERVICE_UNAVAILABLE => {
                     last = format!("{url}: 503 {}", String::from_utf8_lossy(&body));
                 }
                 Ok((status, _, body)) => {
-                    let value: Value = if body.is_empty() { Value::Null } else { serde_json::from_slice(&body).unwrap_or(Value::Null) };
+                    let value: Value = if body.is_empty() {
+                        Value::Null
+                    } else {
+                        serde_json::from_slice(&body).unwrap_or(Value::Null)
+                    };
                     if status.is_success() {
                         return Ok((status, value));
                     }
@@ -148,11 +167,17 @@ impl Client {
                         field: err["field"].as_str().map(str::to_string),
                     });
                 }
-                Err(PeerError::Unreachable(e)) if retry == Retry::OnlyIfUnsent && !e.contains("connect") => {
-                    return Err(ClientError::Unavailable(format!("{url}: {e} (outcome unknown)")));
+                Err(PeerError::Unreachable(e))
+                    if retry == Retry::OnlyIfUnsent && !e.contains("connect") =>
+                {
+                    return Err(ClientError::Unavailable(format!(
+                        "{url}: {e} (outcome unknown)"
+                    )));
                 }
                 Err(PeerError::Timeout) if retry == Retry::OnlyIfUnsent => {
-                    return Err(ClientError::Unavailable(format!("{url}: timed out (outcome unknown)")));
+                    return Err(ClientError::Unavailable(format!(
+                        "{url}: timed out (outcome unknown)"
+                    )));
                 }
                 Err(e) => last = format!("{url}: {e}"),
             }
@@ -170,26 +195,71 @@ impl Client {
     }
 
     /// Any call, for routes without a typed method.
-    pub async fn request(&self, method: Method, path: &str, body: Option<Value>) -> Result<Value, ClientError> {
-        let retry = if method == Method::GET { Retry::Safe } else { Retry::OnlyIfUnsent };
+    pub async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, ClientError> {
+        let retry = if method == Method::GET {
+            Retry::Safe
+        } else {
+            Retry::OnlyIfUnsent
+        };
         Ok(self.send(method, path, body, &[], retry).await?.1)
     }
 
-    pub async fn enqueue(&self, channel: &str, raw: &str, idempotency_key: Option<&str>) -> Result<Enqueued, ClientError> {
-        let headers: Vec<(&str, String)> = idempotency_key.map(|k| vec![("idempotency-key", k.to_string())]).unwrap_or_default();
-        let retry = if idempotency_key.is_some() { Retry::Safe } else { Retry::OnlyIfUnsent };
-        let (_, v) = self.send(Method::POST, &format!("/v1/channels/{channel}/messages"), Some(json!({ "raw": raw })), &headers, retry).await?;
-        Self::decode(v)
-    }
-
-    pub async fn claim_fifo(&self, stage: &str, lane: &str, owner: &str, ttl_ms: u64) -> Result<FifoClaim, ClientError> {
-        let v = self
-            .request(Method::POST, &format!("/v1/lanes/{stage}/{lane}/claim"), Some(json!({ "owner": owner, "ttl_ms": ttl_ms })))
+    pub async fn enqueue(
+        &self,
+        channel: &str,
+        raw: &str,
+        idempotency_key: Option<&str>,
+    ) -> Result<Enqueued, ClientError> {
+        let headers: Vec<(&str, String)> = idempotency_key
+            .map(|k| vec![("idempotency-key", k.to_string())])
+            .unwrap_or_default();
+        let retry = if idempotency_key.is_some() {
+            Retry::Safe
+        } else {
+            Retry::OnlyIfUnsent
+        };
+        let (_, v) = self
+            .send(
+                Method::POST,
+                &format!("/v1/channels/{channel}/messages"),
+                Some(json!({ "raw": raw })),
+                &headers,
+                retry,
+            )
             .await?;
         Self::decode(v)
     }
 
-    pub async fn claim_ready(&self, stage: &str, limit: u32, owner: &str, ttl_ms: u64, channel: Option<&str>) -> Result<Vec<ClaimedRow>, ClientError> {
+    pub async fn claim_fifo(
+        &self,
+        stage: &str,
+        lane: &str,
+        owner: &str,
+        ttl_ms: u64,
+    ) -> Result<FifoClaim, ClientError> {
+        let v = self
+            .request(
+                Method::POST,
+                &format!("/v1/lanes/{stage}/{lane}/claim"),
+                Some(json!({ "owner": owner, "ttl_ms": ttl_ms })),
+            )
+            .await?;
+        Self::decode(v)
+    }
+
+    pub async fn claim_ready(
+        &self,
+        stage: &str,
+        limit: u32,
+        owner: &str,
+        ttl_ms: u64,
+        channel: Option<&str>,
+    ) -> Result<Vec<ClaimedRow>, ClientError> {
         let v = self
             .request(
                 Method::POST,
@@ -203,32 +273,55 @@ impl Client {
     /// A fenced row action (`route`, `handoff`, `transform`, `done`, `response`, `fail`, `dead`,
     /// `reingress`) with its JSON body.
     pub async fn row(&self, row_id: u64, action: &str, body: Value) -> Result<Value, ClientError> {
-        self.request(Method::POST, &format!("/v1/rows/{row_id}/{action}"), Some(body)).await
+        self.request(
+            Method::POST,
+            &format!("/v1/rows/{row_id}/{action}"),
+            Some(body),
+        )
+        .await
     }
 
     pub async fn done(&self, row: &ClaimedRow) -> Result<Value, ClientError> {
-        self.row(row.row_id.0, "done", json!({ "fence": row.fence.0 })).await
+        self.row(row.row_id.0, "done", json!({ "fence": row.fence.0 }))
+            .await
     }
 
     pub async fn message(&self, id: u64) -> Result<Value, ClientError> {
-        self.request(Method::GET, &format!("/v1/messages/{id}"), None).await
+        self.request(Method::GET, &format!("/v1/messages/{id}"), None)
+            .await
     }
 
     pub async fn digest(&self) -> Result<(u64, String), ClientError> {
-        let v = self.request(Method::GET, "/v1/cluster/digest", None).await?;
-        Ok((v["last_applied"].as_u64().unwrap_or(0), v["digest"].as_str().unwrap_or("").to_string()))
+        let v = self
+            .request(Method::GET, "/v1/cluster/digest", None)
+            .await?;
+        Ok((
+            v["last_applied"].as_u64().unwrap_or(0),
+            v["digest"].as_str().unwrap_or("").to_string(),
+        ))
     }
 
     pub async fn cluster(&self) -> Result<Value, ClientError> {
         self.request(Method::GET, "/v1/cluster", None).await
     }
 
-    pub async fn audit_append(&self, action: &str, org: Option<&str>, detail: Option<&str>) -> Result<Value, ClientError> {
-        self.request(Method::POST, "/v1/audit", Some(json!({ "action": action, "org": org, "detail": detail }))).await
+    pub async fn audit_append(
+        &self,
+        action: &str,
+        org: Option<&str>,
+        detail: Option<&str>,
+    ) -> Result<Value, ClientError> {
+        self.request(
+            Method::POST,
+            "/v1/audit",
+            Some(json!({ "action": action, "org": org, "detail": detail })),
+        )
+        .await
     }
 
     pub async fn audit_verify(&self, org: &str) -> Result<Value, ClientError> {
-        self.request(Method::GET, &format!("/v1/audit/verify?org={org}"), None).await
+        self.request(Method::GET, &format!("/v1/audit/verify?org={org}"), None)
+            .await
     }
 
     pub async fn config(&self) -> Result<Value, ClientError> {
@@ -236,9 +329,19 @@ impl Client {
     }
 
     /// Compare-and-set the config; `Err` with status 412 carries the current version.
-    pub async fn put_config(&self, expected_version: u64, config: Value) -> Result<u64, ClientError> {
+    pub async fn put_config(
+        &self,
+        expected_version: u64,
+        config: Value,
+    ) -> Result<u64, ClientError> {
         let (_, v) = self
-            .send(Method::PUT, "/v1/config", Some(config), &[("if-match", expected_version.to_string())], Retry::OnlyIfUnsent)
+            .send(
+                Method::PUT,
+                "/v1/config",
+                Some(config),
+                &[("if-match", expected_version.to_string())],
+                Retry::OnlyIfUnsent,
+            )
             .await?;
         Ok(v["version"].as_u64().unwrap_or(0))
     }

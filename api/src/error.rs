@@ -51,7 +51,11 @@ impl ApiError {
         let reason = reason.into();
         Self {
             field: Some(field.clone()),
-            ..Self::new(StatusCode::BAD_REQUEST, "invalid", format!("{field}: {reason}"))
+            ..Self::new(
+                StatusCode::BAD_REQUEST,
+                "invalid",
+                format!("{field}: {reason}"),
+            )
         }
     }
 
@@ -108,15 +112,23 @@ impl From<Rejection> for ApiError {
     fn from(r: Rejection) -> Self {
         let message = r.to_string();
         match &r {
-            Rejection::Invalid { field, reason } => ApiError::invalid(field.clone(), reason.clone()),
-            Rejection::UnknownMessage(_) | Rejection::UnknownRow(_) | Rejection::UnknownApproval(_) | Rejection::UnknownPrincipal(_) => {
-                ApiError::not_found(message)
+            Rejection::Invalid { field, reason } => {
+                ApiError::invalid(field.clone(), reason.clone())
             }
+            Rejection::UnknownMessage(_)
+            | Rejection::UnknownRow(_)
+            | Rejection::UnknownApproval(_)
+            | Rejection::UnknownPrincipal(_) => ApiError::not_found(message),
             Rejection::VersionMismatch { current, .. } => {
-                ApiError::new(StatusCode::PRECONDITION_FAILED, "version_mismatch", message).with_extra(serde_json::json!({ "current_version": current }))
+                ApiError::new(StatusCode::PRECONDITION_FAILED, "version_mismatch", message)
+                    .with_extra(serde_json::json!({ "current_version": current }))
             }
-            Rejection::ApprovalExpired(_) => ApiError::new(StatusCode::CONFLICT, "expired", message),
-            Rejection::SelfApproval => ApiError::new(StatusCode::FORBIDDEN, "self_approval", message),
+            Rejection::ApprovalExpired(_) => {
+                ApiError::new(StatusCode::CONFLICT, "expired", message)
+            }
+            Rejection::SelfApproval => {
+                ApiError::new(StatusCode::FORBIDDEN, "self_approval", message)
+            }
             _ => ApiError::new(StatusCode::CONFLICT, r.code(), message),
         }
     }
@@ -131,7 +143,9 @@ impl From<StoreError> for ApiError {
 impl From<ProposeError> for ApiError {
     fn from(e: ProposeError) -> Self {
         match e {
-            ProposeError::ForwardToLeader { .. } | ProposeError::Unavailable(_) => ApiError::unavailable(e.to_string()),
+            ProposeError::ForwardToLeader { .. } | ProposeError::Unavailable(_) => {
+                ApiError::unavailable(e.to_string())
+            }
             ProposeError::Fatal(m) => ApiError::internal(m),
         }
     }

@@ -23,18 +23,24 @@ pub async fn write(state: &AppState, envelope: Envelope) -> ApiResult<(u64, Resp
     let mut pause = Duration::from_millis(50);
     loop {
         let attempt = match state.backend.propose(envelope.clone()).await {
-            Err(ProposeError::ForwardToLeader { addr: Some(addr), .. }) => forward_propose(state, &addr, &envelope).await,
+            Err(ProposeError::ForwardToLeader {
+                addr: Some(addr), ..
+            }) => forward_propose(state, &addr, &envelope).await,
             other => other,
         };
         match attempt {
             Ok((index, response)) => {
-                state.metrics.record_command(envelope.command.name(), response.is_ok());
+                state
+                    .metrics
+                    .record_command(envelope.command.name(), response.is_ok());
                 return Ok((index, response));
             }
             Err(ProposeError::Fatal(m)) => return Err(ApiError::internal(m)),
             Err(e) => {
                 if started.elapsed() + pause > RETRY_WINDOW {
-                    return Err(ApiError::unavailable(format!("no leader accepted the write: {e}")));
+                    return Err(ApiError::unavailable(format!(
+                        "no leader accepted the write: {e}"
+                    )));
                 }
                 tracing::debug!(error = %e, "write not accepted yet; retrying");
                 tokio::time::sleep(pause).await;
@@ -44,19 +50,29 @@ pub async fn write(state: &AppState, envelope: Envelope) -> ApiResult<(u64, Resp
     }
 }
 
-async fn forward_propose(state: &AppState, addr: &str, envelope: &Envelope) -> Result<(u64, Response), ProposeError> {
+async fn forward_propose(
+    state: &AppState,
+    addr: &str,
+    envelope: &Envelope,
+) -> Result<(u64, Response), ProposeError> {
     let url = format!("{}/internal/propose", base_url(addr));
     let body = codec::encode(envelope);
-    let headers = [(SECRET_HEADER, state.cluster_secret.clone()), ("content-type", "application/octet-stream".to_string())];
+    let headers = [
+        (SECRET_HEADER, state.cluster_secret.clone()),
+        ("content-type", "application/octet-stream".to_string()),
+    ];
     let (status, _, bytes) = state
         .peer
         .call(Method::POST, &url, &headers, body)
         .await
         .map_err(|e| ProposeError::Unavailable(e.to_string()))?;
     if !status.is_success() {
-        return Err(ProposeError::Unavailable(format!("leader answered {status}")));
+        return Err(ProposeError::Unavailable(format!(
+            "leader answered {status}"
+        )));
     }
-    codec::decode::<Result<(u64, Response), ProposeError>>(&bytes).map_err(|e| ProposeError::Unavailable(e.to_string()))?
+    codec::decode::<Result<(u64, Response), ProposeError>>(&bytes)
+        .map_err(|e| ProposeError::Unavailable(e.to_string()))?
 }
 
 /// Make the local state at least as new as the leader's commit at the time of the call.
@@ -65,7 +81,9 @@ pub async fn linearize(state: &AppState) -> ApiResult<()> {
     let mut pause = Duration::from_millis(50);
     loop {
         let index = match state.backend.read_index().await {
-            Err(ProposeError::ForwardToLeader { addr: Some(addr), .. }) => remote_read_index(state, &addr).await,
+            Err(ProposeError::ForwardToLeader {
+                addr: Some(addr), ..
+            }) => remote_read_index(state, &addr).await,
             other => other,
         };
         match index {
@@ -79,7 +97,9 @@ pub async fn linearize(state: &AppState) -> ApiResult<()> {
             Err(ProposeError::Fatal(m)) => return Err(ApiError::internal(m)),
             Err(e) => {
                 if started.elapsed() + pause > RETRY_WINDOW {
-                    return Err(ApiError::unavailable(format!("cannot confirm a linearizable read: {e}")));
+                    return Err(ApiError::unavailable(format!(
+                        "cannot confirm a linearizable read: {e}"
+                    )));
                 }
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(Duration::from_millis(500));
@@ -97,7 +117,10 @@ async fn remote_read_index(state: &AppState, addr: &str) -> Result<u64, ProposeE
         .await
         .map_err(|e| ProposeError::Unavailable(e.to_string()))?;
     if !status.is_success() {
-        return Err(ProposeError::Unavailable(format!("leader answered {status}")));
+        return Err(ProposeError::Unavailable(format!(
+            "leader answered {status}"
+        )));
     }
-    codec::decode::<Result<u64, ProposeError>>(&bytes).map_err(|e| ProposeError::Unavailable(e.to_string()))?
+    codec::decode::<Result<u64, ProposeError>>(&bytes)
+        .map_err(|e| ProposeError::Unavailable(e.to_string()))?
 }

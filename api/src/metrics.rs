@@ -20,12 +20,17 @@ impl Metrics {
     /// Render the counters plus the given gauges.
     pub fn render(&self, gauges: &BTreeMap<String, f64>) -> String {
         let mut out = String::new();
-        out.push_str("# HELP raftlane_commands_total Commands proposed through this node, by outcome.\n");
+        out.push_str(
+            "# HELP raftlane_commands_total Commands proposed through this node, by outcome.\n",
+        );
         out.push_str("# TYPE raftlane_commands_total counter\n");
         if let Ok(m) = self.commands.lock() {
             for ((name, accepted), n) in m.iter() {
                 let outcome = if *accepted { "accepted" } else { "rejected" };
-                let _ = writeln!(out, "raftlane_commands_total{{command=\"{name}\",outcome=\"{outcome}\"}} {n}");
+                let _ = writeln!(
+                    out,
+                    "raftlane_commands_total{{command=\"{name}\",outcome=\"{outcome}\"}} {n}"
+                );
             }
         }
         let mut typed = std::collections::BTreeSet::new();

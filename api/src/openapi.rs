@@ -7,7 +7,9 @@ use serde_json::{json, Map, Value};
 
 /// Path parameters of a templated path: `/v1/rows/{id}/{action}` → `[id, action]`.
 fn params(path: &str) -> Vec<&str> {
-    path.split('/').filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}'))).collect()
+    path.split('/')
+        .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+        .collect()
 }
 
 pub fn document() -> Value {
@@ -33,7 +35,9 @@ pub fn document() -> Value {
         if route.auth {
             op["security"] = json!([{ "bearer": [] }]);
         }
-        let entry = paths.entry(route.path.to_string()).or_insert_with(|| json!({}));
+        let entry = paths
+            .entry(route.path.to_string())
+            .or_insert_with(|| json!({}));
         entry[route.method] = op;
     }
     json!({

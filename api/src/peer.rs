@@ -47,14 +47,26 @@ impl PeerClient {
         for (k, v) in headers {
             builder = builder.header(*k, v);
         }
-        let req = builder.body(Full::new(Bytes::from(body))).map_err(|e| PeerError::Request(e.to_string()))?;
+        let req = builder
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| PeerError::Request(e.to_string()))?;
         let fut = async {
-            let resp = self.client.request(req).await.map_err(|e| PeerError::Unreachable(e.to_string()))?;
+            let resp = self
+                .client
+                .request(req)
+                .await
+                .map_err(|e| PeerError::Unreachable(e.to_string()))?;
             let (parts, body) = resp.into_parts();
-            let bytes = body.collect().await.map_err(|e| PeerError::Unreachable(e.to_string()))?.to_bytes();
+            let bytes = body
+                .collect()
+                .await
+                .map_err(|e| PeerError::Unreachable(e.to_string()))?
+                .to_bytes();
             Ok((parts.status, parts.headers, bytes))
         };
-        tokio::time::timeout(self.timeout, fut).await.map_err(|_| PeerError::Timeout)?
+        tokio::time::timeout(self.timeout, fut)
+            .await
+            .map_err(|_| PeerError::Timeout)?
     }
 }
 

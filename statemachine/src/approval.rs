@@ -43,7 +43,12 @@ impl Approval {
     }
 }
 
-pub(crate) fn create(cx: &mut Ctx<'_, '_>, operation: &str, params: &str, ttl_ms: u64) -> ApplyResult<Outcome> {
+pub(crate) fn create(
+    cx: &mut Ctx<'_, '_>,
+    operation: &str,
+    params: &str,
+    ttl_ms: u64,
+) -> ApplyResult<Outcome> {
     validate::name("operation", operation)?;
     validate::ttl("ttl_ms", ttl_ms)?;
     let id = ApprovalId(cx.index);
@@ -58,23 +63,38 @@ pub(crate) fn create(cx: &mut Ctx<'_, '_>, operation: &str, params: &str, ttl_ms
         decided_at: None,
         expires_at: cx.t.saturating_add(ttl_ms),
     };
-    cx.txn.put(Table::Approvals, id.to_be_bytes().to_vec(), &approval);
-    audit::record_default(cx, "approval.request", None, format!("approval {id}: {operation}"))?;
+    cx.txn
+        .put(Table::Approvals, id.to_be_bytes().to_vec(), &approval);
+    audit::record_default(
+        cx,
+        "approval.request",
+        None,
+        format!("approval {id}: {operation}"),
+    )?;
     Ok(Outcome::Approval(id))
 }
 
 pub(crate) fn decide(cx: &mut Ctx<'_, '_>, id: ApprovalId, approve: bool) -> ApplyResult<Outcome> {
     let key = id.to_be_bytes().to_vec();
-    let mut approval: Approval = cx.txn.get(Table::Approvals, &key)?.ok_or(Rejection::UnknownApproval(id))?;
+    let mut approval: Approval = cx
+        .txn
+        .get(Table::Approvals, &key)?
+        .ok_or(Rejection::UnknownApproval(id))?;
     match approval.status_at(cx.t) {
         ApprovalStatus::Pending => {}
         ApprovalStatus::Expired => return Err(Rejection::ApprovalExpired(id).into()),
-        ApprovalStatus::Approved | ApprovalStatus::Rejected => return Err(Rejection::AlreadyDecided(id).into()),
+        ApprovalStatus::Approved | ApprovalStatus::Rejected => {
+            return Err(Rejection::AlreadyDecided(id).into())
+        }
     }
     if approval.requester == cx.actor {
         return Err(Rejection::SelfApproval.into());
     }
-    approval.status = if approve { ApprovalStatus::Approved } else { ApprovalStatus::Rejected };
+    approval.status = if approve {
+        ApprovalStatus::Approved
+    } else {
+        ApprovalStatus::Rejected
+    };
     approval.approver = Some(cx.actor.to_string());
     approval.decided_at = Some(cx.t);
     cx.txn.put(Table::Approvals, key, &approval);

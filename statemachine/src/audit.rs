@@ -96,7 +96,9 @@ fn head_key(org: &str) -> Vec<u8> {
 }
 
 pub fn head<S: Store + ?Sized>(txn: &Txn<'_, S>, org: &str) -> Result<AuditHead, StoreError> {
-    Ok(txn.get(Table::AuditHeads, &head_key(org))?.unwrap_or_default())
+    Ok(txn
+        .get(Table::AuditHeads, &head_key(org))?
+        .unwrap_or_default())
 }
 
 /// Append a row to `org`'s chain.
@@ -128,7 +130,12 @@ pub(crate) fn append(
 }
 
 /// The audit row that data-changing operations append in the same command.
-pub(crate) fn record_default(cx: &mut Ctx<'_, '_>, action: &str, channel: Option<&str>, detail: String) -> ApplyResult<()> {
+pub(crate) fn record_default(
+    cx: &mut Ctx<'_, '_>,
+    action: &str,
+    channel: Option<&str>,
+    detail: String,
+) -> ApplyResult<()> {
     append(cx, DEFAULT_ORG, action, channel, Some(detail)).map(|_| ())
 }
 
@@ -142,7 +149,13 @@ pub(crate) fn record(
     validate::name("action", action)?;
     validate::opt_name("channel", channel)?;
     validate::opt_name("org", org)?;
-    let row = append(cx, org.unwrap_or(DEFAULT_ORG), action, channel, detail.map(str::to_string))?;
+    let row = append(
+        cx,
+        org.unwrap_or(DEFAULT_ORG),
+        action,
+        channel,
+        detail.map(str::to_string),
+    )?;
     Ok(Outcome::Audit {
         seq: row.seq,
         hash: hex::encode(row.hash),
@@ -170,11 +183,19 @@ pub(crate) fn seal(cx: &mut Ctx<'_, '_>, org: &str) -> ApplyResult<Outcome> {
 }
 
 /// Rows of `org` from `from_seq`, at most `limit`.
-pub fn list<S: Store + ?Sized>(txn: &Txn<'_, S>, org: &str, from_seq: u64, limit: usize) -> Result<Vec<AuditRow>, StoreError> {
+pub fn list<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    org: &str,
+    from_seq: u64,
+    limit: usize,
+) -> Result<Vec<AuditRow>, StoreError> {
     let start = row_key(org, from_seq);
     let end = crate::keys::prefix_end(&head_key(org));
     let mut out = Vec::new();
-    for item in txn.scan(Table::Audit, &start, end.as_deref(), Direction::Forward)?.take(limit) {
+    for item in txn
+        .scan(Table::Audit, &start, end.as_deref(), Direction::Forward)?
+        .take(limit)
+    {
         out.push(Txn::<S>::decode(Table::Audit, &item?.1)?);
     }
     Ok(out)
@@ -195,7 +216,11 @@ pub struct Verification {
 /// Recompute `org`'s chain; check every link, every seal against the era it closes, the stored
 /// head, and, given an anchor `(count, head_hash)` kept elsewhere, that row `count − 1` still has
 /// that hash (rows appended after the anchor do not fail it).
-pub fn verify<S: Store + ?Sized>(txn: &Txn<'_, S>, org: &str, anchor: Option<(u64, [u8; 32])>) -> Result<Verification, StoreError> {
+pub fn verify<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    org: &str,
+    anchor: Option<(u64, [u8; 32])>,
+) -> Result<Verification, StoreError> {
     let mut prev = [0u8; 32];
     let mut expected_seq = 0u64;
     let mut eras = 0u64;
@@ -211,16 +236,39 @@ pub fn verify<S: Store + ?Sized>(txn: &Txn<'_, S>, org: &str, anchor: Option<(u6
     for item in txn.scan_prefix(Table::Audit, &head_key(org), Direction::Forward)? {
         let row: AuditRow = Txn::<S>::decode(Table::Audit, &item?.1)?;
         if row.seq != expected_seq {
-            return Ok(fail(expected_seq, format!("row {expected_seq} missing"), expected_seq, prev, eras));
+            return Ok(fail(
+                expected_seq,
+                format!("row {expected_seq} missing"),
+                expected_seq,
+                prev,
+                eras,
+            ));
         }
         if row.prev_hash != prev || row_hash(&prev, &row) != row.hash {
-            return Ok(fail(row.seq, "hash mismatch".into(), expected_seq, prev, eras));
+            return Ok(fail(
+                row.seq,
+                "hash mismatch".into(),
+                expected_seq,
+                prev,
+                eras,
+            ));
         }
         if row.action == SEAL_ACTION {
-            let seal: Option<SealRecord> = row.detail.as_deref().and_then(|d| serde_json::from_str(d).ok());
-            let good = seal.is_some_and(|s| s.era == eras && s.count == row.seq && s.head_hash == hex::encode(prev));
+            let seal: Option<SealRecord> = row
+                .detail
+                .as_deref()
+                .and_then(|d| serde_json::from_str(d).ok());
+            let good = seal.is_some_and(|s| {
+                s.era == eras && s.count == row.seq && s.head_hash == hex::encode(prev)
+            });
             if !good {
-                return Ok(fail(row.seq, "seal does not match the era it closes".into(), expected_seq, prev, eras));
+                return Ok(fail(
+                    row.seq,
+                    "seal does not match the era it closes".into(),
+                    expected_seq,
+                    prev,
+                    eras,
+                ));
             }
             eras += 1;
         }
@@ -229,7 +277,13 @@ pub fn verify<S: Store + ?Sized>(txn: &Txn<'_, S>, org: &str, anchor: Option<(u6
         if let Some((count, hash)) = anchor {
             if expected_seq == count {
                 if prev != hash {
-                    return Ok(fail(row.seq, "anchored row was rewritten".into(), expected_seq, prev, eras));
+                    return Ok(fail(
+                        row.seq,
+                        "anchored row was rewritten".into(),
+                        expected_seq,
+                        prev,
+                        eras,
+                    ));
                 }
                 anchor_seen = true;
             }
@@ -237,10 +291,22 @@ pub fn verify<S: Store + ?Sized>(txn: &Txn<'_, S>, org: &str, anchor: Option<(u6
     }
     let tip = head(txn, org)?;
     if tip.count != expected_seq || tip.head_hash != prev {
-        return Ok(fail(expected_seq, "stored head does not match the chain".into(), expected_seq, prev, eras));
+        return Ok(fail(
+            expected_seq,
+            "stored head does not match the chain".into(),
+            expected_seq,
+            prev,
+            eras,
+        ));
     }
     if anchor.is_some() && !anchor_seen {
-        return Ok(fail(expected_seq, "chain is shorter than the anchor (truncated)".into(), expected_seq, prev, eras));
+        return Ok(fail(
+            expected_seq,
+            "chain is shorter than the anchor (truncated)".into(),
+            expected_seq,
+            prev,
+            eras,
+        ));
     }
     Ok(Verification {
         ok: true,

@@ -56,25 +56,46 @@ pub(crate) fn claim_ready(
     let limit = limit.min(validate::MAX_CLAIM_LIMIT) as usize;
     // Due rows of the stage, earliest next_attempt_at first: keys below stage ‖ (t + 1).
     let start = Key::new().u8(stage.tag()).build();
-    let end = Key::new().u8(stage.tag()).u64(cx.t.saturating_add(1)).build();
+    let end = Key::new()
+        .u8(stage.tag())
+        .u64(cx.t.saturating_add(1))
+        .build();
     let mut picked = Vec::new();
-    for item in cx.txn.scan(Table::Due, &start, Some(&end), Direction::Forward)? {
+    for item in cx
+        .txn
+        .scan(Table::Due, &start, Some(&end), Direction::Forward)?
+    {
         if picked.len() >= limit {
             break;
         }
         let (key, _) = item?;
-        let Some(id) = trailing_u64(&key) else { continue };
-        let Some(row) = rows::get(cx.txn, RowId(id))? else { continue };
-        if channel.is_some_and(|c| c != row.channel_id) || destination.is_some_and(|d| Some(d) != row.destination_name.as_deref()) {
+        let Some(id) = trailing_u64(&key) else {
+            continue;
+        };
+        let Some(row) = rows::get(cx.txn, RowId(id))? else {
+            continue;
+        };
+        if channel.is_some_and(|c| c != row.channel_id)
+            || destination.is_some_and(|d| Some(d) != row.destination_name.as_deref())
+        {
             continue;
         }
         picked.push(row);
     }
-    let claimed = picked.iter().map(|row| claim_row(cx, row, owner, ttl_ms)).collect();
+    let claimed = picked
+        .iter()
+        .map(|row| claim_row(cx, row, owner, ttl_ms))
+        .collect();
     Ok(Outcome::Claimed(claimed))
 }
 
-pub(crate) fn claim_next_fifo(cx: &mut Ctx<'_, '_>, stage: Stage, lane_name: &str, owner: &str, ttl_ms: u64) -> ApplyResult<Outcome> {
+pub(crate) fn claim_next_fifo(
+    cx: &mut Ctx<'_, '_>,
+    stage: Stage,
+    lane_name: &str,
+    owner: &str,
+    ttl_ms: u64,
+) -> ApplyResult<Outcome> {
     validate::name("lane", lane_name)?;
     validate::name("owner", owner)?;
     validate::ttl("ttl_ms", ttl_ms)?;
@@ -101,7 +122,11 @@ pub(crate) fn claim_next_fifo(cx: &mut Ctx<'_, '_>, stage: Stage, lane_name: &st
     // 2. A crashed holder's stranded rows go back to pending, so the head blocks the lane again.
     for id in lane::inflight(cx.txn, &lane)? {
         if let Some(row) = rows::get(cx.txn, id)? {
-            if row.claim.as_ref().is_some_and(|c| c.lease_expires_at < cx.t) {
+            if row
+                .claim
+                .as_ref()
+                .is_some_and(|c| c.lease_expires_at < cx.t)
+            {
                 rows::to_pending(cx, &row, cx.t);
             }
         }
@@ -116,17 +141,30 @@ pub(crate) fn claim_next_fifo(cx: &mut Ctx<'_, '_>, stage: Stage, lane_name: &st
             due_at: head.next_attempt_at,
         })));
     }
-    Ok(Outcome::FifoClaimed(Ok(claim_row(cx, &head, owner, ttl_ms))))
+    Ok(Outcome::FifoClaimed(Ok(claim_row(
+        cx, &head, owner, ttl_ms,
+    ))))
 }
 
-pub(crate) fn renew_leases(cx: &mut Ctx<'_, '_>, ids: &[RowId], owner: &str, ttl_ms: u64) -> ApplyResult<Outcome> {
+pub(crate) fn renew_leases(
+    cx: &mut Ctx<'_, '_>,
+    ids: &[RowId],
+    owner: &str,
+    ttl_ms: u64,
+) -> ApplyResult<Outcome> {
     validate::name("owner", owner)?;
     validate::ttl("ttl_ms", ttl_ms)?;
     let mut renewed = 0u64;
     let mut lanes = std::collections::BTreeSet::new();
     for id in ids {
-        let Some(row) = rows::get(cx.txn, *id)? else { continue };
-        let Some(claim) = row.claim.as_ref().filter(|c| row.status == RowStatus::Inflight && c.owner == owner) else {
+        let Some(row) = rows::get(cx.txn, *id)? else {
+            continue;
+        };
+        let Some(claim) = row
+            .claim
+            .as_ref()
+            .filter(|c| row.status == RowStatus::Inflight && c.owner == owner)
+        else {
             continue;
         };
         let mut after = row.clone();
@@ -148,7 +186,10 @@ pub(crate) fn reclaim_expired(cx: &mut Ctx<'_, '_>, stage: Option<Stage>) -> App
     // Leases strictly before t: keys below t ‖ 0.
     let end = Key::new().u64(cx.t).build();
     let mut expired = Vec::new();
-    for item in cx.txn.scan(Table::Leases, &[], Some(&end), Direction::Forward)? {
+    for item in cx
+        .txn
+        .scan(Table::Leases, &[], Some(&end), Direction::Forward)?
+    {
         let (key, _) = item?;
         if let Some(id) = trailing_u64(&key) {
             expired.push(RowId(id));
@@ -156,7 +197,9 @@ pub(crate) fn reclaim_expired(cx: &mut Ctx<'_, '_>, stage: Option<Stage>) -> App
     }
     let mut count = 0u64;
     for id in expired {
-        let Some(row) = rows::get(cx.txn, id)? else { continue };
+        let Some(row) = rows::get(cx.txn, id)? else {
+            continue;
+        };
         if row.status != RowStatus::Inflight || stage.is_some_and(|s| s != row.stage) {
             continue;
         }
@@ -166,7 +209,12 @@ pub(crate) fn reclaim_expired(cx: &mut Ctx<'_, '_>, stage: Option<Stage>) -> App
     Ok(Outcome::Count(count))
 }
 
-pub(crate) fn release_lane(cx: &mut Ctx<'_, '_>, stage: Stage, lane_name: &str, owner: &str) -> ApplyResult<Outcome> {
+pub(crate) fn release_lane(
+    cx: &mut Ctx<'_, '_>,
+    stage: Stage,
+    lane_name: &str,
+    owner: &str,
+) -> ApplyResult<Outcome> {
     validate::name("lane", lane_name)?;
     let released = lane::release(cx, &LaneKey::new(stage, lane_name), owner)?;
     Ok(Outcome::Count(u64::from(released)))

@@ -413,10 +413,13 @@ impl Rejection {
     pub fn code(&self) -> &'static str {
         match self {
             Rejection::Invalid { .. } => "invalid",
-            Rejection::UnknownMessage(_) | Rejection::UnknownRow(_) | Rejection::UnknownApproval(_) | Rejection::UnknownPrincipal(_) => {
-                "not_found"
-            }
-            Rejection::WrongStatus { .. } | Rejection::WrongStage { .. } | Rejection::MessageState(_) => "wrong_status",
+            Rejection::UnknownMessage(_)
+            | Rejection::UnknownRow(_)
+            | Rejection::UnknownApproval(_)
+            | Rejection::UnknownPrincipal(_) => "not_found",
+            Rejection::WrongStatus { .. }
+            | Rejection::WrongStage { .. }
+            | Rejection::MessageState(_) => "wrong_status",
             Rejection::StaleFence { .. } => "stale_fence",
             Rejection::LaneBusy { .. } => "lane_busy",
             Rejection::VersionMismatch { .. } => "version_mismatch",

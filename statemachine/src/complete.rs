@@ -69,11 +69,18 @@ pub(crate) fn complete_with_response(
     let row = fence::held(cx, row_id, fence, &[Stage::Outbound])?;
     let destination = row.destination_name.clone().unwrap_or_default();
     let prefix = Key::new().u64(row.message_id.0).str(&destination).build();
-    let last = match cx.txn.scan_prefix(Table::Responses, &prefix, Direction::Reverse)?.next() {
+    let last = match cx
+        .txn
+        .scan_prefix(Table::Responses, &prefix, Direction::Reverse)?
+        .next()
+    {
         Some(item) => {
             let (key, _) = item?;
             // The seq is the trailing u32.
-            key.len().checked_sub(4).and_then(|at| crate::keys::read_u32(&key, at)).unwrap_or(0)
+            key.len()
+                .checked_sub(4)
+                .and_then(|at| crate::keys::read_u32(&key, at))
+                .unwrap_or(0)
         }
         None => 0,
     };
@@ -87,14 +94,21 @@ pub(crate) fn complete_with_response(
         detail: detail.map(str::to_string),
         captured_at: cx.t,
     };
-    cx.txn.put(Table::Responses, response_key(row.message_id, &destination, seq), &response);
+    cx.txn.put(
+        Table::Responses,
+        response_key(row.message_id, &destination, seq),
+        &response,
+    );
     let done = rows::finish(cx, &row, RowStatus::Done, None);
     messages::event(
         cx,
         row.message_id,
         EventKind::Delivered,
         Some(&destination),
-        Some(format!("attempt {}; response {seq}: {outcome}", done.attempts)),
+        Some(format!(
+            "attempt {}; response {seq}: {outcome}",
+            done.attempts
+        )),
     )?;
     if let Some(channel) = reingress_to {
         let reference = ResponseRef {
@@ -134,7 +148,13 @@ pub fn backoff_delay(retry: &RetryPolicy, attempts: u32) -> u64 {
     u64::try_from(delay.min(max)).unwrap_or(u64::MAX)
 }
 
-pub(crate) fn mark_failed(cx: &mut Ctx<'_, '_>, row_id: RowId, fence: Fence, error: &str, retry: &RetryPolicy) -> ApplyResult<Outcome> {
+pub(crate) fn mark_failed(
+    cx: &mut Ctx<'_, '_>,
+    row_id: RowId,
+    fence: Fence,
+    error: &str,
+    retry: &RetryPolicy,
+) -> ApplyResult<Outcome> {
     if retry.multiplier_milli < 1000 {
         return Err(Rejection::invalid("retry.multiplier", "must be at least 1.0").into());
     }
@@ -145,7 +165,13 @@ pub(crate) fn mark_failed(cx: &mut Ctx<'_, '_>, row_id: RowId, fence: Fence, err
     let destination = row.destination_name.clone();
     if retry.max_attempts.is_some_and(|max| row.attempts >= max) {
         rows::finish(cx, &row, RowStatus::Dead, Some(error));
-        messages::event(cx, row.message_id, EventKind::Dead, destination.as_deref(), Some(error.to_string()))?;
+        messages::event(
+            cx,
+            row.message_id,
+            EventKind::Dead,
+            destination.as_deref(),
+            Some(error.to_string()),
+        )?;
         finalize(cx, row.message_id)?;
         return Ok(Outcome::Failed {
             dead: true,
@@ -170,7 +196,12 @@ pub(crate) fn mark_failed(cx: &mut Ctx<'_, '_>, row_id: RowId, fence: Fence, err
     })
 }
 
-pub(crate) fn dead_letter_now(cx: &mut Ctx<'_, '_>, row_id: RowId, fence: Option<Fence>, error: &str) -> ApplyResult<Outcome> {
+pub(crate) fn dead_letter_now(
+    cx: &mut Ctx<'_, '_>,
+    row_id: RowId,
+    fence: Option<Fence>,
+    error: &str,
+) -> ApplyResult<Outcome> {
     let row = match fence {
         Some(f) => fence::held(cx, row_id, f, ALL_STAGES)?,
         None => {
@@ -192,9 +223,19 @@ pub(crate) fn dead_letter_now(cx: &mut Ctx<'_, '_>, row_id: RowId, fence: Option
 }
 
 /// Dead-letter a live row and finalize its message (poison rows, orphans, depth cap).
-pub(crate) fn dead_letter(cx: &mut Ctx<'_, '_>, row: &crate::row::WorkRow, error: &str) -> ApplyResult<()> {
+pub(crate) fn dead_letter(
+    cx: &mut Ctx<'_, '_>,
+    row: &crate::row::WorkRow,
+    error: &str,
+) -> ApplyResult<()> {
     rows::finish(cx, row, RowStatus::Dead, Some(error));
-    messages::event(cx, row.message_id, EventKind::Dead, row.destination_name.as_deref(), Some(error.to_string()))?;
+    messages::event(
+        cx,
+        row.message_id,
+        EventKind::Dead,
+        row.destination_name.as_deref(),
+        Some(error.to_string()),
+    )?;
     finalize(cx, row.message_id)
 }
 

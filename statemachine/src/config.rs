@@ -80,7 +80,10 @@ pub struct ConfigVersion {
 
 /// The current version (version 0, the empty document, until the first change).
 pub fn current_version<S: Store + ?Sized>(txn: &Txn<'_, S>) -> Result<ConfigVersion, StoreError> {
-    match txn.scan(Table::Config, &[], None, Direction::Reverse)?.next() {
+    match txn
+        .scan(Table::Config, &[], None, Direction::Reverse)?
+        .next()
+    {
         Some(item) => Txn::<S>::decode(Table::Config, &item?.1),
         None => Ok(ConfigVersion {
             version: 0,
@@ -95,7 +98,10 @@ pub(crate) fn current<S: Store + ?Sized>(txn: &Txn<'_, S>) -> Result<ConfigDoc, 
     Ok(current_version(txn)?.doc)
 }
 
-pub fn version<S: Store + ?Sized>(txn: &Txn<'_, S>, v: u64) -> Result<Option<ConfigVersion>, StoreError> {
+pub fn version<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    v: u64,
+) -> Result<Option<ConfigVersion>, StoreError> {
     if v == 0 {
         return Ok(Some(ConfigVersion {
             version: 0,
@@ -107,7 +113,11 @@ pub fn version<S: Store + ?Sized>(txn: &Txn<'_, S>, v: u64) -> Result<Option<Con
     txn.get(Table::Config, &v.to_be_bytes())
 }
 
-pub(crate) fn put_config(cx: &mut Ctx<'_, '_>, expected: u64, doc: &ConfigDoc) -> ApplyResult<Outcome> {
+pub(crate) fn put_config(
+    cx: &mut Ctx<'_, '_>,
+    expected: u64,
+    doc: &ConfigDoc,
+) -> ApplyResult<Outcome> {
     let current = current_version(cx.txn)?;
     if current.version != expected {
         return Err(Rejection::VersionMismatch {
@@ -116,12 +126,27 @@ pub(crate) fn put_config(cx: &mut Ctx<'_, '_>, expected: u64, doc: &ConfigDoc) -
         }
         .into());
     }
-    for name in doc.channels.keys().chain(doc.destinations.keys()).chain(doc.handlers.keys()) {
+    for name in doc
+        .channels
+        .keys()
+        .chain(doc.destinations.keys())
+        .chain(doc.handlers.keys())
+    {
         crate::validate::name("config name", name)?;
     }
     let version = current.version + 1;
-    let removed_destinations: BTreeSet<&String> = current.doc.destinations.keys().filter(|d| !doc.destinations.contains_key(*d)).collect();
-    let removed_handlers: BTreeSet<&String> = current.doc.handlers.keys().filter(|h| !doc.handlers.contains_key(*h)).collect();
+    let removed_destinations: BTreeSet<&String> = current
+        .doc
+        .destinations
+        .keys()
+        .filter(|d| !doc.destinations.contains_key(*d))
+        .collect();
+    let removed_handlers: BTreeSet<&String> = current
+        .doc
+        .handlers
+        .keys()
+        .filter(|h| !doc.handlers.contains_key(*h))
+        .collect();
     let orphans = if removed_destinations.is_empty() && removed_handlers.is_empty() {
         0
     } else {
@@ -133,13 +158,23 @@ pub(crate) fn put_config(cx: &mut Ctx<'_, '_>, expected: u64, doc: &ConfigDoc) -
         set_at: cx.t,
         set_by: cx.actor.to_string(),
     };
-    cx.txn.put(Table::Config, version.to_be_bytes().to_vec(), &record);
-    audit::record_default(cx, "config.change", None, format!("version {version}; {orphans} orphan row(s) dead-lettered"))?;
+    cx.txn
+        .put(Table::Config, version.to_be_bytes().to_vec(), &record);
+    audit::record_default(
+        cx,
+        "config.change",
+        None,
+        format!("version {version}; {orphans} orphan row(s) dead-lettered"),
+    )?;
     Ok(Outcome::ConfigVersion(version))
 }
 
 /// Dead-letter every live row naming a removed destination or handler.
-fn dead_letter_orphans(cx: &mut Ctx<'_, '_>, destinations: &BTreeSet<&String>, handlers: &BTreeSet<&String>) -> ApplyResult<u64> {
+fn dead_letter_orphans(
+    cx: &mut Ctx<'_, '_>,
+    destinations: &BTreeSet<&String>,
+    handlers: &BTreeSet<&String>,
+) -> ApplyResult<u64> {
     let mut live = Vec::new();
     for table in [Table::Due, Table::Leases] {
         for item in cx.txn.scan(table, &[], None, Direction::Forward)? {
@@ -153,8 +188,13 @@ fn dead_letter_orphans(cx: &mut Ctx<'_, '_>, destinations: &BTreeSet<&String>, h
     live.dedup();
     let mut count = 0;
     for id in live {
-        let Some(row) = rows::get(cx.txn, id)? else { continue };
-        let orphan_destination = row.destination_name.as_ref().filter(|d| destinations.contains(d));
+        let Some(row) = rows::get(cx.txn, id)? else {
+            continue;
+        };
+        let orphan_destination = row
+            .destination_name
+            .as_ref()
+            .filter(|d| destinations.contains(d));
         let orphan_handler = row.handler_name.as_ref().filter(|h| handlers.contains(h));
         let reason = match (orphan_destination, orphan_handler) {
             (Some(d), _) => format!("destination {d} removed from config"),

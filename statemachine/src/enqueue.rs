@@ -11,13 +11,26 @@ use crate::store::Table;
 use crate::validate;
 
 /// The message an idempotency key still points at, if the key is live.
-fn live_duplicate(cx: &Ctx<'_, '_>, channel: &str, key: Option<&str>) -> ApplyResult<Option<MessageId>> {
+fn live_duplicate(
+    cx: &Ctx<'_, '_>,
+    channel: &str,
+    key: Option<&str>,
+) -> ApplyResult<Option<MessageId>> {
     let Some(key) = key else { return Ok(None) };
-    let record: Option<IdempotencyRecord> = cx.txn.get(Table::Idempotency, &idempotency_key(channel, key))?;
+    let record: Option<IdempotencyRecord> = cx
+        .txn
+        .get(Table::Idempotency, &idempotency_key(channel, key))?;
     Ok(record.filter(|r| r.is_live(cx.t)).map(|r| r.message_id))
 }
 
-fn new_message(cx: &mut Ctx<'_, '_>, channel: &str, raw: &str, fields: &MessageFields, status: MessageStatus, key: Option<&str>) -> ApplyResult<Message> {
+fn new_message(
+    cx: &mut Ctx<'_, '_>,
+    channel: &str,
+    raw: &str,
+    fields: &MessageFields,
+    status: MessageStatus,
+    key: Option<&str>,
+) -> ApplyResult<Message> {
     validate::name("channel", channel)?;
     if let Some(k) = key {
         if k.is_empty() || k.len() > validate::MAX_NAME_LEN {
@@ -47,7 +60,10 @@ fn new_message(cx: &mut Ctx<'_, '_>, channel: &str, raw: &str, fields: &MessageF
         let idem = idempotency_key(channel, k);
         if let Some(old) = cx.txn.get::<IdempotencyRecord>(Table::Idempotency, &idem)? {
             if let Some(at) = old.expires_at {
-                cx.txn.delete(Table::IdempotencyExpiry, messages::expiry_key(at, channel, k));
+                cx.txn.delete(
+                    Table::IdempotencyExpiry,
+                    messages::expiry_key(at, channel, k),
+                );
             }
         }
         let record = IdempotencyRecord {
@@ -140,7 +156,13 @@ pub(crate) fn enqueue_message(
     } else {
         EventKind::Routed
     };
-    messages::event(cx, message.id, kind, None, Some(format!("{} deliveries", deliveries.len())))?;
+    messages::event(
+        cx,
+        message.id,
+        kind,
+        None,
+        Some(format!("{} deliveries", deliveries.len())),
+    )?;
     // Status set through set_status so an unrouted message starts its dedupe window at once.
     messages::set_status(cx, &mut message, status)?;
     Ok(Outcome::Enqueued {
@@ -150,7 +172,12 @@ pub(crate) fn enqueue_message(
 }
 
 /// Insert one outbound row per delivery, in list order (their seqs keep that order in each lane).
-pub(crate) fn insert_deliveries(cx: &mut Ctx<'_, '_>, message: MessageId, channel: &str, deliveries: &[Delivery]) -> ApplyResult<()> {
+pub(crate) fn insert_deliveries(
+    cx: &mut Ctx<'_, '_>,
+    message: MessageId,
+    channel: &str,
+    deliveries: &[Delivery],
+) -> ApplyResult<()> {
     for d in deliveries {
         validate::name("deliveries.destination", &d.destination)?;
     }

@@ -16,7 +16,12 @@ pub(crate) enum Fenced {
 }
 
 /// Check that `row_id` is inflight at one of `stages` under `fence`.
-pub(crate) fn check(cx: &Ctx<'_, '_>, row_id: RowId, fence: Fence, stages: &[Stage]) -> ApplyResult<Fenced> {
+pub(crate) fn check(
+    cx: &Ctx<'_, '_>,
+    row_id: RowId,
+    fence: Fence,
+    stages: &[Stage],
+) -> ApplyResult<Fenced> {
     let Some(row) = rows::get(cx.txn, row_id)? else {
         if rows::was_consumed(cx, row_id) {
             return Ok(Fenced::Consumed);
@@ -31,7 +36,9 @@ pub(crate) fn check(cx: &Ctx<'_, '_>, row_id: RowId, fence: Fence, stages: &[Sta
         .into());
     }
     match (&row.status, &row.claim) {
-        (RowStatus::Inflight, Some(claim)) if claim.fence == fence => Ok(Fenced::Held(Box::new(row))),
+        (RowStatus::Inflight, Some(claim)) if claim.fence == fence => {
+            Ok(Fenced::Held(Box::new(row)))
+        }
         (RowStatus::Inflight, Some(claim)) => Err(stale(row_id, fence, Some(claim.fence))),
         // Lost the lease and the row went back to pending: the claim is gone.
         (RowStatus::Pending, _) => Err(stale(row_id, fence, None)),
@@ -46,7 +53,12 @@ pub(crate) fn check(cx: &Ctx<'_, '_>, row_id: RowId, fence: Fence, stages: &[Sta
 }
 
 /// Like [`check`] for commands on rows that are never consumed: a missing row is unknown.
-pub(crate) fn held(cx: &Ctx<'_, '_>, row_id: RowId, fence: Fence, stages: &[Stage]) -> ApplyResult<WorkRow> {
+pub(crate) fn held(
+    cx: &Ctx<'_, '_>,
+    row_id: RowId,
+    fence: Fence,
+    stages: &[Stage],
+) -> ApplyResult<WorkRow> {
     match check(cx, row_id, fence, stages)? {
         Fenced::Held(row) => Ok(*row),
         Fenced::Consumed => Err(Rejection::UnknownRow(row_id).into()),
@@ -54,5 +66,10 @@ pub(crate) fn held(cx: &Ctx<'_, '_>, row_id: RowId, fence: Fence, stages: &[Stag
 }
 
 fn stale(row: RowId, presented: Fence, current: Option<Fence>) -> crate::machine::ApplyError {
-    Rejection::StaleFence { row, presented, current }.into()
+    Rejection::StaleFence {
+        row,
+        presented,
+        current,
+    }
+    .into()
 }

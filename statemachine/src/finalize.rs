@@ -70,15 +70,24 @@ mod tests {
         use MessageStatus as M;
         use RowStatus as R;
         // 1. anything live: not final, even with a dead sibling.
-        let rs = [row(Stage::Outbound, R::Dead), row(Stage::Outbound, R::Pending)];
+        let rs = [
+            row(Stage::Outbound, R::Dead),
+            row(Stage::Outbound, R::Pending),
+        ];
         assert_eq!(verdict(M::Routed, &rs), None);
-        let rs = [row(Stage::Response, R::Inflight), row(Stage::Outbound, R::Done)];
+        let rs = [
+            row(Stage::Response, R::Inflight),
+            row(Stage::Outbound, R::Done),
+        ];
         assert_eq!(verdict(M::Routed, &rs), None);
         // 2. dead anywhere: error.
         let rs = [row(Stage::Routed, R::Dead), row(Stage::Outbound, R::Done)];
         assert_eq!(verdict(M::Routed, &rs), Some(M::Error));
         // 3. outbound exists: processed (delivered or cancelled).
-        let rs = [row(Stage::Outbound, R::Cancelled), row(Stage::Outbound, R::Done)];
+        let rs = [
+            row(Stage::Outbound, R::Cancelled),
+            row(Stage::Outbound, R::Done),
+        ];
         assert_eq!(verdict(M::Routed, &rs), Some(M::Processed));
         // 4. no rows and routed: filtered.
         assert_eq!(verdict(M::Routed, &[]), Some(M::Filtered));

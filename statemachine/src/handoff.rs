@@ -2,7 +2,9 @@
 //! RouteHandoff (ingress → routed), Handoff (ingress → outbound), TransformHandoff
 //! (routed → outbound, with transform state) and IngressHandoff (response → new message).
 
-use crate::command::{Delivery, HandlerWork, HandoffDisposition, Outcome, RouteDisposition, StateOp};
+use crate::command::{
+    Delivery, HandlerWork, HandoffDisposition, Outcome, RouteDisposition, StateOp,
+};
 use crate::complete::{dead_letter, response_key, CapturedResponse, ResponseRef};
 use crate::enqueue::insert_deliveries;
 use crate::fence::{self, Fenced};
@@ -48,7 +50,13 @@ pub(crate) fn route_handoff(
         RouteDisposition::Routed => (MessageStatus::Routed, EventKind::Routed),
         RouteDisposition::Unrouted => (MessageStatus::Unrouted, EventKind::Unrouted),
     };
-    set_disposition(cx, row.message_id, status, kind, format!("{} handler(s)", handlers.len()))?;
+    set_disposition(
+        cx,
+        row.message_id,
+        status,
+        kind,
+        format!("{} handler(s)", handlers.len()),
+    )?;
     Ok(Outcome::HandedOff(true))
 }
 
@@ -70,11 +78,23 @@ pub(crate) fn handoff(
         HandoffDisposition::Filtered => (MessageStatus::Filtered, EventKind::Filtered),
         HandoffDisposition::Unrouted => (MessageStatus::Unrouted, EventKind::Unrouted),
     };
-    set_disposition(cx, row.message_id, status, kind, format!("{} deliveries", deliveries.len()))?;
+    set_disposition(
+        cx,
+        row.message_id,
+        status,
+        kind,
+        format!("{} deliveries", deliveries.len()),
+    )?;
     Ok(Outcome::HandedOff(true))
 }
 
-fn set_disposition(cx: &mut Ctx<'_, '_>, id: MessageId, status: MessageStatus, kind: EventKind, detail: String) -> ApplyResult<()> {
+fn set_disposition(
+    cx: &mut Ctx<'_, '_>,
+    id: MessageId,
+    status: MessageStatus,
+    kind: EventKind,
+    detail: String,
+) -> ApplyResult<()> {
     let mut message = messages::load(cx, id)?;
     messages::set_status(cx, &mut message, status)?;
     messages::event(cx, id, kind, None, Some(detail))
@@ -132,7 +152,10 @@ pub(crate) fn ingress_handoff(
     let row = fence::held(cx, row_id, fence, &[Stage::Response])?;
     let reference: Option<ResponseRef> = serde_json::from_str(&row.payload).ok();
     let response: Option<CapturedResponse> = match &reference {
-        Some(r) => cx.txn.get(Table::Responses, &response_key(r.message_id, &r.destination, r.seq))?,
+        Some(r) => cx.txn.get(
+            Table::Responses,
+            &response_key(r.message_id, &r.destination, r.seq),
+        )?,
         None => None,
     };
     let (Some(reference), Some(response)) = (reference, response) else {
@@ -140,12 +163,25 @@ pub(crate) fn ingress_handoff(
         return Ok(Outcome::Reingressed(None));
     };
     let origin = messages::load(cx, reference.message_id)?;
-    let depth = origin.correlation.as_ref().map_or(0, |c| c.depth).saturating_add(1);
+    let depth = origin
+        .correlation
+        .as_ref()
+        .map_or(0, |c| c.depth)
+        .saturating_add(1);
     if depth > depth_cap {
-        dead_letter(cx, &row, &format!("correlation depth {depth} exceeds cap {depth_cap}"))?;
+        dead_letter(
+            cx,
+            &row,
+            &format!("correlation depth {depth} exceeds cap {depth_cap}"),
+        )?;
         return Ok(Outcome::Reingressed(None));
     }
-    let key = child_key(origin.id, &reference.destination, reference.seq, &response.body);
+    let key = child_key(
+        origin.id,
+        &reference.destination,
+        reference.seq,
+        &response.body,
+    );
     let child_id = match cx.txn.get::<MessageId>(Table::Children, &key)? {
         Some(existing) => existing,
         None => {
@@ -172,7 +208,13 @@ pub(crate) fn ingress_handoff(
                 purged: false,
             };
             messages::save(cx, &child);
-            messages::event(cx, id, EventKind::Received, None, Some(format!("re-ingress of message {}", origin.id)))?;
+            messages::event(
+                cx,
+                id,
+                EventKind::Received,
+                None,
+                Some(format!("re-ingress of message {}", origin.id)),
+            )?;
             rows::insert(
                 cx,
                 NewRow {

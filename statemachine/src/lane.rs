@@ -34,7 +34,11 @@ impl LaneKey {
     }
 
     pub fn pending_key(&self, created_at: Millis, row: RowId) -> Vec<u8> {
-        Key::new().bytes(&self.prefix()).u64(created_at).u64(row.0).build()
+        Key::new()
+            .bytes(&self.prefix())
+            .u64(created_at)
+            .u64(row.0)
+            .build()
     }
 
     pub fn inflight_key(&self, row: RowId) -> Vec<u8> {
@@ -73,7 +77,10 @@ pub struct LaneState {
     pub lease: Option<LaneLease>,
 }
 
-pub(crate) fn load_state<S: Store + ?Sized>(txn: &Txn<'_, S>, lane: &LaneKey) -> Result<LaneState, StoreError> {
+pub(crate) fn load_state<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    lane: &LaneKey,
+) -> Result<LaneState, StoreError> {
     Ok(txn.get(Table::Lanes, &lane.prefix())?.unwrap_or_default())
 }
 
@@ -92,7 +99,12 @@ pub(crate) fn stamp_created_at(cx: &mut Ctx<'_, '_>, lane: &LaneKey) -> ApplyRes
 
 /// Acquire or verify the lane lease for `owner` (SPEC §3 ClaimNextFifo step 1): taken when free,
 /// already held by `owner`, or expired at `t`. Otherwise the live lease is returned.
-pub(crate) fn acquire(cx: &mut Ctx<'_, '_>, lane: &LaneKey, owner: &str, ttl_ms: u64) -> ApplyResult<Result<(), LaneLease>> {
+pub(crate) fn acquire(
+    cx: &mut Ctx<'_, '_>,
+    lane: &LaneKey,
+    owner: &str,
+    ttl_ms: u64,
+) -> ApplyResult<Result<(), LaneLease>> {
     let mut state = load_state(cx.txn, lane)?;
     if let Some(lease) = &state.lease {
         if lease.owner != owner && lease.is_live(cx.t) {
@@ -101,7 +113,11 @@ pub(crate) fn acquire(cx: &mut Ctx<'_, '_>, lane: &LaneKey, owner: &str, ttl_ms:
     }
     // Never shorten the owner's own live lease: it must outlast every row it claimed in the
     // lane, or another owner could enter while those rows are still out.
-    let held_until = state.lease.as_ref().filter(|l| l.owner == owner).map_or(0, |l| l.expires_at);
+    let held_until = state
+        .lease
+        .as_ref()
+        .filter(|l| l.owner == owner)
+        .map_or(0, |l| l.expires_at);
     state.lease = Some(LaneLease {
         owner: owner.to_string(),
         expires_at: cx.t.saturating_add(ttl_ms).max(held_until),
@@ -111,7 +127,12 @@ pub(crate) fn acquire(cx: &mut Ctx<'_, '_>, lane: &LaneKey, owner: &str, ttl_ms:
 }
 
 /// Extend `owner`'s lease on `lane` if it holds it (live or not yet taken by anyone else).
-pub(crate) fn renew(cx: &mut Ctx<'_, '_>, lane: &LaneKey, owner: &str, ttl_ms: u64) -> ApplyResult<bool> {
+pub(crate) fn renew(
+    cx: &mut Ctx<'_, '_>,
+    lane: &LaneKey,
+    owner: &str,
+    ttl_ms: u64,
+) -> ApplyResult<bool> {
     let mut state = load_state(cx.txn, lane)?;
     match &mut state.lease {
         Some(lease) if lease.owner == owner => {
@@ -137,7 +158,10 @@ pub(crate) fn release(cx: &mut Ctx<'_, '_>, lane: &LaneKey, owner: &str) -> Appl
 }
 
 /// The oldest pending row of the lane by `(created_at, seq)`: one seek.
-pub(crate) fn head<S: Store + ?Sized>(txn: &Txn<'_, S>, lane: &LaneKey) -> Result<Option<RowId>, StoreError> {
+pub(crate) fn head<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    lane: &LaneKey,
+) -> Result<Option<RowId>, StoreError> {
     let mut it = txn.scan_prefix(Table::LanePending, &lane.prefix(), Direction::Forward)?;
     match it.next() {
         None => Ok(None),
@@ -147,7 +171,10 @@ pub(crate) fn head<S: Store + ?Sized>(txn: &Txn<'_, S>, lane: &LaneKey) -> Resul
 }
 
 /// Inflight rows of the lane, in seq order.
-pub(crate) fn inflight<S: Store + ?Sized>(txn: &Txn<'_, S>, lane: &LaneKey) -> Result<Vec<RowId>, StoreError> {
+pub(crate) fn inflight<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    lane: &LaneKey,
+) -> Result<Vec<RowId>, StoreError> {
     let mut out = Vec::new();
     for item in txn.scan_prefix(Table::LaneInflight, &lane.prefix(), Direction::Forward)? {
         let (key, _) = item?;
@@ -159,7 +186,10 @@ pub(crate) fn inflight<S: Store + ?Sized>(txn: &Txn<'_, S>, lane: &LaneKey) -> R
 }
 
 /// Pending count and the head's `created_at`.
-pub(crate) fn depth<S: Store + ?Sized>(txn: &Txn<'_, S>, lane: &LaneKey) -> Result<(u64, Option<Millis>), StoreError> {
+pub(crate) fn depth<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    lane: &LaneKey,
+) -> Result<(u64, Option<Millis>), StoreError> {
     let prefix = lane.prefix();
     let mut count = 0u64;
     let mut oldest = None;

@@ -116,7 +116,9 @@ impl<S: Store + 'static> StateMachine<S> {
                 }
                 let response = match item {
                     BatchItem::Noop { .. } => None,
-                    BatchItem::Command { envelope, .. } => Some(apply_one(&mut txn, &mut meta, index, envelope)?),
+                    BatchItem::Command { envelope, .. } => {
+                        Some(apply_one(&mut txn, &mut meta, index, envelope)?)
+                    }
                 };
                 meta.last_applied = index;
                 responses.push(response);
@@ -141,7 +143,10 @@ impl<S: Store + 'static> StateMachine<S> {
     pub fn apply(&mut self, index: u64, envelope: &Envelope) -> Result<Response, StoreError> {
         let items = [BatchItem::Command { index, envelope }];
         let mut out = self.apply_batch(&items, &[])?;
-        Ok(out.pop().flatten().unwrap_or(Err(Rejection::invalid("index", "already applied"))))
+        Ok(out
+            .pop()
+            .flatten()
+            .unwrap_or(Err(Rejection::invalid("index", "already applied"))))
     }
 
     /// Read an adapter-owned metadata value written through `apply_batch`'s `external`.
@@ -234,60 +239,165 @@ fn apply_one<'s>(
 }
 
 fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<Outcome> {
-    use crate::{approval, audit, claim, complete, config, enqueue, handoff, principal, replay, retention, state};
+    use crate::{
+        approval, audit, claim, complete, config, enqueue, handoff, principal, replay, retention,
+        state,
+    };
     match command {
-        Command::EnqueueIngress { channel, raw, fields, idempotency_key } => {
-            enqueue::enqueue_ingress(cx, channel, raw, fields, idempotency_key.as_deref())
-        }
-        Command::RecordReceived { channel, raw, fields, status, error } => {
-            enqueue::record_received(cx, channel, raw, fields, *status, error.as_deref())
-        }
-        Command::EnqueueMessage { channel, raw, fields, deliveries, idempotency_key } => {
-            enqueue::enqueue_message(cx, channel, raw, fields, deliveries, idempotency_key.as_deref())
-        }
-        Command::ClaimReady { stage, limit, channel, destination, owner, ttl_ms } => {
-            claim::claim_ready(cx, *stage, *limit, channel.as_deref(), destination.as_deref(), owner, *ttl_ms)
-        }
-        Command::ClaimNextFifo { stage, lane, owner, ttl_ms } => claim::claim_next_fifo(cx, *stage, lane, owner, *ttl_ms),
+        Command::EnqueueIngress {
+            channel,
+            raw,
+            fields,
+            idempotency_key,
+        } => enqueue::enqueue_ingress(cx, channel, raw, fields, idempotency_key.as_deref()),
+        Command::RecordReceived {
+            channel,
+            raw,
+            fields,
+            status,
+            error,
+        } => enqueue::record_received(cx, channel, raw, fields, *status, error.as_deref()),
+        Command::EnqueueMessage {
+            channel,
+            raw,
+            fields,
+            deliveries,
+            idempotency_key,
+        } => enqueue::enqueue_message(
+            cx,
+            channel,
+            raw,
+            fields,
+            deliveries,
+            idempotency_key.as_deref(),
+        ),
+        Command::ClaimReady {
+            stage,
+            limit,
+            channel,
+            destination,
+            owner,
+            ttl_ms,
+        } => claim::claim_ready(
+            cx,
+            *stage,
+            *limit,
+            channel.as_deref(),
+            destination.as_deref(),
+            owner,
+            *ttl_ms,
+        ),
+        Command::ClaimNextFifo {
+            stage,
+            lane,
+            owner,
+            ttl_ms,
+        } => claim::claim_next_fifo(cx, *stage, lane, owner, *ttl_ms),
         Command::RenewLeases { ids, owner, ttl_ms } => claim::renew_leases(cx, ids, owner, *ttl_ms),
         Command::ReclaimExpired { stage } => claim::reclaim_expired(cx, *stage),
         Command::ReleaseLane { stage, lane, owner } => claim::release_lane(cx, *stage, lane, owner),
-        Command::RouteHandoff { row_id, fence, handlers, disposition } => {
-            handoff::route_handoff(cx, *row_id, *fence, handlers, *disposition)
-        }
-        Command::Handoff { row_id, fence, deliveries, disposition } => handoff::handoff(cx, *row_id, *fence, deliveries, *disposition),
-        Command::TransformHandoff { row_id, fence, deliveries, state_ops } => {
-            handoff::transform_handoff(cx, *row_id, *fence, deliveries, state_ops)
-        }
-        Command::IngressHandoff { row_id, fence, loopback_channel, depth_cap } => {
-            handoff::ingress_handoff(cx, *row_id, *fence, loopback_channel, *depth_cap)
-        }
+        Command::RouteHandoff {
+            row_id,
+            fence,
+            handlers,
+            disposition,
+        } => handoff::route_handoff(cx, *row_id, *fence, handlers, *disposition),
+        Command::Handoff {
+            row_id,
+            fence,
+            deliveries,
+            disposition,
+        } => handoff::handoff(cx, *row_id, *fence, deliveries, *disposition),
+        Command::TransformHandoff {
+            row_id,
+            fence,
+            deliveries,
+            state_ops,
+        } => handoff::transform_handoff(cx, *row_id, *fence, deliveries, state_ops),
+        Command::IngressHandoff {
+            row_id,
+            fence,
+            loopback_channel,
+            depth_cap,
+        } => handoff::ingress_handoff(cx, *row_id, *fence, loopback_channel, *depth_cap),
         Command::MarkDone { row_id, fence } => complete::mark_done(cx, *row_id, *fence),
-        Command::CompleteWithResponse { row_id, fence, body, outcome, detail, reingress_to } => {
-            complete::complete_with_response(cx, *row_id, *fence, body, outcome, detail.as_deref(), reingress_to.as_deref())
-        }
-        Command::MarkFailed { row_id, fence, error, retry } => complete::mark_failed(cx, *row_id, *fence, error, retry),
-        Command::DeadLetterNow { row_id, fence, error } => complete::dead_letter_now(cx, *row_id, *fence, error),
+        Command::CompleteWithResponse {
+            row_id,
+            fence,
+            body,
+            outcome,
+            detail,
+            reingress_to,
+        } => complete::complete_with_response(
+            cx,
+            *row_id,
+            *fence,
+            body,
+            outcome,
+            detail.as_deref(),
+            reingress_to.as_deref(),
+        ),
+        Command::MarkFailed {
+            row_id,
+            fence,
+            error,
+            retry,
+        } => complete::mark_failed(cx, *row_id, *fence, error, retry),
+        Command::DeadLetterNow {
+            row_id,
+            fence,
+            error,
+        } => complete::dead_letter_now(cx, *row_id, *fence, error),
         Command::Replay { message_id } => replay::replay(cx, *message_id),
-        Command::ReplayDead { channel, destination } => replay::replay_dead(cx, channel.as_deref(), destination.as_deref()),
-        Command::CancelQueued { destination, channel, top_only } => {
-            replay::cancel_queued(cx, destination, channel.as_deref(), *top_only)
+        Command::ReplayDead {
+            channel,
+            destination,
+        } => replay::replay_dead(cx, channel.as_deref(), destination.as_deref()),
+        Command::CancelQueued {
+            destination,
+            channel,
+            top_only,
+        } => replay::cancel_queued(cx, destination, channel.as_deref(), *top_only),
+        Command::PutConfig {
+            expected_version,
+            config,
+        } => config::put_config(cx, *expected_version, config),
+        Command::WriteReferenceSnapshot {
+            name,
+            version,
+            rows,
+        } => state::write_reference(cx, name, *version, rows),
+        Command::PurgeMessageBodies { older_than } => {
+            retention::purge_message_bodies(cx, *older_than)
         }
-        Command::PutConfig { expected_version, config } => config::put_config(cx, *expected_version, config),
-        Command::WriteReferenceSnapshot { name, version, rows } => state::write_reference(cx, name, *version, rows),
-        Command::PurgeMessageBodies { older_than } => retention::purge_message_bodies(cx, *older_than),
         Command::PurgeDeadLetters { older_than } => retention::purge_dead_letters(cx, *older_than),
         Command::PurgeState { older_than } => retention::purge_state(cx, *older_than),
         Command::ExpireRecords => retention::expire_records(cx),
-        Command::RecordAudit { action, channel, org, detail } => {
-            audit::record(cx, action, channel.as_deref(), org.as_deref(), detail.as_deref())
-        }
+        Command::RecordAudit {
+            action,
+            channel,
+            org,
+            detail,
+        } => audit::record(
+            cx,
+            action,
+            channel.as_deref(),
+            org.as_deref(),
+            detail.as_deref(),
+        ),
         Command::SealAuditEpoch { org } => audit::seal(cx, org),
-        Command::CreateApproval { operation, params, ttl_ms } => approval::create(cx, operation, params, *ttl_ms),
+        Command::CreateApproval {
+            operation,
+            params,
+            ttl_ms,
+        } => approval::create(cx, operation, params, *ttl_ms),
         Command::DecideApproval { id, approve } => approval::decide(cx, *id, *approve),
-        Command::PutPrincipal { name, token_hash, role, channels } => {
-            principal::put(cx, name, token_hash, *role, channels.as_deref())
-        }
+        Command::PutPrincipal {
+            name,
+            token_hash,
+            role,
+            channels,
+        } => principal::put(cx, name, token_hash, *role, channels.as_deref()),
         Command::RevokePrincipal { name } => principal::revoke(cx, name),
     }
 }

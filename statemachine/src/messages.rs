@@ -13,7 +13,10 @@ pub(crate) fn key(id: MessageId) -> Vec<u8> {
     id.to_be_bytes().to_vec()
 }
 
-pub(crate) fn get<S: Store + ?Sized>(txn: &Txn<'_, S>, id: MessageId) -> Result<Option<Message>, StoreError> {
+pub(crate) fn get<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    id: MessageId,
+) -> Result<Option<Message>, StoreError> {
     txn.get(Table::Messages, &key(id))
 }
 
@@ -34,14 +37,21 @@ pub(crate) fn next_id(cx: &mut Ctx<'_, '_>) -> MessageId {
 
 /// Change a message's status, keeping its idempotency key's expiry in step: the dedupe window
 /// starts when the message becomes terminal, and stops again if a replay revives it.
-pub(crate) fn set_status(cx: &mut Ctx<'_, '_>, message: &mut Message, status: MessageStatus) -> ApplyResult<()> {
+pub(crate) fn set_status(
+    cx: &mut Ctx<'_, '_>,
+    message: &mut Message,
+    status: MessageStatus,
+) -> ApplyResult<()> {
     message.status = status;
     if let Some(idem) = message.idempotency_key.clone() {
         let k = idempotency_key(&message.channel_id, &idem);
         if let Some(mut record) = cx.txn.get::<IdempotencyRecord>(Table::Idempotency, &k)? {
             if record.message_id == message.id {
                 if let Some(old) = record.expires_at {
-                    cx.txn.delete(Table::IdempotencyExpiry, expiry_key(old, &message.channel_id, &idem));
+                    cx.txn.delete(
+                        Table::IdempotencyExpiry,
+                        expiry_key(old, &message.channel_id, &idem),
+                    );
                 }
                 record.expires_at = if status.is_terminal() {
                     Some(cx.t.saturating_add(crate::config::current(cx.txn)?.dedupe_window_ms()))
@@ -49,7 +59,11 @@ pub(crate) fn set_status(cx: &mut Ctx<'_, '_>, message: &mut Message, status: Me
                     None
                 };
                 if let Some(new) = record.expires_at {
-                    cx.txn.put_raw(Table::IdempotencyExpiry, expiry_key(new, &message.channel_id, &idem), Vec::new());
+                    cx.txn.put_raw(
+                        Table::IdempotencyExpiry,
+                        expiry_key(new, &message.channel_id, &idem),
+                        Vec::new(),
+                    );
                 }
                 cx.txn.put(Table::Idempotency, k, &record);
             }
@@ -68,7 +82,11 @@ pub(crate) fn event(
     detail: Option<String>,
 ) -> ApplyResult<()> {
     let prefix = key(message);
-    let next = match cx.txn.scan_prefix(Table::Events, &prefix, Direction::Reverse)?.next() {
+    let next = match cx
+        .txn
+        .scan_prefix(Table::Events, &prefix, Direction::Reverse)?
+        .next()
+    {
         Some(item) => read_u64(&item?.0, 8).map_or(0, |n| n + 1),
         None => 0,
     };
@@ -78,11 +96,18 @@ pub(crate) fn event(
         destination: destination.map(str::to_string),
         detail,
     };
-    cx.txn.put(Table::Events, Key::new().u64(message.0).u64(next).build(), &event);
+    cx.txn.put(
+        Table::Events,
+        Key::new().u64(message.0).u64(next).build(),
+        &event,
+    );
     Ok(())
 }
 
-pub(crate) fn events<S: Store + ?Sized>(txn: &Txn<'_, S>, message: MessageId) -> Result<Vec<Event>, StoreError> {
+pub(crate) fn events<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    message: MessageId,
+) -> Result<Vec<Event>, StoreError> {
     let mut out = Vec::new();
     for item in txn.scan_prefix(Table::Events, &key(message), Direction::Forward)? {
         let (_, v) = item?;

@@ -67,7 +67,10 @@ pub struct Reader<'a> {
 impl<'a> Reader<'a> {
     pub fn new<S: Store + 'static>(store: &'a S, meta: &'a MetaState) -> Self {
         let base: &'a dyn Store = store;
-        Self { txn: Txn::new(base), meta }
+        Self {
+            txn: Txn::new(base),
+            meta,
+        }
     }
 
     pub fn meta(&self) -> &MetaState {
@@ -79,7 +82,10 @@ impl<'a> Reader<'a> {
             return Ok(None);
         };
         let mut responses = Vec::new();
-        for item in self.txn.scan_prefix(Table::Responses, &id.to_be_bytes(), Direction::Forward)? {
+        for item in self
+            .txn
+            .scan_prefix(Table::Responses, &id.to_be_bytes(), Direction::Forward)?
+        {
             responses.push(Txn::<dyn Store>::decode(Table::Responses, &item?.1)?);
         }
         Ok(Some(MessageView {
@@ -94,13 +100,25 @@ impl<'a> Reader<'a> {
         let mut out = Vec::new();
         let mut skipped = 0usize;
         let limit = filter.limit.clamp(1, 1000);
-        for item in self.txn.scan(Table::Messages, &[], None, Direction::Reverse)? {
+        for item in self
+            .txn
+            .scan(Table::Messages, &[], None, Direction::Reverse)?
+        {
             let m: Message = Txn::<dyn Store>::decode(Table::Messages, &item?.1)?;
             let keep = filter.channel.as_ref().is_none_or(|c| *c == m.channel_id)
                 && filter.status.is_none_or(|s| s == m.status)
-                && filter.message_type.as_ref().is_none_or(|t| Some(t) == m.message_type.as_ref())
-                && filter.control_id.as_ref().is_none_or(|c| Some(c) == m.control_id.as_ref())
-                && filter.allowed_channels.as_ref().is_none_or(|a| a.contains(&m.channel_id));
+                && filter
+                    .message_type
+                    .as_ref()
+                    .is_none_or(|t| Some(t) == m.message_type.as_ref())
+                && filter
+                    .control_id
+                    .as_ref()
+                    .is_none_or(|c| Some(c) == m.control_id.as_ref())
+                && filter
+                    .allowed_channels
+                    .as_ref()
+                    .is_none_or(|a| a.contains(&m.channel_id));
             if !keep {
                 continue;
             }
@@ -121,14 +139,28 @@ impl<'a> Reader<'a> {
     }
 
     /// Dead outbound rows, oldest first.
-    pub fn dead_letters(&self, channel: Option<&str>, destination: Option<&str>, limit: usize) -> Result<Vec<WorkRow>, StoreError> {
+    pub fn dead_letters(
+        &self,
+        channel: Option<&str>,
+        destination: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<WorkRow>, StoreError> {
         let prefix = Key::new().u8(Stage::Outbound.tag()).build();
         let mut out = Vec::new();
-        for item in self.txn.scan_prefix(Table::DeadRows, &prefix, Direction::Forward)? {
+        for item in self
+            .txn
+            .scan_prefix(Table::DeadRows, &prefix, Direction::Forward)?
+        {
             let (key, _) = item?;
-            let Some(id) = trailing_u64(&key) else { continue };
-            let Some(row) = rows::get(&self.txn, RowId(id))? else { continue };
-            if channel.is_some_and(|c| c != row.channel_id) || destination.is_some_and(|d| Some(d) != row.destination_name.as_deref()) {
+            let Some(id) = trailing_u64(&key) else {
+                continue;
+            };
+            let Some(row) = rows::get(&self.txn, RowId(id))? else {
+                continue;
+            };
+            if channel.is_some_and(|c| c != row.channel_id)
+                || destination.is_some_and(|d| Some(d) != row.destination_name.as_deref())
+            {
                 continue;
             }
             out.push(row);
@@ -153,10 +185,19 @@ impl<'a> Reader<'a> {
     }
 
     /// Pending rows of a lane in FIFO order (for checkers and operators).
-    pub fn lane_order(&self, stage: Stage, name: &str, limit: usize) -> Result<Vec<RowId>, StoreError> {
+    pub fn lane_order(
+        &self,
+        stage: Stage,
+        name: &str,
+        limit: usize,
+    ) -> Result<Vec<RowId>, StoreError> {
         let key = LaneKey::new(stage, name);
         let mut out = Vec::new();
-        for item in self.txn.scan_prefix(Table::LanePending, &key.prefix(), Direction::Forward)?.take(limit) {
+        for item in self
+            .txn
+            .scan_prefix(Table::LanePending, &key.prefix(), Direction::Forward)?
+            .take(limit)
+        {
             if let Some(id) = trailing_u64(&item?.0) {
                 out.push(RowId(id));
             }
@@ -169,7 +210,10 @@ impl<'a> Reader<'a> {
         for stage in Stage::ALL {
             let mut by_status = BTreeMap::new();
             for status in RowStatus::ALL {
-                by_status.insert(status.as_str().to_string(), self.meta.row_counts[stage as usize][status as usize]);
+                by_status.insert(
+                    status.as_str().to_string(),
+                    self.meta.row_counts[stage as usize][status as usize],
+                );
             }
             rows.insert(stage.as_str().to_string(), by_status);
         }
@@ -189,19 +233,33 @@ impl<'a> Reader<'a> {
         config::version(&self.txn, v)
     }
 
-    pub fn state_entry(&self, namespace: &str, key: &str) -> Result<Option<StateEntry>, StoreError> {
-        self.txn.get(Table::State, &state::state_key(namespace, key))
+    pub fn state_entry(
+        &self,
+        namespace: &str,
+        key: &str,
+    ) -> Result<Option<StateEntry>, StoreError> {
+        self.txn
+            .get(Table::State, &state::state_key(namespace, key))
     }
 
     pub fn namespace_version(&self, namespace: &str) -> Result<u64, StoreError> {
-        Ok(self.txn.get(Table::StateNamespaces, &state::namespace_key(namespace))?.unwrap_or(0))
+        Ok(self
+            .txn
+            .get(Table::StateNamespaces, &state::namespace_key(namespace))?
+            .unwrap_or(0))
     }
 
     pub fn reference(&self, name: &str) -> Result<Option<ReferenceSnapshot>, StoreError> {
-        self.txn.get(Table::Reference, &Key::new().str(name).build())
+        self.txn
+            .get(Table::Reference, &Key::new().str(name).build())
     }
 
-    pub fn audit_list(&self, org: &str, from_seq: u64, limit: usize) -> Result<Vec<AuditRow>, StoreError> {
+    pub fn audit_list(
+        &self,
+        org: &str,
+        from_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<AuditRow>, StoreError> {
         audit::list(&self.txn, org, from_seq, limit)
     }
 
@@ -209,7 +267,11 @@ impl<'a> Reader<'a> {
         audit::head(&self.txn, org)
     }
 
-    pub fn audit_verify(&self, org: &str, anchor: Option<(u64, [u8; 32])>) -> Result<Verification, StoreError> {
+    pub fn audit_verify(
+        &self,
+        org: &str,
+        anchor: Option<(u64, [u8; 32])>,
+    ) -> Result<Verification, StoreError> {
         audit::verify(&self.txn, org, anchor)
     }
 
@@ -228,7 +290,10 @@ impl<'a> Reader<'a> {
     /// Every principal (admin listing).
     pub fn principals(&self) -> Result<Vec<Principal>, StoreError> {
         let mut out = Vec::new();
-        for item in self.txn.scan(Table::Principals, &[], None, Direction::Forward)? {
+        for item in self
+            .txn
+            .scan(Table::Principals, &[], None, Direction::Forward)?
+        {
             out.push(Txn::<dyn Store>::decode(Table::Principals, &item?.1)?);
         }
         Ok(out)

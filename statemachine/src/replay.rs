@@ -31,7 +31,10 @@ pub(crate) fn replay(cx: &mut Ctx<'_, '_>, id: MessageId) -> ApplyResult<Outcome
     let mut message = messages::load(cx, id)?;
     let all = rows::of_message(cx.txn, id)?;
     // Recover mode when anything is stuck; never re-send a done sibling of a stuck row.
-    let stuck: Vec<&WorkRow> = all.iter().filter(|r| matches!(r.status, RowStatus::Dead | RowStatus::Pending)).collect();
+    let stuck: Vec<&WorkRow> = all
+        .iter()
+        .filter(|r| matches!(r.status, RowStatus::Dead | RowStatus::Pending))
+        .collect();
     let chosen: Vec<&WorkRow> = if stuck.is_empty() {
         all.iter().filter(|r| r.status == RowStatus::Done).collect()
     } else {
@@ -48,18 +51,40 @@ pub(crate) fn replay(cx: &mut Ctx<'_, '_>, id: MessageId) -> ApplyResult<Outcome
             .filter(|r| r.status == RowStatus::Pending || requeued.contains(&r.id))
             .any(|r| matches!(r.stage, Stage::Ingress | Stage::Routed));
         message.error = None;
-        let status = if early { MessageStatus::Received } else { MessageStatus::Routed };
+        let status = if early {
+            MessageStatus::Received
+        } else {
+            MessageStatus::Routed
+        };
         messages::set_status(cx, &mut message, status)?;
-        messages::event(cx, id, EventKind::Replayed, None, Some(format!("{count} row(s)")))?;
-        audit::record_default(cx, "message.replay", Some(&message.channel_id), format!("message {id}: {count} row(s)"))?;
+        messages::event(
+            cx,
+            id,
+            EventKind::Replayed,
+            None,
+            Some(format!("{count} row(s)")),
+        )?;
+        audit::record_default(
+            cx,
+            "message.replay",
+            Some(&message.channel_id),
+            format!("message {id}: {count} row(s)"),
+        )?;
     }
     Ok(Outcome::Count(count))
 }
 
-pub(crate) fn replay_dead(cx: &mut Ctx<'_, '_>, channel: Option<&str>, destination: Option<&str>) -> ApplyResult<Outcome> {
+pub(crate) fn replay_dead(
+    cx: &mut Ctx<'_, '_>,
+    channel: Option<&str>,
+    destination: Option<&str>,
+) -> ApplyResult<Outcome> {
     let prefix = Key::new().u8(Stage::Outbound.tag()).build();
     let mut dead = Vec::new();
-    for item in cx.txn.scan_prefix(Table::DeadRows, &prefix, Direction::Forward)? {
+    for item in cx
+        .txn
+        .scan_prefix(Table::DeadRows, &prefix, Direction::Forward)?
+    {
         let (key, _) = item?;
         if let Some(id) = trailing_u64(&key) {
             dead.push(RowId(id));
@@ -68,8 +93,12 @@ pub(crate) fn replay_dead(cx: &mut Ctx<'_, '_>, channel: Option<&str>, destinati
     let mut count = 0u64;
     let mut touched = BTreeSet::new();
     for id in dead {
-        let Some(row) = rows::get(cx.txn, id)? else { continue };
-        if channel.is_some_and(|c| c != row.channel_id) || destination.is_some_and(|d| Some(d) != row.destination_name.as_deref()) {
+        let Some(row) = rows::get(cx.txn, id)? else {
+            continue;
+        };
+        if channel.is_some_and(|c| c != row.channel_id)
+            || destination.is_some_and(|d| Some(d) != row.destination_name.as_deref())
+        {
             continue;
         }
         requeue(cx, &row);
@@ -82,7 +111,13 @@ pub(crate) fn replay_dead(cx: &mut Ctx<'_, '_>, channel: Option<&str>, destinati
             message.error = None;
             messages::set_status(cx, &mut message, MessageStatus::Routed)?;
         }
-        messages::event(cx, *id, EventKind::Replayed, None, Some("dead-letter replay".to_string()))?;
+        messages::event(
+            cx,
+            *id,
+            EventKind::Replayed,
+            None,
+            Some("dead-letter replay".to_string()),
+        )?;
     }
     if count > 0 {
         audit::record_default(
@@ -95,14 +130,26 @@ pub(crate) fn replay_dead(cx: &mut Ctx<'_, '_>, channel: Option<&str>, destinati
     Ok(Outcome::Count(count))
 }
 
-pub(crate) fn cancel_queued(cx: &mut Ctx<'_, '_>, destination: &str, channel: Option<&str>, top_only: bool) -> ApplyResult<Outcome> {
+pub(crate) fn cancel_queued(
+    cx: &mut Ctx<'_, '_>,
+    destination: &str,
+    channel: Option<&str>,
+    top_only: bool,
+) -> ApplyResult<Outcome> {
     validate::name("destination", destination)?;
     let lane = LaneKey::new(Stage::Outbound, destination);
     let mut chosen = Vec::new();
-    for item in cx.txn.scan_prefix(Table::LanePending, &lane.prefix(), Direction::Forward)? {
+    for item in cx
+        .txn
+        .scan_prefix(Table::LanePending, &lane.prefix(), Direction::Forward)?
+    {
         let (key, _) = item?;
-        let Some(id) = trailing_u64(&key) else { continue };
-        let Some(row) = rows::get(cx.txn, RowId(id))? else { continue };
+        let Some(id) = trailing_u64(&key) else {
+            continue;
+        };
+        let Some(row) = rows::get(cx.txn, RowId(id))? else {
+            continue;
+        };
         if channel.is_some_and(|c| c != row.channel_id) {
             continue;
         }
@@ -114,7 +161,13 @@ pub(crate) fn cancel_queued(cx: &mut Ctx<'_, '_>, destination: &str, channel: Op
     let mut touched = BTreeSet::new();
     for row in &chosen {
         rows::finish(cx, row, RowStatus::Cancelled, None);
-        messages::event(cx, row.message_id, EventKind::Cancelled, Some(destination), Some("cancelled by operator".to_string()))?;
+        messages::event(
+            cx,
+            row.message_id,
+            EventKind::Cancelled,
+            Some(destination),
+            Some("cancelled by operator".to_string()),
+        )?;
         touched.insert(row.message_id);
     }
     for id in touched {
@@ -122,7 +175,12 @@ pub(crate) fn cancel_queued(cx: &mut Ctx<'_, '_>, destination: &str, channel: Op
     }
     let count = chosen.len() as u64;
     if count > 0 {
-        audit::record_default(cx, "queue.cancel", channel, format!("{count} row(s) to {destination}"))?;
+        audit::record_default(
+            cx,
+            "queue.cancel",
+            channel,
+            format!("{count} row(s) to {destination}"),
+        )?;
     }
     Ok(Outcome::Count(count))
 }

@@ -24,10 +24,16 @@ fn decode<T: serde::de::DeserializeOwned>(table: Table, bytes: &[u8]) -> ApplyRe
 }
 
 /// Blank the bodies of ended messages received before `older_than`; keep their metadata.
-pub(crate) fn purge_message_bodies(cx: &mut Ctx<'_, '_>, older_than: Millis) -> ApplyResult<Outcome> {
+pub(crate) fn purge_message_bodies(
+    cx: &mut Ctx<'_, '_>,
+    older_than: Millis,
+) -> ApplyResult<Outcome> {
     // Message ids grow with the clock, so the scan can stop at the first younger message.
     let mut candidates: Vec<Message> = Vec::new();
-    for item in cx.txn.scan(Table::Messages, &[], None, Direction::Forward)? {
+    for item in cx
+        .txn
+        .scan(Table::Messages, &[], None, Direction::Forward)?
+    {
         let message: Message = decode(Table::Messages, &item?.1)?;
         if message.received_at >= older_than {
             break;
@@ -43,7 +49,10 @@ pub(crate) fn purge_message_bodies(cx: &mut Ctx<'_, '_>, older_than: Millis) -> 
             continue;
         }
         for row in &rows {
-            if row.stage == Stage::Outbound && matches!(row.status, RowStatus::Done | RowStatus::Cancelled) && !row.payload.is_empty() {
+            if row.stage == Stage::Outbound
+                && matches!(row.status, RowStatus::Done | RowStatus::Cancelled)
+                && !row.payload.is_empty()
+            {
                 let mut after = row.clone();
                 after.payload.clear();
                 rows::save(cx, row, &after);
@@ -51,7 +60,10 @@ pub(crate) fn purge_message_bodies(cx: &mut Ctx<'_, '_>, older_than: Millis) -> 
         }
         let prefix = message.id.to_be_bytes();
         let mut events = Vec::new();
-        for item in cx.txn.scan_prefix(Table::Events, &prefix, Direction::Forward)? {
+        for item in cx
+            .txn
+            .scan_prefix(Table::Events, &prefix, Direction::Forward)?
+        {
             let (k, v) = item?;
             events.push((k, decode::<Event>(Table::Events, &v)?));
         }
@@ -61,7 +73,10 @@ pub(crate) fn purge_message_bodies(cx: &mut Ctx<'_, '_>, older_than: Millis) -> 
             }
         }
         let mut responses = Vec::new();
-        for item in cx.txn.scan_prefix(Table::Responses, &prefix, Direction::Forward)? {
+        for item in cx
+            .txn
+            .scan_prefix(Table::Responses, &prefix, Direction::Forward)?
+        {
             let (k, v) = item?;
             responses.push((k, decode::<CapturedResponse>(Table::Responses, &v)?));
         }
@@ -78,7 +93,12 @@ pub(crate) fn purge_message_bodies(cx: &mut Ctx<'_, '_>, older_than: Millis) -> 
         purged += 1;
     }
     if purged > 0 {
-        audit::record_default(cx, "retention.purge_bodies", None, format!("{purged} message(s) before {older_than}"))?;
+        audit::record_default(
+            cx,
+            "retention.purge_bodies",
+            None,
+            format!("{purged} message(s) before {older_than}"),
+        )?;
     }
     Ok(Outcome::Count(purged))
 }
@@ -87,11 +107,17 @@ pub(crate) fn purge_message_bodies(cx: &mut Ctx<'_, '_>, older_than: Millis) -> 
 pub(crate) fn purge_dead_letters(cx: &mut Ctx<'_, '_>, older_than: Millis) -> ApplyResult<Outcome> {
     let prefix = Key::new().u8(Stage::Outbound.tag()).build();
     let mut dead: Vec<WorkRow> = Vec::new();
-    for item in cx.txn.scan_prefix(Table::DeadRows, &prefix, Direction::Forward)? {
+    for item in cx
+        .txn
+        .scan_prefix(Table::DeadRows, &prefix, Direction::Forward)?
+    {
         let (key, _) = item?;
-        let Some(id) = trailing_u64(&key) else { continue };
+        let Some(id) = trailing_u64(&key) else {
+            continue;
+        };
         if let Some(row) = rows::get(cx.txn, RowId(id))? {
-            if row.updated_at < older_than && (!row.payload.is_empty() || row.last_error.is_some()) {
+            if row.updated_at < older_than && (!row.payload.is_empty() || row.last_error.is_some())
+            {
                 dead.push(row);
             }
         }
@@ -104,7 +130,12 @@ pub(crate) fn purge_dead_letters(cx: &mut Ctx<'_, '_>, older_than: Millis) -> Ap
     }
     let count = dead.len() as u64;
     if count > 0 {
-        audit::record_default(cx, "retention.purge_dead_letters", None, format!("{count} row(s) before {older_than}"))?;
+        audit::record_default(
+            cx,
+            "retention.purge_dead_letters",
+            None,
+            format!("{count} row(s) before {older_than}"),
+        )?;
     }
     Ok(Outcome::Count(count))
 }
@@ -119,7 +150,10 @@ pub(crate) fn purge_state(cx: &mut Ctx<'_, '_>, older_than: Millis) -> ApplyResu
         if entry.set_at < older_than {
             // Key = len ‖ namespace ‖ len ‖ key.
             let ns_len = crate::keys::read_u32(&k, 0).unwrap_or(0) as usize;
-            if let Some(ns) = k.get(4..4 + ns_len).and_then(|b| std::str::from_utf8(b).ok()) {
+            if let Some(ns) = k
+                .get(4..4 + ns_len)
+                .and_then(|b| std::str::from_utf8(b).ok())
+            {
                 namespaces.insert(ns.to_string());
             }
             doomed.push(k);
@@ -133,7 +167,12 @@ pub(crate) fn purge_state(cx: &mut Ctx<'_, '_>, older_than: Millis) -> ApplyResu
         state::bump_namespace(cx, ns)?;
     }
     if count > 0 {
-        audit::record_default(cx, "retention.purge_state", None, format!("{count} entr(ies) before {older_than}"))?;
+        audit::record_default(
+            cx,
+            "retention.purge_state",
+            None,
+            format!("{count} entr(ies) before {older_than}"),
+        )?;
     }
     Ok(Outcome::Count(count))
 }
@@ -142,7 +181,12 @@ pub(crate) fn purge_state(cx: &mut Ctx<'_, '_>, older_than: Millis) -> ApplyResu
 pub(crate) fn expire_records(cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
     let end = Key::new().u64(cx.t.saturating_add(1)).build();
     let mut keys = Vec::new();
-    for item in cx.txn.scan(Table::IdempotencyExpiry, &[], Some(&end), Direction::Forward)? {
+    for item in cx.txn.scan(
+        Table::IdempotencyExpiry,
+        &[],
+        Some(&end),
+        Direction::Forward,
+    )? {
         keys.push(item?.0);
     }
     let mut count = 0u64;
@@ -155,7 +199,10 @@ pub(crate) fn expire_records(cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
         count += 1;
     }
     let mut over = Vec::new();
-    for item in cx.txn.scan(Table::Approvals, &[], None, Direction::Forward)? {
+    for item in cx
+        .txn
+        .scan(Table::Approvals, &[], None, Direction::Forward)?
+    {
         let (k, v) = item?;
         let approval: Approval = decode(Table::Approvals, &v)?;
         if approval.expires_at <= cx.t {
@@ -175,4 +222,3 @@ pub(crate) fn expire_records(cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
     }
     Ok(Outcome::Count(count))
 }
-

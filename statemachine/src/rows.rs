@@ -27,18 +27,34 @@ fn index_entries(row: &WorkRow) -> Vec<(Table, Vec<u8>)> {
     match (&row.status, &row.claim) {
         (RowStatus::Pending, _) => vec![
             (Table::LanePending, lane.pending_key(row.created_at, row.id)),
-            (Table::Due, Key::new().u8(row.stage.tag()).u64(row.next_attempt_at).u64(row.id.0).build()),
+            (
+                Table::Due,
+                Key::new()
+                    .u8(row.stage.tag())
+                    .u64(row.next_attempt_at)
+                    .u64(row.id.0)
+                    .build(),
+            ),
         ],
         (RowStatus::Inflight, Some(claim)) => vec![
             (Table::LaneInflight, lane.inflight_key(row.id)),
-            (Table::Leases, Key::new().u64(claim.lease_expires_at).u64(row.id.0).build()),
+            (
+                Table::Leases,
+                Key::new().u64(claim.lease_expires_at).u64(row.id.0).build(),
+            ),
         ],
-        (RowStatus::Dead, _) => vec![(Table::DeadRows, Key::new().u8(row.stage.tag()).u64(row.id.0).build())],
+        (RowStatus::Dead, _) => vec![(
+            Table::DeadRows,
+            Key::new().u8(row.stage.tag()).u64(row.id.0).build(),
+        )],
         _ => Vec::new(),
     }
 }
 
-pub(crate) fn get<S: Store + ?Sized>(txn: &Txn<'_, S>, id: RowId) -> Result<Option<WorkRow>, StoreError> {
+pub(crate) fn get<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    id: RowId,
+) -> Result<Option<WorkRow>, StoreError> {
     txn.get(Table::Rows, &row_key(id))
 }
 
@@ -84,7 +100,11 @@ pub(crate) fn insert(cx: &mut Ctx<'_, '_>, new: NewRow<'_>) -> ApplyResult<RowId
         last_fence: None,
     };
     row.created_at = lane::stamp_created_at(cx, &row.lane())?;
-    cx.txn.put_raw(Table::MessageRows, message_row_key(row.message_id, id), Vec::new());
+    cx.txn.put_raw(
+        Table::MessageRows,
+        message_row_key(row.message_id, id),
+        Vec::new(),
+    );
     write(cx, None, &row);
     Ok(id)
 }
@@ -96,7 +116,11 @@ pub(crate) fn save(cx: &mut Ctx<'_, '_>, before: &WorkRow, after: &WorkRow) {
 
 fn count(cx: &mut Ctx<'_, '_>, row: &WorkRow, add: bool) {
     let slot = &mut cx.meta.row_counts[row.stage as usize][row.status as usize];
-    *slot = if add { slot.saturating_add(1) } else { slot.saturating_sub(1) };
+    *slot = if add {
+        slot.saturating_add(1)
+    } else {
+        slot.saturating_sub(1)
+    };
 }
 
 fn write(cx: &mut Ctx<'_, '_>, before: Option<&WorkRow>, after: &WorkRow) {
@@ -122,12 +146,16 @@ pub(crate) fn remove(cx: &mut Ctx<'_, '_>, row: &WorkRow) {
     for (table, key) in index_entries(row) {
         cx.txn.delete(table, key);
     }
-    cx.txn.delete(Table::MessageRows, message_row_key(row.message_id, row.id));
+    cx.txn
+        .delete(Table::MessageRows, message_row_key(row.message_id, row.id));
     cx.txn.delete(Table::Rows, row_key(row.id));
 }
 
 /// Every row of a message, in seq order.
-pub(crate) fn of_message<S: Store + ?Sized>(txn: &Txn<'_, S>, message: MessageId) -> Result<Vec<WorkRow>, StoreError> {
+pub(crate) fn of_message<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    message: MessageId,
+) -> Result<Vec<WorkRow>, StoreError> {
     let prefix = message.to_be_bytes();
     let mut ids = Vec::new();
     for item in txn.scan_prefix(Table::MessageRows, &prefix, Direction::Forward)? {
@@ -157,7 +185,12 @@ pub(crate) fn to_pending(cx: &mut Ctx<'_, '_>, row: &WorkRow, due: Millis) -> Wo
 }
 
 /// End a row with a terminal status, clearing its claim.
-pub(crate) fn finish(cx: &mut Ctx<'_, '_>, row: &WorkRow, status: RowStatus, error: Option<&str>) -> WorkRow {
+pub(crate) fn finish(
+    cx: &mut Ctx<'_, '_>,
+    row: &WorkRow,
+    status: RowStatus,
+    error: Option<&str>,
+) -> WorkRow {
     let mut after = row.clone();
     after.status = status;
     after.claim = None;

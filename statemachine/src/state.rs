@@ -37,13 +37,21 @@ pub(crate) fn namespace_key(namespace: &str) -> Vec<u8> {
 /// Increase a namespace's version by one.
 pub(crate) fn bump_namespace(cx: &mut Ctx<'_, '_>, namespace: &str) -> ApplyResult<u64> {
     let k = namespace_key(namespace);
-    let version = cx.txn.get::<u64>(Table::StateNamespaces, &k)?.unwrap_or(0).saturating_add(1);
+    let version = cx
+        .txn
+        .get::<u64>(Table::StateNamespaces, &k)?
+        .unwrap_or(0)
+        .saturating_add(1);
     cx.txn.put(Table::StateNamespaces, k, &version);
     Ok(version)
 }
 
 /// Upsert each op; each distinct namespace's version is bumped once.
-pub(crate) fn apply_ops(cx: &mut Ctx<'_, '_>, message: MessageId, ops: &[StateOp]) -> ApplyResult<()> {
+pub(crate) fn apply_ops(
+    cx: &mut Ctx<'_, '_>,
+    message: MessageId,
+    ops: &[StateOp],
+) -> ApplyResult<()> {
     for op in ops {
         validate::name("state_ops.namespace", &op.namespace)?;
         validate::name("state_ops.key", &op.key)?;
@@ -55,7 +63,8 @@ pub(crate) fn apply_ops(cx: &mut Ctx<'_, '_>, message: MessageId, ops: &[StateOp
             set_at: cx.t,
             message_id: message,
         };
-        cx.txn.put(Table::State, state_key(&op.namespace, &op.key), &entry);
+        cx.txn
+            .put(Table::State, state_key(&op.namespace, &op.key), &entry);
         touched.insert(op.namespace.as_str());
     }
     for ns in touched {
@@ -64,7 +73,12 @@ pub(crate) fn apply_ops(cx: &mut Ctx<'_, '_>, message: MessageId, ops: &[StateOp
     Ok(())
 }
 
-pub(crate) fn write_reference(cx: &mut Ctx<'_, '_>, name: &str, version: u64, rows: &BTreeMap<String, String>) -> ApplyResult<Outcome> {
+pub(crate) fn write_reference(
+    cx: &mut Ctx<'_, '_>,
+    name: &str,
+    version: u64,
+    rows: &BTreeMap<String, String>,
+) -> ApplyResult<Outcome> {
     validate::name("name", name)?;
     let snapshot = ReferenceSnapshot {
         version,
@@ -72,6 +86,7 @@ pub(crate) fn write_reference(cx: &mut Ctx<'_, '_>, name: &str, version: u64, ro
         synced_at: cx.t,
         row_count: rows.len() as u64,
     };
-    cx.txn.put(Table::Reference, Key::new().str(name).build(), &snapshot);
+    cx.txn
+        .put(Table::Reference, Key::new().str(name).build(), &snapshot);
     Ok(Outcome::Count(snapshot.row_count))
 }

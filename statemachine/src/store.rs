@@ -198,7 +198,10 @@ impl MemStore {
 }
 
 /// Bounds of the `[start, end)` range as `BTreeMap` bounds.
-pub(crate) fn range_bounds<'k>(start: &'k [u8], end: Option<&'k [u8]>) -> (Bound<&'k [u8]>, Bound<&'k [u8]>) {
+pub(crate) fn range_bounds<'k>(
+    start: &'k [u8],
+    end: Option<&'k [u8]>,
+) -> (Bound<&'k [u8]>, Bound<&'k [u8]>) {
     (
         Bound::Included(start),
         match end {

@@ -43,7 +43,9 @@ impl<'s, S: Store + ?Sized> Txn<'s, S> {
     /// Undo every write made since `cp`.
     pub fn rollback(&mut self, cp: Checkpoint) {
         while self.undo.len() > cp.0 {
-            let Some((table, key, prev)) = self.undo.pop() else { break };
+            let Some((table, key, prev)) = self.undo.pop() else {
+                break;
+            };
             let t = self.overlay.entry(table).or_default();
             match prev {
                 Some(v) => {
@@ -68,13 +70,19 @@ impl<'s, S: Store + ?Sized> Txn<'s, S> {
         self.base.get(table, key)
     }
 
-    pub fn get<T: DeserializeOwned>(&self, table: Table, key: &[u8]) -> Result<Option<T>, StoreError> {
+    pub fn get<T: DeserializeOwned>(
+        &self,
+        table: Table,
+        key: &[u8],
+    ) -> Result<Option<T>, StoreError> {
         match self.get_raw(table, key)? {
             None => Ok(None),
-            Some(bytes) => codec::decode(&bytes).map(Some).map_err(|e| StoreError::Corrupt {
-                table,
-                reason: e.to_string(),
-            }),
+            Some(bytes) => codec::decode(&bytes)
+                .map(Some)
+                .map_err(|e| StoreError::Corrupt {
+                    table,
+                    reason: e.to_string(),
+                }),
         }
     }
 
@@ -129,7 +137,12 @@ impl<'s, S: Store + ?Sized> Txn<'s, S> {
     }
 
     /// Scan every key starting with `prefix`.
-    pub fn scan_prefix(&self, table: Table, prefix: &[u8], dir: Direction) -> Result<MergeIter<'_>, StoreError> {
+    pub fn scan_prefix(
+        &self,
+        table: Table,
+        prefix: &[u8],
+        dir: Direction,
+    ) -> Result<MergeIter<'_>, StoreError> {
         let end = crate::keys::prefix_end(prefix);
         self.scan(table, prefix, end.as_deref(), dir)
     }

@@ -15,10 +15,16 @@ pub fn name(field: &str, value: &str) -> Result<(), Rejection> {
         return Err(Rejection::invalid(field, "must not be empty"));
     }
     if value.len() > MAX_NAME_LEN {
-        return Err(Rejection::invalid(field, format!("longer than {MAX_NAME_LEN} bytes")));
+        return Err(Rejection::invalid(
+            field,
+            format!("longer than {MAX_NAME_LEN} bytes"),
+        ));
     }
     if value.chars().any(char::is_control) {
-        return Err(Rejection::invalid(field, "must not contain control characters"));
+        return Err(Rejection::invalid(
+            field,
+            "must not contain control characters",
+        ));
     }
     Ok(())
 }
@@ -29,7 +35,10 @@ pub fn opt_name(field: &str, value: Option<&str>) -> Result<(), Rejection> {
 
 pub fn ttl(field: &str, ttl_ms: u64) -> Result<(), Rejection> {
     if ttl_ms == 0 || ttl_ms > MAX_TTL_MS {
-        return Err(Rejection::invalid(field, format!("must be between 1 and {MAX_TTL_MS} ms")));
+        return Err(Rejection::invalid(
+            field,
+            format!("must be between 1 and {MAX_TTL_MS} ms"),
+        ));
     }
     Ok(())
 }

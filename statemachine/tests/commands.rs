@@ -1198,7 +1198,9 @@ fn a_released_lane_is_still_held_by_the_previous_owners_live_row() {
     }
     // Once a's row lease has run out, b recovers the stranded head itself.
     h.advance(5_001);
-    let next = h.fifo(Stage::Outbound, "d", "b", 5_000).expect("b gets the head");
+    let next = h
+        .fifo(Stage::Outbound, "d", "b", 5_000)
+        .expect("b gets the head");
     assert_eq!(next.row_id, head.row_id);
 }
 

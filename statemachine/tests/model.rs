@@ -1157,7 +1157,10 @@ impl Model {
                     .find(|c| c.0 != *owner && c.1 >= t)
                     .map(|c| (c.0.clone(), c.1));
                 if let Some((holder, expires_at)) = other_live {
-                    return Ok(Outcome::FifoClaimed(Err(FifoEmpty::LaneBusy { holder, expires_at })));
+                    return Ok(Outcome::FifoClaimed(Err(FifoEmpty::LaneBusy {
+                        holder,
+                        expires_at,
+                    })));
                 }
                 // 1. the lane lease.
                 let state = self.lane_mut(*stage, lane);

@@ -180,7 +180,7 @@ code=$(api "$(port_of "$r")" GET "/v1/messages/$id_b?consistency=linearizable")
 [ "$code" = 200 ] || fail "n$r cannot read message B: $code $(cat "$BODY")"
 code=$(api "$(port_of "$w")" GET /v1/cluster)
 say "n$r serves message B; new leader: node $(json leader_id) (term $(json term))"
-say "killed container n$leader is '$(health_of "$(cid "$leader")")' (restart policy: unless-stopped)"
+say "killed container n$leader: $(docker inspect -f 'state={{.State.Status}} restarts={{.RestartCount}}' "$(cid "$leader")")"
 
 # --- 7. bring the killed node back ---
 say "docker start n$leader"

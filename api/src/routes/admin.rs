@@ -16,7 +16,12 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-pub async fn namespace(State(state): State<Arc<AppState>>, caller: Caller, Path(ns): Path<String>, Query(opts): Query<ReadOpts>) -> ApiResult<Json<Value>> {
+pub async fn namespace(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(ns): Path<String>,
+    Query(opts): Query<ReadOpts>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Read)?;
     check_name("namespace", &ns)?;
     prepare_read(&state, &opts).await?;
@@ -37,7 +42,9 @@ pub async fn state_entry(
     match backend::read(state.backend.as_ref(), |r| r.state_entry(&ns, &key))? {
         Some(e) => {
             let value: Value = serde_json::from_str(&e.value).unwrap_or(Value::String(e.value));
-            Ok(Json(json!({ "namespace": ns, "key": key, "value": value, "set_at": e.set_at, "message_id": e.message_id })))
+            Ok(Json(
+                json!({ "namespace": ns, "key": key, "value": value, "set_at": e.set_at, "message_id": e.message_id }),
+            ))
         }
         None => Err(ApiError::not_found(format!("no state {ns}/{key}"))),
     }
@@ -50,7 +57,12 @@ pub struct ReferenceBody {
     rows: BTreeMap<String, String>,
 }
 
-pub async fn put_reference(State(state): State<Arc<AppState>>, caller: Caller, Path(name): Path<String>, JsonBody(b): JsonBody<ReferenceBody>) -> ApiResult<Json<Value>> {
+pub async fn put_reference(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(name): Path<String>,
+    JsonBody(b): JsonBody<ReferenceBody>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Operate)?;
     check_name("name", &name)?;
     let command = Command::WriteReferenceSnapshot {
@@ -64,12 +76,19 @@ pub async fn put_reference(State(state): State<Arc<AppState>>, caller: Caller, P
     }
 }
 
-pub async fn get_reference(State(state): State<Arc<AppState>>, caller: Caller, Path(name): Path<String>, Query(opts): Query<ReadOpts>) -> ApiResult<Json<Value>> {
+pub async fn get_reference(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(name): Path<String>,
+    Query(opts): Query<ReadOpts>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Read)?;
     check_name("name", &name)?;
     prepare_read(&state, &opts).await?;
     match backend::read(state.backend.as_ref(), |r| r.reference(&name))? {
-        Some(s) => Ok(Json(serde_json::to_value(s).map_err(|e| ApiError::internal(e.to_string()))?)),
+        Some(s) => Ok(Json(
+            serde_json::to_value(s).map_err(|e| ApiError::internal(e.to_string()))?,
+        )),
         None => Err(ApiError::not_found(format!("no reference snapshot {name}"))),
     }
 }
@@ -81,13 +100,28 @@ pub struct PurgeBody {
     older_than_ms: u64,
 }
 
-pub async fn purge(State(state): State<Arc<AppState>>, caller: Caller, JsonBody(b): JsonBody<PurgeBody>) -> ApiResult<Json<Value>> {
+pub async fn purge(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    JsonBody(b): JsonBody<PurgeBody>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Operate)?;
     let command = match b.kind.as_str() {
-        "bodies" => Command::PurgeMessageBodies { older_than: b.older_than_ms },
-        "dead_letters" => Command::PurgeDeadLetters { older_than: b.older_than_ms },
-        "state" => Command::PurgeState { older_than: b.older_than_ms },
-        other => return Err(ApiError::invalid("kind", format!("'{other}' is not bodies, dead_letters or state"))),
+        "bodies" => Command::PurgeMessageBodies {
+            older_than: b.older_than_ms,
+        },
+        "dead_letters" => Command::PurgeDeadLetters {
+            older_than: b.older_than_ms,
+        },
+        "state" => Command::PurgeState {
+            older_than: b.older_than_ms,
+        },
+        other => {
+            return Err(ApiError::invalid(
+                "kind",
+                format!("'{other}' is not bodies, dead_letters or state"),
+            ))
+        }
     };
     match propose(&state, &caller, command).await? {
         (index, Outcome::Count(n)) => Ok(Json(json!({ "purged": n, "index": index }))),
@@ -104,7 +138,11 @@ pub struct ApprovalBody {
     ttl_ms: Option<u64>,
 }
 
-pub async fn create_approval(State(state): State<Arc<AppState>>, caller: Caller, JsonBody(b): JsonBody<ApprovalBody>) -> ApiResult<(StatusCode, Json<Value>)> {
+pub async fn create_approval(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    JsonBody(b): JsonBody<ApprovalBody>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
     caller.require(Permission::Operate)?;
     check_name("operation", &b.operation)?;
     let command = Command::CreateApproval {
@@ -113,20 +151,32 @@ pub async fn create_approval(State(state): State<Arc<AppState>>, caller: Caller,
         ttl_ms: b.ttl_ms.unwrap_or(24 * 60 * 60 * 1000),
     };
     match propose(&state, &caller, command).await? {
-        (index, Outcome::Approval(id)) => Ok((StatusCode::CREATED, Json(json!({ "id": id, "index": index })))),
+        (index, Outcome::Approval(id)) => Ok((
+            StatusCode::CREATED,
+            Json(json!({ "id": id, "index": index })),
+        )),
         (_, other) => Err(unexpected(other)),
     }
 }
 
 fn approval_id(s: &str) -> ApiResult<ApprovalId> {
-    s.parse::<u64>().map(ApprovalId).map_err(|_| ApiError::invalid("id", "must be an approval id (an integer)"))
+    s.parse::<u64>()
+        .map(ApprovalId)
+        .map_err(|_| ApiError::invalid("id", "must be an approval id (an integer)"))
 }
 
-pub async fn get_approval(State(state): State<Arc<AppState>>, caller: Caller, Path(id): Path<String>, Query(opts): Query<ReadOpts>) -> ApiResult<Json<Value>> {
+pub async fn get_approval(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(opts): Query<ReadOpts>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Read)?;
     let id = approval_id(&id)?;
     prepare_read(&state, &opts).await?;
-    let (approval, t) = backend::read(state.backend.as_ref(), |r| Ok((r.approval(id)?, r.meta().clock)))?;
+    let (approval, t) = backend::read(state.backend.as_ref(), |r| {
+        Ok((r.approval(id)?, r.meta().clock))
+    })?;
     match approval {
         Some(a) => {
             let status = a.status_at(t);
@@ -144,16 +194,36 @@ pub struct DecideBody {
     approve: bool,
 }
 
-pub async fn decide_approval(State(state): State<Arc<AppState>>, caller: Caller, Path(id): Path<String>, JsonBody(b): JsonBody<DecideBody>) -> ApiResult<Json<Value>> {
+pub async fn decide_approval(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(b): JsonBody<DecideBody>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Operate)?;
     let id = approval_id(&id)?;
-    match propose(&state, &caller, Command::DecideApproval { id, approve: b.approve }).await? {
-        (index, Outcome::Approval(id)) => Ok(Json(json!({ "id": id, "approved": b.approve, "index": index }))),
+    match propose(
+        &state,
+        &caller,
+        Command::DecideApproval {
+            id,
+            approve: b.approve,
+        },
+    )
+    .await?
+    {
+        (index, Outcome::Approval(id)) => Ok(Json(
+            json!({ "id": id, "approved": b.approve, "index": index }),
+        )),
         (_, other) => Err(unexpected(other)),
     }
 }
 
-pub async fn list_tokens(State(state): State<Arc<AppState>>, caller: Caller, Query(opts): Query<ReadOpts>) -> ApiResult<Json<Value>> {
+pub async fn list_tokens(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Query(opts): Query<ReadOpts>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Admin)?;
     prepare_read(&state, &opts).await?;
     let principals = backend::read(state.backend.as_ref(), |r| r.principals())?;
@@ -174,10 +244,15 @@ pub struct TokenBody {
 
 /// Create (or rotate) a principal's token. The token is generated here, by the proposer, shown
 /// once in the response, and only its hash enters the log.
-pub async fn create_token(State(state): State<Arc<AppState>>, caller: Caller, JsonBody(b): JsonBody<TokenBody>) -> ApiResult<(StatusCode, Json<Value>)> {
+pub async fn create_token(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    JsonBody(b): JsonBody<TokenBody>,
+) -> ApiResult<(StatusCode, Json<Value>)> {
     caller.require(Permission::Admin)?;
     check_name("name", &b.name)?;
-    let role = Role::parse(&b.role).ok_or_else(|| ApiError::invalid("role", "must be admin, operator, worker or viewer"))?;
+    let role = Role::parse(&b.role)
+        .ok_or_else(|| ApiError::invalid("role", "must be admin, operator, worker or viewer"))?;
     if let Some(chs) = &b.channels {
         for c in chs {
             check_name("channels", c)?;
@@ -193,12 +268,19 @@ pub async fn create_token(State(state): State<Arc<AppState>>, caller: Caller, Js
         channels: b.channels,
     };
     match propose(&state, &caller, command).await? {
-        (index, Outcome::Done) => Ok((StatusCode::CREATED, Json(json!({ "name": b.name, "role": b.role, "token": token, "index": index })))),
+        (index, Outcome::Done) => Ok((
+            StatusCode::CREATED,
+            Json(json!({ "name": b.name, "role": b.role, "token": token, "index": index })),
+        )),
         (_, other) => Err(unexpected(other)),
     }
 }
 
-pub async fn revoke_token(State(state): State<Arc<AppState>>, caller: Caller, Path(name): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn revoke_token(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Admin)?;
     check_name("name", &name)?;
     match propose(&state, &caller, Command::RevokePrincipal { name }).await? {

@@ -21,7 +21,11 @@ pub struct AppendBody {
     detail: Option<String>,
 }
 
-pub async fn append(State(state): State<Arc<AppState>>, caller: Caller, JsonBody(b): JsonBody<AppendBody>) -> ApiResult<Json<Value>> {
+pub async fn append(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    JsonBody(b): JsonBody<AppendBody>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Operate)?;
     check_name("action", &b.action)?;
     if let Some(c) = &b.channel {
@@ -34,7 +38,9 @@ pub async fn append(State(state): State<Arc<AppState>>, caller: Caller, JsonBody
         detail: b.detail,
     };
     match propose(&state, &caller, command).await? {
-        (index, Outcome::Audit { seq, hash }) => Ok(Json(json!({ "seq": seq, "hash": hash, "index": index }))),
+        (index, Outcome::Audit { seq, hash }) => {
+            Ok(Json(json!({ "seq": seq, "hash": hash, "index": index })))
+        }
         (_, other) => Err(unexpected(other)),
     }
 }
@@ -50,17 +56,32 @@ pub struct AuditQuery {
 }
 
 fn org(q: &AuditQuery) -> ApiResult<&str> {
-    let org = q.org.as_deref().ok_or_else(|| ApiError::invalid("org", "audit reads must name an org"))?;
+    let org = q
+        .org
+        .as_deref()
+        .ok_or_else(|| ApiError::invalid("org", "audit reads must name an org"))?;
     check_name("org", org)?;
     Ok(org)
 }
 
-pub async fn list(State(state): State<Arc<AppState>>, caller: Caller, Query(q): Query<AuditQuery>) -> ApiResult<Json<Value>> {
+pub async fn list(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Query(q): Query<AuditQuery>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Read)?;
     let org = org(&q)?.to_string();
-    prepare_read(&state, &ReadOpts { consistency: q.consistency.clone() }).await?;
+    prepare_read(
+        &state,
+        &ReadOpts {
+            consistency: q.consistency.clone(),
+        },
+    )
+    .await?;
     let limit = q.limit.unwrap_or(100).clamp(1, 1000);
-    let rows = backend::read(state.backend.as_ref(), |r| r.audit_list(&org, q.from.unwrap_or(0), limit))?;
+    let rows = backend::read(state.backend.as_ref(), |r| {
+        r.audit_list(&org, q.from.unwrap_or(0), limit)
+    })?;
     let rows: Vec<Value> = rows
         .into_iter()
         .filter(|row| row.channel_id.as_deref().is_none_or(|c| caller.may_see(c)))
@@ -75,29 +96,56 @@ pub async fn list(State(state): State<Arc<AppState>>, caller: Caller, Query(q): 
     Ok(Json(json!({ "org": org, "rows": rows })))
 }
 
-pub async fn anchor(State(state): State<Arc<AppState>>, caller: Caller, Query(q): Query<AuditQuery>) -> ApiResult<Json<Value>> {
+pub async fn anchor(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Query(q): Query<AuditQuery>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Read)?;
     let org = org(&q)?.to_string();
-    prepare_read(&state, &ReadOpts { consistency: q.consistency.clone() }).await?;
+    prepare_read(
+        &state,
+        &ReadOpts {
+            consistency: q.consistency.clone(),
+        },
+    )
+    .await?;
     let head = backend::read(state.backend.as_ref(), |r| r.audit_anchor(&org))?;
-    Ok(Json(json!({ "org": org, "count": head.count, "head": hex::encode(head.head_hash), "era": head.era })))
+    Ok(Json(
+        json!({ "org": org, "count": head.count, "head": hex::encode(head.head_hash), "era": head.era }),
+    ))
 }
 
-pub async fn verify(State(state): State<Arc<AppState>>, caller: Caller, Query(q): Query<AuditQuery>) -> ApiResult<Json<Value>> {
+pub async fn verify(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Query(q): Query<AuditQuery>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Read)?;
     let org = org(&q)?.to_string();
     let anchor = match (q.count, &q.head) {
         (None, None) => None,
         (Some(count), Some(head)) => {
-            let bytes = hex::decode(head).map_err(|_| ApiError::invalid("head", "must be 64 hex digits"))?;
-            let hash: [u8; 32] = bytes.try_into().map_err(|_| ApiError::invalid("head", "must be 64 hex digits"))?;
+            let bytes = hex::decode(head)
+                .map_err(|_| ApiError::invalid("head", "must be 64 hex digits"))?;
+            let hash: [u8; 32] = bytes
+                .try_into()
+                .map_err(|_| ApiError::invalid("head", "must be 64 hex digits"))?;
             Some((count, hash))
         }
         _ => return Err(ApiError::invalid("count", "count and head go together")),
     };
-    prepare_read(&state, &ReadOpts { consistency: q.consistency.clone() }).await?;
+    prepare_read(
+        &state,
+        &ReadOpts {
+            consistency: q.consistency.clone(),
+        },
+    )
+    .await?;
     let v = backend::read(state.backend.as_ref(), |r| r.audit_verify(&org, anchor))?;
-    Ok(Json(serde_json::to_value(v).map_err(|e| ApiError::internal(e.to_string()))?))
+    Ok(Json(
+        serde_json::to_value(v).map_err(|e| ApiError::internal(e.to_string()))?,
+    ))
 }
 
 #[derive(Deserialize)]
@@ -106,11 +154,17 @@ pub struct SealBody {
     org: String,
 }
 
-pub async fn seal(State(state): State<Arc<AppState>>, caller: Caller, JsonBody(b): JsonBody<SealBody>) -> ApiResult<Json<Value>> {
+pub async fn seal(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    JsonBody(b): JsonBody<SealBody>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Operate)?;
     check_name("org", &b.org)?;
     match propose(&state, &caller, Command::SealAuditEpoch { org: b.org }).await? {
-        (index, Outcome::Audit { seq, hash }) => Ok(Json(json!({ "seq": seq, "hash": hash, "index": index }))),
+        (index, Outcome::Audit { seq, hash }) => {
+            Ok(Json(json!({ "seq": seq, "hash": hash, "index": index })))
+        }
         (_, other) => Err(unexpected(other)),
     }
 }

@@ -13,35 +13,66 @@ use raftlane_statemachine::{Command, Outcome};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-pub async fn get_current(State(state): State<Arc<AppState>>, caller: Caller, Query(opts): Query<ReadOpts>) -> ApiResult<Json<Value>> {
+pub async fn get_current(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Query(opts): Query<ReadOpts>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Read)?;
     prepare_read(&state, &opts).await?;
     let v = backend::read(state.backend.as_ref(), |r| r.config())?;
-    Ok(Json(json!({ "version": v.version, "config": v.doc, "set_at": v.set_at, "set_by": v.set_by })))
+    Ok(Json(
+        json!({ "version": v.version, "config": v.doc, "set_at": v.set_at, "set_by": v.set_by }),
+    ))
 }
 
-pub async fn get_version(State(state): State<Arc<AppState>>, caller: Caller, Path(v): Path<String>, Query(opts): Query<ReadOpts>) -> ApiResult<Json<Value>> {
+pub async fn get_version(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(v): Path<String>,
+    Query(opts): Query<ReadOpts>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Read)?;
-    let v: u64 = v.parse().map_err(|_| ApiError::invalid("version", "must be an integer"))?;
+    let v: u64 = v
+        .parse()
+        .map_err(|_| ApiError::invalid("version", "must be an integer"))?;
     prepare_read(&state, &opts).await?;
     match backend::read(state.backend.as_ref(), |r| r.config_version(v))? {
-        Some(c) => Ok(Json(json!({ "version": c.version, "config": c.doc, "set_at": c.set_at, "set_by": c.set_by }))),
+        Some(c) => Ok(Json(
+            json!({ "version": c.version, "config": c.doc, "set_at": c.set_at, "set_by": c.set_by }),
+        )),
         None => Err(ApiError::not_found(format!("config version {v} not found"))),
     }
 }
 
 /// `PUT /v1/config` with `If-Match: <version>`: compare-and-set; 412 with the current version.
-pub async fn put_config(State(state): State<Arc<AppState>>, caller: Caller, headers: HeaderMap, JsonBody(doc): JsonBody<ConfigDoc>) -> ApiResult<Json<Value>> {
+pub async fn put_config(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    headers: HeaderMap,
+    JsonBody(doc): JsonBody<ConfigDoc>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Operate)?;
     let expected = headers
         .get("if-match")
         .and_then(|v| v.to_str().ok())
-        .ok_or_else(|| ApiError::invalid("If-Match", "required: the version this change is based on"))?
+        .ok_or_else(|| {
+            ApiError::invalid("If-Match", "required: the version this change is based on")
+        })?
         .trim()
         .trim_matches('"')
         .parse::<u64>()
         .map_err(|_| ApiError::invalid("If-Match", "must be a version number"))?;
-    match propose(&state, &caller, Command::PutConfig { expected_version: expected, config: doc }).await? {
+    match propose(
+        &state,
+        &caller,
+        Command::PutConfig {
+            expected_version: expected,
+            config: doc,
+        },
+    )
+    .await?
+    {
         (index, Outcome::ConfigVersion(v)) => Ok(Json(json!({ "version": v, "index": index }))),
         (_, other) => Err(unexpected(other)),
     }

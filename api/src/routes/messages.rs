@@ -29,23 +29,36 @@ struct EnqueueBody {
 }
 
 fn header(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string)
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
 }
 
 /// `POST /v1/channels/{channel}/messages`: JSON body, or a raw body with `X-` headers.
-pub async fn enqueue(State(state): State<Arc<AppState>>, caller: Caller, Path(channel): Path<String>, req: Request) -> ApiResult<(StatusCode, Json<Value>)> {
+pub async fn enqueue(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(channel): Path<String>,
+    req: Request,
+) -> ApiResult<(StatusCode, Json<Value>)> {
     caller.require(Permission::Produce)?;
     check_name("channel", &channel)?;
     caller.require_channel(&channel)?;
     let headers = req.headers().clone();
-    let is_json = header(&headers, "content-type").is_some_and(|c| c.starts_with("application/json"));
+    let is_json =
+        header(&headers, "content-type").is_some_and(|c| c.starts_with("application/json"));
     let bytes = Bytes::from_request(req, &()).await.map_err(body_error)?;
     let body: EnqueueBody = if is_json {
         parse_json(&bytes)?
     } else {
-        let raw = String::from_utf8(bytes.to_vec()).map_err(|_| ApiError::invalid("body", "raw body must be UTF-8 text"))?;
+        let raw = String::from_utf8(bytes.to_vec())
+            .map_err(|_| ApiError::invalid("body", "raw body must be UTF-8 text"))?;
         let metadata = match header(&headers, "x-metadata") {
-            Some(m) => Some(serde_json::from_str(&m).map_err(|e| ApiError::invalid("X-Metadata", e.to_string()))?),
+            Some(m) => Some(
+                serde_json::from_str(&m)
+                    .map_err(|e| ApiError::invalid("X-Metadata", e.to_string()))?,
+            ),
             None => None,
         };
         EnqueueBody {
@@ -82,9 +95,22 @@ pub async fn enqueue(State(state): State<Arc<AppState>>, caller: Caller, Path(ch
         idempotency_key,
     };
     match propose(&state, &caller, command).await? {
-        (index, Outcome::Enqueued { message_id, duplicate }) => {
-            let status = if duplicate { StatusCode::OK } else { StatusCode::CREATED };
-            Ok((status, Json(json!({ "message_id": message_id, "duplicate": duplicate, "index": index }))))
+        (
+            index,
+            Outcome::Enqueued {
+                message_id,
+                duplicate,
+            },
+        ) => {
+            let status = if duplicate {
+                StatusCode::OK
+            } else {
+                StatusCode::CREATED
+            };
+            Ok((
+                status,
+                Json(json!({ "message_id": message_id, "duplicate": duplicate, "index": index })),
+            ))
         }
         (_, other) => Err(unexpected(other)),
     }
@@ -101,16 +127,29 @@ pub struct ListQuery {
     consistency: Option<String>,
 }
 
-pub async fn list(State(state): State<Arc<AppState>>, caller: Caller, Query(q): Query<ListQuery>) -> ApiResult<Json<Value>> {
+pub async fn list(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Query(q): Query<ListQuery>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Read)?;
     let status = match q.status.as_deref() {
         None => None,
-        Some(s) => Some(MessageStatus::parse(s).ok_or_else(|| ApiError::invalid("status", format!("unknown status '{s}'")))?),
+        Some(s) => Some(
+            MessageStatus::parse(s)
+                .ok_or_else(|| ApiError::invalid("status", format!("unknown status '{s}'")))?,
+        ),
     };
     if let Some(c) = &q.channel {
         caller.require_channel(c)?;
     }
-    prepare_read(&state, &ReadOpts { consistency: q.consistency }).await?;
+    prepare_read(
+        &state,
+        &ReadOpts {
+            consistency: q.consistency,
+        },
+    )
+    .await?;
     let filter = MessageFilter {
         channel: q.channel,
         status,
@@ -124,28 +163,42 @@ pub async fn list(State(state): State<Arc<AppState>>, caller: Caller, Query(q): 
     Ok(Json(json!({ "messages": messages })))
 }
 
-pub async fn get_one(State(state): State<Arc<AppState>>, caller: Caller, Path(id): Path<String>, Query(opts): Query<ReadOpts>) -> ApiResult<Json<Value>> {
+pub async fn get_one(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(opts): Query<ReadOpts>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Read)?;
     let id = parse_message_id(&id)?;
     prepare_read(&state, &opts).await?;
     let view = backend::read(state.backend.as_ref(), |r| r.message(id))?;
     match view {
-        Some(v) if caller.may_see(&v.message.channel_id) => Ok(Json(serde_json::to_value(v).map_err(|e| ApiError::internal(e.to_string()))?)),
+        Some(v) if caller.may_see(&v.message.channel_id) => Ok(Json(
+            serde_json::to_value(v).map_err(|e| ApiError::internal(e.to_string()))?,
+        )),
         _ => Err(ApiError::not_found(format!("message {id} not found"))),
     }
 }
 
 pub fn parse_message_id(s: &str) -> ApiResult<MessageId> {
-    s.parse::<u64>().map(MessageId).map_err(|_| ApiError::invalid("id", "must be a message id (an integer)"))
+    s.parse::<u64>()
+        .map(MessageId)
+        .map_err(|_| ApiError::invalid("id", "must be a message id (an integer)"))
 }
 
 /// Load a message's channel for a scope check (stale read: channels never change).
 fn message_channel(state: &AppState, id: MessageId) -> ApiResult<String> {
     let view = backend::read(state.backend.as_ref(), |r| r.message(id))?;
-    view.map(|v| v.message.channel_id).ok_or_else(|| ApiError::not_found(format!("message {id} not found")))
+    view.map(|v| v.message.channel_id)
+        .ok_or_else(|| ApiError::not_found(format!("message {id} not found")))
 }
 
-pub async fn replay(State(state): State<Arc<AppState>>, caller: Caller, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn replay(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Operate)?;
     let id = parse_message_id(&id)?;
     if caller.channels.is_some() {
@@ -165,15 +218,31 @@ pub struct DeadQuery {
     consistency: Option<String>,
 }
 
-pub async fn dead_letters(State(state): State<Arc<AppState>>, caller: Caller, Query(q): Query<DeadQuery>) -> ApiResult<Json<Value>> {
+pub async fn dead_letters(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Query(q): Query<DeadQuery>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Read)?;
     if let Some(c) = &q.channel {
         caller.require_channel(c)?;
     }
-    prepare_read(&state, &ReadOpts { consistency: q.consistency }).await?;
+    prepare_read(
+        &state,
+        &ReadOpts {
+            consistency: q.consistency,
+        },
+    )
+    .await?;
     let limit = q.limit.unwrap_or(100).clamp(1, 1000);
-    let rows = backend::read(state.backend.as_ref(), |r| r.dead_letters(q.channel.as_deref(), q.destination.as_deref(), limit * 4))?;
-    let rows: Vec<_> = rows.into_iter().filter(|r| caller.may_see(&r.channel_id)).take(limit).collect();
+    let rows = backend::read(state.backend.as_ref(), |r| {
+        r.dead_letters(q.channel.as_deref(), q.destination.as_deref(), limit * 4)
+    })?;
+    let rows: Vec<_> = rows
+        .into_iter()
+        .filter(|r| caller.may_see(&r.channel_id))
+        .take(limit)
+        .collect();
     Ok(Json(json!({ "dead_letters": rows })))
 }
 
@@ -184,12 +253,25 @@ pub struct ReplayDeadBody {
     destination: Option<String>,
 }
 
-pub async fn replay_dead(State(state): State<Arc<AppState>>, caller: Caller, RawBody(body): RawBody) -> ApiResult<Json<Value>> {
+pub async fn replay_dead(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    RawBody(body): RawBody,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Operate)?;
-    let body: ReplayDeadBody = if body.is_empty() { ReplayDeadBody::default() } else { parse_json(&body)? };
+    let body: ReplayDeadBody = if body.is_empty() {
+        ReplayDeadBody::default()
+    } else {
+        parse_json(&body)?
+    };
     match (&body.channel, &caller.channels) {
         (Some(c), _) => caller.require_channel(c)?,
-        (None, Some(_)) => return Err(ApiError::invalid("channel", "a channel-scoped token must name a channel")),
+        (None, Some(_)) => {
+            return Err(ApiError::invalid(
+                "channel",
+                "a channel-scoped token must name a channel",
+            ))
+        }
         (None, None) => {}
     }
     let command = Command::ReplayDead {
@@ -202,9 +284,15 @@ pub async fn replay_dead(State(state): State<Arc<AppState>>, caller: Caller, Raw
     }
 }
 
-pub async fn stats(State(state): State<Arc<AppState>>, caller: Caller, Query(opts): Query<ReadOpts>) -> ApiResult<Json<Value>> {
+pub async fn stats(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Query(opts): Query<ReadOpts>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Read)?;
     prepare_read(&state, &opts).await?;
     let stats = backend::read(state.backend.as_ref(), |r| Ok(r.stats()))?;
-    Ok(Json(serde_json::to_value(stats).map_err(|e| ApiError::internal(e.to_string()))?))
+    Ok(Json(
+        serde_json::to_value(stats).map_err(|e| ApiError::internal(e.to_string()))?,
+    ))
 }

@@ -25,19 +25,31 @@ pub async fn prepare_read(state: &AppState, opts: &ReadOpts) -> ApiResult<()> {
     match opts.consistency.as_deref() {
         Some("stale") => Ok(()),
         None | Some("linearizable") => forward::linearize(state).await,
-        Some(other) => Err(ApiError::invalid("consistency", format!("'{other}' is not 'stale' or 'linearizable'"))),
+        Some(other) => Err(ApiError::invalid(
+            "consistency",
+            format!("'{other}' is not 'stale' or 'linearizable'"),
+        )),
     }
 }
 
 /// Propose a command as `caller`; a rejection becomes its HTTP error.
-pub async fn propose(state: &AppState, caller: &Caller, command: Command) -> ApiResult<(u64, Outcome)> {
+pub async fn propose(
+    state: &AppState,
+    caller: &Caller,
+    command: Command,
+) -> ApiResult<(u64, Outcome)> {
     let envelope = state.envelope(&caller.name, command);
     let (index, response) = forward::write(state, envelope).await?;
     Ok((index, response?))
 }
 
 pub fn parse_stage(s: &str) -> ApiResult<Stage> {
-    Stage::parse(s).ok_or_else(|| ApiError::invalid("stage", format!("'{s}' is not one of ingress, routed, outbound, response")))
+    Stage::parse(s).ok_or_else(|| {
+        ApiError::invalid(
+            "stage",
+            format!("'{s}' is not one of ingress, routed, outbound, response"),
+        )
+    })
 }
 
 pub fn check_name(field: &str, value: &str) -> ApiResult<()> {

@@ -7,7 +7,9 @@ use crate::backend;
 use crate::error::{ApiError, ApiResult};
 use axum::extract::State;
 use axum::Json;
-use raftlane_statemachine::command::{Delivery, HandlerWork, HandoffDisposition, RetryPolicy, RouteDisposition, StateOp};
+use raftlane_statemachine::command::{
+    Delivery, HandlerWork, HandoffDisposition, RetryPolicy, RouteDisposition, StateOp,
+};
 use raftlane_statemachine::{checks, Command, Fence, FifoEmpty, Outcome, RowId};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -42,7 +44,9 @@ pub async fn claim_fifo(
     if stage != raftlane_statemachine::row::Stage::Outbound {
         caller.require_channel(&name)?;
     } else if caller.channels.is_some() {
-        return Err(ApiError::forbidden("channel-scoped tokens cannot claim a whole outbound lane"));
+        return Err(ApiError::forbidden(
+            "channel-scoped tokens cannot claim a whole outbound lane",
+        ));
     }
     let command = Command::ClaimNextFifo {
         stage,
@@ -52,11 +56,15 @@ pub async fn claim_fifo(
     };
     match propose(&state, &caller, command).await? {
         (_, Outcome::FifoClaimed(Ok(item))) => Ok(Json(json!({ "item": item }))),
-        (_, Outcome::FifoClaimed(Err(FifoEmpty::Empty))) => Ok(Json(json!({ "item": null, "reason": "empty" }))),
-        (_, Outcome::FifoClaimed(Err(FifoEmpty::NotDue { due_at }))) => Ok(Json(json!({ "item": null, "reason": "not_due", "due_at": due_at }))),
-        (_, Outcome::FifoClaimed(Err(FifoEmpty::LaneBusy { holder, expires_at }))) => {
-            Ok(Json(json!({ "item": null, "reason": "lane_busy", "holder": holder, "expires_at": expires_at })))
+        (_, Outcome::FifoClaimed(Err(FifoEmpty::Empty))) => {
+            Ok(Json(json!({ "item": null, "reason": "empty" })))
         }
+        (_, Outcome::FifoClaimed(Err(FifoEmpty::NotDue { due_at }))) => Ok(Json(
+            json!({ "item": null, "reason": "not_due", "due_at": due_at }),
+        )),
+        (_, Outcome::FifoClaimed(Err(FifoEmpty::LaneBusy { holder, expires_at }))) => Ok(Json(
+            json!({ "item": null, "reason": "lane_busy", "holder": holder, "expires_at": expires_at }),
+        )),
         (_, other) => Err(unexpected(other)),
     }
 }
@@ -120,13 +128,27 @@ pub struct CancelBody {
     top_only: bool,
 }
 
-pub async fn cancel(State(state): State<Arc<AppState>>, caller: Caller, Path(dest): Path<String>, RawBody(body): RawBody) -> ApiResult<Json<Value>> {
+pub async fn cancel(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(dest): Path<String>,
+    RawBody(body): RawBody,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Operate)?;
     check_name("destination", &dest)?;
-    let body: CancelBody = if body.is_empty() { CancelBody::default() } else { parse_json(&body)? };
+    let body: CancelBody = if body.is_empty() {
+        CancelBody::default()
+    } else {
+        parse_json(&body)?
+    };
     match (&body.channel, &caller.channels) {
         (Some(c), _) => caller.require_channel(c)?,
-        (None, Some(_)) => return Err(ApiError::invalid("channel", "a channel-scoped token must name a channel")),
+        (None, Some(_)) => {
+            return Err(ApiError::invalid(
+                "channel",
+                "a channel-scoped token must name a channel",
+            ))
+        }
         (None, None) => {}
     }
     let command = Command::CancelQueued {
@@ -151,17 +173,32 @@ pub struct ClaimBody {
     destination: Option<String>,
 }
 
-pub async fn claim_ready(State(state): State<Arc<AppState>>, caller: Caller, JsonBody(body): JsonBody<ClaimBody>) -> ApiResult<Json<Value>> {
+pub async fn claim_ready(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    JsonBody(body): JsonBody<ClaimBody>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Work)?;
     let stage = parse_stage(&body.stage)?;
     check_name("owner", &body.owner)?;
     checks::ttl("ttl_ms", body.ttl_ms)?;
     if body.limit == 0 || body.limit > raftlane_statemachine::MAX_CLAIM_LIMIT {
-        return Err(ApiError::invalid("limit", format!("must be between 1 and {}", raftlane_statemachine::MAX_CLAIM_LIMIT)));
+        return Err(ApiError::invalid(
+            "limit",
+            format!(
+                "must be between 1 and {}",
+                raftlane_statemachine::MAX_CLAIM_LIMIT
+            ),
+        ));
     }
     match (&body.channel, &caller.channels) {
         (Some(c), _) => caller.require_channel(c)?,
-        (None, Some(_)) => return Err(ApiError::invalid("channel", "a channel-scoped token must name a channel")),
+        (None, Some(_)) => {
+            return Err(ApiError::invalid(
+                "channel",
+                "a channel-scoped token must name a channel",
+            ))
+        }
         (None, None) => {}
     }
     let command = Command::ClaimReady {
@@ -186,7 +223,11 @@ pub struct RenewBody {
     ttl_ms: u64,
 }
 
-pub async fn renew(State(state): State<Arc<AppState>>, caller: Caller, JsonBody(body): JsonBody<RenewBody>) -> ApiResult<Json<Value>> {
+pub async fn renew(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    JsonBody(body): JsonBody<RenewBody>,
+) -> ApiResult<Json<Value>> {
     caller.require(Permission::Work)?;
     check_name("owner", &body.owner)?;
     checks::ttl("ttl_ms", body.ttl_ms)?;
@@ -312,13 +353,23 @@ fn deliveries(list: Vec<DeliveryBody>) -> ApiResult<Vec<Delivery>> {
         .collect()
 }
 
-fn retry_policy(state: &AppState, row: &raftlane_statemachine::row::WorkRow, body: Option<RetryBody>) -> ApiResult<RetryPolicy> {
+fn retry_policy(
+    state: &AppState,
+    row: &raftlane_statemachine::row::WorkRow,
+    body: Option<RetryBody>,
+) -> ApiResult<RetryPolicy> {
     if let Some(r) = body {
         if !(r.multiplier.is_finite() && (1.0..=100.0).contains(&r.multiplier)) {
-            return Err(ApiError::invalid("retry.multiplier", "must be between 1.0 and 100.0"));
+            return Err(ApiError::invalid(
+                "retry.multiplier",
+                "must be between 1.0 and 100.0",
+            ));
         }
         if r.max_attempts == Some(0) {
-            return Err(ApiError::invalid("retry.max_attempts", "must be at least 1"));
+            return Err(ApiError::invalid(
+                "retry.max_attempts",
+                "must be at least 1",
+            ));
         }
         return Ok(RetryPolicy {
             max_attempts: r.max_attempts,
@@ -346,7 +397,10 @@ pub async fn row_action(
     RawBody(body): RawBody,
 ) -> ApiResult<Json<Value>> {
     caller.require(Permission::Work)?;
-    let row_id = RowId(id.parse::<u64>().map_err(|_| ApiError::invalid("id", "must be a row id (an integer)"))?);
+    let row_id = RowId(
+        id.parse::<u64>()
+            .map_err(|_| ApiError::invalid("id", "must be a row id (an integer)"))?,
+    );
     // Scope and retry defaults need the row; a stale local read is enough (channels never change).
     let row = backend::read(state.backend.as_ref(), |r| r.row(row_id))?;
     if let Some(row) = &row {
@@ -454,7 +508,10 @@ pub async fn row_action(
     Ok(Json(match outcome {
         Outcome::HandedOff(applied) => json!({ "applied": applied, "index": index }),
         Outcome::Done => json!({ "ok": true, "index": index }),
-        Outcome::Failed { dead, next_attempt_at } => json!({ "dead": dead, "next_attempt_at": next_attempt_at, "index": index }),
+        Outcome::Failed {
+            dead,
+            next_attempt_at,
+        } => json!({ "dead": dead, "next_attempt_at": next_attempt_at, "index": index }),
         Outcome::Reingressed(child) => json!({ "child_message_id": child, "index": index }),
         other => return Err(unexpected(other)),
     }))
