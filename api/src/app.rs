@@ -51,11 +51,14 @@ pub struct AppState {
     pub max_body_bytes: usize,
     pub peer: PeerClient,
     pub metrics: Metrics,
+    /// Group commit of this node's proposals.
+    pub batcher: crate::batch::Batcher,
 }
 
 impl AppState {
     pub fn new(backend: Arc<dyn Backend>, config: &ApiConfig) -> Arc<Self> {
         Arc::new(Self {
+            batcher: crate::batch::Batcher::start(backend.clone()),
             backend,
             admin_token_hash: auth::sha256_hex(&config.admin_token),
             cluster_secret: config.cluster_secret.clone(),
@@ -217,7 +220,7 @@ async fn internal_propose(
         return e.into_response();
     }
     let result = match codec::decode::<Envelope>(&body) {
-        Ok(envelope) => state.backend.propose(envelope).await,
+        Ok(envelope) => state.batcher.propose(envelope).await,
         Err(e) => return ApiError::invalid("body", e.to_string()).into_response(),
     };
     (StatusCode::OK, codec::encode(&result)).into_response()

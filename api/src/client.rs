@@ -209,6 +209,18 @@ impl Client {
         Ok(self.send(method, path, body, &[], retry).await?.1)
     }
 
+    /// A plain-text GET (e.g. `/metrics`) from the current node, without auth.
+    pub async fn request_text(&self, path: &str) -> Result<String, ClientError> {
+        let i = self.current.load(Ordering::Relaxed) % self.nodes.len().max(1);
+        let url = format!("{}{}", self.nodes.get(i).map(String::as_str).unwrap_or(""), path);
+        let (_, _, body) = self
+            .http
+            .call(Method::GET, &url, &[], Vec::new())
+            .await
+            .map_err(|e| ClientError::Unavailable(e.to_string()))?;
+        Ok(String::from_utf8_lossy(&body).into_owned())
+    }
+
     pub async fn enqueue(
         &self,
         channel: &str,

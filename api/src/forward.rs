@@ -22,7 +22,7 @@ pub async fn write(state: &AppState, envelope: Envelope) -> ApiResult<(u64, Resp
     let started = Instant::now();
     let mut pause = Duration::from_millis(50);
     loop {
-        let attempt = match state.backend.propose(envelope.clone()).await {
+        let attempt = match state.batcher.propose(envelope.clone()).await {
             Err(ProposeError::ForwardToLeader {
                 addr: Some(addr), ..
             }) => forward_propose(state, &addr, &envelope).await,

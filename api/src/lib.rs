@@ -10,6 +10,7 @@
 pub mod app;
 pub mod auth;
 pub mod backend;
+pub mod batch;
 pub mod client;
 pub mod error;
 pub mod forward;

@@ -260,6 +260,29 @@ pub enum Command {
     RevokePrincipal {
         name: String,
     },
+    // --- group commit ---
+    /// Many proposals in one log entry, so they share one append and one fsync. Each envelope
+    /// is applied as if it had its own entry: its own clock reading, actor, rollback on
+    /// rejection, and operation id (see [`op_id`]). A batch may not contain a batch.
+    Batch {
+        commands: Vec<Envelope>,
+    },
+}
+
+/// Largest number of envelopes in one [`Command::Batch`].
+pub const MAX_BATCH: usize = 4096;
+
+/// Operation ids of batched envelopes start here: above any log index a cluster will reach, below
+/// 2^53 so they stay exact in JSON numbers everywhere.
+pub const BATCH_OP_BASE: u64 = 1 << 52;
+
+/// The operation id of envelope `position` of the batch at log `index`: what fences and approval
+/// ids are made of. A plain entry's operation id is its log index; a batched envelope's is
+/// `BATCH_OP_BASE + index × MAX_BATCH + position`, unique and increasing within the batch.
+pub fn op_id(index: u64, position: usize) -> u64 {
+    BATCH_OP_BASE
+        .saturating_add(index.saturating_mul(MAX_BATCH as u64))
+        .saturating_add(position as u64)
 }
 
 impl Command {
@@ -297,6 +320,7 @@ impl Command {
             Command::DecideApproval { .. } => "decide_approval",
             Command::PutPrincipal { .. } => "put_principal",
             Command::RevokePrincipal { .. } => "revoke_principal",
+            Command::Batch { .. } => "batch",
         }
     }
 }
@@ -354,6 +378,8 @@ pub enum Outcome {
     },
     Approval(ApprovalId),
     Done,
+    /// The responses of a [`Command::Batch`], in order.
+    Batch(Vec<Response>),
 }
 
 /// A command that does not apply to the current state. Applied as a no-op: nothing changed.

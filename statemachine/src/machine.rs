@@ -116,9 +116,12 @@ impl<S: Store + 'static> StateMachine<S> {
                 }
                 let response = match item {
                     BatchItem::Noop { .. } => None,
-                    BatchItem::Command { envelope, .. } => {
-                        Some(apply_one(&mut txn, &mut meta, index, envelope)?)
-                    }
+                    BatchItem::Command { envelope, .. } => match &envelope.command {
+                        Command::Batch { commands } => {
+                            Some(apply_group(&mut txn, &mut meta, index, commands)?)
+                        }
+                        _ => Some(apply_one(&mut txn, &mut meta, index, envelope)?),
+                    },
                 };
                 meta.last_applied = index;
                 responses.push(response);
@@ -203,6 +206,30 @@ impl<S: Store + 'static> StateMachine<S> {
 }
 
 /// Apply one command: a rejection rolls back everything it wrote; time is clamped first.
+/// Apply the envelopes of a [`Command::Batch`], each under its own operation id.
+fn apply_group<'s>(
+    txn: &mut Txn<'s, dyn Store + 's>,
+    meta: &mut MetaState,
+    index: u64,
+    commands: &[Envelope],
+) -> Result<Response, StoreError> {
+    if commands.len() > crate::command::MAX_BATCH {
+        return Ok(Err(Rejection::invalid(
+            "commands",
+            format!("more than {} in one batch", crate::command::MAX_BATCH),
+        )));
+    }
+    let mut responses = Vec::with_capacity(commands.len());
+    for (position, envelope) in commands.iter().enumerate() {
+        let response = match envelope.command {
+            Command::Batch { .. } => Err(Rejection::invalid("commands", "a batch cannot nest")),
+            _ => apply_one(txn, meta, crate::command::op_id(index, position), envelope)?,
+        };
+        responses.push(response);
+    }
+    Ok(Ok(Outcome::Batch(responses)))
+}
+
 fn apply_one<'s>(
     txn: &mut Txn<'s, dyn Store + 's>,
     meta: &mut MetaState,
@@ -399,5 +426,7 @@ fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<Outcome> {
             channels,
         } => principal::put(cx, name, token_hash, *role, channels.as_deref()),
         Command::RevokePrincipal { name } => principal::revoke(cx, name),
+        // Unpacked by `apply_batch`; one reaching here was nested.
+        Command::Batch { .. } => Err(Rejection::invalid("commands", "a batch cannot nest").into()),
     }
 }

@@ -3130,3 +3130,59 @@ fn revoke_principal_removes_the_principal_and_its_token() {
     // The freed token can be given to someone else.
     h.ok(put_principal("carol", &token_hash('a'), Role::Viewer, None));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Group commit
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_batch_applies_each_envelope_alone_with_unique_fences() {
+    use raftlane_statemachine::command::op_id;
+    use raftlane_statemachine::Envelope;
+    let mut h = Harness::new();
+    let e = |cmd: Command| Envelope::new(T0, "producer", cmd);
+    let index = h.next_index();
+    let out = h.ok(Command::Batch {
+        commands: vec![
+            e(enqueue_cmd("orders", "a", Some("k"))),
+            e(enqueue_cmd("orders", "a again", Some("k"))),
+            // Rejected on its own; the others still apply.
+            e(Command::MarkDone {
+                row_id: RowId(99),
+                fence: Fence(1),
+            }),
+            e(claim_ready_cmd(Stage::Ingress, 1, "w", 10_000)),
+            e(Command::Batch { commands: vec![] }),
+        ],
+    });
+    let Outcome::Batch(responses) = out else {
+        panic!("a batch outcome, got {out:?}")
+    };
+    assert_eq!(responses.len(), 5);
+    let (first, dup) = (enqueued(responses[0].clone().unwrap()), enqueued(responses[1].clone().unwrap()));
+    assert_eq!(first.0, dup.0);
+    assert!(dup.1, "the second enqueue is a duplicate of the first");
+    assert_eq!(responses[2], Err(Rejection::UnknownRow(RowId(99))));
+    match &responses[3] {
+        Ok(Outcome::Claimed(rows)) => {
+            assert_eq!(rows.len(), 1);
+            // The claim's fence is its operation id, not the bare log index.
+            assert_eq!(rows[0].fence, Fence(op_id(index, 3)));
+            // And it completes like any other claim.
+            let row = rows[0].clone();
+            assert_eq!(h.mark_done(&row), Ok(Outcome::Done));
+        }
+        other => panic!("a claim, got {other:?}"),
+    }
+    assert!(matches!(responses[4], Err(Rejection::Invalid { .. })), "no nested batches");
+}
+
+#[test]
+fn op_ids_never_collide_with_log_indexes_and_stay_exact_in_json() {
+    use raftlane_statemachine::command::{op_id, BATCH_OP_BASE, MAX_BATCH};
+    assert!(op_id(1, 0) > 1 << 40);
+    assert!(op_id(1 << 39, MAX_BATCH - 1) < (1u64 << 53));
+    assert_eq!(op_id(7, 1) - op_id(7, 0), 1);
+    assert!(op_id(8, 0) > op_id(7, MAX_BATCH - 1));
+    assert_eq!(op_id(0, 0), BATCH_OP_BASE);
+}
