@@ -5,4 +5,5 @@ pub mod backend;
 pub mod config;
 pub mod demo;
 pub mod dev;
+pub mod health;
 pub mod server;

@@ -17,6 +17,11 @@ enum Command {
     Node(NodeArgs),
     /// Run a local three-node cluster in the foreground (127.0.0.1:P..P+2) until Ctrl-C.
     Dev(dev::DevArgs),
+    /// Probe a node: exit 0 when URL answers 200, else print why and exit 1 (container health checks).
+    Health {
+        #[arg(long, default_value = raftlane_node::health::DEFAULT_URL)]
+        url: String,
+    },
 }
 
 fn init_logging() {
@@ -38,5 +43,6 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Dev(args) => dev::run(args).await,
+        Command::Health { url } => raftlane_node::health::check(&url).await,
     }
 }
