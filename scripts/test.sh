@@ -8,7 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure-deps.sh
 echo "==> build directory: $CARGO_TARGET_DIR"
-echo "==> cargo test (release profile; the first build compiles RocksDB, ~15 min on 2 cores)"
+echo "==> cargo build (release; the first build compiles RocksDB, ~15 min on 2 cores)"
+cargo build --release -p raftlane-node
+echo "==> cargo test (release profile)"
 cargo test --release --workspace "$@"
 echo "==> docker-compose cluster test"
 bash tests/docker/compose_test.sh

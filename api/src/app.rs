@@ -15,7 +15,7 @@ use axum::Router;
 use raftlane_statemachine::{codec, Envelope};
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// Header carrying the shared cluster secret on node-to-node calls.
 pub const SECRET_HEADER: &str = "x-raftlane-cluster-secret";
@@ -31,6 +31,8 @@ pub struct ApiConfig {
     pub max_body_bytes: usize,
     /// Timeout of one node-to-node call.
     pub peer_timeout: Duration,
+    /// Encryption at rest (SPEC §9); `None` = off, values are stored as sent.
+    pub keyring: Option<crate::crypto::Keyring>,
 }
 
 impl Default for ApiConfig {
@@ -40,6 +42,7 @@ impl Default for ApiConfig {
             cluster_secret: String::new(),
             max_body_bytes: 1024 * 1024,
             peer_timeout: Duration::from_secs(5),
+            keyring: None,
         }
     }
 }
@@ -53,6 +56,8 @@ pub struct AppState {
     pub metrics: Metrics,
     /// Group commit of this node's proposals.
     pub batcher: crate::batch::Batcher,
+    /// Encryption at rest: this node encrypts what it proposes and decrypts what it serves.
+    pub keyring: Option<crate::crypto::Keyring>,
 }
 
 impl AppState {
@@ -65,7 +70,13 @@ impl AppState {
             max_body_bytes: config.max_body_bytes,
             peer: PeerClient::new(config.peer_timeout),
             metrics: Metrics::default(),
+            keyring: config.keyring.clone(),
         })
+    }
+
+    /// The keyring, when encryption at rest is on.
+    pub fn keyring(&self) -> Option<&crate::crypto::Keyring> {
+        self.keyring.as_ref()
     }
 
     /// Wrap a command with the proposer's clock and the caller's name.
@@ -74,12 +85,10 @@ impl AppState {
     }
 }
 
-/// The proposer's wall clock (the state machine clamps it monotonic).
+/// The proposer's wall clock (the state machine clamps it monotonic); see
+/// [`raftlane_raft::now_ms`] for the chaos suite's clock offset.
 pub fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
+    raftlane_raft::now_ms()
 }
 
 /// One documented route: the router and the OpenAPI document are both built from this list,
@@ -110,7 +119,7 @@ fn r(
 
 /// Every public route of the API.
 pub fn api_routes() -> Vec<ApiRoute> {
-    use routes::{admin, audit, cluster, config, messages, work};
+    use routes::{admin, audit, cluster, config, keys, messages, work};
     vec![
         r("post", "/v1/channels/{channel}/messages", "Enqueue a message (JSON body or raw body with X- headers; Idempotency-Key)", post(messages::enqueue)),
         r("get", "/v1/messages", "List messages, newest first (channel, status, message_type, control_id, limit, offset)", get(messages::list)),
@@ -145,6 +154,7 @@ pub fn api_routes() -> Vec<ApiRoute> {
         r("get", "/v1/tokens", "List API principals", get(admin::list_tokens)),
         r("post", "/v1/tokens", "Create or rotate a principal's token (shown once)", post(admin::create_token)),
         r("delete", "/v1/tokens/{name}", "Revoke a principal", delete(admin::revoke_token)),
+        r("post", "/v1/keys/rotate", "Re-encrypt every covered value under the active key (admin; 409 names an undecryptable value)", post(keys::rotate)),
         r("get", "/v1/cluster", "Cluster status: leader, term, indexes, membership", get(cluster::status)),
         r("get", "/v1/cluster/digest", "This node's state digest and applied index", get(cluster::digest)),
         r("post", "/v1/cluster/learners", "Add a learner node", post(cluster::add_learner)),
@@ -274,6 +284,15 @@ pub fn body_error(e: axum::extract::rejection::BytesRejection) -> ApiError {
         )
     } else {
         ApiError::invalid("body", e.body_text())
+    }
+}
+
+/// Like [`parse_json`], with an empty body meaning every field's default.
+pub fn parse_json_or_default<T: DeserializeOwned + Default>(bytes: &[u8]) -> ApiResult<T> {
+    if bytes.is_empty() {
+        Ok(T::default())
+    } else {
+        parse_json(bytes)
     }
 }
 

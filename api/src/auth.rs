@@ -73,6 +73,19 @@ impl Caller {
         }
     }
 
+    /// For operations with an optional channel filter: a named channel must be in scope, and a
+    /// channel-scoped caller must name one (it may not act on every channel).
+    pub fn require_channel_filter(&self, channel: Option<&str>) -> Result<(), ApiError> {
+        match (channel, &self.channels) {
+            (Some(c), _) => self.require_channel(c),
+            (None, Some(_)) => Err(ApiError::invalid(
+                "channel",
+                "a channel-scoped token must name a channel",
+            )),
+            (None, None) => Ok(()),
+        }
+    }
+
     /// A channel-scoped caller must name a channel; returns the scope filter for lists.
     pub fn scope(&self) -> Option<Vec<String>> {
         self.channels.clone()

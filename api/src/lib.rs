@@ -12,6 +12,7 @@ pub mod auth;
 pub mod backend;
 pub mod batch;
 pub mod client;
+pub mod crypto;
 pub mod error;
 pub mod forward;
 pub mod metrics;

@@ -1,1 +1,189 @@
-//! placeholder
+//! # raftlane-chaos
+//!
+//! `raftlane chaos`: run workloads against a three-node cluster while injecting faults (kill -9,
+//! SIGSTOP past the lease, partitions and one-way link cuts, latency, restart of every node,
+//! proposer clock skew), heal, wait for quiescence and check the histories and the final state:
+//! no acknowledged enqueue lost, per-lane FIFO, fencing, exactly one terminal status, replica
+//! digests, audit chains, and linearizability of the config compare-and-set register.
+//!
+//! A seed makes the fault schedule (and every workload decision) reproducible.
+//!
+//! Modules: [`proxy`] (the fault proxy on node-to-node traffic) with [`peer_ident`],
+//! [`process`] and [`local`] (the local backend), [`docker`], [`cluster`] (one interface over
+//! both), [`faults`], [`schedule`], [`workload`], [`conn`], [`history`], [`collect`] and
+//! [`final_state`], [`checkers`], [`report`], [`runner`].
+
+pub mod checkers;
+pub mod cluster;
+pub mod collect;
+pub mod conn;
+pub mod docker;
+pub mod faults;
+pub mod final_state;
+pub mod history;
+pub mod local;
+pub mod peer_ident;
+pub mod prng;
+pub mod process;
+pub mod proxy;
+pub mod report;
+pub mod runner;
+pub mod schedule;
+pub mod workload;
+
+pub use faults::FaultKind;
+pub use report::Report;
+pub use runner::{run_suite, BackendChoice, ChaosOptions};
+
+use anyhow::Context;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// `raftlane chaos` flags.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ChaosArgs {
+    /// Length of the fault phase (e.g. 60s, 2m, 90); healing and checking come after.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub duration: Duration,
+    /// Seed of the fault schedule and the workloads (default: from the clock, printed).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// `local` (child processes + fault proxy) or `docker` (the compose cluster).
+    #[arg(long, default_value = "local")]
+    pub backend: String,
+    /// Faults to inject: a comma-separated list of kill, pause, partition, latency,
+    /// restart-all, clock-skew (or `all`).
+    #[arg(long, default_value = "all")]
+    pub faults: String,
+    /// The raftlane binary the local backend runs nodes with (default: this executable).
+    #[arg(long)]
+    pub binary: Option<PathBuf>,
+    /// Directory for node data and logs (default: a new temp dir, removed when the run passes).
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    /// Keep the data directory even when the run passes.
+    #[arg(long)]
+    pub keep_data: bool,
+    /// How long workers get to drain the pipeline after healing.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub quiesce_timeout: Duration,
+    /// Number of producers.
+    #[arg(long, default_value_t = 4)]
+    pub producers: usize,
+    /// Write the report (and verdicts) as JSON to this file too.
+    #[arg(long)]
+    pub report_json: Option<PathBuf>,
+    /// docker backend: the compose file (default: docker compose's lookup).
+    #[arg(long)]
+    pub compose_file: Option<PathBuf>,
+    /// docker backend: the compose project name.
+    #[arg(long)]
+    pub compose_project: Option<String>,
+    /// docker backend: the admin token of the compose cluster.
+    #[arg(
+        long,
+        env = "RAFTLANE_ADMIN_TOKEN",
+        default_value = "dev-admin-token",
+        hide_env_values = true
+    )]
+    pub admin_token: String,
+}
+
+/// `60s`, `2m`, `500ms`, `90` (seconds).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = match s.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(i) => (&s[..i], &s[i..]),
+        None => (s, "s"),
+    };
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration (e.g. 60s, 2m, 500ms)"))?;
+    let secs = match unit.trim() {
+        "ms" => n / 1000.0,
+        "s" | "sec" | "secs" => n,
+        "m" | "min" => n * 60.0,
+        "h" => n * 3600.0,
+        other => return Err(format!("unknown unit '{other}' in '{s}'")),
+    };
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("'{s}' is not a duration"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+impl ChaosArgs {
+    pub fn into_options(self) -> anyhow::Result<ChaosOptions> {
+        let seed = self.seed.unwrap_or_else(|| {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1);
+            prng::SplitMix64::new(nanos).next_u64() % 1_000_000
+        });
+        let backend = match self.backend.as_str() {
+            "local" => {
+                let binary = match self.binary {
+                    Some(b) => b,
+                    None => std::env::current_exe()
+                        .context("cannot locate the raftlane binary; pass --binary")?,
+                };
+                BackendChoice::Local { binary }
+            }
+            "docker" => BackendChoice::Docker {
+                compose_file: self.compose_file,
+                project: self.compose_project,
+                admin_token: self.admin_token,
+            },
+            other => anyhow::bail!("unknown backend '{other}' (local or docker)"),
+        };
+        let mut opts = ChaosOptions {
+            seed,
+            duration: self.duration,
+            faults: FaultKind::parse_list(&self.faults)?,
+            backend,
+            data_dir: self.data_dir,
+            keep_data: self.keep_data,
+            quiesce_timeout: self.quiesce_timeout,
+            workload: workload::WorkloadConfig::default(),
+            verbose: true,
+        };
+        opts.workload.producers = self.producers.max(1);
+        Ok(opts)
+    }
+}
+
+/// `raftlane chaos`: run, print the report, fail (non-zero exit) on any violation.
+pub async fn run(args: ChaosArgs) -> anyhow::Result<()> {
+    let json_path = args.report_json.clone();
+    let opts = args.into_options()?;
+    let seed = opts.seed;
+    let report = run_suite(opts).await?;
+    println!("{}", report.render());
+    if let Some(path) = json_path {
+        let text = serde_json::to_string_pretty(&report)?;
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if !report.passed() {
+        anyhow::bail!(
+            "chaos run with seed {seed} found {} violations",
+            report.violations()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("60s").unwrap(), Duration::from_secs(60));
+        assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert!(parse_duration("abc").is_err());
+        assert!(parse_duration("5y").is_err());
+    }
+}

@@ -2,6 +2,7 @@
 //! the local dev cluster and the demo workload.
 
 pub mod backend;
+pub mod bench;
 pub mod config;
 pub mod demo;
 pub mod dev;

@@ -17,6 +17,10 @@ enum Command {
     Node(NodeArgs),
     /// Run a local three-node cluster in the foreground (127.0.0.1:P..P+2) until Ctrl-C.
     Dev(dev::DevArgs),
+    /// Measure throughput and latency (enqueue, pipeline, claim) of raftlane or a PostgreSQL baseline.
+    Bench(raftlane_node::bench::BenchArgs),
+    /// Run workloads against a three-node cluster while injecting faults, then check (non-zero exit on any violation).
+    Chaos(raftlane_chaos::ChaosArgs),
     /// Probe a node: exit 0 when URL answers 200, else print why and exit 1 (container health checks).
     Health {
         #[arg(long, default_value = raftlane_node::health::DEFAULT_URL)]
@@ -43,6 +47,8 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Dev(args) => dev::run(args).await,
+        Command::Bench(args) => raftlane_node::bench::run(args).await,
+        Command::Chaos(args) => raftlane_chaos::run(args).await,
         Command::Health { url } => raftlane_node::health::check(&url).await,
     }
 }

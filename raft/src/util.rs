@@ -35,12 +35,23 @@ impl ReleaseProbe {
     }
 }
 
-/// Milliseconds since the Unix epoch from the system clock (0 if the clock is before 1970).
+/// The proposer's clock: milliseconds since the Unix epoch (0 if the clock is before 1970),
+/// shifted by `RAFTLANE_CLOCK_OFFSET_MS` (signed, read once). The offset exists for the chaos
+/// suite, which gives one node a skewed clock to show that leases and lane order do not depend
+/// on nodes agreeing about time (the state machine clamps proposer time monotonic).
 pub fn now_ms() -> u64 {
+    static OFFSET: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    let offset = *OFFSET.get_or_init(|| {
+        std::env::var("RAFTLANE_CLOCK_OFFSET_MS")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    });
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or(0)
+        .saturating_add_signed(offset)
 }
 
 /// Fsync a directory so that a rename or a new file inside it survives power loss.

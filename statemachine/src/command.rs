@@ -267,6 +267,12 @@ pub enum Command {
     Batch {
         commands: Vec<Envelope>,
     },
+    // --- encryption at rest (SPEC §9) ---
+    /// Key rotation: compare-and-set each covered value to its re-encryption, made by the
+    /// proposer (see [`crate::rewrite`]). Last in the enum so older variants keep their tags.
+    RewriteValues {
+        items: Vec<crate::rewrite::Rewrite>,
+    },
 }
 
 /// Largest number of envelopes in one [`Command::Batch`].
@@ -321,6 +327,7 @@ impl Command {
             Command::PutPrincipal { .. } => "put_principal",
             Command::RevokePrincipal { .. } => "revoke_principal",
             Command::Batch { .. } => "batch",
+            Command::RewriteValues { .. } => "rewrite_values",
         }
     }
 }

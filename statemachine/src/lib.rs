@@ -36,6 +36,7 @@ pub mod principal;
 pub mod query;
 mod replay;
 mod retention;
+pub mod rewrite;
 pub mod row;
 mod rows;
 pub mod state;

@@ -426,6 +426,7 @@ fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<Outcome> {
             channels,
         } => principal::put(cx, name, token_hash, *role, channels.as_deref()),
         Command::RevokePrincipal { name } => principal::revoke(cx, name),
+        Command::RewriteValues { items } => crate::rewrite::rewrite_values(cx, items),
         // Unpacked by `apply_batch`; one reaching here was nested.
         Command::Batch { .. } => Err(Rejection::invalid("commands", "a batch cannot nest").into()),
     }

@@ -254,6 +254,16 @@ impl<'a> Reader<'a> {
             .get(Table::Reference, &Key::new().str(name).build())
     }
 
+    /// Up to `limit` values covered by encryption at rest, after `after` in a stable order (the
+    /// walk of key rotation; see [`crate::rewrite::covered_values`]).
+    pub fn covered_values(
+        &self,
+        after: Option<&crate::rewrite::ValueRef>,
+        limit: usize,
+    ) -> Result<Vec<(crate::rewrite::ValueRef, String)>, StoreError> {
+        crate::rewrite::covered_values(&self.txn, after, limit)
+    }
+
     pub fn audit_list(
         &self,
         org: &str,

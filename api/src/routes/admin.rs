@@ -40,7 +40,8 @@ pub async fn state_entry(
     check_name("key", &key)?;
     prepare_read(&state, &opts).await?;
     match backend::read(state.backend.as_ref(), |r| r.state_entry(&ns, &key))? {
-        Some(e) => {
+        Some(mut e) => {
+            crate::crypto::open(state.keyring(), &mut e.value);
             let value: Value = serde_json::from_str(&e.value).unwrap_or(Value::String(e.value));
             Ok(Json(
                 json!({ "namespace": ns, "key": key, "value": value, "set_at": e.set_at, "message_id": e.message_id }),
@@ -65,10 +66,14 @@ pub async fn put_reference(
 ) -> ApiResult<Json<Value>> {
     caller.require(Permission::Operate)?;
     check_name("name", &name)?;
+    let mut rows = BTreeMap::new();
+    for (k, v) in b.rows {
+        rows.insert(k, crate::crypto::seal(state.keyring(), v)?);
+    }
     let command = Command::WriteReferenceSnapshot {
         name,
         version: b.version,
-        rows: b.rows,
+        rows,
     };
     match propose(&state, &caller, command).await? {
         (index, Outcome::Count(n)) => Ok(Json(json!({ "row_count": n, "index": index }))),
@@ -86,9 +91,14 @@ pub async fn get_reference(
     check_name("name", &name)?;
     prepare_read(&state, &opts).await?;
     match backend::read(state.backend.as_ref(), |r| r.reference(&name))? {
-        Some(s) => Ok(Json(
-            serde_json::to_value(s).map_err(|e| ApiError::internal(e.to_string()))?,
-        )),
+        Some(mut s) => {
+            for v in s.rows.values_mut() {
+                crate::crypto::open(state.keyring(), v);
+            }
+            Ok(Json(
+                serde_json::to_value(s).map_err(|e| ApiError::internal(e.to_string()))?,
+            ))
+        }
         None => Err(ApiError::not_found(format!("no reference snapshot {name}"))),
     }
 }

@@ -1,7 +1,7 @@
 //! Producing and reading messages; replay and dead letters.
 
 use super::{check_name, prepare_read, propose, unexpected, ReadOpts};
-use crate::app::{body_error, parse_json, AppState, Path, Query, RawBody};
+use crate::app::{body_error, parse_json, parse_json_or_default, AppState, Path, Query, RawBody};
 use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::error::{ApiError, ApiResult};
@@ -84,7 +84,7 @@ pub async fn enqueue(
     }
     let command = Command::EnqueueIngress {
         channel,
-        raw: body.raw,
+        raw: crate::crypto::seal(state.keyring(), body.raw)?,
         fields: MessageFields {
             control_id: body.control_id,
             message_type: body.message_type,
@@ -159,7 +159,10 @@ pub async fn list(
         limit: q.limit.unwrap_or(50),
         offset: q.offset.unwrap_or(0),
     };
-    let messages = backend::read(state.backend.as_ref(), |r| r.list_messages(&filter))?;
+    let mut messages = backend::read(state.backend.as_ref(), |r| r.list_messages(&filter))?;
+    for m in &mut messages {
+        crate::crypto::open_message(state.keyring(), m);
+    }
     Ok(Json(json!({ "messages": messages })))
 }
 
@@ -174,9 +177,12 @@ pub async fn get_one(
     prepare_read(&state, &opts).await?;
     let view = backend::read(state.backend.as_ref(), |r| r.message(id))?;
     match view {
-        Some(v) if caller.may_see(&v.message.channel_id) => Ok(Json(
-            serde_json::to_value(v).map_err(|e| ApiError::internal(e.to_string()))?,
-        )),
+        Some(mut v) if caller.may_see(&v.message.channel_id) => {
+            crate::crypto::open_view(state.keyring(), &mut v);
+            Ok(Json(
+                serde_json::to_value(v).map_err(|e| ApiError::internal(e.to_string()))?,
+            ))
+        }
         _ => Err(ApiError::not_found(format!("message {id} not found"))),
     }
 }
@@ -242,6 +248,10 @@ pub async fn dead_letters(
         .into_iter()
         .filter(|r| caller.may_see(&r.channel_id))
         .take(limit)
+        .map(|mut r| {
+            crate::crypto::open_row(state.keyring(), &mut r);
+            r
+        })
         .collect();
     Ok(Json(json!({ "dead_letters": rows })))
 }
@@ -259,21 +269,8 @@ pub async fn replay_dead(
     RawBody(body): RawBody,
 ) -> ApiResult<Json<Value>> {
     caller.require(Permission::Operate)?;
-    let body: ReplayDeadBody = if body.is_empty() {
-        ReplayDeadBody::default()
-    } else {
-        parse_json(&body)?
-    };
-    match (&body.channel, &caller.channels) {
-        (Some(c), _) => caller.require_channel(c)?,
-        (None, Some(_)) => {
-            return Err(ApiError::invalid(
-                "channel",
-                "a channel-scoped token must name a channel",
-            ))
-        }
-        (None, None) => {}
-    }
+    let body: ReplayDeadBody = parse_json_or_default(&body)?;
+    caller.require_channel_filter(body.channel.as_deref())?;
     let command = Command::ReplayDead {
         channel: body.channel,
         destination: body.destination,

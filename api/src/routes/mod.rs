@@ -4,6 +4,7 @@ pub mod admin;
 pub mod audit;
 pub mod cluster;
 pub mod config;
+pub mod keys;
 pub mod messages;
 pub mod work;
 

@@ -1,7 +1,7 @@
 //! Workers' routes: claims, lanes, leases and the fenced row actions.
 
 use super::{check_name, parse_stage, prepare_read, propose, unexpected, ReadOpts};
-use crate::app::{parse_json, AppState, JsonBody, Path, Query, RawBody};
+use crate::app::{parse_json, parse_json_or_default, AppState, JsonBody, Path, Query, RawBody};
 use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::error::{ApiError, ApiResult};
@@ -54,20 +54,42 @@ pub async fn claim_fifo(
         owner: body.owner,
         ttl_ms: body.ttl_ms,
     };
-    match propose(&state, &caller, command).await? {
-        (_, Outcome::FifoClaimed(Ok(item))) => Ok(Json(json!({ "item": item }))),
-        (_, Outcome::FifoClaimed(Err(FifoEmpty::Empty))) => {
+    // A head whose payload cannot be decrypted is dead-lettered and the lane claimed again, so
+    // a poison row never stalls it (bounded: a lane of nothing but poison answers 503 in time).
+    let mut contained = 0;
+    let outcome = loop {
+        match propose(&state, &caller, command.clone()).await? {
+            (_, Outcome::FifoClaimed(Ok(item))) => {
+                if let Some(item) = super::keys::open_claimed(&state, &caller, item).await? {
+                    break Outcome::FifoClaimed(Ok(item));
+                }
+                contained += 1;
+                if contained >= MAX_CONTAINED_PER_CLAIM {
+                    return Err(ApiError::unavailable(format!(
+                        "{contained} undecryptable rows dead-lettered in this lane; claim again"
+                    )));
+                }
+            }
+            (_, other) => break other,
+        }
+    };
+    match outcome {
+        Outcome::FifoClaimed(Ok(item)) => Ok(Json(json!({ "item": item }))),
+        Outcome::FifoClaimed(Err(FifoEmpty::Empty)) => {
             Ok(Json(json!({ "item": null, "reason": "empty" })))
         }
-        (_, Outcome::FifoClaimed(Err(FifoEmpty::NotDue { due_at }))) => Ok(Json(
+        Outcome::FifoClaimed(Err(FifoEmpty::NotDue { due_at })) => Ok(Json(
             json!({ "item": null, "reason": "not_due", "due_at": due_at }),
         )),
-        (_, Outcome::FifoClaimed(Err(FifoEmpty::LaneBusy { holder, expires_at }))) => Ok(Json(
+        Outcome::FifoClaimed(Err(FifoEmpty::LaneBusy { holder, expires_at })) => Ok(Json(
             json!({ "item": null, "reason": "lane_busy", "holder": holder, "expires_at": expires_at }),
         )),
-        (_, other) => Err(unexpected(other)),
+        other => Err(unexpected(other)),
     }
 }
+
+/// How many undecryptable heads one FIFO claim request dead-letters before giving up.
+pub const MAX_CONTAINED_PER_CLAIM: usize = 64;
 
 pub async fn lane(
     State(state): State<Arc<AppState>>,
@@ -136,21 +158,8 @@ pub async fn cancel(
 ) -> ApiResult<Json<Value>> {
     caller.require(Permission::Operate)?;
     check_name("destination", &dest)?;
-    let body: CancelBody = if body.is_empty() {
-        CancelBody::default()
-    } else {
-        parse_json(&body)?
-    };
-    match (&body.channel, &caller.channels) {
-        (Some(c), _) => caller.require_channel(c)?,
-        (None, Some(_)) => {
-            return Err(ApiError::invalid(
-                "channel",
-                "a channel-scoped token must name a channel",
-            ))
-        }
-        (None, None) => {}
-    }
+    let body: CancelBody = parse_json_or_default(&body)?;
+    caller.require_channel_filter(body.channel.as_deref())?;
     let command = Command::CancelQueued {
         destination: dest,
         channel: body.channel,
@@ -191,16 +200,7 @@ pub async fn claim_ready(
             ),
         ));
     }
-    match (&body.channel, &caller.channels) {
-        (Some(c), _) => caller.require_channel(c)?,
-        (None, Some(_)) => {
-            return Err(ApiError::invalid(
-                "channel",
-                "a channel-scoped token must name a channel",
-            ))
-        }
-        (None, None) => {}
-    }
+    caller.require_channel_filter(body.channel.as_deref())?;
     let command = Command::ClaimReady {
         stage,
         limit: body.limit,
@@ -210,7 +210,15 @@ pub async fn claim_ready(
         ttl_ms: body.ttl_ms,
     };
     match propose(&state, &caller, command).await? {
-        (_, Outcome::Claimed(items)) => Ok(Json(json!({ "items": items }))),
+        (_, Outcome::Claimed(claimed)) => {
+            let mut items = Vec::with_capacity(claimed.len());
+            for item in claimed {
+                if let Some(item) = super::keys::open_claimed(&state, &caller, item).await? {
+                    items.push(item);
+                }
+            }
+            Ok(Json(json!({ "items": items })))
+        }
         (_, other) => Err(unexpected(other)),
     }
 }
@@ -341,16 +349,21 @@ struct ReingressBody {
     depth_cap: Option<u32>,
 }
 
-fn deliveries(list: Vec<DeliveryBody>) -> ApiResult<Vec<Delivery>> {
+fn deliveries(state: &AppState, list: Vec<DeliveryBody>) -> ApiResult<Vec<Delivery>> {
     list.into_iter()
         .map(|d| {
             check_name("deliveries.destination", &d.destination)?;
             Ok(Delivery {
                 destination: d.destination,
-                payload: d.payload,
+                payload: seal(state, d.payload)?,
             })
         })
         .collect()
+}
+
+/// Encrypt a covered value before proposing it (SPEC §9; a no-op with encryption off).
+fn seal(state: &AppState, value: String) -> ApiResult<String> {
+    crate::crypto::seal(state.keyring(), value)
 }
 
 fn retry_policy(
@@ -418,7 +431,11 @@ pub async fn row_action(
             Command::RouteHandoff {
                 row_id,
                 fence: Fence(b.fence),
-                handlers: b.handlers.into_iter().map(|h| HandlerWork { handler: h.handler, payload: h.payload }).collect(),
+                handlers: b
+                    .handlers
+                    .into_iter()
+                    .map(|h| Ok(HandlerWork { handler: h.handler, payload: seal(&state, h.payload)? }))
+                    .collect::<ApiResult<_>>()?,
                 disposition,
             }
         }
@@ -428,7 +445,7 @@ pub async fn row_action(
             Command::Handoff {
                 row_id,
                 fence: Fence(b.fence),
-                deliveries: deliveries(b.deliveries)?,
+                deliveries: deliveries(&state, b.deliveries)?,
                 disposition,
             }
         }
@@ -441,13 +458,13 @@ pub async fn row_action(
                 ops.push(StateOp {
                     namespace: op.namespace,
                     key: op.key,
-                    value: op.value.to_string(),
+                    value: seal(&state, op.value.to_string())?,
                 });
             }
             Command::TransformHandoff {
                 row_id,
                 fence: Fence(b.fence),
-                deliveries: deliveries(b.deliveries)?,
+                deliveries: deliveries(&state, b.deliveries)?,
                 state_ops: ops,
             }
         }
@@ -463,9 +480,9 @@ pub async fn row_action(
             Command::CompleteWithResponse {
                 row_id,
                 fence: Fence(b.fence),
-                body: b.body,
+                body: seal(&state, b.body)?,
                 outcome: b.outcome,
-                detail: b.detail,
+                detail: crate::crypto::seal_opt(state.keyring(), b.detail)?,
                 reingress_to: b.reingress_to,
             }
         }
@@ -476,7 +493,7 @@ pub async fn row_action(
             Command::MarkFailed {
                 row_id,
                 fence: Fence(b.fence),
-                error: b.error,
+                error: seal(&state, b.error)?,
                 retry,
             }
         }
@@ -485,7 +502,7 @@ pub async fn row_action(
             Command::DeadLetterNow {
                 row_id,
                 fence: b.fence.map(Fence),
-                error: b.error,
+                error: seal(&state, b.error)?,
             }
         }
         "reingress" => {

@@ -1,0 +1,92 @@
+//! A fenced row action, retried across ambiguous failures with the same fence (a repeat can
+//! only be refused: the fence is spent), and recorded with what it is known to have done.
+
+use super::Ctx;
+use crate::conn::{Attempt, Cursor};
+use crate::history::{Completion, CompletionRec};
+use serde_json::Value;
+use std::time::Duration;
+
+pub struct Action<'a> {
+    pub row: u64,
+    pub fence: u64,
+    /// `done`, `handoff`, `fail`.
+    pub action: &'a str,
+    pub lane: &'a str,
+    pub after_stall: bool,
+    pub body: Value,
+}
+
+pub async fn complete(ctx: &Ctx, cursor: &Cursor, a: Action<'_>) -> Completion {
+    let invoke = ctx.history.now();
+    let mut unanswered = false;
+    let mut result = Completion::Refused("never sent".into());
+    let mut node = ctx.conn.node_id(cursor.get());
+    for _ in 0..4 {
+        node = ctx.conn.node_id(cursor.get());
+        let (row, action, body) = (a.row, a.action.to_string(), a.body.clone());
+        let attempt = ctx
+            .conn
+            .once(cursor.get(), move |c| async move {
+                c.row(row, &action, body).await
+            })
+            .await;
+        match attempt {
+            Attempt::Ok(v) => {
+                result = if v["applied"] == Value::Bool(false) {
+                    // Already consumed: by us (an unanswered attempt) or by a newer claim.
+                    if unanswered {
+                        Completion::Unknown("consumed after an unanswered attempt".into())
+                    } else {
+                        Completion::NoOp
+                    }
+                } else {
+                    Completion::Accepted {
+                        index: v["index"].as_u64(),
+                    }
+                };
+                break;
+            }
+            Attempt::Refused { code, .. } => {
+                result = match (unanswered, a.action, code.as_str()) {
+                    // `wrong_status` with our own fence: the row ended under this very claim,
+                    // i.e. the unanswered attempt was applied.
+                    (true, "done", "wrong_status") => Completion::Accepted { index: None },
+                    (true, _, _) => {
+                        Completion::Unknown(format!("{code} after an unanswered attempt"))
+                    }
+                    (false, _, _) => Completion::Refused(code),
+                };
+                break;
+            }
+            Attempt::NotSent(e) => {
+                if !unanswered {
+                    result = Completion::Refused(format!("never sent: {e}"));
+                }
+                cursor.advance();
+                ctx.sleep(Duration::from_millis(100)).await;
+            }
+            Attempt::Unknown(e) => {
+                unanswered = true;
+                result = Completion::Unknown(e);
+                cursor.advance();
+                ctx.sleep(Duration::from_millis(200)).await;
+            }
+        }
+        if !ctx.working() {
+            break;
+        }
+    }
+    ctx.history.completion(CompletionRec {
+        row: a.row,
+        fence: a.fence,
+        action: a.action.to_string(),
+        lane: a.lane.to_string(),
+        after_stall: a.after_stall,
+        invoke,
+        complete: ctx.history.now(),
+        result: result.clone(),
+        node,
+    });
+    result
+}

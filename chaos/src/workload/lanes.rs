@@ -1,0 +1,108 @@
+//! Lane workers: claim an outbound lane's head (strict FIFO) and complete it, one row at a time.
+//! Now and then a worker fails a row (it is retried with backoff, blocking its lane) or stalls
+//! past its lease and then tries to complete with the old fence. After an unanswered claim or
+//! completion a worker takes a new owner name, so a row it may still hold cannot make it skip
+//! ahead (a lane's owner is handed the next pending row even while an older one is inflight
+//! under its name).
+
+use super::completion::{complete, Action};
+use super::{wall_ms, Ctx};
+use crate::conn::{Attempt, Cursor};
+use crate::history::{ClaimRec, Completion, Seen};
+use crate::prng::SplitMix64;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub async fn run(ctx: Arc<Ctx>, lane: &'static str, k: usize, mut rng: SplitMix64) {
+    let cursor = Cursor::new(k + lane.len());
+    let ttl = ctx.cfg.lease_ttl.as_millis() as u64;
+    let lane_key = format!("outbound:{lane}");
+    let mut epoch = 0u64;
+    while ctx.working() {
+        let owner = format!("w-{lane}-{k}-e{epoch}");
+        let o = owner.clone();
+        let attempt = ctx
+            .conn
+            .once(cursor.get(), move |c| async move {
+                c.claim_fifo("outbound", lane, &o, ttl).await
+            })
+            .await;
+        let claim = match attempt {
+            Attempt::Ok(c) => {
+                ctx.history.count("claim-fifo", &Seen::Ok(()));
+                c
+            }
+            Attempt::Refused { code, .. } => {
+                ctx.history.count("claim-fifo", &Seen::<()>::Refused(code));
+                ctx.sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+            Attempt::NotSent(e) => {
+                ctx.history.count("claim-fifo", &Seen::<()>::Refused(e));
+                cursor.advance();
+                ctx.sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+            Attempt::Unknown(e) => {
+                ctx.history.count("claim-fifo", &Seen::<()>::Unknown(e));
+                epoch += 1;
+                cursor.advance();
+                ctx.sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Some(row) = claim.item else {
+            let wait = match claim.reason.as_deref() {
+                Some("not_due") => claim
+                    .due_at
+                    .map(|d| d.saturating_sub(wall_ms()))
+                    .unwrap_or(100)
+                    .clamp(20, 500),
+                Some("lane_busy") => rng.range(150, 300),
+                _ => rng.range(80, 160),
+            };
+            ctx.sleep(Duration::from_millis(wait)).await;
+            continue;
+        };
+        let (row_id, fence) = (row.row_id.0, row.fence.0);
+        ctx.history.claim(ClaimRec {
+            row: row_id,
+            message: row.message_id.0,
+            lane: lane_key.clone(),
+            owner: owner.clone(),
+            fence,
+            at: ctx.history.now(),
+            node: ctx.conn.node_id(cursor.get()),
+        });
+        let stall = rng.chance(ctx.cfg.stall_percent);
+        if stall {
+            ctx.sleep(ctx.cfg.lease_ttl + Duration::from_millis(rng.range(800, 2000)))
+                .await;
+        }
+        let fail = !stall && rng.chance(ctx.cfg.fail_percent);
+        let (action, body) = if fail {
+            (
+                "fail",
+                json!({ "fence": fence, "error": "chaos: transient failure",
+                        "retry": { "max_attempts": 6, "backoff_ms": 100, "multiplier": 2.0, "max_backoff_ms": 800 } }),
+            )
+        } else {
+            ("done", json!({ "fence": fence }))
+        };
+        let action = Action {
+            row: row_id,
+            fence,
+            action,
+            lane: &lane_key,
+            after_stall: stall,
+            body,
+        };
+        if let Completion::Unknown(_) = complete(&ctx, &cursor, action).await {
+            // The row may still be ours and inflight: under the same owner name the next claim
+            // would be handed the row behind it. Start over under a new name, which waits for
+            // our lane lease to lapse and the row to come back.
+            epoch += 1;
+        }
+    }
+}

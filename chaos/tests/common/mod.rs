@@ -1,0 +1,33 @@
+//! Shared by the chaos crate's integration tests: locate the built `raftlane` binary.
+
+use std::path::PathBuf;
+
+/// `$RAFTLANE_BIN`, else `raftlane` next to this test's `deps/` directory (the same target
+/// profile directory), else `$CARGO_TARGET_DIR/release/raftlane`, else `target/release/raftlane`
+/// at the workspace root.
+pub fn find_binary() -> Option<PathBuf> {
+    let mut candidates = Vec::new();
+    if let Ok(p) = std::env::var("RAFTLANE_BIN") {
+        candidates.push(PathBuf::from(p));
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(profile_dir) = exe.parent().and_then(|deps| deps.parent()) {
+            candidates.push(profile_dir.join("raftlane"));
+        }
+    }
+    if let Ok(dir) = std::env::var("CARGO_TARGET_DIR") {
+        candidates.push(PathBuf::from(dir).join("release").join("raftlane"));
+    }
+    candidates.push(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/release/raftlane"));
+    candidates.into_iter().find(|p| p.is_file())
+}
+
+/// A private copy of the binary in `dir` (a concurrent build may replace the original while
+/// nodes are being restarted from it).
+pub fn private_copy(dir: &std::path::Path) -> Option<PathBuf> {
+    let binary = find_binary()?;
+    std::fs::create_dir_all(dir).ok()?;
+    let copy = dir.join("raftlane");
+    std::fs::copy(&binary, &copy).ok()?;
+    Some(copy)
+}
