@@ -27,6 +27,10 @@ pub enum ProposeError {
     /// No quorum or a leader change in progress: try again shortly.
     #[error("cluster unavailable: {0}")]
     Unavailable(String),
+    /// The proposal may or may not have been committed (the answer was lost on the way back).
+    /// Never retried automatically: the client decides (e.g. with an idempotency key).
+    #[error("outcome unknown: {0}")]
+    Unknown(String),
     /// The node cannot serve (storage failure, shutting down).
     #[error("node failure: {0}")]
     Fatal(String),

@@ -212,7 +212,11 @@ impl Client {
     /// A plain-text GET (e.g. `/metrics`) from the current node, without auth.
     pub async fn request_text(&self, path: &str) -> Result<String, ClientError> {
         let i = self.current.load(Ordering::Relaxed) % self.nodes.len().max(1);
-        let url = format!("{}{}", self.nodes.get(i).map(String::as_str).unwrap_or(""), path);
+        let url = format!(
+            "{}{}",
+            self.nodes.get(i).map(String::as_str).unwrap_or(""),
+            path
+        );
         let (_, _, body) = self
             .http
             .call(Method::GET, &url, &[], Vec::new())

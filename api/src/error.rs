@@ -143,9 +143,9 @@ impl From<StoreError> for ApiError {
 impl From<ProposeError> for ApiError {
     fn from(e: ProposeError) -> Self {
         match e {
-            ProposeError::ForwardToLeader { .. } | ProposeError::Unavailable(_) => {
-                ApiError::unavailable(e.to_string())
-            }
+            ProposeError::ForwardToLeader { .. }
+            | ProposeError::Unavailable(_)
+            | ProposeError::Unknown(_) => ApiError::unavailable(e.to_string()),
             ProposeError::Fatal(m) => ApiError::internal(m),
         }
     }

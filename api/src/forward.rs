@@ -65,7 +65,7 @@ async fn forward_propose(
         .peer
         .call(Method::POST, &url, &headers, body)
         .await
-        .map_err(|e| ProposeError::Unavailable(e.to_string()))?;
+        .map_err(lost_or_unsent)?;
     if !status.is_success() {
         return Err(ProposeError::Unavailable(format!(
             "leader answered {status}"
@@ -123,4 +123,16 @@ async fn remote_read_index(state: &AppState, addr: &str) -> Result<u64, ProposeE
     }
     codec::decode::<Result<u64, ProposeError>>(&bytes)
         .map_err(|e| ProposeError::Unavailable(e.to_string()))?
+}
+
+/// A forwarded proposal that never reached the leader may be retried; one whose answer was lost
+/// may have been applied, and must not be proposed again behind the client's back.
+fn lost_or_unsent(e: crate::peer::PeerError) -> ProposeError {
+    match e {
+        crate::peer::PeerError::Unreachable(m) if m.to_lowercase().contains("connect") => {
+            ProposeError::Unavailable(m)
+        }
+        crate::peer::PeerError::Request(m) => ProposeError::Unavailable(m),
+        other => ProposeError::Unknown(other.to_string()),
+    }
 }
