@@ -316,29 +316,47 @@ async fn killing_the_leader_loses_no_acknowledged_write() {
 async fn metric(client: &Client, name: &str) -> f64 {
     let text = client.request_text("/metrics").await.unwrap();
     text.lines()
-        .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.trim().parse().ok()))
+        .find_map(|l| {
+            l.strip_prefix(name)
+                .and_then(|rest| rest.trim().parse().ok())
+        })
         .unwrap_or(0.0)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_writes_share_log_entries() {
     let cluster = TestCluster::start().await.unwrap();
-    let leader = cluster.wait_for_leader(Duration::from_secs(30)).await.unwrap();
+    let leader = cluster
+        .wait_for_leader(Duration::from_secs(30))
+        .await
+        .unwrap();
     let c = cluster.client().pinned(cluster.index_of(leader));
     let before = metric(&c, "raftlane_log_entries_appended_total").await;
     let mut tasks = Vec::new();
     for n in 0..300 {
         let c = c.clone();
-        tasks.push(tokio::spawn(async move { c.enqueue("adt", &format!("m{n}"), None).await }));
+        tasks.push(tokio::spawn(async move {
+            c.enqueue("adt", &format!("m{n}"), None).await
+        }));
     }
     let mut ids = std::collections::BTreeSet::new();
     for t in tasks {
         ids.insert(t.await.unwrap().unwrap().message_id);
     }
-    assert_eq!(ids.len(), 300, "every write acknowledged with its own message id");
+    assert_eq!(
+        ids.len(),
+        300,
+        "every write acknowledged with its own message id"
+    );
     let after = metric(&c, "raftlane_log_entries_appended_total").await;
     let entries = after - before;
-    assert!(entries < 150.0, "300 concurrent writes took {entries} log entries: no group commit");
-    cluster.wait_for_equal_digests(Duration::from_secs(20)).await.unwrap();
+    assert!(
+        entries < 150.0,
+        "300 concurrent writes took {entries} log entries: no group commit"
+    );
+    cluster
+        .wait_for_equal_digests(Duration::from_secs(20))
+        .await
+        .unwrap();
     cluster.shutdown().await;
 }

@@ -22,7 +22,9 @@ impl RaftBackend {
 
 fn from_write(e: WriteError) -> ProposeError {
     match e {
-        WriteError::ForwardToLeader { leader_id, addr } => ProposeError::ForwardToLeader { leader_id, addr },
+        WriteError::ForwardToLeader { leader_id, addr } => {
+            ProposeError::ForwardToLeader { leader_id, addr }
+        }
         WriteError::Refused(m) => ProposeError::Unavailable(m),
         WriteError::Stopped(m) => ProposeError::Fatal(m),
     }
@@ -30,7 +32,9 @@ fn from_write(e: WriteError) -> ProposeError {
 
 fn from_read(e: ReadError) -> ProposeError {
     match e {
-        ReadError::ForwardToLeader { leader_id, addr } => ProposeError::ForwardToLeader { leader_id, addr },
+        ReadError::ForwardToLeader { leader_id, addr } => {
+            ProposeError::ForwardToLeader { leader_id, addr }
+        }
         ReadError::NoQuorum(m) => ProposeError::Unavailable(m),
         ReadError::Timeout => ProposeError::Unavailable("read index timed out".into()),
         ReadError::Stopped(m) | ReadError::State(m) => ProposeError::Fatal(m),
@@ -53,7 +57,11 @@ impl Backend for RaftBackend {
         })
     }
 
-    fn wait_applied(&self, index: u64, timeout: Duration) -> BoxFuture<'_, Result<(), ProposeError>> {
+    fn wait_applied(
+        &self,
+        index: u64,
+        timeout: Duration,
+    ) -> BoxFuture<'_, Result<(), ProposeError>> {
         Box::pin(async move {
             if index == 0 {
                 return Ok(());
@@ -88,14 +96,35 @@ impl Backend for RaftBackend {
             .collect();
         let mut gauges = BTreeMap::new();
         let log = self.node.log_stats();
-        gauges.insert("raftlane_log_appends_total".into(), log.appends.load(Ordering::Relaxed) as f64);
-        gauges.insert("raftlane_log_entries_appended_total".into(), log.entries.load(Ordering::Relaxed) as f64);
-        gauges.insert("raftlane_log_syncs_total".into(), log.syncs.load(Ordering::Relaxed) as f64);
+        gauges.insert(
+            "raftlane_log_appends_total".into(),
+            log.appends.load(Ordering::Relaxed) as f64,
+        );
+        gauges.insert(
+            "raftlane_log_entries_appended_total".into(),
+            log.entries.load(Ordering::Relaxed) as f64,
+        );
+        gauges.insert(
+            "raftlane_log_syncs_total".into(),
+            log.syncs.load(Ordering::Relaxed) as f64,
+        );
         let sm = self.node.sm_stats();
-        gauges.insert("raftlane_sm_apply_batches_total".into(), sm.apply_batches.load(Ordering::Relaxed) as f64);
-        gauges.insert("raftlane_sm_applied_entries_total".into(), sm.applied_entries.load(Ordering::Relaxed) as f64);
-        gauges.insert("raftlane_snapshots_installed_total".into(), sm.snapshots_installed.load(Ordering::Relaxed) as f64);
-        gauges.insert("raftlane_snapshots_built_total".into(), sm.snapshots_built.load(Ordering::Relaxed) as f64);
+        gauges.insert(
+            "raftlane_sm_apply_batches_total".into(),
+            sm.apply_batches.load(Ordering::Relaxed) as f64,
+        );
+        gauges.insert(
+            "raftlane_sm_applied_entries_total".into(),
+            sm.applied_entries.load(Ordering::Relaxed) as f64,
+        );
+        gauges.insert(
+            "raftlane_snapshots_installed_total".into(),
+            sm.snapshots_installed.load(Ordering::Relaxed) as f64,
+        );
+        gauges.insert(
+            "raftlane_snapshots_built_total".into(),
+            sm.snapshots_built.load(Ordering::Relaxed) as f64,
+        );
         if let Some(s) = &m.snapshot {
             gauges.insert("raftlane_snapshot_index".into(), s.index as f64);
         }
@@ -115,13 +144,22 @@ impl Backend for RaftBackend {
             // Digest and index read from the same state handle; the digest walks the store, so
             // take the index after: equal digests at equal indexes is what checkers compare.
             let digest = self.node.digest().await.map_err(|e| e.to_string())?;
-            let applied = self.node.applied_log_id().map_err(|e| e.to_string())?.map_or(0, |l| l.index);
+            let applied = self
+                .node
+                .applied_log_id()
+                .map_err(|e| e.to_string())?
+                .map_or(0, |l| l.index);
             Ok((applied, digest))
         })
     }
 
     fn add_learner(&self, id: u64, addr: String) -> BoxFuture<'_, Result<(), ProposeError>> {
-        Box::pin(async move { self.node.add_learner(id, addr).await.map_err(|e| ProposeError::Unavailable(e.to_string())) })
+        Box::pin(async move {
+            self.node
+                .add_learner(id, addr)
+                .await
+                .map_err(|e| ProposeError::Unavailable(e.to_string()))
+        })
     }
 
     fn change_membership(&self, voters: Vec<u64>) -> BoxFuture<'_, Result<(), ProposeError>> {

@@ -68,8 +68,13 @@ struct FileConfig {
 pub fn parse_peers(s: &str) -> anyhow::Result<BTreeMap<u64, String>> {
     let mut peers = BTreeMap::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (id, addr) = part.split_once('=').with_context(|| format!("peer '{part}' is not id=host:port"))?;
-        let id: u64 = id.trim().parse().with_context(|| format!("peer id '{id}' is not a number"))?;
+        let (id, addr) = part
+            .split_once('=')
+            .with_context(|| format!("peer '{part}' is not id=host:port"))?;
+        let id: u64 = id
+            .trim()
+            .parse()
+            .with_context(|| format!("peer id '{id}' is not a number"))?;
         if addr.trim().is_empty() {
             bail!("peer {id} has an empty address");
         }
@@ -90,7 +95,10 @@ pub fn admin_token_for(data_dir: &Path) -> anyhow::Result<String> {
     std::fs::create_dir_all(data_dir)?;
     let token = generate_token();
     std::fs::write(&path, &token).with_context(|| format!("cannot write {}", path.display()))?;
-    println!("Generated admin token (stored in {}): {token}", path.display());
+    println!(
+        "Generated admin token (stored in {}): {token}",
+        path.display()
+    );
     Ok(token)
 }
 
@@ -106,16 +114,24 @@ impl NodeArgs {
     pub fn resolve(self) -> anyhow::Result<NodeOptions> {
         let file: FileConfig = match &self.config {
             Some(path) => {
-                let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-                toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))?
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?;
+                toml::from_str(&text)
+                    .with_context(|| format!("invalid config file {}", path.display()))?
             }
             None => FileConfig::default(),
         };
-        let id = self.id.or(file.id).context("--id is required (or RAFTLANE_ID)")?;
+        let id = self
+            .id
+            .or(file.id)
+            .context("--id is required (or RAFTLANE_ID)")?;
         if id == 0 {
             bail!("--id must be a positive integer");
         }
-        let listen = self.listen.or(file.listen).context("--listen is required (or RAFTLANE_LISTEN)")?;
+        let listen = self
+            .listen
+            .or(file.listen)
+            .context("--listen is required (or RAFTLANE_LISTEN)")?;
         let peers = match self.peers.or(file.peers) {
             Some(p) => parse_peers(&p)?,
             None => BTreeMap::new(),
@@ -125,13 +141,20 @@ impl NodeArgs {
             .or(file.advertise)
             .or_else(|| peers.get(&id).cloned())
             .unwrap_or_else(|| listen.to_string());
-        let data_dir = self.data_dir.or(file.data_dir).context("--data-dir is required (or RAFTLANE_DATA_DIR)")?;
+        let data_dir = self
+            .data_dir
+            .or(file.data_dir)
+            .context("--data-dir is required (or RAFTLANE_DATA_DIR)")?;
         let cluster_secret = self
             .cluster_secret
             .or(file.cluster_secret)
             .filter(|s| !s.is_empty())
             .context("a cluster secret is required: --cluster-secret or RAFTLANE_CLUSTER_SECRET (same on every node)")?;
-        let admin_token = match self.admin_token.or(file.admin_token).filter(|t| !t.is_empty()) {
+        let admin_token = match self
+            .admin_token
+            .or(file.admin_token)
+            .filter(|t| !t.is_empty())
+        {
             Some(t) => t,
             None => admin_token_for(&data_dir)?,
         };
@@ -148,7 +171,10 @@ impl NodeArgs {
             bootstrap,
             cluster_secret,
             admin_token,
-            max_body_bytes: self.max_body_bytes.or(file.max_body_bytes).unwrap_or(1024 * 1024),
+            max_body_bytes: self
+                .max_body_bytes
+                .or(file.max_body_bytes)
+                .unwrap_or(1024 * 1024),
             tuning: file.tuning.unwrap_or_default(),
         })
     }
@@ -179,7 +205,10 @@ mod tests {
             admin_token: Some("t".into()),
             ..Default::default()
         };
-        assert!(args.clone().resolve().is_err(), "no secret must be an error");
+        assert!(
+            args.clone().resolve().is_err(),
+            "no secret must be an error"
+        );
         let opts = NodeArgs {
             cluster_secret: Some("s".into()),
             ..args

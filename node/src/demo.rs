@@ -69,8 +69,13 @@ pub async fn run(client: &Client, nodes: &[String], messages: u32) -> anyhow::Re
         "approvals_required": []
     });
     let current = client.config().await?["version"].as_u64().unwrap_or(0);
-    client.put_config(current, config).await.context("configure destinations")?;
-    client.audit_append("demo.start", None, Some(&format!("{messages} messages"))).await?;
+    client
+        .put_config(current, config)
+        .await
+        .context("configure destinations")?;
+    client
+        .audit_append("demo.start", None, Some(&format!("{messages} messages")))
+        .await?;
 
     let shared = Arc::new(Shared {
         client: client.clone(),
@@ -84,7 +89,11 @@ pub async fn run(client: &Client, nodes: &[String], messages: u32) -> anyhow::Re
     tasks.push(tokio::spawn(transformer(shared.clone())));
     for dest in ["ehr", "billing", "lab-archive", "flaky"] {
         for k in 0..2 {
-            tasks.push(tokio::spawn(lane_worker(shared.clone(), dest, format!("{dest}-worker-{k}"))));
+            tasks.push(tokio::spawn(lane_worker(
+                shared.clone(),
+                dest,
+                format!("{dest}-worker-{k}"),
+            )));
         }
     }
 
@@ -93,7 +102,10 @@ pub async fn run(client: &Client, nodes: &[String], messages: u32) -> anyhow::Re
     for n in 0..messages {
         let channel = CHANNELS[(n % 3) as usize];
         let raw = format!("MSH|^~\\&|DEMO|{channel}|||{n}|ADT^A01|{n}|P|2.5");
-        client.enqueue(channel, &raw, Some(&format!("demo-{n}"))).await.with_context(|| format!("enqueue {n}"))?;
+        client
+            .enqueue(channel, &raw, Some(&format!("demo-{n}")))
+            .await
+            .with_context(|| format!("enqueue {n}"))?;
         for d in destinations(channel, n) {
             expected.entry(d).or_default().push(u64::from(n));
         }
@@ -104,7 +116,9 @@ pub async fn run(client: &Client, nodes: &[String], messages: u32) -> anyhow::Re
     // Progress until every message is terminal.
     let deadline = Instant::now() + Duration::from_secs(300);
     loop {
-        let stats = client.request(hyper::Method::GET, "/v1/stats", None).await?;
+        let stats = client
+            .request(hyper::Method::GET, "/v1/stats", None)
+            .await?;
         let live = live_rows(&stats);
         let dead = stats["rows"]["outbound"]["dead"].as_u64().unwrap_or(0);
         println!(
@@ -123,14 +137,29 @@ pub async fn run(client: &Client, nodes: &[String], messages: u32) -> anyhow::Re
     }
 
     // Dead letters: fix the flaky destination, replay one message, see it processed.
-    let dead = client.request(hyper::Method::GET, "/v1/dead-letters?destination=flaky", None).await?;
+    let dead = client
+        .request(
+            hyper::Method::GET,
+            "/v1/dead-letters?destination=flaky",
+            None,
+        )
+        .await?;
     let dead_rows = dead["dead_letters"].as_array().cloned().unwrap_or_default();
-    println!("flaky destination dead-lettered {} deliveries after 3 attempts each", dead_rows.len());
+    println!(
+        "flaky destination dead-lettered {} deliveries after 3 attempts each",
+        dead_rows.len()
+    );
     let mut replayed_ok = dead_rows.is_empty();
     if let Some(first) = dead_rows.first() {
         let mid = first["message_id"].as_u64().unwrap_or(0);
         shared.flaky_fixed.store(true, Ordering::SeqCst);
-        client.request(hyper::Method::POST, &format!("/v1/messages/{mid}/replay"), None).await?;
+        client
+            .request(
+                hyper::Method::POST,
+                &format!("/v1/messages/{mid}/replay"),
+                None,
+            )
+            .await?;
         let until = Instant::now() + Duration::from_secs(60);
         while Instant::now() < until {
             let m = client.message(mid).await?;
@@ -140,7 +169,14 @@ pub async fn run(client: &Client, nodes: &[String], messages: u32) -> anyhow::Re
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        println!("replayed message {mid} after fixing flaky: {}", if replayed_ok { "processed" } else { "NOT processed" });
+        println!(
+            "replayed message {mid} after fixing flaky: {}",
+            if replayed_ok {
+                "processed"
+            } else {
+                "NOT processed"
+            }
+        );
     }
     shared.stop.store(true, Ordering::SeqCst);
     for t in tasks {
@@ -148,11 +184,19 @@ pub async fn run(client: &Client, nodes: &[String], messages: u32) -> anyhow::Re
     }
 
     // Lane order: each destination saw its deliveries in enqueue order.
-    let delivered = shared.delivered.lock().map(|d| d.clone()).unwrap_or_default();
+    let delivered = shared
+        .delivered
+        .lock()
+        .map(|d| d.clone())
+        .unwrap_or_default();
     let mut lanes_in_order = true;
     for (dest, want) in &expected {
         let got: Vec<u64> = delivered.get(*dest).cloned().unwrap_or_default();
-        let want: Vec<u64> = if *dest == "flaky" { Vec::new() } else { want.clone() };
+        let want: Vec<u64> = if *dest == "flaky" {
+            Vec::new()
+        } else {
+            want.clone()
+        };
         let got_main: Vec<u64> = if *dest == "flaky" { Vec::new() } else { got };
         if got_main != want {
             lanes_in_order = false;
@@ -165,15 +209,27 @@ pub async fn run(client: &Client, nodes: &[String], messages: u32) -> anyhow::Re
     let mut heads = Vec::new();
     let mut audit_verified = true;
     for (i, addr) in nodes.iter().enumerate() {
-        let v = client.pinned(i).audit_verify("default").await.with_context(|| format!("verify on {addr}"))?;
+        let v = client
+            .pinned(i)
+            .audit_verify("default")
+            .await
+            .with_context(|| format!("verify on {addr}"))?;
         audit_verified &= v["ok"] == Value::Bool(true);
         heads.push(v["head_hash"].as_str().unwrap_or("").to_string());
     }
     audit_verified &= heads.windows(2).all(|w| w[0] == w[1]);
     let digests_equal = wait_for_equal_digests(client, nodes.len()).await;
 
-    let stats = client.request(hyper::Method::GET, "/v1/stats", None).await?;
-    let processed = client.request(hyper::Method::GET, "/v1/messages?status=processed&limit=1000", None).await?["messages"]
+    let stats = client
+        .request(hyper::Method::GET, "/v1/stats", None)
+        .await?;
+    let processed = client
+        .request(
+            hyper::Method::GET,
+            "/v1/messages?status=processed&limit=1000",
+            None,
+        )
+        .await?["messages"]
         .as_array()
         .map_or(0, |a| a.len() as u64);
     let summary = Summary {
@@ -186,21 +242,36 @@ pub async fn run(client: &Client, nodes: &[String], messages: u32) -> anyhow::Re
         replayed_ok,
     };
     let mark = |b: bool| if b { "yes" } else { "NO" };
-    println!("\n== Demo summary ({:.1}s) ==", started.elapsed().as_secs_f64());
+    println!(
+        "\n== Demo summary ({:.1}s) ==",
+        started.elapsed().as_secs_f64()
+    );
     println!("  messages enqueued          {}", summary.enqueued);
     println!("  messages processed         {}", summary.processed);
     println!("  dead letters (flaky)       {}", summary.dead_letters);
-    println!("  lane order verified        {}", mark(summary.lanes_in_order));
+    println!(
+        "  lane order verified        {}",
+        mark(summary.lanes_in_order)
+    );
     println!("  replay after fix           {}", mark(summary.replayed_ok));
-    println!("  audit chain verified on all three nodes, same head: {}", mark(summary.audit_verified));
-    println!("  state digests equal on all three nodes:             {}", mark(summary.digests_equal));
+    println!(
+        "  audit chain verified on all three nodes, same head: {}",
+        mark(summary.audit_verified)
+    );
+    println!(
+        "  state digests equal on all three nodes:             {}",
+        mark(summary.digests_equal)
+    );
     Ok(summary)
 }
 
 fn live_rows(stats: &Value) -> u64 {
     ["ingress", "routed", "outbound", "response"]
         .iter()
-        .map(|s| stats["rows"][s]["pending"].as_u64().unwrap_or(0) + stats["rows"][s]["inflight"].as_u64().unwrap_or(0))
+        .map(|s| {
+            stats["rows"][s]["pending"].as_u64().unwrap_or(0)
+                + stats["rows"][s]["inflight"].as_u64().unwrap_or(0)
+        })
         .sum()
 }
 
@@ -227,7 +298,11 @@ async fn pause() {
 /// Ingress → routed: one handler per channel.
 async fn router(s: Arc<Shared>) {
     while !s.stop.load(Ordering::Relaxed) {
-        let items = match s.client.claim_ready("ingress", 50, "demo-router", TTL_MS, None).await {
+        let items = match s
+            .client
+            .claim_ready("ingress", 50, "demo-router", TTL_MS, None)
+            .await
+        {
             Ok(items) => items,
             Err(_) => {
                 pause().await;
@@ -247,7 +322,11 @@ async fn router(s: Arc<Shared>) {
 /// Routed → outbound deliveries, with a transform-state op per channel.
 async fn transformer(s: Arc<Shared>) {
     while !s.stop.load(Ordering::Relaxed) {
-        let items = match s.client.claim_ready("routed", 50, "demo-transformer", TTL_MS, None).await {
+        let items = match s
+            .client
+            .claim_ready("routed", 50, "demo-transformer", TTL_MS, None)
+            .await
+        {
             Ok(items) => items,
             Err(_) => {
                 pause().await;
@@ -258,7 +337,12 @@ async fn transformer(s: Arc<Shared>) {
             pause().await;
         }
         for item in items {
-            let n: u32 = item.payload.split('|').nth(6).and_then(|v| v.parse().ok()).unwrap_or(0);
+            let n: u32 = item
+                .payload
+                .split('|')
+                .nth(6)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
             let deliveries: Vec<Value> = destinations(&item.channel_id, n)
                 .into_iter()
                 .map(|d| json!({ "destination": d, "payload": n.to_string() }))
@@ -288,7 +372,8 @@ async fn lane_worker(s: Arc<Shared>, dest: &'static str, owner: String) {
             continue;
         };
         if dest == "flaky" && !s.flaky_fixed.load(Ordering::SeqCst) {
-            let body = json!({ "fence": item.fence.0, "error": "connection refused by flaky.example" });
+            let body =
+                json!({ "fence": item.fence.0, "error": "connection refused by flaky.example" });
             let _ = s.client.row(item.row_id.0, "fail", body).await;
             continue;
         }

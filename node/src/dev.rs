@@ -57,7 +57,11 @@ pub struct DevCluster {
 
 impl DevCluster {
     pub async fn shutdown(self) {
-        let stops: Vec<_> = self.nodes.into_iter().map(|n| tokio::spawn(n.shutdown())).collect();
+        let stops: Vec<_> = self
+            .nodes
+            .into_iter()
+            .map(|n| tokio::spawn(n.shutdown()))
+            .collect();
         for s in stops {
             let _ = s.await;
         }
@@ -65,19 +69,28 @@ impl DevCluster {
 }
 
 /// Start three nodes on `base_port..base_port+2` and wait for a leader.
-pub async fn start_cluster(base_port: u16, data_dir: &Path, admin_token: Option<String>) -> anyhow::Result<DevCluster> {
-    std::fs::create_dir_all(data_dir).with_context(|| format!("cannot create {}", data_dir.display()))?;
+pub async fn start_cluster(
+    base_port: u16,
+    data_dir: &Path,
+    admin_token: Option<String>,
+) -> anyhow::Result<DevCluster> {
+    std::fs::create_dir_all(data_dir)
+        .with_context(|| format!("cannot create {}", data_dir.display()))?;
     let secret = stored_secret(data_dir, "cluster.secret")?;
     let admin_token = match admin_token.filter(|t| !t.is_empty()) {
         Some(t) => t,
         None => stored_secret(data_dir, "admin.token")?,
     };
-    let peers: BTreeMap<u64, String> = (1..=3u64).map(|id| (id, format!("127.0.0.1:{}", base_port + (id as u16 - 1)))).collect();
+    let peers: BTreeMap<u64, String> = (1..=3u64)
+        .map(|id| (id, format!("127.0.0.1:{}", base_port + (id as u16 - 1))))
+        .collect();
     let mut nodes = Vec::new();
     for (id, addr) in &peers {
         let opts = NodeOptions {
             id: *id,
-            listen: addr.parse().with_context(|| format!("bad address {addr}"))?,
+            listen: addr
+                .parse()
+                .with_context(|| format!("bad address {addr}"))?,
             advertise: addr.clone(),
             peers: peers.clone(),
             data_dir: data_dir.join(format!("node{id}")),
@@ -87,7 +100,11 @@ pub async fn start_cluster(base_port: u16, data_dir: &Path, admin_token: Option<
             max_body_bytes: 1024 * 1024,
             tuning: Tuning::default(),
         };
-        nodes.push(server::start(opts).await.with_context(|| format!("node {id}"))?);
+        nodes.push(
+            server::start(opts)
+                .await
+                .with_context(|| format!("node {id}"))?,
+        );
     }
     let started = Instant::now();
     loop {
@@ -131,16 +148,31 @@ pub async fn wait_for_signal() {
 
 pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     if args.fresh && args.data_dir.exists() {
-        std::fs::remove_dir_all(&args.data_dir).with_context(|| format!("cannot remove {}", args.data_dir.display()))?;
+        std::fs::remove_dir_all(&args.data_dir)
+            .with_context(|| format!("cannot remove {}", args.data_dir.display()))?;
     }
-    println!("Starting a three-node raftlane cluster on 127.0.0.1:{}-{} (data in {})", args.base_port, args.base_port + 2, args.data_dir.display());
+    println!(
+        "Starting a three-node raftlane cluster on 127.0.0.1:{}-{} (data in {})",
+        args.base_port,
+        args.base_port + 2,
+        args.data_dir.display()
+    );
     let cluster = start_cluster(args.base_port, &args.data_dir, args.admin_token.clone()).await?;
-    let leader = cluster.nodes.iter().find(|n| n.raft.is_leader()).map(|n| n.raft.id()).unwrap_or(0);
-    println!("Cluster up: node {leader} leads. Nodes: {}", cluster.addrs.join(", "));
+    let leader = cluster
+        .nodes
+        .iter()
+        .find(|n| n.raft.is_leader())
+        .map(|n| n.raft.id())
+        .unwrap_or(0);
+    println!(
+        "Cluster up: node {leader} leads. Nodes: {}",
+        cluster.addrs.join(", ")
+    );
     println!("Admin token: {}", cluster.admin_token);
     let mut failed = false;
     if args.demo {
-        let client = raftlane_api::client::Client::new(cluster.addrs.clone(), cluster.admin_token.clone());
+        let client =
+            raftlane_api::client::Client::new(cluster.addrs.clone(), cluster.admin_token.clone());
         match crate::demo::run(&client, &cluster.addrs, args.demo_messages).await {
             Ok(summary) => {
                 failed = !summary.ok();

@@ -5,7 +5,11 @@ use raftlane_node::{config::NodeArgs, dev, server};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Parser)]
-#[command(name = "raftlane", version, about = "A replicated message pipeline: queues, FIFO lanes and an audit chain decided by Raft.")]
+#[command(
+    name = "raftlane",
+    version,
+    about = "A replicated message pipeline: queues, FIFO lanes and an audit chain decided by Raft."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -29,8 +33,12 @@ enum Command {
 }
 
 fn init_logging() {
-    let filter = EnvFilter::try_from_env("RAFTLANE_LOG").unwrap_or_else(|_| EnvFilter::new("info,openraft=error"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_target(false).init();
+    let filter = EnvFilter::try_from_env("RAFTLANE_LOG")
+        .unwrap_or_else(|_| EnvFilter::new("info,openraft=error"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .init();
 }
 
 #[tokio::main]

@@ -47,7 +47,10 @@ impl RunningNode {
     /// Stop serving HTTP, then shut the replica down (its databases are closed on return).
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
-        if tokio::time::timeout(Duration::from_secs(10), self.http).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(10), self.http)
+            .await
+            .is_err()
+        {
             tracing::warn!("HTTP server did not stop within 10 s");
         }
         self.raft.shutdown().await;
@@ -56,7 +59,9 @@ impl RunningNode {
 
 /// Bind `opts.listen` and start.
 pub async fn start(opts: NodeOptions) -> anyhow::Result<RunningNode> {
-    let listener = TcpListener::bind(opts.listen).await.with_context(|| format!("cannot listen on {}", opts.listen))?;
+    let listener = TcpListener::bind(opts.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", opts.listen))?;
     start_on(opts, listener).await
 }
 
@@ -73,7 +78,9 @@ pub async fn start_on(opts: NodeOptions, listener: TcpListener) -> anyhow::Resul
         secret: opts.cluster_secret.clone(),
         tuning: opts.tuning.clone(),
     };
-    let raft = RaftNode::start(raft_config).await.context("cannot start the raft replica")?;
+    let raft = RaftNode::start(raft_config)
+        .await
+        .context("cannot start the raft replica")?;
     let api_config = ApiConfig {
         admin_token: opts.admin_token.clone(),
         cluster_secret: opts.cluster_secret.clone(),
@@ -100,11 +107,18 @@ pub async fn start_on(opts: NodeOptions, listener: TcpListener) -> anyhow::Resul
                 }
             }
         };
-        if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(shutdown).await {
+        if let Err(e) = axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
+        {
             tracing::error!(error = %e, "HTTP server failed");
         }
     });
     tracing::info!(id = opts.id, %addr, advertise = %opts.advertise, "node serving");
-    Ok(RunningNode { raft, addr, stop, http })
+    Ok(RunningNode {
+        raft,
+        addr,
+        stop,
+        http,
+    })
 }
-

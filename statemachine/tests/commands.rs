@@ -3159,7 +3159,10 @@ fn a_batch_applies_each_envelope_alone_with_unique_fences() {
         panic!("a batch outcome, got {out:?}")
     };
     assert_eq!(responses.len(), 5);
-    let (first, dup) = (enqueued(responses[0].clone().unwrap()), enqueued(responses[1].clone().unwrap()));
+    let (first, dup) = (
+        enqueued(responses[0].clone().unwrap()),
+        enqueued(responses[1].clone().unwrap()),
+    );
     assert_eq!(first.0, dup.0);
     assert!(dup.1, "the second enqueue is a duplicate of the first");
     assert_eq!(responses[2], Err(Rejection::UnknownRow(RowId(99))));
@@ -3174,7 +3177,10 @@ fn a_batch_applies_each_envelope_alone_with_unique_fences() {
         }
         other => panic!("a claim, got {other:?}"),
     }
-    assert!(matches!(responses[4], Err(Rejection::Invalid { .. })), "no nested batches");
+    assert!(
+        matches!(responses[4], Err(Rejection::Invalid { .. })),
+        "no nested batches"
+    );
 }
 
 #[test]
