@@ -79,9 +79,15 @@ impl AppState {
         self.keyring.as_ref()
     }
 
-    /// Wrap a command with the proposer's clock and the caller's name.
-    pub fn envelope(&self, actor: &str, command: raftlane_statemachine::Command) -> Envelope {
-        Envelope::new(now_ms(), actor, command)
+    /// Wrap a command with the proposer's clock, the caller's name and the request id of
+    /// this proposal.
+    pub fn envelope(
+        &self,
+        caller: &crate::auth::Caller,
+        command: raftlane_statemachine::Command,
+    ) -> Envelope {
+        Envelope::new(now_ms(), caller.name.as_str(), command)
+            .with_request_id(caller.requests.next())
     }
 }
 

@@ -43,6 +43,8 @@ pub struct Caller {
     pub role: Role,
     /// `None` = every channel.
     pub channels: Option<Vec<String>>,
+    /// The ids this request's proposals carry (exactly-once retries).
+    pub requests: crate::request_id::RequestIds,
 }
 
 impl Caller {
@@ -122,11 +124,13 @@ impl FromRequestParts<Arc<AppState>> for Caller {
             .filter(|t| !t.is_empty())
             .ok_or_else(|| ApiError::unauthorized("Authorization must be 'Bearer <token>'"))?;
         let hash = sha256_hex(token);
+        let requests = crate::request_id::RequestIds::from_headers(&parts.headers)?;
         if ct_eq(hash.as_bytes(), state.admin_token_hash.as_bytes()) {
             return Ok(Caller {
                 name: "admin".into(),
                 role: Role::Admin,
                 channels: None,
+                requests,
             });
         }
         let principal =
@@ -136,6 +140,7 @@ impl FromRequestParts<Arc<AppState>> for Caller {
                 name: p.name,
                 role: p.role,
                 channels: p.channels,
+                requests,
             }),
             None => Err(ApiError::unauthorized("unknown or revoked token")),
         }

@@ -28,7 +28,8 @@ pub enum ProposeError {
     #[error("cluster unavailable: {0}")]
     Unavailable(String),
     /// The proposal may or may not have been committed (the answer was lost on the way back).
-    /// Never retried automatically: the client decides (e.g. with an idempotency key).
+    /// Retrying the same envelope is safe: its request id makes the state machine answer a
+    /// repeat with the first answer.
     #[error("outcome unknown: {0}")]
     Unknown(String),
     /// The node cannot serve (storage failure, shutting down).

@@ -2,11 +2,12 @@
 //! benchmark and the demo.
 //!
 //! It knows every node's address. A call goes to the node that last answered; on a connection
-//! failure or a 503 it moves on to the next node and tries again until its deadline. Reads and
-//! enqueues carrying an idempotency key are safe to repeat; other writes are repeated only when
-//! the request never reached a node or was refused before proposing (503).
+//! failure, a timeout or a 503 it moves on to the next node and tries again until its deadline.
+//! Every call is safe to repeat: reads change nothing, and each write carries a `Request-Id`
+//! that stays the same across its retries, so the cluster applies it at most once and answers a
+//! repeat with the first answer.
 
-use crate::peer::{base_url, PeerClient, PeerError};
+use crate::peer::{base_url, PeerClient};
 use hyper::{Method, StatusCode};
 use raftlane_statemachine::command::ClaimedRow;
 use serde::de::DeserializeOwned;
@@ -71,13 +72,8 @@ pub struct Client {
     token: String,
     http: PeerClient,
     deadline: Duration,
-}
-
-/// Whether a call may be sent again after an ambiguous failure.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Retry {
-    Safe,
-    OnlyIfUnsent,
+    /// Set by [`Client::for_request`]: the id every write of this handle carries.
+    request_id: Option<String>,
 }
 
 impl Client {
@@ -89,6 +85,7 @@ impl Client {
             token: token.into(),
             http: PeerClient::new(Duration::from_secs(10)),
             deadline: Duration::from_secs(20),
+            request_id: None,
         }
     }
 
@@ -107,6 +104,17 @@ impl Client {
             token: self.token.clone(),
             http: self.http.clone(),
             deadline: self.deadline,
+            request_id: self.request_id.clone(),
+        }
+    }
+
+    /// A handle for one logical write that the caller may send several times (its own retry
+    /// loop, other nodes): every send carries `Request-Id: id`, so the cluster applies it once
+    /// and answers every repeat with the first answer. Use a new id for each different write.
+    pub fn for_request(&self, id: impl Into<String>) -> Self {
+        Self {
+            request_id: Some(id.into()),
+            ..self.clone()
         }
     }
 
@@ -123,8 +131,15 @@ impl Client {
         path: &str,
         body: Option<Value>,
         headers: &[(&str, String)],
-        retry: Retry,
     ) -> Result<(StatusCode, Value), ClientError> {
+        // One id for every attempt of this write: a retry after an ambiguous failure (timeout,
+        // lost answer, 503 "outcome unknown") gets the first attempt's answer, never a second
+        // application.
+        let request_id = (method != Method::GET).then(|| {
+            self.request_id
+                .clone()
+                .unwrap_or_else(|| format!("c-{:032x}", rand::random::<u128>()))
+        });
         let started = Instant::now();
         let mut pause = Duration::from_millis(50);
         let mut last;
@@ -140,6 +155,9 @@ impl Client {
                 vec![("authorization", format!("Bearer {}", self.token))];
             if body.is_some() {
                 hs.push(("content-type", "application/json".into()));
+            }
+            if let Some(id) = &request_id {
+                hs.push((crate::request_id::HEADER, id.clone()));
             }
             hs.extend(headers.iter().cloned());
             let bytes = body
@@ -167,18 +185,6 @@ impl Client {
                         field: err["field"].as_str().map(str::to_string),
                     });
                 }
-                Err(PeerError::Unreachable(e))
-                    if retry == Retry::OnlyIfUnsent && !e.contains("connect") =>
-                {
-                    return Err(ClientError::Unavailable(format!(
-                        "{url}: {e} (outcome unknown)"
-                    )));
-                }
-                Err(PeerError::Timeout) if retry == Retry::OnlyIfUnsent => {
-                    return Err(ClientError::Unavailable(format!(
-                        "{url}: timed out (outcome unknown)"
-                    )));
-                }
                 Err(e) => last = format!("{url}: {e}"),
             }
             self.current.store((i + 1) % n, Ordering::Relaxed);
@@ -201,12 +207,7 @@ impl Client {
         path: &str,
         body: Option<Value>,
     ) -> Result<Value, ClientError> {
-        let retry = if method == Method::GET {
-            Retry::Safe
-        } else {
-            Retry::OnlyIfUnsent
-        };
-        Ok(self.send(method, path, body, &[], retry).await?.1)
+        Ok(self.send(method, path, body, &[]).await?.1)
     }
 
     /// A plain-text GET (e.g. `/metrics`) from the current node, without auth.
@@ -234,18 +235,12 @@ impl Client {
         let headers: Vec<(&str, String)> = idempotency_key
             .map(|k| vec![("idempotency-key", k.to_string())])
             .unwrap_or_default();
-        let retry = if idempotency_key.is_some() {
-            Retry::Safe
-        } else {
-            Retry::OnlyIfUnsent
-        };
         let (_, v) = self
             .send(
                 Method::POST,
                 &format!("/v1/channels/{channel}/messages"),
                 Some(json!({ "raw": raw })),
                 &headers,
-                retry,
             )
             .await?;
         Self::decode(v)
@@ -356,7 +351,6 @@ impl Client {
                 "/v1/config",
                 Some(config),
                 &[("if-match", expected_version.to_string())],
-                Retry::OnlyIfUnsent,
             )
             .await?;
         Ok(v["version"].as_u64().unwrap_or(0))

@@ -2,16 +2,18 @@
 //! leader's read index. This module is the only place that knows how.
 //!
 //! A write is proposed locally; if this node does not lead, the envelope is sent to the leader's
-//! `/internal/propose`, authenticated with the cluster secret. Leader changes are retried for a
-//! bounded time; after that the client gets 503 with `Retry-After` (the write may or may not
-//! have been committed: producers retry with an idempotency key).
+//! `/internal/propose`, authenticated with the cluster secret. Leader changes, lost answers and
+//! dropped proposals are retried with the same envelope for a bounded time: its request id makes
+//! the retry exactly-once (an entry that did commit answers the retry with its first answer,
+//! [`Outcome::Repeated`], unwrapped here). After the window the client gets 503 with
+//! `Retry-After`; it may retry with the same `Request-Id`.
 
 use crate::app::{AppState, SECRET_HEADER};
 use crate::backend::ProposeError;
 use crate::error::{ApiError, ApiResult};
 use crate::peer::base_url;
 use hyper::Method;
-use raftlane_statemachine::{codec, Envelope, Response};
+use raftlane_statemachine::{codec, Envelope, Outcome, Response};
 use std::time::{Duration, Instant};
 
 /// How long a request keeps retrying across a leader change.
@@ -30,6 +32,10 @@ pub async fn write(state: &AppState, envelope: Envelope) -> ApiResult<(u64, Resp
         };
         match attempt {
             Ok((index, response)) => {
+                let (index, response) = match response {
+                    Ok(Outcome::Repeated { index, response }) => (index, *response),
+                    other => (index, other),
+                };
                 state
                     .metrics
                     .record_command(envelope.command.name(), response.is_ok());
@@ -125,14 +131,15 @@ async fn remote_read_index(state: &AppState, addr: &str) -> Result<u64, ProposeE
         .map_err(|e| ProposeError::Unavailable(e.to_string()))?
 }
 
-/// A forwarded proposal that never reached the leader may be retried; one whose answer was lost
-/// may have been applied, and must not be proposed again behind the client's back.
+/// A forwarded proposal whose answer was lost may have been applied; retrying it is still safe
+/// (its request id makes the retry return the first answer), but the error says what happened.
 fn lost_or_unsent(e: crate::peer::PeerError) -> ProposeError {
     match e {
-        crate::peer::PeerError::Unreachable(m) if m.to_lowercase().contains("connect") => {
+        crate::peer::PeerError::Unreachable(m) | crate::peer::PeerError::Request(m) => {
             ProposeError::Unavailable(m)
         }
-        crate::peer::PeerError::Request(m) => ProposeError::Unavailable(m),
-        other => ProposeError::Unknown(other.to_string()),
+        crate::peer::PeerError::Timeout => {
+            ProposeError::Unknown("the leader did not answer in time".into())
+        }
     }
 }

@@ -18,6 +18,7 @@ pub mod forward;
 pub mod metrics;
 pub mod openapi;
 pub mod peer;
+pub mod request_id;
 pub mod routes;
 
 pub use app::{router, ApiConfig, AppState};

@@ -141,15 +141,9 @@ impl Backend for RaftBackend {
 
     fn digest(&self) -> BoxFuture<'_, Result<(u64, [u8; 32]), String>> {
         Box::pin(async move {
-            // Digest and index read from the same state handle; the digest walks the store, so
-            // take the index after: equal digests at equal indexes is what checkers compare.
-            let digest = self.node.digest().await.map_err(|e| e.to_string())?;
-            let applied = self
-                .node
-                .applied_log_id()
-                .map_err(|e| e.to_string())?
-                .map_or(0, |l| l.index);
-            Ok((applied, digest))
+            // One atomic read: checkers compare equal digests at equal indexes.
+            let (applied, digest) = self.node.digest().await.map_err(|e| e.to_string())?;
+            Ok((applied.map_or(0, |l| l.index), digest))
         })
     }
 

@@ -358,8 +358,9 @@ impl RaftNode {
         Ok(self.state()?.read(f)?)
     }
 
-    /// SHA-256 of this replica's state (equal on replicas that applied the same entries).
-    pub async fn digest(&self) -> Result<[u8; 32], NodeError> {
+    /// SHA-256 of this replica's state (equal on replicas that applied the same entries) and
+    /// the log id it was taken at, read atomically.
+    pub async fn digest(&self) -> Result<(Option<LogId>, [u8; 32]), NodeError> {
         Ok(self.state()?.digest().await?)
     }
 

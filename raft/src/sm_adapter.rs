@@ -133,6 +133,12 @@ fn applied_state(
 /// `(key, value or delete)` pairs written through `apply_batch`'s `external`.
 type Externals = Vec<(Vec<u8>, Option<Vec<u8>>)>;
 
+/// Whether the entry at `index` is past the state's `last_applied` (0 = nothing applied yet:
+/// openraft's first membership entry sits at index 0).
+fn is_new(index: u64, last_applied: u64) -> bool {
+    index > last_applied || last_applied == 0
+}
+
 fn externals(
     last: &Option<LogId>,
     membership: Option<&StoredMembership>,
@@ -228,11 +234,18 @@ impl SmShared {
                     }
                     EntryPayload::Membership(m) => {
                         items.push(BatchItem::Noop { index });
-                        membership = Some(StoredMembership::new(Some(entry.log_id), m.clone()));
+                        if is_new(index, sm.last_applied()) {
+                            membership = Some(StoredMembership::new(Some(entry.log_id), m.clone()));
+                        }
                     }
                 }
             }
-            let last = chunk.last().map(|e| e.log_id);
+            // Entries re-delivered at or below `last_applied` are skipped by the state machine;
+            // the recorded log id and membership must not move back either.
+            let last = chunk
+                .last()
+                .map(|e| e.log_id)
+                .filter(|l| is_new(l.index, sm.last_applied()));
             let ext = externals(&last, membership.as_ref())?;
             let responses = sm.apply_batch(&items, &ext)?;
             // openraft wants one response per entry; blank and membership entries (and entries
@@ -389,12 +402,18 @@ impl StateHandle {
         Ok(f(&sm))
     }
 
-    /// SHA-256 of the logical state (walks the whole state, on the blocking pool).
-    pub async fn digest(&self) -> Result<[u8; 32], SmError> {
+    /// SHA-256 of the logical state and the log id it reflects, both taken under one read
+    /// lock so no batch can be applied between them (walks the whole state, on the blocking
+    /// pool). Replicas are compared on this pair: equal digests at equal indexes.
+    pub async fn digest(&self) -> Result<(Option<LogId>, [u8; 32]), SmError> {
         let shared = self.shared.clone();
-        tokio::task::spawn_blocking(move || Ok(shared.read_sm()?.digest()?))
-            .await
-            .map_err(|e| SmError::Task(e.to_string()))?
+        tokio::task::spawn_blocking(move || {
+            let sm = shared.read_sm()?;
+            let digest = sm.digest()?;
+            Ok((applied_state(&sm)?.0, digest))
+        })
+        .await
+        .map_err(|e| SmError::Task(e.to_string()))?
     }
 
     /// openraft's last applied log id and membership as recorded in the state.

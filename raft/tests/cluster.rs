@@ -53,7 +53,7 @@ async fn writes_reach_every_node_with_equal_digests() {
     let digest = c.converged_digest().await;
     for node in c.nodes.values() {
         assert_writes_present(node, &writes);
-        assert_eq!(node.digest().await.unwrap(), digest);
+        assert_eq!(node.digest().await.unwrap().1, digest);
     }
 
     // Linearizable reads: the leader serves them and sees every acknowledged write...
@@ -104,7 +104,7 @@ async fn leader_loss_elects_a_new_leader_without_losing_writes() {
     c.start_node(old).await;
     let digest = c.converged_digest().await;
     assert_writes_present(c.node(old), &writes);
-    assert_eq!(c.node(old).digest().await.unwrap(), digest);
+    assert_eq!(c.node(old).digest().await.unwrap().1, digest);
     c.shutdown().await;
 }
 
@@ -121,7 +121,7 @@ async fn every_node_restarts_from_disk_with_the_same_digest() {
         let node = c.start_node(id).await;
         // Straight from disk, before any new entry (leader no-ops do not change the digest).
         assert_eq!(
-            node.digest().await.unwrap(),
+            node.digest().await.unwrap().1,
             digest,
             "node {id} after restart"
         );
@@ -190,7 +190,7 @@ async fn lagging_node_catches_up_by_snapshot() {
     // The installed snapshot (plus the log after it) is what a restart recovers.
     c.stop_node(lagger).await;
     let node = c.start_node(lagger).await;
-    assert_eq!(node.digest().await.unwrap(), digest);
+    assert_eq!(node.digest().await.unwrap().1, digest);
     writes.extend(c.write_many("c", 10, 5).await);
     c.converged_digest().await;
     assert_writes_present(c.node(lagger), &writes);
@@ -224,7 +224,7 @@ async fn membership_changes_from_123_to_124() {
     let digest = c.converged_digest().await;
     for id in [1, 2, 4] {
         assert_writes_present(c.node(id), &writes);
-        assert_eq!(c.node(id).digest().await.unwrap(), digest);
+        assert_eq!(c.node(id).digest().await.unwrap().1, digest);
     }
     // Leadership works within the new set: stop the leader, {the other two} elect one.
     let leader = c.leader().await;

@@ -14,29 +14,46 @@ use crate::validate;
 /// Claim one pending row for `owner`: inflight, one more attempt, fenced by this log index.
 fn claim_row(cx: &mut Ctx<'_, '_>, row: &WorkRow, owner: &str, ttl_ms: u64) -> ClaimedRow {
     let fence = Fence(cx.index);
-    let lease_expires_at = cx.t.saturating_add(ttl_ms);
     let mut after = row.clone();
     after.status = RowStatus::Inflight;
     after.attempts = after.attempts.saturating_add(1);
     after.claim = Some(Claim {
         owner: owner.to_string(),
-        lease_expires_at,
+        lease_expires_at: cx.t.saturating_add(ttl_ms),
         fence,
     });
     after.last_fence = Some(fence);
     after.updated_at = cx.t;
     rows::save(cx, row, &after);
+    claimed(after, fence)
+}
+
+/// Hand `owner` its own live claim on `row` again: same fence, same attempt, the lease
+/// extended (never shortened). This is what makes a retried FIFO claim safe: the retry of a
+/// claim whose answer was lost gets that row back instead of the row behind it, which would
+/// otherwise overtake the first one once its lease ran out.
+fn reclaim_own(cx: &mut Ctx<'_, '_>, row: &WorkRow, claim: &Claim, ttl_ms: u64) -> ClaimedRow {
+    let mut after = row.clone();
+    after.claim = Some(Claim {
+        lease_expires_at: claim.lease_expires_at.max(cx.t.saturating_add(ttl_ms)),
+        ..claim.clone()
+    });
+    rows::save(cx, row, &after);
+    claimed(after, claim.fence)
+}
+
+fn claimed(row: WorkRow, fence: Fence) -> ClaimedRow {
     ClaimedRow {
-        row_id: after.id,
-        message_id: after.message_id,
-        stage: after.stage,
-        channel_id: after.channel_id,
-        destination_name: after.destination_name,
-        handler_name: after.handler_name,
-        payload: after.payload,
-        attempts: after.attempts,
+        lease_expires_at: row.claim.as_ref().map_or(0, |c| c.lease_expires_at),
+        row_id: row.id,
+        message_id: row.message_id,
+        stage: row.stage,
+        channel_id: row.channel_id,
+        destination_name: row.destination_name,
+        handler_name: row.handler_name,
+        payload: row.payload,
+        attempts: row.attempts,
         fence,
-        lease_expires_at,
     }
 }
 
@@ -131,7 +148,18 @@ pub(crate) fn claim_next_fifo(
             }
         }
     }
-    // 3. The head, if due.
+    // 3. The owner's own live claim in this lane comes back first (a retried claim): the
+    //    row behind it must not overtake it. Every inflight row left after step 2 is live.
+    for id in lane::inflight(cx.txn, &lane)? {
+        if let Some(row) = rows::get(cx.txn, id)? {
+            if let Some(claim) = row.claim.clone().filter(|c| c.owner == owner) {
+                return Ok(Outcome::FifoClaimed(Ok(reclaim_own(
+                    cx, &row, &claim, ttl_ms,
+                ))));
+            }
+        }
+    }
+    // 4. The head, if due.
     let Some(head_id) = lane::head(cx.txn, &lane)? else {
         return Ok(Outcome::FifoClaimed(Err(FifoEmpty::Empty)));
     };

@@ -18,6 +18,10 @@ pub struct Envelope {
     pub now_ms: Millis,
     /// Principal name recorded in audit rows and approvals.
     pub actor: String,
+    /// Makes a retried write exactly-once: a second envelope with the same `(actor,
+    /// request_id)` gets the first one's answer back and changes nothing (see
+    /// [`crate::request`]). The proposer sets it; `None` applies every time.
+    pub request_id: Option<String>,
     pub command: Command,
 }
 
@@ -26,8 +30,15 @@ impl Envelope {
         Self {
             now_ms,
             actor: actor.into(),
+            request_id: None,
             command,
         }
+    }
+
+    /// The same envelope, remembered under `request_id`.
+    pub fn with_request_id(mut self, request_id: impl Into<String>) -> Self {
+        self.request_id = Some(request_id.into());
+        self
     }
 }
 
@@ -387,6 +398,12 @@ pub enum Outcome {
     Done,
     /// The responses of a [`Command::Batch`], in order.
     Batch(Vec<Response>),
+    /// A retried request (same actor and request id) that was already applied at `index`:
+    /// its first answer, unchanged, and nothing was applied again.
+    Repeated {
+        index: u64,
+        response: Box<Response>,
+    },
 }
 
 /// A command that does not apply to the current state. Applied as a no-op: nothing changed.

@@ -35,6 +35,7 @@ mod messages;
 pub mod principal;
 pub mod query;
 mod replay;
+pub mod request;
 mod retention;
 pub mod rewrite;
 pub mod row;

@@ -205,7 +205,6 @@ impl<S: Store + 'static> StateMachine<S> {
     }
 }
 
-/// Apply one command: a rejection rolls back everything it wrote; time is clamped first.
 /// Apply the envelopes of a [`Command::Batch`], each under its own operation id.
 fn apply_group<'s>(
     txn: &mut Txn<'s, dyn Store + 's>,
@@ -230,7 +229,34 @@ fn apply_group<'s>(
     Ok(Ok(Outcome::Batch(responses)))
 }
 
+/// Apply one envelope, exactly once per request id: a request id already answered gets that
+/// answer back ([`Outcome::Repeated`]) and changes nothing; a new one is applied and, when it
+/// took effect, its answer remembered. A rejection is not remembered: it changed nothing, so
+/// applying its retry cannot apply anything twice (and bad input still changes nothing).
 fn apply_one<'s>(
+    txn: &mut Txn<'s, dyn Store + 's>,
+    meta: &mut MetaState,
+    index: u64,
+    envelope: &Envelope,
+) -> Result<Response, StoreError> {
+    let Some(id) = envelope.request_id.as_deref() else {
+        return apply_command(txn, meta, index, envelope);
+    };
+    if let Err(r) = crate::request::check_id(id) {
+        return Ok(Err(r));
+    }
+    if let Some(answer) = crate::request::remembered(txn, &envelope.actor, id)? {
+        return Ok(answer);
+    }
+    let response = apply_command(txn, meta, index, envelope)?;
+    if response.is_ok() {
+        crate::request::remember(txn, meta.clock, index, &envelope.actor, id, &response);
+    }
+    Ok(response)
+}
+
+/// Apply one command: a rejection rolls back everything it wrote; time is clamped first.
+fn apply_command<'s>(
     txn: &mut Txn<'s, dyn Store + 's>,
     meta: &mut MetaState,
     index: u64,

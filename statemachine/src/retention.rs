@@ -177,7 +177,8 @@ pub(crate) fn purge_state(cx: &mut Ctx<'_, '_>, older_than: Millis) -> ApplyResu
     Ok(Outcome::Count(count))
 }
 
-/// Drop idempotency keys whose window has passed and approvals that are over.
+/// Drop idempotency keys whose window has passed, remembered request answers past theirs and
+/// approvals that are over.
 pub(crate) fn expire_records(cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
     let end = Key::new().u64(cx.t.saturating_add(1)).build();
     let mut keys = Vec::new();
@@ -198,6 +199,7 @@ pub(crate) fn expire_records(cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
         cx.txn.delete(Table::IdempotencyExpiry, k);
         count += 1;
     }
+    count += crate::request::expire(cx)?;
     let mut over = Vec::new();
     for item in cx
         .txn

@@ -56,10 +56,14 @@ pub enum Table {
     DeadRows,
     /// expires_at ‖ channel ‖ key → () : idempotency keys by expiry.
     IdempotencyExpiry,
+    /// actor ‖ request id → RequestRecord: the remembered answer of a write (see `request`).
+    Requests,
+    /// expires_at ‖ actor ‖ request id → () : remembered answers by expiry.
+    RequestExpiry,
 }
 
 impl Table {
-    pub const ALL: [Table; 24] = [
+    pub const ALL: [Table; 26] = [
         Table::Meta,
         Table::Messages,
         Table::Rows,
@@ -84,6 +88,8 @@ impl Table {
         Table::Children,
         Table::DeadRows,
         Table::IdempotencyExpiry,
+        Table::Requests,
+        Table::RequestExpiry,
     ];
 
     /// Column family name in RocksDB.
@@ -113,6 +119,8 @@ impl Table {
             Table::Children => "children",
             Table::DeadRows => "dead_rows",
             Table::IdempotencyExpiry => "idempotency_expiry",
+            Table::Requests => "requests",
+            Table::RequestExpiry => "request_expiry",
         }
     }
 

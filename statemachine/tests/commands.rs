@@ -883,14 +883,15 @@ fn fifo_lane_stays_busy_at_the_exact_expiry_instant_so_the_stranded_head_is_not_
 }
 
 #[test]
-fn fifo_repoll_with_a_shorter_ttl_does_not_shorten_the_holders_lane_lease() {
+fn fifo_repoll_with_a_shorter_ttl_does_not_shorten_the_holders_leases() {
     let mut h = Harness::new();
     h.enqueue_message("orders", &[("d", "p0"), ("d", "p1")]);
     let row0 = h.fifo(Stage::Outbound, "d", "a", 10_000).expect("head");
     assert_eq!(row0.row_id, RowId(0));
     h.advance(100);
-    let row1 = h.fifo(Stage::Outbound, "d", "a", 100).expect("next");
-    assert_eq!(row1.row_id, RowId(1));
+    let again = h.fifo(Stage::Outbound, "d", "a", 100).expect("own row");
+    assert_eq!(again.row_id, RowId(0));
+    assert_eq!(again.lease_expires_at, T0 + 10_000);
     assert_eq!(
         h.sm.read().lane(Stage::Outbound, "d").unwrap().holder,
         Some(LaneLease {
@@ -907,6 +908,28 @@ fn fifo_repoll_with_a_shorter_ttl_does_not_shorten_the_holders_lane_lease() {
             expires_at: T0 + 10_000
         })
     );
+}
+
+/// A worker whose claim answer was lost retries the claim. Handing it the row behind its
+/// unacknowledged one would let that row finish first and break FIFO once the first row's
+/// lease ran out, so the retry gets the same row under the same fence, its lease extended.
+#[test]
+fn fifo_reclaim_by_the_same_owner_returns_its_own_row_under_the_same_fence() {
+    let mut h = Harness::new();
+    h.enqueue_message("orders", &[("d", "p0"), ("d", "p1")]);
+    let first = h.fifo(Stage::Outbound, "d", "a", 1_000).expect("head");
+    h.advance(600);
+    let retry = h.fifo(Stage::Outbound, "d", "a", 1_000).expect("own row");
+    assert_eq!(retry.row_id, first.row_id);
+    assert_eq!(retry.fence, first.fence);
+    assert_eq!(retry.attempts, 1);
+    assert_eq!(retry.lease_expires_at, T0 + 1_600);
+    assert_eq!(h.row(RowId(0)).claim.unwrap().lease_expires_at, T0 + 1_600);
+    assert_eq!(h.row(RowId(1)).status, RowStatus::Pending);
+    // The original fence still completes it, then the lane moves on.
+    assert_eq!(h.mark_done(&first), Ok(Outcome::Done));
+    let next = h.fifo(Stage::Outbound, "d", "a", 1_000).expect("next");
+    assert_eq!(next.row_id, RowId(1));
 }
 
 #[test]
@@ -1010,6 +1033,14 @@ fn fifo_lanes_of_ingress_stage_are_named_by_channel() {
     h.enqueue("c2", "two");
     let row = h.fifo(Stage::Ingress, "c2", "a", 1_000).expect("c2 head");
     assert_eq!(row.payload, "two");
+    assert_eq!(
+        h.fifo(Stage::Ingress, "c2", "b", 1_000),
+        Err(FifoEmpty::LaneBusy {
+            holder: "a".into(),
+            expires_at: T0 + 1_000
+        })
+    );
+    assert_eq!(h.mark_done(&row), Ok(Outcome::Done));
     assert_eq!(
         h.fifo(Stage::Ingress, "c2", "a", 1_000),
         Err(FifoEmpty::Empty)
@@ -3191,4 +3222,93 @@ fn op_ids_never_collide_with_log_indexes_and_stay_exact_in_json() {
     assert_eq!(op_id(7, 1) - op_id(7, 0), 1);
     assert!(op_id(8, 0) > op_id(7, MAX_BATCH - 1));
     assert_eq!(op_id(0, 0), BATCH_OP_BASE);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request ids: exactly-once retries
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_retried_request_gets_its_first_answer_and_changes_nothing() {
+    let mut h = Harness::new();
+    h.enqueue_message("orders", &[("d", "p0"), ("d", "p1")]);
+    let first_index = h.next_index();
+    let first = h.run_request("w", "r-1", fifo_cmd(Stage::Outbound, "d", "w", 1_000));
+    let Ok(Outcome::FifoClaimed(Ok(claimed))) = &first else {
+        panic!("claim: {first:?}");
+    };
+    assert_eq!(claimed.row_id, RowId(0));
+    h.advance(10);
+    let before = h.digest();
+    let again = h.run_request("w", "r-1", fifo_cmd(Stage::Outbound, "d", "w", 1_000));
+    assert_eq!(
+        again,
+        Ok(Outcome::Repeated {
+            index: first_index,
+            response: Box::new(first.clone()),
+        })
+    );
+    assert_eq!(h.digest(), before, "a repeat changes nothing");
+    // A new request id is a new claim (here: the same owner gets its own row back).
+    let other = h.run_request("w", "r-2", fifo_cmd(Stage::Outbound, "d", "w", 1_000));
+    assert!(matches!(other, Ok(Outcome::FifoClaimed(Ok(ref c))) if c.row_id == RowId(0)));
+}
+
+#[test]
+fn a_rejection_is_not_remembered_and_ids_are_per_actor() {
+    let mut h = Harness::new();
+    let before = h.digest();
+    let first = h.run_request("a", "r", enqueue_cmd("", "x", None));
+    assert!(first.is_err());
+    assert_eq!(
+        h.digest(),
+        before,
+        "bad input changes nothing, not even a record"
+    );
+    // Its retry (here with the input fixed) is judged again.
+    let again = h.run_request("a", "r", enqueue_cmd("c", "x", None));
+    assert!(matches!(again, Ok(Outcome::Enqueued { .. })), "{again:?}");
+    // The same id under another principal is another request.
+    let theirs = h.run_request("b", "r", enqueue_cmd("c", "x", None));
+    assert!(matches!(theirs, Ok(Outcome::Enqueued { .. })));
+    let ours = h.run_request("a", "r", enqueue_cmd("c", "x", None));
+    assert!(matches!(ours, Ok(Outcome::Repeated { .. })));
+}
+
+#[test]
+fn remembered_answers_expire_with_expire_records() {
+    use raftlane_statemachine::request::REQUEST_TTL_MS;
+    let mut h = Harness::new();
+    h.run_request("a", "r", enqueue_cmd("c", "x", None))
+        .expect("enqueued");
+    h.advance(REQUEST_TTL_MS);
+    assert_eq!(
+        h.ok(Command::ExpireRecords),
+        Outcome::Count(0),
+        "still inside the window"
+    );
+    h.advance(1);
+    assert_eq!(h.ok(Command::ExpireRecords), Outcome::Count(1));
+    let after = h.run_request("a", "r", enqueue_cmd("c", "x", None));
+    assert!(
+        matches!(after, Ok(Outcome::Enqueued { .. })),
+        "applied anew: {after:?}"
+    );
+}
+
+#[test]
+fn an_invalid_request_id_is_rejected_and_changes_nothing() {
+    let mut h = Harness::new();
+    let before = h.digest();
+    for id in ["", "a b", &"x".repeat(65)] {
+        let r = h.run_request("a", id, enqueue_cmd("c", "x", None));
+        assert_eq!(
+            r,
+            Err(invalid(
+                "request_id",
+                "must be 1 to 64 visible ASCII characters"
+            ))
+        );
+    }
+    assert_eq!(h.digest(), before);
 }

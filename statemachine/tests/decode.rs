@@ -222,11 +222,17 @@ fn samples() -> Vec<Envelope> {
         .into_iter()
         .enumerate()
         .map(|(i, c)| {
-            Envelope::new(
+            let e = Envelope::new(
                 1000 + 10 * i as u64,
                 if i.is_multiple_of(2) { "alice" } else { "bob" },
                 c,
-            )
+            );
+            // Every third one carries a request id, so both encodings are exercised.
+            if i % 3 == 0 {
+                e.with_request_id(format!("req-{i}"))
+            } else {
+                e
+            }
         })
         .collect()
 }
@@ -376,6 +382,7 @@ fn hostile_bytes_never_panic_and_stay_deterministic() {
     let mut pool = singles.clone();
     pool.push(codec::encode(&samples()));
     pool.push(codec::encode(&samples()[..5].to_vec()));
+    pool.push(codec::encode(&samples()[..2].to_vec()));
     let mut inputs: Vec<Vec<u8>> = Vec::new();
     // Pure noise of every small length, and some longer.
     for _ in 0..1500 {

@@ -1191,7 +1191,35 @@ impl Model {
                 for id in stranded {
                     self.back_to_pending(t, id, t);
                 }
-                // 3. the head, if due.
+                // 3. the owner's own live claim in the lane comes back, same fence, lease
+                //    extended (never shortened); after step 2 every inflight row here is live.
+                let own = self
+                    .rows
+                    .values()
+                    .filter(|r| r.lane() == key && r.status == RowStatus::Inflight)
+                    .filter(|r| r.claim.as_ref().is_some_and(|c| c.0 == *owner))
+                    .min_by_key(|r| r.id)
+                    .map(|r| r.id);
+                if let Some(id) = own {
+                    let row = self.rows.get_mut(&id).expect("own row exists");
+                    if let Some(c) = row.claim.as_mut() {
+                        c.1 = c.1.max(t.saturating_add(*ttl_ms));
+                    }
+                    let (_, lease, fence) = row.claim.clone().expect("own claim");
+                    return Ok(Outcome::FifoClaimed(Ok(ClaimedRow {
+                        row_id: RowId(id),
+                        message_id: MessageId(row.message),
+                        stage: row.stage,
+                        channel_id: row.channel.clone(),
+                        destination_name: row.destination.clone(),
+                        handler_name: row.handler.clone(),
+                        payload: row.payload.clone(),
+                        attempts: row.attempts,
+                        fence: Fence(fence),
+                        lease_expires_at: lease,
+                    })));
+                }
+                // 4. the head, if due.
                 let head = self
                     .rows
                     .values()
@@ -1737,8 +1765,13 @@ fn check_state(
         }
     }
 
-    // FIFO, on the real state only: the claimed row was the lane's head.
-    if let Ok(Outcome::FifoClaimed(Ok(claimed))) = actual {
+    // FIFO, on the real state only: a newly claimed row (fenced by this entry; an owner's own
+    // claim handed back keeps its older fence) was the lane's head.
+    let newly_claimed = match actual {
+        Ok(Outcome::FifoClaimed(Ok(c))) if c.fence.0 == index => Some(c),
+        _ => None,
+    };
+    if let Some(claimed) = newly_claimed {
         let row = reader
             .row(claimed.row_id)
             .expect("read")
@@ -2155,15 +2188,11 @@ fn regression_reacquiring_a_lane_never_shortens_its_lease() {
     }
     let a = fifo_claimed(h.apply(1000, fifo(Stage::Ingress, "c1", "w1", 2000))); // lease 3000
     assert_eq!(a.row_id, RowId(0));
-    // Pipelining: w1 takes the next row with a short ttl; the lane lease must stay at 3000.
+    // w1 claims again with a short ttl (its own row comes back); the leases stay at 3000.
     let b = fifo_claimed(h.apply(1100, fifo(Stage::Ingress, "c1", "w1", 500)));
-    assert_eq!(b.row_id, RowId(1));
-    h.apply_ok(
-        1200,
-        Command::MarkDone {
-            row_id: b.row_id,
-            fence: b.fence,
-        },
+    assert_eq!(
+        (b.row_id, b.fence, b.lease_expires_at),
+        (RowId(0), a.fence, 3000)
     );
     assert_eq!(
         h.apply(1700, fifo(Stage::Ingress, "c1", "w2", 500)),

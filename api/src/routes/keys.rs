@@ -48,7 +48,7 @@ pub(crate) async fn open_claimed(
         fence: Some(item.fence),
         error: crypto::seal(Some(keyring), error)?,
     };
-    let envelope = state.envelope(&caller.name, command);
+    let envelope = state.envelope(caller, command);
     // A transport failure is the caller's error (the row stays claimed until its lease runs
     // out, and is contained on its next claim); a rejection (stale fence) means it moved on.
     if let (_, Err(rejection)) = forward::write(state, envelope).await? {

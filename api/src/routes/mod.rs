@@ -39,7 +39,7 @@ pub async fn propose(
     caller: &Caller,
     command: Command,
 ) -> ApiResult<(u64, Outcome)> {
-    let envelope = state.envelope(&caller.name, command);
+    let envelope = state.envelope(caller, command);
     let (index, response) = forward::write(state, envelope).await?;
     Ok((index, response?))
 }

@@ -414,8 +414,14 @@ pub async fn row_action(
         id.parse::<u64>()
             .map_err(|_| ApiError::invalid("id", "must be a row id (an integer)"))?,
     );
-    // Scope and retry defaults need the row; a stale local read is enough (channels never change).
-    let row = backend::read(state.backend.as_ref(), |r| r.row(row_id))?;
+    // Scope and retry defaults need the row. A local read is enough when it finds the row (a
+    // row's channel and destination never change); when it does not, this node may simply lag
+    // behind the claim the worker holds, so only a linearizable read may say "not found".
+    let mut row = backend::read(state.backend.as_ref(), |r| r.row(row_id))?;
+    if row.is_none() {
+        crate::forward::linearize(&state).await?;
+        row = backend::read(state.backend.as_ref(), |r| r.row(row_id))?;
+    }
     if let Some(row) = &row {
         caller.require_channel(&row.channel_id)?;
     } else if caller.channels.is_some() {

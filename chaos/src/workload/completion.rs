@@ -1,5 +1,8 @@
-//! A fenced row action, retried across ambiguous failures with the same fence (a repeat can
-//! only be refused: the fence is spent), and recorded with what it is known to have done.
+//! A fenced row action, retried across ambiguous failures under one request id, and recorded
+//! with what it is known to have done. The request id makes the retries exactly-once: an
+//! attempt that was applied although its answer was lost answers every retry with its first
+//! answer (and the original log index), so a completion ends definite unless every attempt
+//! went unanswered.
 
 use super::Ctx;
 use crate::conn::{Attempt, Cursor};
@@ -19,27 +22,27 @@ pub struct Action<'a> {
 
 pub async fn complete(ctx: &Ctx, cursor: &Cursor, a: Action<'_>) -> Completion {
     let invoke = ctx.history.now();
+    let request = format!("chaos-{}-{}-{}", a.row, a.fence, a.action);
     let mut unanswered = false;
     let mut result = Completion::Refused("never sent".into());
     let mut node = ctx.conn.node_id(cursor.get());
     for _ in 0..4 {
         node = ctx.conn.node_id(cursor.get());
         let (row, action, body) = (a.row, a.action.to_string(), a.body.clone());
+        let request = request.clone();
         let attempt = ctx
             .conn
             .once(cursor.get(), move |c| async move {
-                c.row(row, &action, body).await
+                c.for_request(request).row(row, &action, body).await
             })
             .await;
         match attempt {
+            // With one request id, a retry's answer is the first application's answer: it is
+            // definite even after unanswered attempts.
             Attempt::Ok(v) => {
                 result = if v["applied"] == Value::Bool(false) {
-                    // Already consumed: by us (an unanswered attempt) or by a newer claim.
-                    if unanswered {
-                        Completion::Unknown("consumed after an unanswered attempt".into())
-                    } else {
-                        Completion::NoOp
-                    }
+                    // Already consumed under this fence by a handoff that was not ours.
+                    Completion::NoOp
                 } else {
                     Completion::Accepted {
                         index: v["index"].as_u64(),
@@ -48,15 +51,7 @@ pub async fn complete(ctx: &Ctx, cursor: &Cursor, a: Action<'_>) -> Completion {
                 break;
             }
             Attempt::Refused { code, .. } => {
-                result = match (unanswered, a.action, code.as_str()) {
-                    // `wrong_status` with our own fence: the row ended under this very claim,
-                    // i.e. the unanswered attempt was applied.
-                    (true, "done", "wrong_status") => Completion::Accepted { index: None },
-                    (true, _, _) => {
-                        Completion::Unknown(format!("{code} after an unanswered attempt"))
-                    }
-                    (false, _, _) => Completion::Refused(code),
-                };
+                result = Completion::Refused(code);
                 break;
             }
             Attempt::NotSent(e) => {

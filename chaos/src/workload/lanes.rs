@@ -1,14 +1,13 @@
 //! Lane workers: claim an outbound lane's head (strict FIFO) and complete it, one row at a time.
 //! Now and then a worker fails a row (it is retried with backoff, blocking its lane) or stalls
 //! past its lease and then tries to complete with the old fence. After an unanswered claim or
-//! completion a worker takes a new owner name, so a row it may still hold cannot make it skip
-//! ahead (a lane's owner is handed the next pending row even while an older one is inflight
-//! under its name).
+//! completion a worker simply claims again under the same owner name: a row it still holds in
+//! the lane comes back under the same fence, so nothing behind it can overtake it.
 
 use super::completion::{complete, Action};
 use super::{wall_ms, Ctx};
 use crate::conn::{Attempt, Cursor};
-use crate::history::{ClaimRec, Completion, Seen};
+use crate::history::{ClaimRec, Seen};
 use crate::prng::SplitMix64;
 use serde_json::json;
 use std::sync::Arc;
@@ -18,9 +17,8 @@ pub async fn run(ctx: Arc<Ctx>, lane: &'static str, k: usize, mut rng: SplitMix6
     let cursor = Cursor::new(k + lane.len());
     let ttl = ctx.cfg.lease_ttl.as_millis() as u64;
     let lane_key = format!("outbound:{lane}");
-    let mut epoch = 0u64;
+    let owner = format!("w-{lane}-{k}");
     while ctx.working() {
-        let owner = format!("w-{lane}-{k}-e{epoch}");
         let o = owner.clone();
         let attempt = ctx
             .conn
@@ -46,7 +44,6 @@ pub async fn run(ctx: Arc<Ctx>, lane: &'static str, k: usize, mut rng: SplitMix6
             }
             Attempt::Unknown(e) => {
                 ctx.history.count("claim-fifo", &Seen::<()>::Unknown(e));
-                epoch += 1;
                 cursor.advance();
                 ctx.sleep(Duration::from_millis(100)).await;
                 continue;
@@ -98,11 +95,6 @@ pub async fn run(ctx: Arc<Ctx>, lane: &'static str, k: usize, mut rng: SplitMix6
             after_stall: stall,
             body,
         };
-        if let Completion::Unknown(_) = complete(&ctx, &cursor, action).await {
-            // The row may still be ours and inflight: under the same owner name the next claim
-            // would be handed the row behind it. Start over under a new name, which waits for
-            // our lane lease to lapse and the row to come back.
-            epoch += 1;
-        }
+        complete(&ctx, &cursor, action).await;
     }
 }

@@ -273,7 +273,7 @@ impl TestCluster {
                     digests.push(n.digest().await.unwrap());
                 }
                 if digests.windows(2).all(|w| w[0] == w[1]) {
-                    return digests[0];
+                    return digests[0].1;
                 }
             }
             assert!(

@@ -68,6 +68,13 @@ impl Harness {
             .expect("store error")
     }
 
+    /// Apply as `actor` under a request id (a retried write carries the same one).
+    pub fn run_request(&mut self, actor: &str, request_id: &str, command: Command) -> Response {
+        self.index += 1;
+        let envelope = Envelope::new(self.now, actor, command).with_request_id(request_id);
+        self.sm.apply(self.index, &envelope).expect("store error")
+    }
+
     /// Apply a command that must succeed.
     #[track_caller]
     pub fn ok(&mut self, command: Command) -> Outcome {
