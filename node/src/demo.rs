@@ -10,6 +10,7 @@
 
 use anyhow::{bail, Context};
 use raftlane_api::client::Client;
+use raftlane_statemachine::ClaimedRow;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -295,14 +296,15 @@ async fn pause() {
     tokio::time::sleep(Duration::from_millis(50)).await;
 }
 
-/// Ingress → routed: one handler per channel.
-async fn router(s: Arc<Shared>) {
+/// Claim due rows of `stage` in batches and hand each one on with `step`, until stopped.
+async fn stage_worker(
+    s: Arc<Shared>,
+    stage: &'static str,
+    owner: &'static str,
+    step: fn(&ClaimedRow) -> (&'static str, Value),
+) {
     while !s.stop.load(Ordering::Relaxed) {
-        let items = match s
-            .client
-            .claim_ready("ingress", 50, "demo-router", TTL_MS, None)
-            .await
-        {
+        let items = match s.client.claim_ready(stage, 50, owner, TTL_MS, None).await {
             Ok(items) => items,
             Err(_) => {
                 pause().await;
@@ -313,48 +315,47 @@ async fn router(s: Arc<Shared>) {
             pause().await;
         }
         for item in items {
-            let body = json!({ "fence": item.fence.0, "handlers": [{ "handler": format!("route-{}", item.channel_id), "payload": item.payload }] });
-            let _ = s.client.row(item.row_id.0, "route", body).await;
+            let (action, body) = step(&item);
+            let _ = s.client.row(item.row_id.0, action, body).await;
         }
     }
 }
 
+/// Ingress → routed: one handler per channel.
+async fn router(s: Arc<Shared>) {
+    stage_worker(s, "ingress", "demo-router", |item| {
+        let handler = format!("route-{}", item.channel_id);
+        (
+            "route",
+            json!({ "fence": item.fence.0, "handlers": [{ "handler": handler, "payload": item.payload }] }),
+        )
+    })
+    .await;
+}
+
 /// Routed → outbound deliveries, with a transform-state op per channel.
 async fn transformer(s: Arc<Shared>) {
-    while !s.stop.load(Ordering::Relaxed) {
-        let items = match s
-            .client
-            .claim_ready("routed", 50, "demo-transformer", TTL_MS, None)
-            .await
-        {
-            Ok(items) => items,
-            Err(_) => {
-                pause().await;
-                continue;
-            }
-        };
-        if items.is_empty() {
-            pause().await;
-        }
-        for item in items {
-            let n: u32 = item
-                .payload
-                .split('|')
-                .nth(6)
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(0);
-            let deliveries: Vec<Value> = destinations(&item.channel_id, n)
-                .into_iter()
-                .map(|d| json!({ "destination": d, "payload": n.to_string() }))
-                .collect();
-            let body = json!({
+    stage_worker(s, "routed", "demo-transformer", |item| {
+        let n: u32 = item
+            .payload
+            .split('|')
+            .nth(6)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let deliveries: Vec<Value> = destinations(&item.channel_id, n)
+            .into_iter()
+            .map(|d| json!({ "destination": d, "payload": n.to_string() }))
+            .collect();
+        (
+            "transform",
+            json!({
                 "fence": item.fence.0,
                 "deliveries": deliveries,
                 "state_ops": [{ "namespace": "demo", "key": format!("last-{}", item.channel_id), "value": n }]
-            });
-            let _ = s.client.row(item.row_id.0, "transform", body).await;
-        }
-    }
+            }),
+        )
+    })
+    .await;
 }
 
 /// Drain one destination's lane in FIFO order; `flaky` fails until it is fixed.

@@ -106,6 +106,9 @@ pub(crate) fn claim_ready(
     Ok(Outcome::Claimed(claimed))
 }
 
+/// SPEC §3 ClaimNextFifo, plus one rule of ours (step 3): an owner that claims again while it
+/// holds a live row of the lane gets that row back under the same fence. The SPEC would hand it
+/// the next pending row, which lets a row overtake one whose claim answer was lost.
 pub(crate) fn claim_next_fifo(
     cx: &mut Ctx<'_, '_>,
     stage: Stage,

@@ -435,6 +435,23 @@ struct Model {
 
 type MResult<T> = Result<T, Rejection>;
 
+/// What a claim answers for a model row under its current claim.
+fn claimed_row(row: &MRow) -> ClaimedRow {
+    let (_, lease_expires_at, fence) = row.claim.clone().expect("a claimed row");
+    ClaimedRow {
+        row_id: RowId(row.id),
+        message_id: MessageId(row.message),
+        stage: row.stage,
+        channel_id: row.channel.clone(),
+        destination_name: row.destination.clone(),
+        handler_name: row.handler.clone(),
+        payload: row.payload.clone(),
+        attempts: row.attempts,
+        fence: Fence(fence),
+        lease_expires_at,
+    }
+}
+
 fn check_name(field: &str, value: &str) -> MResult<()> {
     if value.is_empty() || value.len() > 200 || value.chars().any(char::is_control) {
         return Err(Rejection::invalid(field, "bad name"));
@@ -932,18 +949,7 @@ impl Model {
         if fifo {
             self.fifo_fences.insert(index);
         }
-        ClaimedRow {
-            row_id: RowId(id),
-            message_id: MessageId(row.message),
-            stage: row.stage,
-            channel_id: row.channel.clone(),
-            destination_name: row.destination.clone(),
-            handler_name: row.handler.clone(),
-            payload: row.payload.clone(),
-            attempts: row.attempts,
-            fence: Fence(index),
-            lease_expires_at: t.saturating_add(ttl),
-        }
+        claimed_row(row)
     }
 
     fn back_to_pending(&mut self, t: Millis, id: u64, due: Millis) {
@@ -1205,19 +1211,7 @@ impl Model {
                     if let Some(c) = row.claim.as_mut() {
                         c.1 = c.1.max(t.saturating_add(*ttl_ms));
                     }
-                    let (_, lease, fence) = row.claim.clone().expect("own claim");
-                    return Ok(Outcome::FifoClaimed(Ok(ClaimedRow {
-                        row_id: RowId(id),
-                        message_id: MessageId(row.message),
-                        stage: row.stage,
-                        channel_id: row.channel.clone(),
-                        destination_name: row.destination.clone(),
-                        handler_name: row.handler.clone(),
-                        payload: row.payload.clone(),
-                        attempts: row.attempts,
-                        fence: Fence(fence),
-                        lease_expires_at: lease,
-                    })));
+                    return Ok(Outcome::FifoClaimed(Ok(claimed_row(row))));
                 }
                 // 4. the head, if due.
                 let head = self

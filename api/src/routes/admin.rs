@@ -1,6 +1,6 @@
 //! Administration: transform state and reference reads/writes, retention, approvals, tokens.
 
-use super::{check_name, prepare_read, propose, unexpected, ReadOpts};
+use super::{check_name, prepare_read, propose, read_state, unexpected, ReadOpts};
 use crate::app::{AppState, JsonBody, Path, Query};
 use crate::auth::{sha256_hex, Caller, Permission};
 use crate::backend;
@@ -24,8 +24,7 @@ pub async fn namespace(
 ) -> ApiResult<Json<Value>> {
     caller.require(Permission::Read)?;
     check_name("namespace", &ns)?;
-    prepare_read(&state, &opts).await?;
-    let version = backend::read(state.backend.as_ref(), |r| r.namespace_version(&ns))?;
+    let version = read_state(&state, &opts, |r| r.namespace_version(&ns)).await?;
     Ok(Json(json!({ "namespace": ns, "version": version })))
 }
 
@@ -38,8 +37,7 @@ pub async fn state_entry(
     caller.require(Permission::Read)?;
     check_name("namespace", &ns)?;
     check_name("key", &key)?;
-    prepare_read(&state, &opts).await?;
-    match backend::read(state.backend.as_ref(), |r| r.state_entry(&ns, &key))? {
+    match read_state(&state, &opts, |r| r.state_entry(&ns, &key)).await? {
         Some(mut e) => {
             crate::crypto::open(state.keyring(), &mut e.value);
             let value: Value = serde_json::from_str(&e.value).unwrap_or(Value::String(e.value));
@@ -89,8 +87,7 @@ pub async fn get_reference(
 ) -> ApiResult<Json<Value>> {
     caller.require(Permission::Read)?;
     check_name("name", &name)?;
-    prepare_read(&state, &opts).await?;
-    match backend::read(state.backend.as_ref(), |r| r.reference(&name))? {
+    match read_state(&state, &opts, |r| r.reference(&name)).await? {
         Some(mut s) => {
             for v in s.rows.values_mut() {
                 crate::crypto::open(state.keyring(), v);
@@ -235,8 +232,7 @@ pub async fn list_tokens(
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<Value>> {
     caller.require(Permission::Admin)?;
-    prepare_read(&state, &opts).await?;
-    let principals = backend::read(state.backend.as_ref(), |r| r.principals())?;
+    let principals = read_state(&state, &opts, |r| r.principals()).await?;
     let list: Vec<Value> = principals
         .into_iter()
         .map(|p| json!({ "name": p.name, "role": p.role, "channels": p.channels, "created_at": p.created_at }))

@@ -64,20 +64,29 @@ fn org(q: &AuditQuery) -> ApiResult<&str> {
     Ok(org)
 }
 
+/// Make the read as consistent as `q` asks.
+async fn read_ready(state: &AppState, q: &AuditQuery) -> ApiResult<()> {
+    let opts = ReadOpts {
+        consistency: q.consistency.clone(),
+    };
+    prepare_read(state, &opts).await
+}
+
+/// The preamble of every audit read: the caller may read, the org is named and valid, and the
+/// local state is as consistent as asked.
+async fn readable_org(state: &AppState, caller: &Caller, q: &AuditQuery) -> ApiResult<String> {
+    caller.require(Permission::Read)?;
+    let org = org(q)?.to_string();
+    read_ready(state, q).await?;
+    Ok(org)
+}
+
 pub async fn list(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Query(q): Query<AuditQuery>,
 ) -> ApiResult<Json<Value>> {
-    caller.require(Permission::Read)?;
-    let org = org(&q)?.to_string();
-    prepare_read(
-        &state,
-        &ReadOpts {
-            consistency: q.consistency.clone(),
-        },
-    )
-    .await?;
+    let org = readable_org(&state, &caller, &q).await?;
     let limit = q.limit.unwrap_or(100).clamp(1, 1000);
     let rows = backend::read(state.backend.as_ref(), |r| {
         r.audit_list(&org, q.from.unwrap_or(0), limit)
@@ -101,15 +110,7 @@ pub async fn anchor(
     caller: Caller,
     Query(q): Query<AuditQuery>,
 ) -> ApiResult<Json<Value>> {
-    caller.require(Permission::Read)?;
-    let org = org(&q)?.to_string();
-    prepare_read(
-        &state,
-        &ReadOpts {
-            consistency: q.consistency.clone(),
-        },
-    )
-    .await?;
+    let org = readable_org(&state, &caller, &q).await?;
     let head = backend::read(state.backend.as_ref(), |r| r.audit_anchor(&org))?;
     Ok(Json(
         json!({ "org": org, "count": head.count, "head": hex::encode(head.head_hash), "era": head.era }),
@@ -135,13 +136,7 @@ pub async fn verify(
         }
         _ => return Err(ApiError::invalid("count", "count and head go together")),
     };
-    prepare_read(
-        &state,
-        &ReadOpts {
-            consistency: q.consistency.clone(),
-        },
-    )
-    .await?;
+    read_ready(&state, &q).await?;
     let v = backend::read(state.backend.as_ref(), |r| r.audit_verify(&org, anchor))?;
     Ok(Json(
         serde_json::to_value(v).map_err(|e| ApiError::internal(e.to_string()))?,

@@ -1,9 +1,8 @@
 //! The versioned configuration: read current or any version; replace with `If-Match`.
 
-use super::{prepare_read, propose, unexpected, ReadOpts};
+use super::{propose, read_state, unexpected, ReadOpts};
 use crate::app::{AppState, JsonBody, Path, Query};
 use crate::auth::{Caller, Permission};
-use crate::backend;
 use crate::error::{ApiError, ApiResult};
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -19,8 +18,7 @@ pub async fn get_current(
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<Value>> {
     caller.require(Permission::Read)?;
-    prepare_read(&state, &opts).await?;
-    let v = backend::read(state.backend.as_ref(), |r| r.config())?;
+    let v = read_state(&state, &opts, |r| r.config()).await?;
     Ok(Json(
         json!({ "version": v.version, "config": v.doc, "set_at": v.set_at, "set_by": v.set_by }),
     ))
@@ -36,8 +34,7 @@ pub async fn get_version(
     let v: u64 = v
         .parse()
         .map_err(|_| ApiError::invalid("version", "must be an integer"))?;
-    prepare_read(&state, &opts).await?;
-    match backend::read(state.backend.as_ref(), |r| r.config_version(v))? {
+    match read_state(&state, &opts, |r| r.config_version(v)).await? {
         Some(c) => Ok(Json(
             json!({ "version": c.version, "config": c.doc, "set_at": c.set_at, "set_by": c.set_by }),
         )),

@@ -1,6 +1,6 @@
 //! Producing and reading messages; replay and dead letters.
 
-use super::{check_name, prepare_read, propose, unexpected, ReadOpts};
+use super::{check_name, prepare_read, propose, read_state, unexpected, ReadOpts};
 use crate::app::{body_error, parse_json, parse_json_or_default, AppState, Path, Query, RawBody};
 use crate::auth::{Caller, Permission};
 use crate::backend;
@@ -174,8 +174,7 @@ pub async fn get_one(
 ) -> ApiResult<Json<Value>> {
     caller.require(Permission::Read)?;
     let id = parse_message_id(&id)?;
-    prepare_read(&state, &opts).await?;
-    let view = backend::read(state.backend.as_ref(), |r| r.message(id))?;
+    let view = read_state(&state, &opts, |r| r.message(id)).await?;
     match view {
         Some(mut v) if caller.may_see(&v.message.channel_id) => {
             crate::crypto::open_view(state.keyring(), &mut v);
@@ -287,8 +286,7 @@ pub async fn stats(
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<Value>> {
     caller.require(Permission::Read)?;
-    prepare_read(&state, &opts).await?;
-    let stats = backend::read(state.backend.as_ref(), |r| Ok(r.stats()))?;
+    let stats = read_state(&state, &opts, |r| Ok(r.stats())).await?;
     Ok(Json(
         serde_json::to_value(stats).map_err(|e| ApiError::internal(e.to_string()))?,
     ))

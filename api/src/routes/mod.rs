@@ -33,6 +33,18 @@ pub async fn prepare_read(state: &AppState, opts: &ReadOpts) -> ApiResult<()> {
     }
 }
 
+/// Wait for the consistency `opts` asks for, then read the local state with `f`.
+pub async fn read_state<T>(
+    state: &AppState,
+    opts: &ReadOpts,
+    f: impl FnOnce(
+        &raftlane_statemachine::query::Reader<'_>,
+    ) -> Result<T, raftlane_statemachine::StoreError>,
+) -> ApiResult<T> {
+    prepare_read(state, opts).await?;
+    Ok(crate::backend::read(state.backend.as_ref(), f)?)
+}
+
 /// Propose a command as `caller`; a rejection becomes its HTTP error.
 pub async fn propose(
     state: &AppState,
