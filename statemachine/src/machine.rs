@@ -120,7 +120,7 @@ impl<S: Store + 'static> StateMachine<S> {
                         Command::Batch { commands } => {
                             Some(apply_group(&mut txn, &mut meta, index, commands)?)
                         }
-                        _ => Some(apply_one(&mut txn, &mut meta, index, envelope)?),
+                        _ => Some(apply_one(&mut txn, &mut meta, index, index, envelope)?),
                     },
                 };
                 meta.last_applied = index;
@@ -222,7 +222,13 @@ fn apply_group<'s>(
     for (position, envelope) in commands.iter().enumerate() {
         let response = match envelope.command {
             Command::Batch { .. } => Err(Rejection::invalid("commands", "a batch cannot nest")),
-            _ => apply_one(txn, meta, crate::command::op_id(index, position), envelope)?,
+            _ => apply_one(
+                txn,
+                meta,
+                index,
+                crate::command::op_id(index, position),
+                envelope,
+            )?,
         };
         responses.push(response);
     }
@@ -233,14 +239,18 @@ fn apply_group<'s>(
 /// answer back ([`Outcome::Repeated`]) and changes nothing; a new one is applied and, when it
 /// took effect, its answer remembered. A rejection is not remembered: it changed nothing, so
 /// applying its retry cannot apply anything twice (and bad input still changes nothing).
+///
+/// `log_index` is the entry's index (what a repeat reports); `op` is the operation id the
+/// command runs under (the same, or a batched envelope's own id: see [`crate::command::op_id`]).
 fn apply_one<'s>(
     txn: &mut Txn<'s, dyn Store + 's>,
     meta: &mut MetaState,
-    index: u64,
+    log_index: u64,
+    op: u64,
     envelope: &Envelope,
 ) -> Result<Response, StoreError> {
     let Some(id) = envelope.request_id.as_deref() else {
-        return apply_command(txn, meta, index, envelope);
+        return apply_command(txn, meta, op, envelope);
     };
     if let Err(r) = crate::request::check_id(id) {
         return Ok(Err(r));
@@ -248,9 +258,9 @@ fn apply_one<'s>(
     if let Some(answer) = crate::request::remembered(txn, &envelope.actor, id)? {
         return Ok(answer);
     }
-    let response = apply_command(txn, meta, index, envelope)?;
+    let response = apply_command(txn, meta, op, envelope)?;
     if response.is_ok() {
-        crate::request::remember(txn, meta.clock, index, &envelope.actor, id, &response);
+        crate::request::remember(txn, meta.clock, log_index, &envelope.actor, id, &response);
     }
     Ok(response)
 }

@@ -3312,3 +3312,27 @@ fn an_invalid_request_id_is_rejected_and_changes_nothing() {
     }
     assert_eq!(h.digest(), before);
 }
+
+/// A batched write runs under its operation id (its fences), but a repeat of it reports the log
+/// index of the entry that applied it: clients order completions by that index.
+#[test]
+fn a_repeat_of_a_batched_request_reports_the_entry_index() {
+    use raftlane_statemachine::Envelope;
+    let mut h = Harness::new();
+    let index = h.next_index();
+    let batched = Envelope::new(T0, "p", enqueue_cmd("orders", "a", None)).with_request_id("r");
+    let out = h.ok(Command::Batch {
+        commands: vec![batched.clone()],
+    });
+    let Outcome::Batch(responses) = out else {
+        panic!("a batch outcome, got {out:?}")
+    };
+    let again = h.run_request("p", "r", enqueue_cmd("orders", "a", None));
+    assert_eq!(
+        again,
+        Ok(Outcome::Repeated {
+            index,
+            response: Box::new(responses[0].clone()),
+        })
+    );
+}
