@@ -1,12 +1,8 @@
 //! A deterministic reproduction of a bug the chaos suite found: a write sent to a follower is
 //! forwarded to the leader; the leader applies it, but its answer is lost (the connection is
-//! reset); the follower's `forward::write` loop then proposes the same envelope again, so the
-//! write is applied twice (two audit rows; a CAS answered 412 although it took effect; a FIFO
-//! claim handing out the row behind the owner's own inflight head).
-//!
-//! Ignored by default because it fails until the forwarder stops re-proposing after an
-//! ambiguous failure: `cargo test --release -p raftlane-chaos --test forward_retry_duplicate --
-//! --ignored`.
+//! reset); the follower's `forward::write` loop then proposes the same envelope again. Before
+//! request ids that applied the write twice (two audit rows; a CAS answered 412 although it took
+//! effect). Now the retry carries the same request id and gets the first answer back.
 
 mod common;
 
@@ -21,7 +17,6 @@ use std::time::Duration;
 const TOKEN: &str = "dup-admin-token";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "fails until api/src/forward.rs stops re-proposing a write whose forward failed after delivery"]
 async fn a_forwarded_write_is_applied_once_when_the_leaders_answer_is_lost() {
     let dir = std::env::temp_dir().join(format!("raftlane-dup-{}", std::process::id()));
     let Some(binary) = common::private_copy(&dir.join("bin")) else {
