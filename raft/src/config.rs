@@ -3,7 +3,8 @@
 //! Defaults are chosen for small, slow machines (2 cores, fsync in the milliseconds): the
 //! election timeout is 1–2 s, at least ten times a slow append's fsync, and the heartbeat
 //! (250 ms) stays well below half of its minimum, so leaders are not deposed by a slow disk.
-//! Snapshot chunks get 30 s each (openraft's 200 ms default makes real snapshots retry their
+//! Snapshots are built every 100,000 applied entries (each a full export of the state, see
+//! [`Tuning::snapshot_logs_since_last`]). Snapshot chunks get 30 s each (openraft's 200 ms default makes real snapshots retry their
 //! first chunk forever), and logs already in a snapshot are kept generously (5000) so a purge
 //! never races a queued apply or a follower that is only slightly behind.
 
@@ -15,6 +16,9 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
+
+/// Default of [`Tuning::snapshot_logs_since_last`].
+pub const DEFAULT_SNAPSHOT_LOGS_SINCE_LAST: u64 = 100_000;
 
 /// Timing and size knobs. Every field has a default (`#[serde(default)]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -28,6 +32,11 @@ pub struct Tuning {
     pub install_snapshot_timeout_ms: u64,
     pub snapshot_chunk_bytes: u64,
     /// Build a snapshot every this many applied entries; 0 = never automatically.
+    ///
+    /// A snapshot exports the whole state, so its cost grows with the queue, while an entry
+    /// carries a whole group-committed batch (~20 commands under load). The default (100,000
+    /// entries: a few minutes of saturated writes, ~2 M enqueues) keeps that O(state) export rare;
+    /// the price is a longer log to keep on disk and to replay after a restart.
     pub snapshot_logs_since_last: u64,
     /// Entries already covered by a snapshot that are kept in the log anyway.
     pub max_in_snapshot_log_to_keep: u64,
@@ -60,7 +69,7 @@ impl Default for Tuning {
             election_timeout_max_ms: 2000,
             install_snapshot_timeout_ms: 30_000,
             snapshot_chunk_bytes: 1024 * 1024,
-            snapshot_logs_since_last: 10_000,
+            snapshot_logs_since_last: DEFAULT_SNAPSHOT_LOGS_SINCE_LAST,
             max_in_snapshot_log_to_keep: 5_000,
             purge_batch_size: 256,
             max_payload_entries: 300,
@@ -199,7 +208,7 @@ mod tests {
         let oc = c.openraft_config().unwrap();
         assert_eq!(oc.heartbeat_interval, 250);
         assert!(oc.election_timeout_min >= 4 * oc.heartbeat_interval);
-        assert_eq!(oc.snapshot_policy, SnapshotPolicy::LogsSinceLast(10_000));
+        assert_eq!(oc.snapshot_policy, SnapshotPolicy::LogsSinceLast(100_000));
         assert!(oc.install_snapshot_timeout >= 10_000);
     }
 

@@ -28,7 +28,7 @@ use openraft::storage::RaftStateMachine;
 use openraft::{OptionalSend, RaftSnapshotBuilder, StorageIOError};
 use raftlane_statemachine::command::{Outcome, Response};
 use raftlane_statemachine::machine::{BatchItem, StateMachine};
-use raftlane_statemachine::rocks::RocksStore;
+use raftlane_statemachine::rocks::{Mirroring, RocksStore};
 use raftlane_statemachine::store::StoreError;
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -275,7 +275,8 @@ impl SmShared {
             sm.store().checkpoint(&cp_dir)?;
         }
         let result = (|| {
-            let cp = StateMachine::open(RocksStore::open(&cp_dir)?)?;
+            // Read once, start to end: no point loading the in-memory indexes first.
+            let cp = StateMachine::open(RocksStore::open_with(&cp_dir, Mirroring::Off)?)?;
             let (last_log_id, last_membership) = applied_state(&cp)?;
             let snapshot_id = match &last_log_id {
                 Some(l) => format!("{}-{}-{unique:x}", l.leader_id, l.index),

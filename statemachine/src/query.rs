@@ -50,6 +50,27 @@ pub struct LaneView {
     pub holder: Option<LaneLease>,
 }
 
+/// A lane as a FIFO claim sees it (see [`Reader::fifo_probe`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FifoProbe {
+    /// The head's `next_attempt_at`; `Some(None)` if the head's row is missing (never in a
+    /// consistent state; the caller should let the state machine decide).
+    pub head: Option<Option<Millis>>,
+    /// Whether any row of the lane is inflight.
+    pub inflight: bool,
+    /// The lane lease as stored, live or not.
+    pub lease: Option<LaneLease>,
+}
+
+/// Whether ClaimReady would find something (see [`Reader::due_rows`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DueRows {
+    None,
+    Some,
+    /// Too many due rows that do not match the filters to tell cheaply.
+    Unknown,
+}
+
 /// Row counts by stage and status.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stats {
@@ -203,6 +224,64 @@ impl<'a> Reader<'a> {
             }
         }
         Ok(out)
+    }
+
+    /// What a FIFO claim of the lane would look at, read without claiming anything: the API
+    /// answers an idle worker's poll from this instead of proposing an empty claim.
+    pub fn fifo_probe(&self, stage: Stage, name: &str) -> Result<FifoProbe, StoreError> {
+        let key = LaneKey::new(stage, name);
+        let head = match lane::head(&self.txn, &key)? {
+            None => None,
+            Some(id) => Some(rows::get(&self.txn, id)?.map(|row| row.next_attempt_at)),
+        };
+        let inflight = self
+            .txn
+            .scan_prefix(Table::LaneInflight, &key.prefix(), Direction::Forward)?
+            .next()
+            .transpose()?
+            .is_some();
+        Ok(FifoProbe {
+            head,
+            inflight,
+            lease: lane::load_state(&self.txn, &key)?.lease,
+        })
+    }
+
+    /// Whether ClaimReady of `stage` at time `t` would find a row matching the filters,
+    /// looking at no more than `budget` due rows (beyond that: [`DueRows::Unknown`]).
+    pub fn due_rows(
+        &self,
+        stage: Stage,
+        t: Millis,
+        channel: Option<&str>,
+        destination: Option<&str>,
+        budget: usize,
+    ) -> Result<DueRows, StoreError> {
+        // The same range as ClaimReady: keys below stage ‖ (t + 1).
+        let start = Key::new().u8(stage.tag()).build();
+        let end = Key::new().u8(stage.tag()).u64(t.saturating_add(1)).build();
+        let due = self
+            .txn
+            .scan(Table::Due, &start, Some(&end), Direction::Forward)?;
+        for (seen, item) in due.enumerate() {
+            if seen >= budget {
+                return Ok(DueRows::Unknown);
+            }
+            let Some(id) = trailing_u64(&item?.0) else {
+                continue;
+            };
+            let Some(row) = rows::get(&self.txn, RowId(id))? else {
+                continue;
+            };
+            // The filter of ClaimReady, word for word.
+            if channel.is_some_and(|c| c != row.channel_id)
+                || destination.is_some_and(|d| Some(d) != row.destination_name.as_deref())
+            {
+                continue;
+            }
+            return Ok(DueRows::Some);
+        }
+        Ok(DueRows::None)
     }
 
     pub fn stats(&self) -> Stats {

@@ -48,6 +48,9 @@ pub async fn claim_fifo(
             "channel-scoped tokens cannot claim a whole outbound lane",
         ));
     }
+    if let Some(answer) = idle_fifo_answer(&state, stage, &name, &body.owner).await? {
+        return Ok(Json(answer));
+    }
     let command = Command::ClaimNextFifo {
         stage,
         lane: name,
@@ -90,6 +93,100 @@ pub async fn claim_fifo(
 
 /// How many undecryptable heads one FIFO claim request dead-letters before giving up.
 pub const MAX_CONTAINED_PER_CLAIM: usize = 64;
+
+/// Due rows an idle-claim check looks at before giving up and proposing (filters that skip
+/// many due rows make the check as costly as the claim itself).
+const IDLE_CHECK_BUDGET: usize = 256;
+
+/// The answer `probe` finds in the state, if it finds one both in this node's local state and
+/// then in a linearizable read of it; `None` (propose, as always) otherwise.
+///
+/// The local read comes first because it is free: when it already shows work to claim (the
+/// busy case) the claim is proposed at once, without paying for a leadership confirmation.
+/// Only an answer the linearizable read confirms is returned. The read index comes from the
+/// batcher, which shares one confirmation among concurrent callers. A follower, a node without
+/// quorum or one slow to apply the index returns `None`: proposing is always correct.
+async fn answer_without_write<T>(
+    state: &AppState,
+    probe: impl Fn(
+        &raftlane_statemachine::query::Reader<'_>,
+    ) -> Result<Option<T>, raftlane_statemachine::StoreError>,
+) -> ApiResult<Option<T>> {
+    if backend::read(state.backend.as_ref(), &probe)?.is_none() {
+        return Ok(None);
+    }
+    let Ok(index) = state.batcher.read_index().await else {
+        return Ok(None);
+    };
+    if state
+        .backend
+        .wait_applied(index, IDLE_READ_TIMEOUT)
+        .await
+        .is_err()
+    {
+        return Ok(None);
+    }
+    Ok(backend::read(state.backend.as_ref(), probe)?)
+}
+
+/// How long an idle-claim check waits for this node to apply the read index.
+const IDLE_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The time a claim proposed now would at least be applied at: the state's clock never runs
+/// backwards, and the proposer stamps its wall clock.
+fn claim_time(clock: raftlane_statemachine::Millis) -> raftlane_statemachine::Millis {
+    clock.max(crate::app::now_ms())
+}
+
+/// An idle FIFO poll answered without a Raft write.
+///
+/// A claim of a lane whose head is missing or not yet due, with no row inflight and no live
+/// lease of another owner, claims nothing: the state machine would answer `empty` or `not_due`
+/// (and only take or extend `owner`'s lane lease, which guards nothing while no row is out).
+/// That answer is read here, linearizably, instead of proposed, so idle workers cost no log
+/// entries, fsyncs or applies. In every other case (and whenever in doubt) `None`: propose.
+async fn idle_fifo_answer(
+    state: &AppState,
+    stage: raftlane_statemachine::row::Stage,
+    lane: &str,
+    owner: &str,
+) -> ApiResult<Option<Value>> {
+    answer_without_write(state, |r| {
+        let t = claim_time(r.meta().clock);
+        Ok(fifo_answer_from_probe(
+            &r.fifo_probe(stage, lane)?,
+            owner,
+            t,
+        ))
+    })
+    .await
+}
+
+/// The answer of ClaimNextFifo by `owner` at time `t` on a lane in the state `probe`, when it
+/// is sure to claim nothing (see [`idle_fifo_answer`]). The JSON is the proposed one's.
+fn fifo_answer_from_probe(
+    probe: &raftlane_statemachine::query::FifoProbe,
+    owner: &str,
+    t: raftlane_statemachine::Millis,
+) -> Option<Value> {
+    if probe.inflight {
+        return None;
+    }
+    if probe
+        .lease
+        .as_ref()
+        .is_some_and(|l| l.owner != owner && l.is_live(t))
+    {
+        return None;
+    }
+    match probe.head {
+        None => Some(json!({ "item": null, "reason": "empty" })),
+        Some(Some(due_at)) if due_at > t => {
+            Some(json!({ "item": null, "reason": "not_due", "due_at": due_at }))
+        }
+        Some(_) => None,
+    }
+}
 
 pub async fn lane(
     State(state): State<Arc<AppState>>,
@@ -201,6 +298,9 @@ pub async fn claim_ready(
         ));
     }
     caller.require_channel_filter(body.channel.as_deref())?;
+    if nothing_due(&state, stage, &body).await? {
+        return Ok(Json(json!({ "items": [] })));
+    }
     let command = Command::ClaimReady {
         stage,
         limit: body.limit,
@@ -221,6 +321,29 @@ pub async fn claim_ready(
         }
         (_, other) => Err(unexpected(other)),
     }
+}
+
+/// Whether a linearizable read shows that this ClaimReady would claim nothing (no due row of
+/// the stage matching the filters), so the empty answer needs no Raft write. `false` whenever
+/// in doubt, including filters the state machine would reject (it must be the one to say so).
+async fn nothing_due(
+    state: &AppState,
+    stage: raftlane_statemachine::row::Stage,
+    body: &ClaimBody,
+) -> ApiResult<bool> {
+    if checks::opt_name("channel", body.channel.as_deref()).is_err()
+        || checks::opt_name("destination", body.destination.as_deref()).is_err()
+    {
+        return Ok(false);
+    }
+    let (channel, destination) = (body.channel.as_deref(), body.destination.as_deref());
+    let nothing = answer_without_write(state, |r| {
+        let t = claim_time(r.meta().clock);
+        let due = r.due_rows(stage, t, channel, destination, IDLE_CHECK_BUDGET)?;
+        Ok((due == raftlane_statemachine::query::DueRows::None).then_some(()))
+    })
+    .await?;
+    Ok(nothing.is_some())
 }
 
 #[derive(Deserialize)]
