@@ -23,13 +23,14 @@ use std::path::Path;
 /// key until compaction, and a scan from the head of a stage or lane had to step over all of them
 /// (65 % of the CPU in the pipeline benchmark, and the reason claim throughput decayed during a
 /// run). An ordered map in memory has no tombstones: finding the first live key is one descent.
-pub const MIRRORED: [Table; 6] = [
+pub const MIRRORED: [Table; 7] = [
     Table::Due,
     Table::LanePending,
     Table::LaneInflight,
     Table::Leases,
     Table::DeadRows,
     Table::IdempotencyExpiry,
+    Table::RequestExpiry,
 ];
 
 /// One mirrored table. Values are kept (not just keys) so the mirror answers exactly what
