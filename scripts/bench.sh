@@ -10,7 +10,9 @@
 #   memory    three `raftlane node` processes; resident size per node while the queue grows
 #   queued    enqueue throughput with N messages already queued (QUEUED, default 1000000,
 #             prefill bounded by PREFILL_TIMEOUT, default 600s) and with an empty queue
-#   all       every suite above
+#   steady    three `raftlane node` processes; the pipeline paced at STEADY_RATE msgs/s (default
+#             300) for STEADY_DURATION (default 600s): resident size per node at a steady queue
+#   all       every suite above but steady
 # Options:
 #   --postgres     also run the PostgreSQL baseline (enqueue, pipeline, claim): installs Debian's
 #                  postgresql package when missing, starts a throwaway server on 127.0.0.1:$PG_PORT
@@ -45,9 +47,9 @@ while [ $# -gt 0 ]; do
     --out) OUT="$2"; shift ;;
     --duration) DURATION="$2"; shift ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     all) SUITES+=(enqueue pipeline claim memory queued) ;;
-    enqueue|pipeline|claim|memory|queued) SUITES+=("$1") ;;
+    enqueue|pipeline|claim|memory|queued|steady) SUITES+=("$1") ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -175,6 +177,15 @@ for suite in "${SUITES[@]}"; do
         --target "127.0.0.1:$BASE_PORT,127.0.0.1:$((BASE_PORT + 1)),127.0.0.1:$((BASE_PORT + 2))" \
         --token "$NODE_TOKEN" --pid "$pids"
       echo "on-disk size per node: $(du -sh "$NODEDIR"/node* | tr '\n' ' ')" | tee -a "$OUT/memory.log"
+      stop_nodes ;;
+    steady)
+      start_nodes
+      pids="$(IFS=,; echo "${NODE_PIDS[*]}")"
+      bench steady --workload pipeline --clients 16 --lanes 16 --stage-workers 16 --window 1024 \
+        --rate "${STEADY_RATE:-300}" --duration "${STEADY_DURATION:-600s}" --warmup 0s --body-bytes 1024 \
+        --target "127.0.0.1:$BASE_PORT,127.0.0.1:$((BASE_PORT + 1)),127.0.0.1:$((BASE_PORT + 2))" \
+        --token "$NODE_TOKEN" --pid "$pids"
+      echo "on-disk size per node: $(du -sh "$NODEDIR"/node* | tr '\n' ' ')" | tee -a "$OUT/steady.log"
       stop_nodes ;;
     queued)
       bench queued-empty --workload enqueue --clients 64 --lanes 16 "${COMMON[@]}"

@@ -56,6 +56,15 @@ impl Batcher {
         Self { tx, reads }
     }
 
+    /// Whether proposals are queued waiting for a batch slot (every slot is committing).
+    ///
+    /// Then one more command only joins the next batch, which is appended and fsynced anyway:
+    /// cheaper than a leadership confirmation of its own. Callers that could answer from a
+    /// linearizable read instead of proposing (idle claims) propose while this holds.
+    pub fn saturated(&self) -> bool {
+        self.tx.capacity() < self.tx.max_capacity()
+    }
+
     /// The backend's read index (see [`Backend::read_index`]), shared with concurrent callers.
     ///
     /// Every caller gets the answer of a confirmation that *started after it asked*: callers

@@ -101,8 +101,11 @@ const IDLE_CHECK_BUDGET: usize = 256;
 /// The answer `probe` finds in the state, if it finds one both in this node's local state and
 /// then in a linearizable read of it; `None` (propose, as always) otherwise.
 ///
-/// The local read comes first because it is free: when it already shows work to claim (the
-/// busy case) the claim is proposed at once, without paying for a leadership confirmation.
+/// Not while the batcher is saturated: then an empty claim just joins a batch that is being
+/// fsynced anyway, which measured cheaper than a heartbeat round per check (saturated pipeline:
+/// 636 / 610 msgs/s proposing every empty claim vs 564 / 560 checking every one).
+/// The local read comes next because it is free: when it already shows work to claim the claim
+/// is proposed at once, without paying for a leadership confirmation.
 /// Only an answer the linearizable read confirms is returned. The read index comes from the
 /// batcher, which shares one confirmation among concurrent callers. A follower, a node without
 /// quorum or one slow to apply the index returns `None`: proposing is always correct.
@@ -112,7 +115,7 @@ async fn answer_without_write<T>(
         &raftlane_statemachine::query::Reader<'_>,
     ) -> Result<Option<T>, raftlane_statemachine::StoreError>,
 ) -> ApiResult<Option<T>> {
-    if backend::read(state.backend.as_ref(), &probe)?.is_none() {
+    if state.batcher.saturated() || backend::read(state.backend.as_ref(), &probe)?.is_none() {
         return Ok(None);
     }
     let Ok(index) = state.batcher.read_index().await else {
