@@ -2,14 +2,15 @@
 //! what the state holds is ciphertext, what the API serves is plaintext, poison rows are
 //! contained at claim, and key rotation re-encrypts everything (or stops, writing nothing).
 
+mod support;
+
 use axum::http::Method;
 use raftlane_api::backend::{self, Backend};
 use raftlane_api::crypto::Keyring;
 use raftlane_api::peer::PeerClient;
-use raftlane_api::{ApiConfig, AppState, LocalBackend};
+use raftlane_api::{ApiConfig, LocalBackend};
 use raftlane_statemachine::rewrite::ValueRef;
 use serde_json::{json, Value};
-use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,13 +42,7 @@ async fn start_on(backend: Arc<LocalBackend>, keyring: Option<Keyring>) -> Api {
         ..Default::default()
     };
     let dyn_backend: Arc<dyn Backend> = backend.clone();
-    let state = AppState::new(dyn_backend, &config);
-    let app = raftlane_api::router(state, axum::Router::new());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(axum::serve(listener, app).into_future());
+    let addr = support::serve(dyn_backend, &config).await;
     Api {
         base: format!("http://{addr}"),
         http: PeerClient::new(Duration::from_secs(10)),
@@ -61,14 +56,7 @@ async fn start(keyring: Option<Keyring>) -> Api {
 
 impl Api {
     async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut headers = vec![("authorization", format!("Bearer {ADMIN}"))];
-        let bytes = match body {
-            Some(b) => {
-                headers.push(("content-type", "application/json".to_string()));
-                b.to_string().into_bytes()
-            }
-            None => Vec::new(),
-        };
+        let (headers, bytes) = support::json_request(Some(ADMIN), body);
         let url = format!("{}{}", self.base, path);
         let (status, _, raw) = self
             .http

@@ -6,15 +6,16 @@
 //! proposing leave `(last_applied, digest)` untouched; requests the state machine rejects are
 //! applied as no-ops that change nothing, not even its clock, so the digest stays the same.
 
+mod support;
+
 use axum::http::{HeaderMap, Method, StatusCode};
 use bytes::Bytes;
 use raftlane_api::app::{api_routes, now_ms, SECRET_HEADER};
 use raftlane_api::client::{Client, FifoClaim};
 use raftlane_api::peer::PeerClient;
-use raftlane_api::{ApiConfig, AppState, LocalBackend, ProposeError};
+use raftlane_api::{ApiConfig, LocalBackend, ProposeError};
 use raftlane_statemachine::{codec, Command, Envelope, Outcome, Response};
 use serde_json::{json, Value};
-use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -64,13 +65,7 @@ async fn start() -> Api {
         max_body_bytes: MAX_BODY,
         ..Default::default()
     };
-    let state = AppState::new(Arc::new(LocalBackend::new()), &config);
-    let app = raftlane_api::router(state, axum::Router::new());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("local addr").to_string();
-    tokio::spawn(axum::serve(listener, app).into_future());
+    let addr = support::serve(Arc::new(LocalBackend::new()), &config).await;
     Api {
         base: format!("http://{addr}"),
         http: PeerClient::new(Duration::from_secs(10)),
@@ -110,17 +105,7 @@ impl Api {
         token: Option<&str>,
         body: Option<Value>,
     ) -> Resp {
-        let mut headers = Vec::new();
-        if let Some(t) = token {
-            headers.push(("authorization", format!("Bearer {t}")));
-        }
-        let bytes = match body {
-            Some(b) => {
-                headers.push(("content-type", "application/json".to_string()));
-                b.to_string().into_bytes()
-            }
-            None => Vec::new(),
-        };
+        let (headers, bytes) = support::json_request(token, body);
         self.send_raw(method, path, &headers, bytes).await
     }
 

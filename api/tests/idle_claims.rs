@@ -3,11 +3,12 @@
 //! claims that could claim something, or that the state machine must arbitrate (a lane held by
 //! another owner, a row inflight), are still proposed.
 
+mod support;
+
 use axum::http::Method;
 use raftlane_api::peer::PeerClient;
-use raftlane_api::{ApiConfig, AppState, LocalBackend};
+use raftlane_api::{ApiConfig, LocalBackend};
 use serde_json::{json, Value};
-use std::future::IntoFuture;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,13 +26,7 @@ async fn start() -> Api {
         cluster_secret: "cs".into(),
         ..Default::default()
     };
-    let state = AppState::new(Arc::new(LocalBackend::new()), &config);
-    let app = raftlane_api::router(state, axum::Router::new());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("local addr").to_string();
-    tokio::spawn(axum::serve(listener, app).into_future());
+    let addr = support::serve(Arc::new(LocalBackend::new()), &config).await;
     Api {
         base: format!("http://{addr}"),
         http: PeerClient::new(Duration::from_secs(10)),
@@ -41,14 +36,7 @@ async fn start() -> Api {
 impl Api {
     /// A JSON call as admin; returns the status and the parsed body.
     async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut headers = vec![("authorization", format!("Bearer {ADMIN}"))];
-        let bytes = match body {
-            Some(b) => {
-                headers.push(("content-type", "application/json".to_string()));
-                b.to_string().into_bytes()
-            }
-            None => Vec::new(),
-        };
+        let (headers, bytes) = support::json_request(Some(ADMIN), body);
         let url = format!("{}{}", self.base, path);
         let (status, _, raw) = self
             .http

@@ -1,0 +1,39 @@
+//! What the API's black-box tests share: serving a router on a loopback port and encoding a
+//! JSON request with a bearer token.
+
+use raftlane_api::backend::Backend;
+use raftlane_api::{ApiConfig, AppState};
+use serde_json::Value;
+use std::future::IntoFuture;
+use std::sync::Arc;
+
+/// Serve the API over `backend` with `config` on 127.0.0.1 (a free port); returns `host:port`.
+pub async fn serve(backend: Arc<dyn Backend>, config: &ApiConfig) -> String {
+    let state = AppState::new(backend, config);
+    let app = raftlane_api::router(state, axum::Router::new());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("local addr").to_string();
+    tokio::spawn(axum::serve(listener, app).into_future());
+    addr
+}
+
+/// Headers and bytes of a JSON call, with `Authorization: Bearer <token>` when given.
+pub fn json_request(
+    token: Option<&str>,
+    body: Option<Value>,
+) -> (Vec<(&'static str, String)>, Vec<u8>) {
+    let mut headers = Vec::new();
+    if let Some(t) = token {
+        headers.push(("authorization", format!("Bearer {t}")));
+    }
+    let bytes = match body {
+        Some(b) => {
+            headers.push(("content-type", "application/json".to_string()));
+            b.to_string().into_bytes()
+        }
+        None => Vec::new(),
+    };
+    (headers, bytes)
+}
