@@ -12,13 +12,27 @@ fn params(path: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The optional `Request-Id` header every write accepts (see `crate::request_id`).
+fn request_id_header() -> Value {
+    json!({
+        "name": "Request-Id",
+        "in": "header",
+        "required": false,
+        "description": "1 to 56 visible ASCII characters. Resending a write with the same id (same token) within 120 s returns the first answer instead of applying it again.",
+        "schema": { "type": "string", "maxLength": 56 }
+    })
+}
+
 pub fn document() -> Value {
     let mut paths = Map::new();
     for route in api_routes() {
-        let parameters: Vec<Value> = params(route.path)
+        let mut parameters: Vec<Value> = params(route.path)
             .into_iter()
             .map(|p| json!({ "name": p, "in": "path", "required": true, "schema": { "type": "string" } }))
             .collect();
+        if route.auth && route.method != "get" {
+            parameters.push(request_id_header());
+        }
         let mut op = json!({
             "summary": route.summary,
             "parameters": parameters,
@@ -72,4 +86,30 @@ pub fn document() -> Value {
 
 pub async fn serve() -> Json<Value> {
     Json(document())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_write_documents_the_request_id_header_and_no_read_does() {
+        let doc = document();
+        let mut writes = 0;
+        for route in api_routes().into_iter().filter(|r| r.auth) {
+            let params = doc["paths"][route.path][route.method]["parameters"].clone();
+            let has = params
+                .as_array()
+                .is_some_and(|ps| ps.iter().any(|p| p["name"] == "Request-Id"));
+            assert_eq!(
+                has,
+                route.method != "get",
+                "{} {}",
+                route.method,
+                route.path
+            );
+            writes += usize::from(has);
+        }
+        assert!(writes > 10, "only {writes} writes documented");
+    }
 }
