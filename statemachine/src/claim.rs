@@ -92,9 +92,7 @@ pub(crate) fn claim_ready(
         let Some(row) = rows::get(cx.txn, RowId(id))? else {
             continue;
         };
-        if channel.is_some_and(|c| c != row.channel_id)
-            || destination.is_some_and(|d| Some(d) != row.destination_name.as_deref())
-        {
+        if !row.matches(channel, destination) {
             continue;
         }
         picked.push(row);

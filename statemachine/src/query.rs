@@ -179,9 +179,7 @@ impl<'a> Reader<'a> {
             let Some(row) = rows::get(&self.txn, RowId(id))? else {
                 continue;
             };
-            if channel.is_some_and(|c| c != row.channel_id)
-                || destination.is_some_and(|d| Some(d) != row.destination_name.as_deref())
-            {
+            if !row.matches(channel, destination) {
                 continue;
             }
             out.push(row);
@@ -273,10 +271,8 @@ impl<'a> Reader<'a> {
             let Some(row) = rows::get(&self.txn, RowId(id))? else {
                 continue;
             };
-            // The filter of ClaimReady, word for word.
-            if channel.is_some_and(|c| c != row.channel_id)
-                || destination.is_some_and(|d| Some(d) != row.destination_name.as_deref())
-            {
+            // The filter of ClaimReady: the same `WorkRow::matches`.
+            if !row.matches(channel, destination) {
                 continue;
             }
             return Ok(DueRows::Some);

@@ -96,9 +96,7 @@ pub(crate) fn replay_dead(
         let Some(row) = rows::get(cx.txn, id)? else {
             continue;
         };
-        if channel.is_some_and(|c| c != row.channel_id)
-            || destination.is_some_and(|d| Some(d) != row.destination_name.as_deref())
-        {
+        if !row.matches(channel, destination) {
             continue;
         }
         requeue(cx, &row);

@@ -103,6 +103,14 @@ pub struct WorkRow {
 }
 
 impl WorkRow {
+    /// Whether the row passes the optional channel and destination filters of ClaimReady,
+    /// ReplayDead and the dead-letter view (a row without a destination fails a destination
+    /// filter).
+    pub fn matches(&self, channel: Option<&str>, destination: Option<&str>) -> bool {
+        channel.is_none_or(|c| c == self.channel_id)
+            && destination.is_none_or(|d| Some(d) == self.destination_name.as_deref())
+    }
+
     /// The name of the FIFO lane this row belongs to: the destination for outbound rows, the
     /// channel for every other stage.
     pub fn lane_name(&self) -> &str {
