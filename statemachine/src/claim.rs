@@ -118,17 +118,25 @@ pub(crate) fn claim_next_fifo(
     validate::name("owner", owner)?;
     validate::ttl("ttl_ms", ttl_ms)?;
     let lane = LaneKey::new(stage, lane_name);
-    // 0. A live row claimed by another owner (one that released the lane early, say) still
-    //    holds the lane: claiming the next row would overtake it.
+    // The lane's inflight rows with their claims, in seq order, read once for steps 0, 2 and 3.
+    let mut inflight = Vec::new();
     for id in lane::inflight(cx.txn, &lane)? {
-        if let Some(claim) = rows::get(cx.txn, id)?.and_then(|r| r.claim) {
-            if claim.owner != owner && claim.lease_expires_at >= cx.t {
-                return Ok(Outcome::FifoClaimed(Err(FifoEmpty::LaneBusy {
-                    holder: claim.owner,
-                    expires_at: claim.lease_expires_at,
-                })));
+        if let Some(row) = rows::get(cx.txn, id)? {
+            if let Some(claim) = row.claim.clone() {
+                inflight.push((row, claim));
             }
         }
+    }
+    // 0. A live row claimed by another owner (one that released the lane early, say) still
+    //    holds the lane: claiming the next row would overtake it.
+    if let Some((_, claim)) = inflight
+        .iter()
+        .find(|(_, c)| c.owner != owner && c.lease_expires_at >= cx.t)
+    {
+        return Ok(Outcome::FifoClaimed(Err(FifoEmpty::LaneBusy {
+            holder: claim.owner.clone(),
+            expires_at: claim.lease_expires_at,
+        })));
     }
     // 1. Acquire or verify the lane lease.
     if let Err(lease) = lane::acquire(cx, &lane, owner, ttl_ms)? {
@@ -138,27 +146,18 @@ pub(crate) fn claim_next_fifo(
         })));
     }
     // 2. A crashed holder's stranded rows go back to pending, so the head blocks the lane again.
-    for id in lane::inflight(cx.txn, &lane)? {
-        if let Some(row) = rows::get(cx.txn, id)? {
-            if row
-                .claim
-                .as_ref()
-                .is_some_and(|c| c.lease_expires_at < cx.t)
-            {
-                rows::to_pending(cx, &row, cx.t);
-            }
-        }
+    let (stranded, live): (Vec<_>, Vec<_>) = inflight
+        .into_iter()
+        .partition(|(_, c)| c.lease_expires_at < cx.t);
+    for (row, _) in &stranded {
+        rows::to_pending(cx, row, cx.t);
     }
     // 3. The owner's own live claim in this lane comes back first (a retried claim): the
-    //    row behind it must not overtake it. Every inflight row left after step 2 is live.
-    for id in lane::inflight(cx.txn, &lane)? {
-        if let Some(row) = rows::get(cx.txn, id)? {
-            if let Some(claim) = row.claim.clone().filter(|c| c.owner == owner) {
-                return Ok(Outcome::FifoClaimed(Ok(reclaim_own(
-                    cx, &row, &claim, ttl_ms,
-                ))));
-            }
-        }
+    //    row behind it must not overtake it. After step 0 every live row here is the owner's.
+    if let Some((row, claim)) = live.first() {
+        return Ok(Outcome::FifoClaimed(Ok(reclaim_own(
+            cx, row, claim, ttl_ms,
+        ))));
     }
     // 4. The head, if due.
     let Some(head_id) = lane::head(cx.txn, &lane)? else {
