@@ -174,6 +174,27 @@ pub(crate) fn claim_next_fifo(
     ))))
 }
 
+/// MarkDone of `row_id`, then ClaimNextFifo of that row's lane for `owner`: the two commands
+/// composed, nothing more. The arguments are checked before anything changes, and a rejected
+/// done rejects the whole command (apply rolls back), so the claim never runs on its own.
+pub(crate) fn done_then_claim_next(
+    cx: &mut Ctx<'_, '_>,
+    row_id: RowId,
+    fence: Fence,
+    owner: &str,
+    ttl_ms: u64,
+) -> ApplyResult<Outcome> {
+    validate::name("owner", owner)?;
+    validate::ttl("ttl_ms", ttl_ms)?;
+    // The lane is read before the done; an unknown row is left to MarkDone to reject.
+    let lane = rows::get(cx.txn, row_id)?.map(|row| row.lane());
+    crate::complete::mark_done(cx, row_id, fence)?;
+    let Some(lane) = lane else {
+        return Err(crate::command::Rejection::UnknownRow(row_id).into());
+    };
+    claim_next_fifo(cx, lane.stage, &lane.name, owner, ttl_ms)
+}
+
 pub(crate) fn renew_leases(
     cx: &mut Ctx<'_, '_>,
     ids: &[RowId],

@@ -463,6 +463,12 @@ fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<Outcome> {
         } => principal::put(cx, name, token_hash, *role, channels.as_deref()),
         Command::RevokePrincipal { name } => principal::revoke(cx, name),
         Command::RewriteValues { items } => crate::rewrite::rewrite_values(cx, items),
+        Command::DoneThenClaimNext {
+            row_id,
+            fence,
+            owner,
+            ttl_ms,
+        } => claim::done_then_claim_next(cx, *row_id, *fence, owner, *ttl_ms),
         // Unpacked by `apply_batch`; one reaching here was nested.
         Command::Batch { .. } => Err(Rejection::invalid("commands", "a batch cannot nest").into()),
     }

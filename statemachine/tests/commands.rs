@@ -828,6 +828,104 @@ fn fifo_claims_the_lane_head_in_created_at_then_seq_order() {
     );
 }
 
+fn done_then_next(row: &ClaimedRow, owner: &str) -> Command {
+    Command::DoneThenClaimNext {
+        row_id: row.row_id,
+        fence: row.fence,
+        owner: owner.into(),
+        ttl_ms: 10_000,
+    }
+}
+
+#[test]
+fn done_then_claim_next_walks_a_lane_in_order_one_command_per_row() {
+    let mut h = Harness::new();
+    h.enqueue_message("orders", &[("d", "p0"), ("other", "x"), ("d", "p1")]);
+    h.advance(10);
+    h.enqueue_message("orders", &[("d", "p2")]);
+    let mut row = h.fifo(Stage::Outbound, "d", "a", 10_000).expect("head");
+    let mut seen = vec![row.payload.clone()];
+    loop {
+        let fence = Fence(h.next_index());
+        let done = row.row_id;
+        match h.ok(done_then_next(&row, "a")) {
+            Outcome::FifoClaimed(Ok(next)) => {
+                assert_eq!(next.fence, fence, "the next row is fenced by this entry");
+                seen.push(next.payload.clone());
+                row = next;
+            }
+            Outcome::FifoClaimed(Err(FifoEmpty::Empty)) => break,
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(h.row(done).status, RowStatus::Done);
+    }
+    assert_eq!(seen, vec!["p0", "p1", "p2"]);
+    assert_eq!(h.row(row.row_id).status, RowStatus::Done);
+    // The unrelated destination's row was never touched.
+    assert_eq!(h.row(RowId(1)).status, RowStatus::Pending);
+}
+
+#[test]
+fn done_then_claim_next_with_a_stale_fence_changes_nothing_not_even_the_claim() {
+    let mut h = Harness::new();
+    h.enqueue_message("orders", &[("d", "p0"), ("d", "p1")]);
+    let head = h.fifo(Stage::Outbound, "d", "a", 10_000).expect("head");
+    let stale = ClaimedRow {
+        fence: Fence(head.fence.0 + 1),
+        ..head.clone()
+    };
+    h.reject(
+        done_then_next(&stale, "a"),
+        Rejection::StaleFence {
+            row: head.row_id,
+            presented: stale.fence,
+            current: Some(head.fence),
+        },
+    );
+    h.reject(
+        done_then_next(&head, ""),
+        invalid("owner", "must not be empty"),
+    );
+    assert_eq!(h.row(head.row_id).status, RowStatus::Inflight);
+    assert_eq!(h.row(RowId(1)).status, RowStatus::Pending);
+    h.reject(
+        Command::DoneThenClaimNext {
+            row_id: RowId(99),
+            fence: Fence(1),
+            owner: "a".into(),
+            ttl_ms: 10_000,
+        },
+        Rejection::UnknownRow(RowId(99)),
+    );
+}
+
+#[test]
+fn done_then_claim_next_answers_like_a_claim_when_the_lane_has_another_holder() {
+    let mut h = Harness::new();
+    h.enqueue_message("orders", &[("d", "p0"), ("d", "p1")]);
+    let head = h.fifo(Stage::Outbound, "d", "a", 1_000).expect("head");
+    // "b" finishes a's row with a's fence (a worker handing over), but the lane is a's.
+    assert_eq!(
+        h.ok(done_then_next(&head, "b")),
+        Outcome::FifoClaimed(Err(FifoEmpty::LaneBusy {
+            holder: "a".into(),
+            expires_at: T0 + 1_000,
+        }))
+    );
+    assert_eq!(h.row(head.row_id).status, RowStatus::Done);
+    assert_eq!(h.row(RowId(1)).status, RowStatus::Pending);
+    assert_eq!(
+        Command::DoneThenClaimNext {
+            row_id: RowId(0),
+            fence: Fence(0),
+            owner: "a".into(),
+            ttl_ms: 1,
+        }
+        .name(),
+        "done_then_claim_next"
+    );
+}
+
 #[test]
 fn fifo_lane_busy_for_a_second_owner_until_the_lane_lease_expires() {
     let mut h = Harness::new();

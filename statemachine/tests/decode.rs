@@ -100,6 +100,12 @@ fn samples() -> Vec<Envelope> {
             owner: "w2".into(),
             ttl_ms: 1000,
         },
+        Command::DoneThenClaimNext {
+            row_id: RowId(1),
+            fence: Fence(3),
+            owner: "w1".into(),
+            ttl_ms: 1000,
+        },
         Command::RenewLeases {
             ids: vec![RowId(0), RowId(1)],
             owner: "w1".into(),

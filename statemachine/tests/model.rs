@@ -149,6 +149,12 @@ enum Op {
     MarkDone {
         pick: Pick,
     },
+    /// MarkDone of the pick, then ClaimNextFifo of its lane, in one command.
+    DoneThenClaim {
+        pick: Pick,
+        owner: usize,
+        ttl: usize,
+    },
     MarkFailed {
         pick: Pick,
         max_attempts: Option<u32>,
@@ -185,7 +191,7 @@ enum Op {
     /// A worker's step: claim the head of a busy lane (no live claim, or an odd `variant` while
     /// rows are pending), else finish the n-th live claim the natural way for its stage: an
     /// ingress row is routed (`variant` even) or handed off, a routed row transformed, an
-    /// outbound row done (`variant` ≠ 3) or failed. Keeps sequences reaching the deep end of the
+    /// outbound row done (`variant` 0 or 2), done with its lane's next row claimed (1) or failed (3). Keeps sequences reaching the deep end of the
     /// pipeline.
     Work {
         live: usize,
@@ -301,6 +307,7 @@ fn op() -> impl Strategy<Value = Op> {
         )
             .prop_map(|(pick, destinations, state_ops)| Op::TransformHandoff { pick, destinations, state_ops }),
         6 => pick().prop_map(|pick| Op::MarkDone { pick }),
+        4 => (pick(), owner(), ttl()).prop_map(|(pick, owner, ttl)| Op::DoneThenClaim { pick, owner, ttl }),
         4 => (
             pick(),
             prop_oneof![6 => Just(None), 12 => (1u32..4).prop_map(Some), 1 => Just(Some(0u32))],
@@ -727,6 +734,15 @@ impl Model {
                 let (row_id, fence) = self.resolve(pick, None);
                 Command::MarkDone { row_id, fence }
             }
+            Op::DoneThenClaim { pick, owner, ttl } => {
+                let (row_id, fence) = self.resolve(pick, None);
+                Command::DoneThenClaimNext {
+                    row_id,
+                    fence,
+                    owner: OWNERS[*owner].to_string(),
+                    ttl_ms: ttl_of(*ttl),
+                }
+            }
             Op::MarkFailed {
                 pick,
                 max_attempts,
@@ -834,6 +850,16 @@ impl Model {
                         max_attempts: Some(2),
                         backoff: 1,
                         multiplier: 1,
+                    },
+                    // A lane worker that asks for its lane's next row with the done.
+                    (_, 1) => Op::DoneThenClaim {
+                        pick,
+                        owner: self.rows[&h.row]
+                            .claim
+                            .as_ref()
+                            .and_then(|c| OWNERS.iter().position(|o| *o == c.0))
+                            .unwrap_or(0),
+                        ttl: 1,
                     },
                     _ => Op::MarkDone { pick },
                 };
@@ -1373,6 +1399,35 @@ impl Model {
                 let message = self.finish(t, id, RowStatus::Done, None);
                 self.finalize(t, message);
                 Ok(Outcome::Done)
+            }
+            Command::DoneThenClaimNext {
+                row_id,
+                fence,
+                owner,
+                ttl_ms,
+            } => {
+                check_name("owner", owner)?;
+                check_ttl(*ttl_ms)?;
+                let lane = self.rows.get(&row_id.0).map(MRow::lane);
+                self.exec(
+                    index,
+                    t,
+                    &Command::MarkDone {
+                        row_id: *row_id,
+                        fence: *fence,
+                    },
+                )?;
+                let (stage, lane) = lane.ok_or(Rejection::UnknownRow(*row_id))?;
+                self.exec(
+                    index,
+                    t,
+                    &Command::ClaimNextFifo {
+                        stage,
+                        lane,
+                        owner: owner.clone(),
+                        ttl_ms: *ttl_ms,
+                    },
+                )
             }
             Command::MarkFailed {
                 row_id,
