@@ -191,8 +191,8 @@ enum Op {
     /// A worker's step: claim the head of a busy lane (no live claim, or an odd `variant` while
     /// rows are pending), else finish the n-th live claim the natural way for its stage: an
     /// ingress row is routed (`variant` even) or handed off, a routed row transformed, an
-    /// outbound row done (`variant` 0 or 2), done with its lane's next row claimed (1) or failed (3). Keeps sequences reaching the deep end of the
-    /// pipeline.
+    /// outbound row done (`variant` 0 or 2), done with its lane's next row claimed (1) or
+    /// failed (3). Keeps sequences reaching the deep end of the pipeline.
     Work {
         live: usize,
         variant: u8,
