@@ -140,7 +140,7 @@ pub fn api_routes() -> Vec<ApiRoute> {
         r("post", "/v1/lanes/outbound/{dest}/cancel", "Cancel pending outbound rows of a destination", post(work::cancel)),
         r("post", "/v1/claims", "Claim due rows of a stage (unordered)", post(work::claim_ready)),
         r("post", "/v1/leases/renew", "Renew an owner's row and lane leases", post(work::renew)),
-        r("post", "/v1/rows/{id}/{action}", "Fenced row action: route, handoff, transform, done, response, fail, dead, reingress", post(work::row_action)),
+        r("post", "/v1/rows/{id}/{action}", "Fenced row action: route, handoff, transform, done (with claim_next: also claim the lane's next row), response, fail, dead, reingress", post(work::row_action)),
         r("get", "/v1/config", "The current configuration and its version", get(config::get_current)),
         r("put", "/v1/config", "Replace the configuration (If-Match: version; 412 on mismatch)", put(config::put_config)),
         r("get", "/v1/config/versions/{v}", "A configuration version", get(config::get_version)),
@@ -249,7 +249,8 @@ async fn internal_read_index(
     if let Err(e) = check_secret(&state, &headers) {
         return e.into_response();
     }
-    let result = state.backend.read_index().await;
+    // Through the batcher: followers' linearizable reads share one confirmation round too.
+    let result = state.batcher.read_index().await;
     (StatusCode::OK, codec::encode(&result)).into_response()
 }
 

@@ -297,6 +297,21 @@ impl Client {
             .await
     }
 
+    /// Mark `row` done and claim the next row of its lane for `owner`, in one write.
+    pub async fn done_then_claim_next(
+        &self,
+        row: &ClaimedRow,
+        owner: &str,
+        ttl_ms: u64,
+    ) -> Result<FifoClaim, ClientError> {
+        let body = json!({
+            "fence": row.fence.0,
+            "claim_next": { "owner": owner, "ttl_ms": ttl_ms },
+        });
+        let mut v = self.row(row.row_id.0, "done", body).await?;
+        Self::decode(v["next"].take())
+    }
+
     pub async fn message(&self, id: u64) -> Result<Value, ClientError> {
         self.request(Method::GET, &format!("/v1/messages/{id}"), None)
             .await

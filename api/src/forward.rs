@@ -86,7 +86,8 @@ pub async fn linearize(state: &AppState) -> ApiResult<()> {
     let started = Instant::now();
     let mut pause = Duration::from_millis(50);
     loop {
-        let index = match state.backend.read_index().await {
+        // The batcher shares one leadership confirmation among concurrent readers.
+        let index = match state.batcher.read_index().await {
             Err(ProposeError::ForwardToLeader {
                 addr: Some(addr), ..
             }) => remote_read_index(state, &addr).await,

@@ -584,6 +584,95 @@ async fn fifo_lane_with_two_competing_workers() {
 }
 
 #[tokio::test]
+async fn done_with_claim_next_walks_a_lane_one_write_per_row() {
+    let api = start().await;
+    const N: usize = 4;
+    let mut enqueued = Vec::new();
+    for i in 0..N {
+        enqueued.push(api.enqueue("feed", &format!("m{i}")).await);
+    }
+    for (i, item) in api.claim_ingress("feed", 100).await.iter().enumerate() {
+        api.handoff_to(item, "printer", &format!("m{i}")).await;
+    }
+    let first = api
+        .admin
+        .claim_fifo("outbound", "printer", "w", LONG_TTL)
+        .await
+        .expect("claim")
+        .item
+        .expect("the head");
+
+    // Bad claim_next fields: 400 naming the field, and nothing proposed (the row stays out).
+    let done_path = format!("/v1/rows/{}/done", first.row_id.0);
+    let before = api.digest().await;
+    for (next, field) in [
+        (
+            json!({ "owner": "", "ttl_ms": LONG_TTL }),
+            "claim_next.owner",
+        ),
+        (json!({ "owner": "w", "ttl_ms": 0 }), "claim_next.ttl_ms"),
+    ] {
+        let r = api
+            .post(
+                &done_path,
+                json!({ "fence": first.fence.0, "claim_next": next }),
+            )
+            .await;
+        api_error(&r, 400, "invalid", Some(field));
+    }
+    nothing_proposed(&api, &before, "done with a bad claim_next").await;
+    // A channel-scoped worker may finish its channel's rows but not claim a whole outbound lane.
+    let scoped = api.token("worker-feed", "worker", Some(&["feed"])).await;
+    let r = api
+        .post_as(
+            &scoped,
+            &done_path,
+            json!({ "fence": first.fence.0, "claim_next": { "owner": "w", "ttl_ms": LONG_TTL } }),
+        )
+        .await;
+    api_error(&r, 403, "forbidden", None);
+
+    // Each done hands back the lane's next row, in order, fenced by the same write.
+    let mut item = first;
+    let mut delivered = vec![item.message_id.0];
+    loop {
+        let r = api
+            .post(
+                &format!("/v1/rows/{}/done", item.row_id.0),
+                json!({ "fence": item.fence.0, "claim_next": { "owner": "w", "ttl_ms": LONG_TTL } }),
+            )
+            .await;
+        ok(&r, 200);
+        assert_eq!(r.body["ok"], true);
+        let index = r.body["index"].as_u64().expect("index");
+        let next = &r.body["next"];
+        if next["item"].is_null() {
+            assert_eq!(next["reason"], "empty");
+            break;
+        }
+        let claimed: raftlane_statemachine::ClaimedRow =
+            serde_json::from_value(next["item"].clone()).expect("a claimed row");
+        assert_eq!(claimed.fence.0, index, "fenced by the done's own entry");
+        assert_eq!(claimed.payload, format!("m{}", delivered.len()));
+        delivered.push(claimed.message_id.0);
+        item = claimed;
+    }
+    assert_eq!(delivered, enqueued, "delivery order equals enqueue order");
+    let r = api
+        .get("/v1/messages?channel=feed&status=processed&limit=100")
+        .await;
+    ok(&r, 200);
+    assert_eq!(ids_of(&r.body["messages"]).len(), N);
+    // The finished row's fence is spent: the typed client gets the state machine's refusal.
+    let err = api
+        .admin
+        .done_then_claim_next(&item, "w", LONG_TTL)
+        .await
+        .expect_err("the row is done");
+    assert_eq!(err.code(), Some("wrong_status"));
+}
+
+#[tokio::test]
 async fn stale_fence_is_refused_and_changes_nothing() {
     let api = start().await;
     let client = &api.admin;

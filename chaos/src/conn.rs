@@ -27,6 +27,24 @@ pub enum Attempt<T> {
 }
 
 impl<T> Attempt<T> {
+    /// The same attempt with its success value mapped.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Attempt<U> {
+        match self {
+            Attempt::Ok(v) => Attempt::Ok(f(v)),
+            Attempt::Refused {
+                status,
+                code,
+                message,
+            } => Attempt::Refused {
+                status,
+                code,
+                message,
+            },
+            Attempt::NotSent(e) => Attempt::NotSent(e),
+            Attempt::Unknown(e) => Attempt::Unknown(e),
+        }
+    }
+
     pub fn from_result(r: Result<T, ClientError>) -> Self {
         match r {
             Ok(v) => Attempt::Ok(v),

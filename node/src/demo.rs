@@ -9,7 +9,7 @@
 //! three nodes with the same head, and that all nodes report the same state digest.
 
 use anyhow::{bail, Context};
-use raftlane_api::client::Client;
+use raftlane_api::client::{Client, FifoClaim};
 use raftlane_statemachine::ClaimedRow;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -358,19 +358,22 @@ async fn transformer(s: Arc<Shared>) {
     .await;
 }
 
-/// Drain one destination's lane in FIFO order; `flaky` fails until it is fixed.
+/// Drain one destination's lane in FIFO order; `flaky` fails until it is fixed. Each `done`
+/// also claims the lane's next row (`claim_next`): one write per delivered row.
 async fn lane_worker(s: Arc<Shared>, dest: &'static str, owner: String) {
+    let mut next: Option<ClaimedRow> = None;
     while !s.stop.load(Ordering::Relaxed) {
-        let claim = match s.client.claim_fifo("outbound", dest, &owner, TTL_MS).await {
-            Ok(c) => c,
-            Err(_) => {
-                pause().await;
-                continue;
-            }
-        };
-        let Some(item) = claim.item else {
-            pause().await;
-            continue;
+        let item = match next.take() {
+            Some(item) => item,
+            None => match s.client.claim_fifo("outbound", dest, &owner, TTL_MS).await {
+                Ok(FifoClaim {
+                    item: Some(item), ..
+                }) => item,
+                _ => {
+                    pause().await;
+                    continue;
+                }
+            },
         };
         if dest == "flaky" && !s.flaky_fixed.load(Ordering::SeqCst) {
             let body =
@@ -378,13 +381,14 @@ async fn lane_worker(s: Arc<Shared>, dest: &'static str, owner: String) {
             let _ = s.client.row(item.row_id.0, "fail", body).await;
             continue;
         }
-        if s.client.done(&item).await.is_ok() {
+        if let Ok(claim) = s.client.done_then_claim_next(&item, &owner, TTL_MS).await {
             s.done_rows.fetch_add(1, Ordering::Relaxed);
             if dest != "flaky" {
                 if let (Ok(mut d), Ok(n)) = (s.delivered.lock(), item.payload.parse::<u64>()) {
                     d.entry(dest.to_string()).or_default().push(n);
                 }
             }
+            next = claim.item;
         }
     }
 }

@@ -57,13 +57,26 @@ pub async fn claim_fifo(
         owner: body.owner,
         ttl_ms: body.ttl_ms,
     };
-    // A head whose payload cannot be decrypted is dead-lettered and the lane claimed again, so
-    // a poison row never stalls it (bounded: a lane of nothing but poison answers 503 in time).
+    let (_, first) = propose(&state, &caller, command.clone()).await?;
+    Ok(Json(fifo_answer(&state, &caller, first, command).await?))
+}
+
+/// The JSON answer of a FIFO claim whose proposal answered `outcome`.
+///
+/// A head whose payload cannot be decrypted is dead-lettered and the lane claimed again with
+/// `again`, so a poison row never stalls it (bounded: a lane of nothing but poison answers 503
+/// in time).
+async fn fifo_answer(
+    state: &AppState,
+    caller: &Caller,
+    mut outcome: Outcome,
+    again: Command,
+) -> ApiResult<Value> {
     let mut contained = 0;
     let outcome = loop {
-        match propose(&state, &caller, command.clone()).await? {
-            (_, Outcome::FifoClaimed(Ok(item))) => {
-                if let Some(item) = super::keys::open_claimed(&state, &caller, item).await? {
+        match outcome {
+            Outcome::FifoClaimed(Ok(item)) => {
+                if let Some(item) = super::keys::open_claimed(state, caller, item).await? {
                     break Outcome::FifoClaimed(Ok(item));
                 }
                 contained += 1;
@@ -72,21 +85,22 @@ pub async fn claim_fifo(
                         "{contained} undecryptable rows dead-lettered in this lane; claim again"
                     )));
                 }
+                outcome = propose(state, caller, again.clone()).await?.1;
             }
-            (_, other) => break other,
+            other => break other,
         }
     };
     match outcome {
-        Outcome::FifoClaimed(Ok(item)) => Ok(Json(json!({ "item": item }))),
+        Outcome::FifoClaimed(Ok(item)) => Ok(json!({ "item": item })),
         Outcome::FifoClaimed(Err(FifoEmpty::Empty)) => {
-            Ok(Json(json!({ "item": null, "reason": "empty" })))
+            Ok(json!({ "item": null, "reason": "empty" }))
         }
-        Outcome::FifoClaimed(Err(FifoEmpty::NotDue { due_at })) => Ok(Json(
-            json!({ "item": null, "reason": "not_due", "due_at": due_at }),
-        )),
-        Outcome::FifoClaimed(Err(FifoEmpty::LaneBusy { holder, expires_at })) => Ok(Json(
+        Outcome::FifoClaimed(Err(FifoEmpty::NotDue { due_at })) => {
+            Ok(json!({ "item": null, "reason": "not_due", "due_at": due_at }))
+        }
+        Outcome::FifoClaimed(Err(FifoEmpty::LaneBusy { holder, expires_at })) => Ok(
             json!({ "item": null, "reason": "lane_busy", "holder": holder, "expires_at": expires_at }),
-        )),
+        ),
         other => Err(unexpected(other)),
     }
 }
@@ -431,6 +445,8 @@ struct TransformBody {
 #[serde(deny_unknown_fields)]
 struct DoneBody {
     fence: u64,
+    /// Also claim the next row of the finished row's lane, in the same command.
+    claim_next: Option<FifoClaimBody>,
 }
 
 #[derive(Deserialize)]
@@ -473,6 +489,41 @@ struct ReingressBody {
     fence: u64,
     loopback_channel: String,
     depth_cap: Option<u32>,
+}
+
+/// `done` with `claim_next`: the row is marked done and its lane's next row claimed for
+/// `next.owner` in one command (one consensus round trip instead of two for a FIFO worker).
+/// Answers `{"ok": true, "index": …, "next": <the FIFO claim's answer>}`.
+async fn done_then_claim_next(
+    state: &AppState,
+    caller: &Caller,
+    row: &raftlane_statemachine::row::WorkRow,
+    fence: Fence,
+    next: FifoClaimBody,
+) -> ApiResult<Value> {
+    check_name("claim_next.owner", &next.owner)?;
+    checks::ttl("claim_next.ttl_ms", next.ttl_ms)?;
+    // The same scope rule as a FIFO claim: a whole outbound lane is not one channel's.
+    if row.stage == raftlane_statemachine::row::Stage::Outbound && caller.channels.is_some() {
+        return Err(ApiError::forbidden(
+            "channel-scoped tokens cannot claim a whole outbound lane",
+        ));
+    }
+    let command = Command::DoneThenClaimNext {
+        row_id: row.id,
+        fence,
+        owner: next.owner.clone(),
+        ttl_ms: next.ttl_ms,
+    };
+    let (index, outcome) = propose(state, caller, command).await?;
+    let again = Command::ClaimNextFifo {
+        stage: row.stage,
+        lane: row.lane_name().to_string(),
+        owner: next.owner,
+        ttl_ms: next.ttl_ms,
+    };
+    let next = fifo_answer(state, caller, outcome, again).await?;
+    Ok(json!({ "ok": true, "index": index, "next": next }))
 }
 
 fn deliveries(state: &AppState, list: Vec<DeliveryBody>) -> ApiResult<Vec<Delivery>> {
@@ -602,7 +653,14 @@ pub async fn row_action(
         }
         "done" => {
             let b: DoneBody = parse_json(&body)?;
-            Command::MarkDone { row_id, fence: Fence(b.fence) }
+            let fence = Fence(b.fence);
+            match b.claim_next {
+                None => Command::MarkDone { row_id, fence },
+                Some(next) => {
+                    let row = row.ok_or_else(|| ApiError::not_found(format!("row {row_id} not found")))?;
+                    return done_then_claim_next(&state, &caller, &row, fence, next).await.map(Json);
+                }
+            }
         }
         "response" => {
             let b: ResponseBody = parse_json(&body)?;

@@ -20,11 +20,13 @@ pub struct Action<'a> {
     pub body: Value,
 }
 
-pub async fn complete(ctx: &Ctx, cursor: &Cursor, a: Action<'_>) -> Completion {
+/// Run the action; returns what it is known to have done and, when answered, the answer's body.
+pub async fn complete(ctx: &Ctx, cursor: &Cursor, a: Action<'_>) -> (Completion, Option<Value>) {
     let invoke = ctx.history.now();
     let request = format!("chaos-{}-{}-{}", a.row, a.fence, a.action);
     let mut unanswered = false;
     let mut result = Completion::Refused("never sent".into());
+    let mut answer = None;
     let mut node = ctx.conn.node_id(cursor.get());
     for _ in 0..4 {
         node = ctx.conn.node_id(cursor.get());
@@ -48,6 +50,7 @@ pub async fn complete(ctx: &Ctx, cursor: &Cursor, a: Action<'_>) -> Completion {
                         index: v["index"].as_u64(),
                     }
                 };
+                answer = Some(v);
                 break;
             }
             Attempt::Refused { code, .. } => {
@@ -83,5 +86,5 @@ pub async fn complete(ctx: &Ctx, cursor: &Cursor, a: Action<'_>) -> Completion {
         result: result.clone(),
         node,
     });
-    result
+    (result, answer)
 }

@@ -3,12 +3,14 @@
 //! past its lease and then tries to complete with the old fence. After an unanswered claim or
 //! completion a worker simply claims again under the same owner name: a row it still holds in
 //! the lane comes back under the same fence, so nothing behind it can overtake it.
+//! Half of the `done`s also claim the lane's next row in the same write (`claim_next`).
 
 use super::completion::{complete, Action};
 use super::{wall_ms, Ctx};
 use crate::conn::{Attempt, Cursor};
 use crate::history::{ClaimRec, Seen};
 use crate::prng::SplitMix64;
+use raftlane_api::client::FifoClaim;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,15 +20,23 @@ pub async fn run(ctx: Arc<Ctx>, lane: &'static str, k: usize, mut rng: SplitMix6
     let ttl = ctx.cfg.lease_ttl.as_millis() as u64;
     let lane_key = format!("outbound:{lane}");
     let owner = format!("w-{lane}-{k}");
+    // The next row's claim as answered by a `done` with `claim_next`.
+    let mut chained: Option<(FifoClaim, u64)> = None;
     while ctx.working() {
         let o = owner.clone();
-        let attempt = ctx
-            .conn
-            .once(cursor.get(), move |c| async move {
-                c.claim_fifo("outbound", lane, &o, ttl).await
-            })
-            .await;
-        let claim = match attempt {
+        let attempt = match chained.take() {
+            Some((claim, node)) => Attempt::Ok((claim, node)),
+            None => {
+                let node = ctx.conn.node_id(cursor.get());
+                ctx.conn
+                    .once(cursor.get(), move |c| async move {
+                        c.claim_fifo("outbound", lane, &o, ttl).await
+                    })
+                    .await
+                    .map(|c| (c, node))
+            }
+        };
+        let (claim, node) = match attempt {
             Attempt::Ok(c) => {
                 ctx.history.count("claim-fifo", &Seen::Ok(()));
                 c
@@ -70,7 +80,7 @@ pub async fn run(ctx: Arc<Ctx>, lane: &'static str, k: usize, mut rng: SplitMix6
             owner: owner.clone(),
             fence,
             at: ctx.history.now(),
-            node: ctx.conn.node_id(cursor.get()),
+            node,
         });
         let stall = rng.chance(ctx.cfg.stall_percent);
         if stall {
@@ -84,6 +94,11 @@ pub async fn run(ctx: Arc<Ctx>, lane: &'static str, k: usize, mut rng: SplitMix6
                 json!({ "fence": fence, "error": "chaos: transient failure",
                         "retry": { "max_attempts": 6, "backoff_ms": 100, "multiplier": 2.0, "max_backoff_ms": 800 } }),
             )
+        } else if rng.chance(50) {
+            (
+                "done",
+                json!({ "fence": fence, "claim_next": { "owner": owner, "ttl_ms": ttl } }),
+            )
         } else {
             ("done", json!({ "fence": fence }))
         };
@@ -95,6 +110,11 @@ pub async fn run(ctx: Arc<Ctx>, lane: &'static str, k: usize, mut rng: SplitMix6
             after_stall: stall,
             body,
         };
-        complete(&ctx, &cursor, action).await;
+        let node = ctx.conn.node_id(cursor.get());
+        if let (_, Some(answer)) = complete(&ctx, &cursor, action).await {
+            if let Ok(next) = serde_json::from_value::<FifoClaim>(answer["next"].clone()) {
+                chained = Some((next, node));
+            }
+        }
     }
 }

@@ -80,6 +80,10 @@ pub struct BenchArgs {
     /// A paced run shows the latency at a given load instead of at saturation.
     #[arg(long, default_value_t = 0.0)]
     pub rate: f64,
+    /// FIFO lane workers (pipeline, claim) mark a row done and claim the next one in two writes
+    /// instead of one (`done` with `claim_next`): to compare the two.
+    #[arg(long)]
+    pub separate_done: bool,
     /// Pipeline: an idle worker (empty claim) waits 1 ms, then doubles the wait up to this.
     #[arg(long, default_value_t = 20)]
     pub idle_max_ms: u64,

@@ -5,8 +5,9 @@ use super::{body_sent_us, make_body, Backoff, BenchArgs, Pacer, Workload};
 use crate::dev::{self, DevCluster};
 use anyhow::Context;
 use hyper::Method;
-use raftlane_api::client::{Client, ClientError};
+use raftlane_api::client::{Client, ClientError, FifoClaim};
 use raftlane_api::peer::{base_url, PeerClient};
+use raftlane_statemachine::ClaimedRow;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -620,19 +621,24 @@ async fn pipeline(
                         continue;
                     }
                     backoff.reset();
-                    for item in items {
-                        let (action, body, name) = if stage == "ingress" {
+                    // The claimed rows are unordered work: hand them all on at once.
+                    let calls = items.into_iter().map(|item| {
+                        let (action, body) = if stage == "ingress" {
                             let body = json!({ "fence": item.fence.0, "handlers": [{ "handler": "bench", "payload": item.payload }] });
-                            ("route", body, "route")
+                            ("route", body)
                         } else {
                             let body = json!({ "fence": item.fence.0, "deliveries": [{ "destination": item.channel_id, "payload": item.payload }] });
-                            ("transform", body, "transform")
+                            ("transform", body)
                         };
-                        match client.row(item.row_id.0, action, body).await {
-                            Ok(_) => meter.count(name),
-                            Err(e) => meter.error(format!("{action}: {}", error_kind(&e))),
+                        let (client, meter) = (&client, &meter);
+                        async move {
+                            match client.row(item.row_id.0, action, body).await {
+                                Ok(_) => meter.count(action),
+                                Err(e) => meter.error(format!("{action}: {}", error_kind(&e))),
+                            }
                         }
-                    }
+                    });
+                    futures::future::join_all(calls).await;
                 }
             }));
         }
@@ -642,35 +648,40 @@ async fn pipeline(
         let (client, meter, window) = (client.clone(), meter.clone(), window.clone());
         let lane = lanes[w % lanes.len()].clone();
         let mut backoff = Backoff::new(args);
+        let mut worker = LaneWorker::new("outbound", &lane, w, args.separate_done);
         tasks.push(tokio::spawn(async move {
-            let owner = format!("bench-lane-worker-{w}");
             while !meter.done() {
-                let claim = match client.claim_fifo("outbound", &lane, &owner, TTL_MS).await {
-                    Ok(c) => c,
-                    Err(e) => {
+                let step = worker.step(&client).await;
+                if let Some(done) = step.done {
+                    match done {
+                        Ok(item) => {
+                            window.add_permits(1);
+                            meter.count("done");
+                            match body_sent_us(&item.payload) {
+                                Some(sent) => meter.record(Duration::from_micros(
+                                    meter.now_us().saturating_sub(sent),
+                                )),
+                                None => meter.error("done: payload without a send time"),
+                            }
+                        }
+                        Err(e) => meter.error(format!("done: {}", error_kind(&e))),
+                    }
+                }
+                match step.claim {
+                    None => {}
+                    Some(Err(e)) => {
                         meter.error(format!("claim outbound: {}", error_kind(&e)));
                         tokio::time::sleep(Duration::from_millis(10)).await;
-                        continue;
                     }
-                };
-                meter.count("claim_fifo");
-                let Some(item) = claim.item else {
-                    meter.count("claim_fifo_empty");
-                    backoff.idle().await;
-                    continue;
-                };
-                backoff.reset();
-                match client.done(&item).await {
-                    Ok(_) => {
-                        window.add_permits(1);
-                        meter.count("done");
-                        match body_sent_us(&item.payload) {
-                            Some(sent) => meter
-                                .record(Duration::from_micros(meter.now_us().saturating_sub(sent))),
-                            None => meter.error("done: payload without a send time"),
+                    Some(Ok(claim)) => {
+                        meter.count("claim_fifo");
+                        if claim.item.is_some() {
+                            backoff.reset();
+                        } else {
+                            meter.count("claim_fifo_empty");
+                            backoff.idle().await;
                         }
                     }
-                    Err(e) => meter.error(format!("done: {}", error_kind(&e))),
                 }
             }
         }));
@@ -714,33 +725,38 @@ async fn claim(
         let (client, meter, queued, live) =
             (client.clone(), meter.clone(), queued.clone(), live.clone());
         let lane = lanes[w % lanes.len()].clone();
+        let mut worker = LaneWorker::new("ingress", &lane, w, args.separate_done);
         tasks.push(tokio::spawn(async move {
-            let owner = format!("bench-claimer-{w}");
+            let mut t0 = Instant::now();
             while !meter.done() {
-                let t0 = Instant::now();
-                let claim = match client.claim_fifo("ingress", &lane, &owner, TTL_MS).await {
-                    Ok(c) => c,
-                    Err(e) => {
-                        meter.error(format!("claim: {}", error_kind(&e)));
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                        continue;
-                    }
-                };
-                let Some(item) = claim.item else {
-                    if claim.reason.as_deref() == Some("empty") {
-                        meter.count("lane_drained");
-                        break;
-                    }
-                    meter.count("claim_busy");
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                    continue;
-                };
-                match client.done(&item).await {
-                    Ok(_) => {
+                let step = worker.step(&client).await;
+                match step.done {
+                    Some(Ok(_)) => {
                         meter.record(t0.elapsed());
                         queued.fetch_sub(1, Ordering::Relaxed);
                     }
-                    Err(e) => meter.error(format!("done: {}", error_kind(&e))),
+                    Some(Err(e)) => meter.error(format!("done: {}", error_kind(&e))),
+                    None => {}
+                }
+                match step.claim {
+                    None => {}
+                    Some(Err(e)) => {
+                        meter.error(format!("claim: {}", error_kind(&e)));
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                    Some(Ok(claim)) if claim.item.is_some() => {}
+                    Some(Ok(claim)) if claim.reason.as_deref() == Some("empty") => {
+                        meter.count("lane_drained");
+                        break;
+                    }
+                    Some(Ok(_)) => {
+                        meter.count("claim_busy");
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                }
+                // One operation = claim + done of one row: timed from the claim that got it.
+                if step.claimed_now {
+                    t0 = step.started;
                 }
             }
             // The last worker to find its lane dry ends the measurement.
@@ -764,4 +780,79 @@ async fn claim(
         let _ = t.await;
     }
     samples
+}
+
+/// A FIFO lane worker of the benchmark: holds at most one row of its lane, and either marks
+/// it done and claims the next in one write (`done` with `claim_next`) or, with
+/// `--separate-done`, in two.
+struct LaneWorker {
+    stage: &'static str,
+    lane: String,
+    owner: String,
+    separate_done: bool,
+    held: Option<ClaimedRow>,
+}
+
+/// What one [`LaneWorker::step`] did: the row it finished (if it finished one) and the claim's
+/// answer (if it claimed).
+struct LaneStep {
+    started: Instant,
+    done: Option<Result<ClaimedRow, ClientError>>,
+    claim: Option<Result<FifoClaim, ClientError>>,
+    /// A row came from a claim of this step.
+    claimed_now: bool,
+}
+
+impl LaneWorker {
+    fn new(stage: &'static str, lane: &str, n: usize, separate_done: bool) -> Self {
+        Self {
+            stage,
+            lane: lane.to_string(),
+            owner: format!("bench-{stage}-worker-{n}"),
+            separate_done,
+            held: None,
+        }
+    }
+
+    /// Finish the held row, if any, and claim the next one (unless the done failed or the
+    /// done and the claim are separate writes and this step did the done).
+    async fn step(&mut self, client: &Client) -> LaneStep {
+        let started = Instant::now();
+        let mut step = LaneStep {
+            started,
+            done: None,
+            claim: None,
+            claimed_now: false,
+        };
+        let claim = match self.held.take() {
+            None => {
+                client
+                    .claim_fifo(self.stage, &self.lane, &self.owner, TTL_MS)
+                    .await
+            }
+            Some(item) if self.separate_done => {
+                step.done = Some(client.done(&item).await.map(|_| item));
+                return step;
+            }
+            Some(item) => match client
+                .done_then_claim_next(&item, &self.owner, TTL_MS)
+                .await
+            {
+                Ok(claim) => {
+                    step.done = Some(Ok(item));
+                    Ok(claim)
+                }
+                Err(e) => {
+                    step.done = Some(Err(e));
+                    return step;
+                }
+            },
+        };
+        if let Ok(c) = &claim {
+            self.held = c.item.clone();
+            step.claimed_now = self.held.is_some();
+        }
+        step.claim = Some(claim);
+        step
+    }
 }
