@@ -84,6 +84,11 @@ pub struct BenchArgs {
     /// instead of one (`done` with `claim_next`): to compare the two.
     #[arg(long)]
     pub separate_done: bool,
+    /// Pipeline (raftlane): a router or transformer hands all the rows of one claim on
+    /// concurrently instead of one after the other (the PostgreSQL baseline's workers, one
+    /// connection each, always go one at a time).
+    #[arg(long)]
+    pub concurrent_handoffs: bool,
     /// Pipeline: an idle worker (empty claim) waits 1 ms, then doubles the wait up to this.
     #[arg(long, default_value_t = 20)]
     pub idle_max_ms: u64,

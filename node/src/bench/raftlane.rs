@@ -602,6 +602,7 @@ async fn pipeline(
         for w in 0..args.stage_workers.max(1) {
             let (client, meter) = (client.clone(), meter.clone());
             let batch = args.claim_batch.max(1);
+            let concurrent = args.concurrent_handoffs;
             let mut backoff = Backoff::new(args);
             tasks.push(tokio::spawn(async move {
                 let owner = format!("bench-{stage}-{w}");
@@ -621,7 +622,8 @@ async fn pipeline(
                         continue;
                     }
                     backoff.reset();
-                    // The claimed rows are unordered work: hand them all on at once.
+                    // One at a time, like the PostgreSQL baseline's workers (one connection
+                    // each); `--concurrent-handoffs` hands the whole claimed batch on at once.
                     let calls = items.into_iter().map(|item| {
                         let (action, body) = if stage == "ingress" {
                             let body = json!({ "fence": item.fence.0, "handlers": [{ "handler": "bench", "payload": item.payload }] });
@@ -638,7 +640,13 @@ async fn pipeline(
                             }
                         }
                     });
-                    futures::future::join_all(calls).await;
+                    if concurrent {
+                        futures::future::join_all(calls).await;
+                    } else {
+                        for call in calls {
+                            call.await;
+                        }
+                    }
                 }
             }));
         }
