@@ -2,13 +2,14 @@
 //! renewal, reclaiming expired leases and releasing lanes.
 
 use crate::command::{ClaimedRow, FifoEmpty, Outcome};
-use crate::ids::{Fence, RowId};
+use crate::ids::{Fence, Millis, RowId};
 use crate::keys::{trailing_u64, Key};
 use crate::lane::{self, LaneKey};
 use crate::machine::{ApplyResult, Ctx};
 use crate::row::{Claim, RowStatus, Stage, WorkRow};
 use crate::rows;
-use crate::store::{Direction, Table};
+use crate::store::{Direction, Store, StoreError, Table};
+use crate::txn::Txn;
 use crate::validate;
 
 /// Claim one pending row for `owner`: inflight, one more attempt, fenced by this log index.
@@ -172,6 +173,36 @@ pub(crate) fn claim_next_fifo(
     Ok(Outcome::FifoClaimed(Ok(claim_row(
         cx, &head, owner, ttl_ms,
     ))))
+}
+
+/// What ClaimNextFifo by `owner` at `t` answers when it is sure to hand out nothing: no row of
+/// the lane is out, no other owner holds a live lane lease, and the head is missing (`Empty`)
+/// or backing off (`NotDue`). `None` whenever the claim could hand out a row or needs to look
+/// further (stranded rows, the owner's own claim): only the command can tell then.
+///
+/// Read-only, for the API's idle polls: such a claim changes nothing but `owner`'s lane lease,
+/// which guards nothing while no row of the lane is out.
+pub(crate) fn idle_answer<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    lane: &LaneKey,
+    owner: &str,
+    t: Millis,
+) -> Result<Option<FifoEmpty>, StoreError> {
+    if !lane::inflight(txn, lane)?.is_empty() {
+        return Ok(None);
+    }
+    let lease = lane::load_state(txn, lane)?.lease;
+    if lease.is_some_and(|l| l.owner != owner && l.is_live(t)) {
+        return Ok(None);
+    }
+    let Some(head) = lane::head(txn, lane)? else {
+        return Ok(Some(FifoEmpty::Empty));
+    };
+    Ok(rows::get(txn, head)?
+        .filter(|row| row.next_attempt_at > t)
+        .map(|row| FifoEmpty::NotDue {
+            due_at: row.next_attempt_at,
+        }))
 }
 
 /// MarkDone of `row_id`, then ClaimNextFifo of that row's lane for `owner`: the two commands

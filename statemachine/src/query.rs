@@ -3,6 +3,7 @@
 
 use crate::approval::Approval;
 use crate::audit::{self, AuditHead, AuditRow, Verification};
+use crate::command::FifoEmpty;
 use crate::complete::CapturedResponse;
 use crate::config::{self, ConfigVersion};
 use crate::ids::{ApprovalId, MessageId, Millis, RowId};
@@ -48,18 +49,6 @@ pub struct LaneView {
     pub oldest_created_at: Option<Millis>,
     pub inflight: u64,
     pub holder: Option<LaneLease>,
-}
-
-/// A lane as a FIFO claim sees it (see [`Reader::fifo_probe`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FifoProbe {
-    /// The head's `next_attempt_at`; `Some(None)` if the head's row is missing (never in a
-    /// consistent state; the caller should let the state machine decide).
-    pub head: Option<Option<Millis>>,
-    /// Whether any row of the lane is inflight.
-    pub inflight: bool,
-    /// The lane lease as stored, live or not.
-    pub lease: Option<LaneLease>,
 }
 
 /// Whether ClaimReady would find something (see [`Reader::due_rows`]).
@@ -224,25 +213,17 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
-    /// What a FIFO claim of the lane would look at, read without claiming anything: the API
-    /// answers an idle worker's poll from this instead of proposing an empty claim.
-    pub fn fifo_probe(&self, stage: Stage, name: &str) -> Result<FifoProbe, StoreError> {
-        let key = LaneKey::new(stage, name);
-        let head = match lane::head(&self.txn, &key)? {
-            None => None,
-            Some(id) => Some(rows::get(&self.txn, id)?.map(|row| row.next_attempt_at)),
-        };
-        let inflight = self
-            .txn
-            .scan_prefix(Table::LaneInflight, &key.prefix(), Direction::Forward)?
-            .next()
-            .transpose()?
-            .is_some();
-        Ok(FifoProbe {
-            head,
-            inflight,
-            lease: lane::load_state(&self.txn, &key)?.lease,
-        })
+    /// What ClaimNextFifo of the lane by `owner` at `t` would answer, when it is sure to claim
+    /// nothing (see `claim::idle_answer`): the API answers an idle worker's poll from this
+    /// instead of proposing an empty claim.
+    pub fn fifo_idle_answer(
+        &self,
+        stage: Stage,
+        name: &str,
+        owner: &str,
+        t: Millis,
+    ) -> Result<Option<FifoEmpty>, StoreError> {
+        crate::claim::idle_answer(&self.txn, &LaneKey::new(stage, name), owner, t)
     }
 
     /// Whether ClaimReady of `stage` at time `t` would find a row matching the filters,

@@ -17,7 +17,9 @@
 //!   verifier and an independent recomputation of the documented canonical encoding), and
 //!   lane exclusivity: while a lane has a live holder, no row of that lane claimed through
 //!   `ClaimNextFifo` by another owner is still inflight under a lease the new holder could not
-//!   reclaim (so two owners never work one lane).
+//!   reclaim (so two owners never work one lane);
+//! * the API's idle-poll check (`Reader::fifo_idle_answer`) agrees with every `ClaimNextFifo`
+//!   for which it claims to know the answer.
 //!
 //! The `regression_*` tests at the end pin the three bugs this test found (lane lease boundary,
 //! lane lease shortened on re-acquire, reused idempotency key dropped by `ExpireRecords`).
@@ -1926,9 +1928,30 @@ fn run(ops: &[(Step, Op)]) -> Result<(), TestCaseError> {
             "operator"
         };
         let envelope = Envelope::new(now, actor, command);
+        // The API's idle-poll shortcut: whenever the read-only check says a FIFO claim hands
+        // out nothing, the claim must answer exactly that.
+        let idle = match &envelope.command {
+            Command::ClaimNextFifo {
+                stage, lane, owner, ..
+            } if !lane.is_empty() && !owner.is_empty() => sm
+                .read()
+                .fifo_idle_answer(*stage, lane, owner, now.max(sm.meta().clock))
+                .expect("idle answer"),
+            _ => None,
+        };
         let expected = model.apply(index, &envelope);
         let actual = sm.apply(index, &envelope).expect("store");
         tally(&envelope.command, &actual);
+        if let Some(empty) = idle {
+            if !matches!(&actual, Err(Rejection::Invalid { .. })) {
+                prop_assert_eq!(
+                    &actual,
+                    &Ok(Outcome::FifoClaimed(Err(empty))),
+                    "step {}: the idle check disagrees with the claim",
+                    index
+                );
+            }
+        }
         prop_assert!(
             same_response(&expected, &actual),
             "step {} {:?}\n  expected {:?}\n  actual   {:?}",

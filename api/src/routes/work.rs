@@ -91,17 +91,22 @@ async fn fifo_answer(
         }
     };
     match outcome {
-        Outcome::FifoClaimed(Ok(item)) => Ok(json!({ "item": item })),
-        Outcome::FifoClaimed(Err(FifoEmpty::Empty)) => {
-            Ok(json!({ "item": null, "reason": "empty" }))
-        }
-        Outcome::FifoClaimed(Err(FifoEmpty::NotDue { due_at })) => {
-            Ok(json!({ "item": null, "reason": "not_due", "due_at": due_at }))
-        }
-        Outcome::FifoClaimed(Err(FifoEmpty::LaneBusy { holder, expires_at })) => Ok(
-            json!({ "item": null, "reason": "lane_busy", "holder": holder, "expires_at": expires_at }),
-        ),
+        Outcome::FifoClaimed(claim) => Ok(fifo_json(claim)),
         other => Err(unexpected(other)),
+    }
+}
+
+/// A FIFO claim's answer as JSON: `{item}` or `{item: null, reason, …}`.
+fn fifo_json(claim: Result<raftlane_statemachine::ClaimedRow, FifoEmpty>) -> Value {
+    match claim {
+        Ok(item) => json!({ "item": item }),
+        Err(FifoEmpty::Empty) => json!({ "item": null, "reason": "empty" }),
+        Err(FifoEmpty::NotDue { due_at }) => {
+            json!({ "item": null, "reason": "not_due", "due_at": due_at })
+        }
+        Err(FifoEmpty::LaneBusy { holder, expires_at }) => {
+            json!({ "item": null, "reason": "lane_busy", "holder": holder, "expires_at": expires_at })
+        }
     }
 }
 
@@ -158,9 +163,8 @@ fn claim_time(clock: raftlane_statemachine::Millis) -> raftlane_statemachine::Mi
 /// An idle FIFO poll answered without a Raft write.
 ///
 /// A claim of a lane whose head is missing or not yet due, with no row inflight and no live
-/// lease of another owner, claims nothing: the state machine would answer `empty` or `not_due`
-/// (and only take or extend `owner`'s lane lease, which guards nothing while no row is out).
-/// That answer is read here, linearizably, instead of proposed, so idle workers cost no log
+/// lease of another owner, claims nothing (the state machine's rule: `fifo_idle_answer`). That
+/// answer is read here, linearizably, instead of proposed, so idle workers cost no log
 /// entries, fsyncs or applies. In every other case (and whenever in doubt) `None`: propose.
 async fn idle_fifo_answer(
     state: &AppState,
@@ -168,41 +172,11 @@ async fn idle_fifo_answer(
     lane: &str,
     owner: &str,
 ) -> ApiResult<Option<Value>> {
-    answer_without_write(state, |r| {
-        let t = claim_time(r.meta().clock);
-        Ok(fifo_answer_from_probe(
-            &r.fifo_probe(stage, lane)?,
-            owner,
-            t,
-        ))
+    let empty = answer_without_write(state, |r| {
+        r.fifo_idle_answer(stage, lane, owner, claim_time(r.meta().clock))
     })
-    .await
-}
-
-/// The answer of ClaimNextFifo by `owner` at time `t` on a lane in the state `probe`, when it
-/// is sure to claim nothing (see [`idle_fifo_answer`]). The JSON is the proposed one's.
-fn fifo_answer_from_probe(
-    probe: &raftlane_statemachine::query::FifoProbe,
-    owner: &str,
-    t: raftlane_statemachine::Millis,
-) -> Option<Value> {
-    if probe.inflight {
-        return None;
-    }
-    if probe
-        .lease
-        .as_ref()
-        .is_some_and(|l| l.owner != owner && l.is_live(t))
-    {
-        return None;
-    }
-    match probe.head {
-        None => Some(json!({ "item": null, "reason": "empty" })),
-        Some(Some(due_at)) if due_at > t => {
-            Some(json!({ "item": null, "reason": "not_due", "due_at": due_at }))
-        }
-        Some(_) => None,
-    }
+    .await?;
+    Ok(empty.map(|e| fifo_json(Err(e))))
 }
 
 pub async fn lane(
