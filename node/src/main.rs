@@ -4,6 +4,11 @@ use clap::{Parser, Subcommand};
 use raftlane_node::{config::NodeArgs, dev, server};
 use tracing_subscriber::EnvFilter;
 
+/// mimalloc instead of glibc's malloc: allocation was ~12 % of a saturated node's CPU (many
+/// small, short-lived buffers per command); see docs/BENCHMARKS.md.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "raftlane",
