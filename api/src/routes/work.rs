@@ -517,7 +517,7 @@ fn seal(state: &AppState, value: String) -> ApiResult<String> {
     crate::crypto::seal(state.keyring(), value)
 }
 
-fn retry_policy(
+async fn retry_policy(
     state: &AppState,
     row: &raftlane_statemachine::row::WorkRow,
     body: Option<RetryBody>,
@@ -543,6 +543,9 @@ fn retry_policy(
             max_backoff_ms: r.max_backoff_ms,
         });
     }
+    // The destination's policy as of now, not as of this node's lag behind the last config
+    // change (fails are rare enough to pay for the read index).
+    crate::forward::linearize(state).await?;
     let config = backend::read(state.backend.as_ref(), |r| r.config())?;
     Ok(row
         .destination_name
@@ -653,7 +656,7 @@ pub async fn row_action(
         "fail" => {
             let b: FailBody = parse_json(&body)?;
             let row = row.ok_or_else(|| ApiError::not_found(format!("row {row_id} not found")))?;
-            let retry = retry_policy(&state, &row, b.retry)?;
+            let retry = retry_policy(&state, &row, b.retry).await?;
             Command::MarkFailed {
                 row_id,
                 fence: Fence(b.fence),
