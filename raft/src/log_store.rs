@@ -109,8 +109,7 @@ impl LogStore {
         // Appends are sequential and read back soon (replication) or never (after purge); a
         // modest write buffer keeps memory bounded.
         opts.set_write_buffer_size(32 * 1024 * 1024);
-        let cfs =
-            [CF_LOGS, CF_META].map(|name| ColumnFamilyDescriptor::new(name, Options::default()));
+        let cfs = [CF_LOGS, CF_META].map(|name| ColumnFamilyDescriptor::new(name, opts.clone()));
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
         Ok(Self {
             inner: Arc::new(Inner {
