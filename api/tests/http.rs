@@ -14,7 +14,7 @@ use raftlane_api::app::{api_routes, now_ms, SECRET_HEADER};
 use raftlane_api::client::{Client, FifoClaim};
 use raftlane_api::peer::PeerClient;
 use raftlane_api::{ApiConfig, LocalBackend, ProposeError};
-use raftlane_statemachine::{codec, Command, Envelope, Outcome, Response};
+use raftlane_statemachine::{codec, ClaimedRow, Command, Envelope, Outcome, Response};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
@@ -209,6 +209,16 @@ impl Api {
         assert_eq!(items.len(), 1);
         self.handoff_to(&items[0], destination, "payload").await;
         id
+    }
+
+    /// Claim the head of outbound lane `lane` for `owner` (which must get one).
+    async fn claim_head(&self, lane: &str, owner: &str, ttl_ms: u64) -> ClaimedRow {
+        self.admin
+            .claim_fifo("outbound", lane, owner, ttl_ms)
+            .await
+            .expect("claim")
+            .item
+            .unwrap_or_else(|| panic!("{owner} should get the head of {lane}"))
     }
 
     /// Create a principal; returns its token.
@@ -594,13 +604,7 @@ async fn done_with_claim_next_walks_a_lane_one_write_per_row() {
     for (i, item) in api.claim_ingress("feed", 100).await.iter().enumerate() {
         api.handoff_to(item, "printer", &format!("m{i}")).await;
     }
-    let first = api
-        .admin
-        .claim_fifo("outbound", "printer", "w", LONG_TTL)
-        .await
-        .expect("claim")
-        .item
-        .expect("the head");
+    let first = api.claim_head("printer", "w", LONG_TTL).await;
 
     // Bad claim_next fields: 400 naming the field, and nothing proposed (the row stays out).
     let done_path = format!("/v1/rows/{}/done", first.row_id.0);
@@ -650,7 +654,7 @@ async fn done_with_claim_next_walks_a_lane_one_write_per_row() {
             assert_eq!(next["reason"], "empty");
             break;
         }
-        let claimed: raftlane_statemachine::ClaimedRow =
+        let claimed: ClaimedRow =
             serde_json::from_value(next["item"].clone()).expect("a claimed row");
         assert_eq!(claimed.fence.0, index, "fenced by the done's own entry");
         assert_eq!(claimed.payload, format!("m{}", delivered.len()));
@@ -678,21 +682,11 @@ async fn stale_fence_is_refused_and_changes_nothing() {
     let client = &api.admin;
     let mid = api.message_at("slow", "dest").await;
 
-    let old = client
-        .claim_fifo("outbound", "dest", "old-worker", 100)
-        .await
-        .expect("claim")
-        .item
-        .expect("item");
+    let old = api.claim_head("dest", "old-worker", 100).await;
     assert_eq!(old.attempts, 1);
     tokio::time::sleep(Duration::from_millis(300)).await;
     // Past both leases: the new owner takes the lane and recovers the stranded head.
-    let new = client
-        .claim_fifo("outbound", "dest", "new-worker", LONG_TTL)
-        .await
-        .expect("claim")
-        .item
-        .expect("item");
+    let new = api.claim_head("dest", "new-worker", LONG_TTL).await;
     assert_eq!(new.row_id, old.row_id, "the stranded head, not a later row");
     assert_eq!(new.attempts, 2);
     assert!(new.fence.0 > old.fence.0);
@@ -1034,13 +1028,7 @@ async fn every_error_status_with_its_json_body() {
 
     // 409: done twice.
     let mid = api.message_at("orders", "dest").await;
-    let item = api
-        .admin
-        .claim_fifo("outbound", "dest", "w", LONG_TTL)
-        .await
-        .expect("claim")
-        .item
-        .expect("item");
+    let item = api.claim_head("dest", "w", LONG_TTL).await;
     let r = api
         .post(
             &format!("/v1/rows/{}/done", item.row_id.0),

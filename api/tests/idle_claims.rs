@@ -36,15 +36,7 @@ async fn start() -> Api {
 impl Api {
     /// A JSON call as admin; returns the status and the parsed body.
     async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let (headers, bytes) = support::json_request(Some(ADMIN), body);
-        let url = format!("{}{}", self.base, path);
-        let (status, _, raw) = self
-            .http
-            .call(method, &url, &headers, bytes)
-            .await
-            .unwrap_or_else(|e| panic!("{path}: {e}"));
-        let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-        (status.as_u16(), body)
+        support::call(&self.http, &self.base, ADMIN, method, path, body).await
     }
 
     /// POST expecting 200 (201 for enqueues); returns the body.

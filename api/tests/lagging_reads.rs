@@ -70,10 +70,13 @@ impl Backend for Lagging {
 
     fn propose(&self, envelope: Envelope) -> BoxFuture<'_, Result<(u64, Response), ProposeError>> {
         Box::pin(async move {
-            if !self.frozen.load(Ordering::SeqCst) {
-                self.stale.propose(envelope.clone()).await?;
+            if self.frozen.load(Ordering::SeqCst) {
+                return self.live.propose(envelope).await;
             }
-            self.live.propose(envelope).await
+            let mirrored = self.stale.propose(envelope.clone()).await?;
+            let answer = self.live.propose(envelope).await?;
+            assert_eq!(mirrored, answer, "the two replicas diverged");
+            Ok(answer)
         })
     }
 
@@ -147,17 +150,7 @@ impl Node {
         path: &str,
         body: Option<Value>,
     ) -> (u16, Value) {
-        let (headers, bytes) = support::json_request(Some(token), body);
-        let url = format!("{}{}", self.base, path);
-        let (status, _, raw) = self
-            .http
-            .call(method, &url, &headers, bytes)
-            .await
-            .unwrap_or_else(|e| panic!("{path}: {e}"));
-        (
-            status.as_u16(),
-            serde_json::from_slice(&raw).unwrap_or(Value::Null),
-        )
+        support::call(&self.http, &self.base, token, method, path, body).await
     }
 
     /// POST as admin expecting a 2xx; returns the body.

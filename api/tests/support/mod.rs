@@ -37,3 +37,26 @@ pub fn json_request(
     };
     (headers, bytes)
 }
+
+/// One JSON call to `base` (`http://host:port`) with `token`: the status and the body parsed as
+/// JSON (`Null` when empty or not JSON).
+#[allow(dead_code)] // `http.rs` keeps the headers, so it has its own
+pub async fn call(
+    http: &raftlane_api::peer::PeerClient,
+    base: &str,
+    token: &str,
+    method: axum::http::Method,
+    path: &str,
+    body: Option<Value>,
+) -> (u16, Value) {
+    let (headers, bytes) = json_request(Some(token), body);
+    let url = format!("{base}{path}");
+    let (status, _, raw) = http
+        .call(method, &url, &headers, bytes)
+        .await
+        .unwrap_or_else(|e| panic!("{path}: {e}"));
+    (
+        status.as_u16(),
+        serde_json::from_slice(&raw).unwrap_or(Value::Null),
+    )
+}
