@@ -752,7 +752,8 @@ async fn claim(
                         meter.error(format!("claim: {}", error_kind(&e)));
                         tokio::time::sleep(Duration::from_millis(10)).await;
                     }
-                    Some(Ok(claim)) if claim.item.is_some() => {}
+                    // One operation = claim + done of one row: timed from the claim that got it.
+                    Some(Ok(claim)) if claim.item.is_some() => t0 = step.started,
                     Some(Ok(claim)) if claim.reason.as_deref() == Some("empty") => {
                         meter.count("lane_drained");
                         break;
@@ -761,10 +762,6 @@ async fn claim(
                         meter.count("claim_busy");
                         tokio::time::sleep(Duration::from_millis(20)).await;
                     }
-                }
-                // One operation = claim + done of one row: timed from the claim that got it.
-                if step.claimed_now {
-                    t0 = step.started;
                 }
             }
             // The last worker to find its lane dry ends the measurement.
@@ -807,8 +804,6 @@ struct LaneStep {
     started: Instant,
     done: Option<Result<ClaimedRow, ClientError>>,
     claim: Option<Result<FifoClaim, ClientError>>,
-    /// A row came from a claim of this step.
-    claimed_now: bool,
 }
 
 impl LaneWorker {
@@ -830,7 +825,6 @@ impl LaneWorker {
             started,
             done: None,
             claim: None,
-            claimed_now: false,
         };
         let claim = match self.held.take() {
             None => {
@@ -858,7 +852,6 @@ impl LaneWorker {
         };
         if let Ok(c) = &claim {
             self.held = c.item.clone();
-            step.claimed_now = self.held.is_some();
         }
         step.claim = Some(claim);
         step
