@@ -140,6 +140,7 @@ pub fn api_routes() -> Vec<ApiRoute> {
         r("post", "/v1/lanes/outbound/{dest}/cancel", "Cancel pending outbound rows of a destination", post(work::cancel)),
         r("post", "/v1/claims", "Claim due rows of a stage (unordered)", post(work::claim_ready)),
         r("post", "/v1/leases/renew", "Renew an owner's row and lane leases", post(work::renew)),
+        r("post", "/v1/rows/actions", "Many fenced row actions in one request ({actions: [{row, action, body}]}), answered one by one in order", post(work::row_actions)),
         r("post", "/v1/rows/{id}/{action}", "Fenced row action: route, handoff, transform, done (with claim_next: also claim the lane's next row), response, fail, dead, reingress", post(work::row_action)),
         r("get", "/v1/config", "The current configuration and its version", get(config::get_current)),
         r("put", "/v1/config", "Replace the configuration (If-Match: version; 412 on mismatch)", put(config::put_config)),

@@ -292,6 +292,27 @@ impl Client {
         .await
     }
 
+    /// Many fenced row actions in one request: `(row id, action, body)` each. Answers one
+    /// result per action, in order: the action's own answer, or `{"status", "error"}` for an
+    /// action the cluster refused (bad input refuses the whole request instead).
+    pub async fn row_actions(
+        &self,
+        actions: &[(u64, &str, Value)],
+    ) -> Result<Vec<Value>, ClientError> {
+        let actions: Vec<Value> = actions
+            .iter()
+            .map(|(row, action, body)| json!({ "row": row, "action": action, "body": body }))
+            .collect();
+        let mut v = self
+            .request(
+                Method::POST,
+                "/v1/rows/actions",
+                Some(json!({ "actions": actions })),
+            )
+            .await?;
+        Self::decode(v["results"].take())
+    }
+
     pub async fn done(&self, row: &ClaimedRow) -> Result<Value, ClientError> {
         self.row(row.row_id.0, "done", json!({ "fence": row.fence.0 }))
             .await

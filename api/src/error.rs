@@ -86,19 +86,37 @@ impl ApiError {
         self.extra = Some(extra);
         self
     }
-}
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = Body {
+    /// The same error about one item of a list (`at`, e.g. `actions[3]`) whose fields sit
+    /// under `at.body`: the field and the message say which item was at fault.
+    pub fn within(mut self, at: &str) -> Self {
+        self.field = self.field.map(|f| format!("{at}.body.{f}"));
+        self.message = format!("{at}: {}", self.message);
+        self
+    }
+
+    /// The error as one answer in a list of answers: `{"status", "error": {...}}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self.body()).unwrap_or_default();
+        v["status"] = self.status.as_u16().into();
+        v
+    }
+
+    fn body(&self) -> Body<'_> {
+        Body {
             error: Inner {
                 code: self.code,
                 message: &self.message,
                 field: self.field.as_deref(),
                 extra: self.extra.as_ref(),
             },
-        };
-        let mut resp = (self.status, axum::Json(body)).into_response();
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut resp = (self.status, axum::Json(self.body())).into_response();
         if let Some(secs) = self.retry_after {
             if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
                 resp.headers_mut().insert(header::RETRY_AFTER, v);

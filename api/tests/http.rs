@@ -677,6 +677,127 @@ async fn done_with_claim_next_walks_a_lane_one_write_per_row() {
 }
 
 #[tokio::test]
+async fn row_actions_hand_on_a_claimed_batch_in_one_request() {
+    let api = start().await;
+    let mut enqueued = Vec::new();
+    for i in 0..3 {
+        enqueued.push(api.enqueue("feed", &format!("m{i}")).await);
+    }
+    let items = api.claim_ingress("feed", 10).await;
+    assert_eq!(items.len(), 3);
+    let handoff = |item: &Value| json!({ "row": item["row_id"], "action": "handoff", "body": { "fence": item["fence"], "deliveries": [{ "destination": "printer", "payload": item["payload"] }] } });
+
+    let scoped = api.token("worker-other", "worker", Some(&["other"])).await;
+
+    // Bad input refuses the whole request, naming the item and its field; nothing is proposed.
+    let before = api.digest().await;
+    let mut no_fence = handoff(&items[0]);
+    no_fence["body"]
+        .as_object_mut()
+        .expect("body")
+        .remove("fence");
+    let with_claim = json!({ "row": items[1]["row_id"], "action": "done", "body": { "fence": items[1]["fence"], "claim_next": { "owner": "w", "ttl_ms": LONG_TTL } } });
+    for (actions, field) in [
+        (json!([]), "actions"),
+        (
+            json!([handoff(&items[0]), { "row": items[1]["row_id"], "action": "explode", "body": {} }]),
+            "actions[1].action",
+        ),
+        (
+            json!([handoff(&items[0]), handoff(&items[0])]),
+            "actions[1].row",
+        ),
+        (json!([no_fence]), "actions[0].body.fence"),
+        (
+            json!([handoff(&items[0]), with_claim]),
+            "actions[1].body.claim_next",
+        ),
+    ] {
+        let r = api
+            .post("/v1/rows/actions", json!({ "actions": actions }))
+            .await;
+        api_error(&r, 400, "invalid", Some(field));
+    }
+    let too_many: Vec<Value> = (0..=raftlane_api::routes::work::MAX_ROW_ACTIONS as u64)
+        .map(|row| json!({ "row": row, "action": "done", "body": { "fence": 1 } }))
+        .collect();
+    let r = api
+        .post("/v1/rows/actions", json!({ "actions": too_many }))
+        .await;
+    api_error(&r, 400, "invalid", Some("actions"));
+    // A row outside a scoped caller's channels refuses the whole request too.
+    let r = api
+        .post_as(
+            &scoped,
+            "/v1/rows/actions",
+            json!({ "actions": [handoff(&items[0])] }),
+        )
+        .await;
+    api_error(&r, 403, "forbidden", None);
+    let after = api.digest().await;
+    assert_eq!(after.1, before.1, "a refused batch changed the state");
+
+    // One answer per action, in order: two hand-offs, a stale fence, an unknown row.
+    let mut stale = handoff(&items[2]);
+    stale["body"]["fence"] = json!(items[2]["fence"].as_u64().expect("fence") - 1);
+    let body = json!({ "actions": [handoff(&items[0]), handoff(&items[1]), stale, { "row": 999_999, "action": "done", "body": { "fence": 1 } }] });
+    let send = || async {
+        let headers = [
+            ("authorization", format!("Bearer {ADMIN}")),
+            ("content-type", "application/json".to_string()),
+            ("request-id", "batch-1".to_string()),
+        ];
+        api.send_raw(
+            Method::POST,
+            "/v1/rows/actions",
+            &headers,
+            body.to_string().into_bytes(),
+        )
+        .await
+    };
+    let r = send().await;
+    ok(&r, 200);
+    let results = r.body["results"].as_array().expect("results").clone();
+    assert_eq!(results.len(), 4, "{}", r.text());
+    for answer in &results[..2] {
+        assert_eq!(answer["applied"], true, "{answer}");
+        assert!(answer["index"].as_u64().is_some(), "{answer}");
+    }
+    assert_eq!(results[2]["status"], 409, "{}", results[2]);
+    assert_eq!(results[2]["error"]["code"], "stale_fence");
+    assert_eq!(results[3]["status"], 404, "{}", results[3]);
+    assert_eq!(results[3]["error"]["code"], "not_found");
+
+    // The same request again (same Request-Id) gets the same answers and changes nothing.
+    let state = api.digest().await;
+    let again = send().await;
+    ok(&again, 200);
+    assert_eq!(again.body["results"][0], results[0]);
+    assert_eq!(again.body["results"][1], results[1]);
+    assert_eq!(
+        api.digest().await.1,
+        state.1,
+        "a repeated batch applied twice"
+    );
+
+    // The handed-on rows wait on the printer lane in enqueue order; the stale one stays put.
+    let first = api.claim_head("printer", "w", LONG_TTL).await;
+    assert_eq!(first.message_id.0, enqueued[0]);
+    assert_eq!(first.payload, "m0");
+    let next = api
+        .admin
+        .done_then_claim_next(&first, "w", LONG_TTL)
+        .await
+        .expect("done")
+        .item
+        .expect("the second row");
+    assert_eq!(next.message_id.0, enqueued[1]);
+    let view = api.admin.message(enqueued[2]).await.expect("message");
+    assert_eq!(view["rows"][0]["stage"], "ingress");
+    assert_eq!(view["rows"][0]["status"], "inflight");
+}
+
+#[tokio::test]
 async fn stale_fence_is_refused_and_changes_nothing() {
     let api = start().await;
     let client = &api.admin;

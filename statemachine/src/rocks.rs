@@ -12,8 +12,8 @@
 use crate::store::{range_bounds, Direction, KvIter, Store, StoreError, Table, WriteBatch};
 use rocksdb::checkpoint::Checkpoint;
 use rocksdb::{
-    ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, IteratorMode, Options, ReadOptions,
-    WriteOptions, DB,
+    BlockBasedOptions, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, IteratorMode,
+    Options, ReadOptions, WriteOptions, DB,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -86,6 +86,26 @@ fn options() -> Options {
     opts
 }
 
+/// The tables whose point reads mostly find nothing: every proposal looks up its request id in
+/// `Requests` (a repeat is rare), and an enqueue with an idempotency key looks it up in
+/// `Idempotency`. Without a filter such a miss seeks the memtable's skip list and reads a block
+/// of every SST file whose key range covers the (random) key: the most expensive read of the
+/// pipeline. A bloom filter on the memtable and on each SST file answers "absent" from memory.
+const MOSTLY_ABSENT: [Table; 2] = [Table::Requests, Table::Idempotency];
+
+/// [`options`] plus the bloom filters of the [`MOSTLY_ABSENT`] tables.
+fn table_options(table: Table) -> Options {
+    let mut opts = options();
+    if MOSTLY_ABSENT.contains(&table) {
+        let mut block = BlockBasedOptions::default();
+        block.set_bloom_filter(10.0, false);
+        opts.set_block_based_table_factory(&block);
+        opts.set_memtable_whole_key_filtering(true);
+        opts.set_memtable_prefix_bloom_ratio(0.05);
+    }
+    opts
+}
+
 /// Bytes of memtables the state machine's database keeps in all (see [`options`]).
 const MEMTABLE_BUDGET: usize = 256 * 1024 * 1024;
 
@@ -131,7 +151,7 @@ impl RocksStore {
     pub fn open_with(path: &Path, mirroring: Mirroring) -> Result<Self, StoreError> {
         let cfs = Table::ALL
             .iter()
-            .map(|t| ColumnFamilyDescriptor::new(t.name(), options()));
+            .map(|t| ColumnFamilyDescriptor::new(t.name(), table_options(*t)));
         let db = DB::open_cf_descriptors(&options(), path, cfs).map_err(io)?;
         let mut store = Self {
             db,
@@ -279,12 +299,13 @@ impl Store for RocksStore {
     /// crash part-way, reopening recreates whatever is missing, and the caller (installing a
     /// snapshot) must start over anyway.
     fn clear(&mut self) -> Result<(), StoreError> {
-        let opts = options();
         for table in Table::ALL {
             if self.db.cf_handle(table.name()).is_some() {
                 self.db.drop_cf(table.name()).map_err(io)?;
             }
-            self.db.create_cf(table.name(), &opts).map_err(io)?;
+            self.db
+                .create_cf(table.name(), &table_options(table))
+                .map_err(io)?;
             if let Some(Some(mirror)) = self.mirrors.get_mut(usize::from(table.tag())) {
                 mirror.clear();
             }

@@ -568,12 +568,157 @@ pub async fn row_action(
         id.parse::<u64>()
             .map_err(|_| ApiError::invalid("id", "must be a row id (an integer)"))?,
     );
+    if !ROW_ACTIONS.contains(&action.as_str()) {
+        return Err(ApiError::not_found(format!(
+            "unknown row action '{action}' ({})",
+            ROW_ACTIONS.join(", ")
+        )));
+    }
+    match prepare_action(&state, &caller, row_id, &action, &body).await? {
+        RowCommand::Plain(command) => {
+            let (index, outcome) = propose(&state, &caller, command).await?;
+            action_answer(index, outcome).map(Json)
+        }
+        RowCommand::DoneThenClaim { row, fence, next } => {
+            done_then_claim_next(&state, &caller, &row, fence, next)
+                .await
+                .map(Json)
+        }
+    }
+}
+
+/// The fenced row actions, as named in `POST /v1/rows/{id}/{action}`.
+const ROW_ACTIONS: [&str; 8] = [
+    "route",
+    "handoff",
+    "transform",
+    "done",
+    "response",
+    "fail",
+    "dead",
+    "reingress",
+];
+
+/// Most actions in one `POST /v1/rows/actions`.
+pub const MAX_ROW_ACTIONS: usize = 256;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RowActionsBody {
+    actions: Vec<RowActionItem>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RowActionItem {
+    row: u64,
+    action: String,
+    body: Value,
+}
+
+/// `POST /v1/rows/actions`: many fenced row actions in one request, e.g. a router handing on
+/// every row of its claimed batch. Each action is its own proposal (they share the batcher's
+/// log entry) and gets its own answer in `results`, in request order: the answer its own
+/// route would give, or `{"status", "error"}`. Bad input (400) or a row outside the caller's
+/// scope (403) fails the whole request and proposes nothing. `done` cannot take `claim_next`
+/// here, and a row may appear once, so the answers do not depend on the actions' order.
+pub async fn row_actions(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    RawBody(body): RawBody,
+) -> ApiResult<Json<Value>> {
+    caller.require(Permission::Work)?;
+    let b: RowActionsBody = parse_json(&body)?;
+    if b.actions.is_empty() || b.actions.len() > MAX_ROW_ACTIONS {
+        return Err(ApiError::invalid(
+            "actions",
+            format!("must hold 1 to {MAX_ROW_ACTIONS} actions"),
+        ));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(b.actions.len());
+    let mut prepared = Vec::with_capacity(b.actions.len());
+    for (i, item) in b.actions.into_iter().enumerate() {
+        let at = format!("actions[{i}]");
+        if !ROW_ACTIONS.contains(&item.action.as_str()) {
+            return Err(ApiError::invalid(
+                format!("{at}.action"),
+                format!("must be one of {}", ROW_ACTIONS.join(", ")),
+            ));
+        }
+        if !seen.insert(item.row) {
+            return Err(ApiError::invalid(
+                format!("{at}.row"),
+                "a row may appear once in a batch",
+            ));
+        }
+        let bytes =
+            serde_json::to_vec(&item.body).map_err(|e| ApiError::internal(e.to_string()))?;
+        let answer =
+            match prepare_action(&state, &caller, RowId(item.row), &item.action, &bytes).await {
+                Ok(RowCommand::Plain(command)) => Ok(command),
+                Ok(RowCommand::DoneThenClaim { .. }) => {
+                    return Err(ApiError::invalid(
+                        format!("{at}.body.claim_next"),
+                        "not in a batch: claim through POST /v1/rows/{id}/done",
+                    ))
+                }
+                Err(e) if e.status.as_u16() == 404 => Err(e),
+                Err(e) => return Err(e.within(&at)),
+            };
+        prepared.push(answer);
+    }
+    // Request ids are numbered as the envelopes are made, in item order, so a retried request
+    // (same Request-Id) proposes the same ids and gets the first answers back.
+    let writes = prepared.into_iter().map(|p| {
+        let envelope = match p {
+            Ok(command) => Ok(state.envelope(&caller, command)),
+            Err(e) => {
+                // Item i keeps request id `/i` even when it proposes nothing.
+                caller.requests.next();
+                Err(e)
+            }
+        };
+        let state = &state;
+        async move {
+            let (index, response) = crate::forward::write(state, envelope?).await?;
+            action_answer(index, response?)
+        }
+    });
+    let results: Vec<Value> = futures::future::join_all(writes)
+        .await
+        .into_iter()
+        .map(|answer| answer.unwrap_or_else(|e| e.to_json()))
+        .collect();
+    Ok(Json(json!({ "results": results })))
+}
+
+/// A row action once its body is checked.
+enum RowCommand {
+    /// Proposed as it is and answered by [`action_answer`].
+    Plain(Command),
+    /// `done` with `claim_next` (see [`done_then_claim_next`]).
+    DoneThenClaim {
+        row: raftlane_statemachine::row::WorkRow,
+        fence: Fence,
+        next: FifoClaimBody,
+    },
+}
+
+/// Check a row action (`action` is one of [`ROW_ACTIONS`]) against the caller's scope and turn
+/// its body into the command to propose.
+async fn prepare_action(
+    state: &AppState,
+    caller: &Caller,
+    row_id: RowId,
+    action: &str,
+    body: &[u8],
+) -> ApiResult<RowCommand> {
     // Scope and retry defaults need the row. A local read is enough when it finds the row (a
     // row's channel and destination never change); when it does not, this node may simply lag
     // behind the claim the worker holds, so only a linearizable read may say "not found".
     let mut row = backend::read(state.backend.as_ref(), |r| r.row(row_id))?;
     if row.is_none() {
-        crate::forward::linearize(&state).await?;
+        crate::forward::linearize(state).await?;
         row = backend::read(state.backend.as_ref(), |r| r.row(row_id))?;
     }
     if let Some(row) = &row {
@@ -581,36 +726,49 @@ pub async fn row_action(
     } else if caller.channels.is_some() {
         return Err(ApiError::not_found(format!("row {row_id} not found")));
     }
-    let command = match action.as_str() {
+    let command = match action {
         "route" => {
-            let b: RouteBody = parse_json(&body)?;
+            let b: RouteBody = parse_json(body)?;
             for h in &b.handlers {
                 check_name("handlers.handler", &h.handler)?;
             }
-            let disposition = b.disposition.unwrap_or(if b.handlers.is_empty() { RouteDisposition::Unrouted } else { RouteDisposition::Routed });
+            let disposition = b.disposition.unwrap_or(if b.handlers.is_empty() {
+                RouteDisposition::Unrouted
+            } else {
+                RouteDisposition::Routed
+            });
             Command::RouteHandoff {
                 row_id,
                 fence: Fence(b.fence),
                 handlers: b
                     .handlers
                     .into_iter()
-                    .map(|h| Ok(HandlerWork { handler: h.handler, payload: seal(&state, h.payload)? }))
+                    .map(|h| {
+                        Ok(HandlerWork {
+                            handler: h.handler,
+                            payload: seal(state, h.payload)?,
+                        })
+                    })
                     .collect::<ApiResult<_>>()?,
                 disposition,
             }
         }
         "handoff" => {
-            let b: HandoffBody = parse_json(&body)?;
-            let disposition = b.disposition.unwrap_or(if b.deliveries.is_empty() { HandoffDisposition::Unrouted } else { HandoffDisposition::Routed });
+            let b: HandoffBody = parse_json(body)?;
+            let disposition = b.disposition.unwrap_or(if b.deliveries.is_empty() {
+                HandoffDisposition::Unrouted
+            } else {
+                HandoffDisposition::Routed
+            });
             Command::Handoff {
                 row_id,
                 fence: Fence(b.fence),
-                deliveries: deliveries(&state, b.deliveries)?,
+                deliveries: deliveries(state, b.deliveries)?,
                 disposition,
             }
         }
         "transform" => {
-            let b: TransformBody = parse_json(&body)?;
+            let b: TransformBody = parse_json(body)?;
             let mut ops = Vec::with_capacity(b.state_ops.len());
             for op in b.state_ops {
                 check_name("state_ops.namespace", &op.namespace)?;
@@ -618,62 +776,63 @@ pub async fn row_action(
                 ops.push(StateOp {
                     namespace: op.namespace,
                     key: op.key,
-                    value: seal(&state, op.value.to_string())?,
+                    value: seal(state, op.value.to_string())?,
                 });
             }
             Command::TransformHandoff {
                 row_id,
                 fence: Fence(b.fence),
-                deliveries: deliveries(&state, b.deliveries)?,
+                deliveries: deliveries(state, b.deliveries)?,
                 state_ops: ops,
             }
         }
         "done" => {
-            let b: DoneBody = parse_json(&body)?;
+            let b: DoneBody = parse_json(body)?;
             let fence = Fence(b.fence);
             match b.claim_next {
                 None => Command::MarkDone { row_id, fence },
                 Some(next) => {
-                    let row = row.ok_or_else(|| ApiError::not_found(format!("row {row_id} not found")))?;
-                    return done_then_claim_next(&state, &caller, &row, fence, next).await.map(Json);
+                    let row =
+                        row.ok_or_else(|| ApiError::not_found(format!("row {row_id} not found")))?;
+                    return Ok(RowCommand::DoneThenClaim { row, fence, next });
                 }
             }
         }
         "response" => {
-            let b: ResponseBody = parse_json(&body)?;
+            let b: ResponseBody = parse_json(body)?;
             if let Some(c) = &b.reingress_to {
                 check_name("reingress_to", c)?;
             }
             Command::CompleteWithResponse {
                 row_id,
                 fence: Fence(b.fence),
-                body: seal(&state, b.body)?,
+                body: seal(state, b.body)?,
                 outcome: b.outcome,
                 detail: crate::crypto::seal_opt(state.keyring(), b.detail)?,
                 reingress_to: b.reingress_to,
             }
         }
         "fail" => {
-            let b: FailBody = parse_json(&body)?;
+            let b: FailBody = parse_json(body)?;
             let row = row.ok_or_else(|| ApiError::not_found(format!("row {row_id} not found")))?;
-            let retry = retry_policy(&state, &row, b.retry).await?;
+            let retry = retry_policy(state, &row, b.retry).await?;
             Command::MarkFailed {
                 row_id,
                 fence: Fence(b.fence),
-                error: seal(&state, b.error)?,
+                error: seal(state, b.error)?,
                 retry,
             }
         }
         "dead" => {
-            let b: DeadBody = parse_json(&body)?;
+            let b: DeadBody = parse_json(body)?;
             Command::DeadLetterNow {
                 row_id,
                 fence: b.fence.map(Fence),
-                error: seal(&state, b.error)?,
+                error: seal(state, b.error)?,
             }
         }
         "reingress" => {
-            let b: ReingressBody = parse_json(&body)?;
+            let b: ReingressBody = parse_json(body)?;
             check_name("loopback_channel", &b.loopback_channel)?;
             Command::IngressHandoff {
                 row_id,
@@ -684,12 +843,17 @@ pub async fn row_action(
         }
         other => {
             return Err(ApiError::not_found(format!(
-                "unknown row action '{other}' (route, handoff, transform, done, response, fail, dead, reingress)"
+                "unknown row action '{other}' ({})",
+                ROW_ACTIONS.join(", ")
             )))
         }
     };
-    let (index, outcome) = propose(&state, &caller, command).await?;
-    Ok(Json(match outcome {
+    Ok(RowCommand::Plain(command))
+}
+
+/// The JSON answer of a row action that took effect.
+fn action_answer(index: u64, outcome: Outcome) -> ApiResult<Value> {
+    Ok(match outcome {
         Outcome::HandedOff(applied) => json!({ "applied": applied, "index": index }),
         Outcome::Done => json!({ "ok": true, "index": index }),
         Outcome::Failed {
@@ -698,5 +862,5 @@ pub async fn row_action(
         } => json!({ "dead": dead, "next_attempt_at": next_attempt_at, "index": index }),
         Outcome::Reingressed(child) => json!({ "child_message_id": child, "index": index }),
         other => return Err(unexpected(other)),
-    }))
+    })
 }

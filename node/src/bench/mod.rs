@@ -45,6 +45,17 @@ impl Workload {
     }
 }
 
+/// How the pipeline's routers and transformers hand on the rows of one claim.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Handoffs {
+    /// All of them in one request (`POST /v1/rows/actions`).
+    Batch,
+    /// One request after the other.
+    Sequential,
+    /// One request per row, all at once.
+    Concurrent,
+}
+
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum BackendKind {
     Raftlane,
@@ -84,11 +95,12 @@ pub struct BenchArgs {
     /// instead of one (`done` with `claim_next`): to compare the two.
     #[arg(long)]
     pub separate_done: bool,
-    /// Pipeline (raftlane): a router or transformer hands all the rows of one claim on
-    /// concurrently instead of one after the other (the PostgreSQL baseline's workers, one
-    /// connection each, always go one at a time).
-    #[arg(long)]
-    pub concurrent_handoffs: bool,
+    /// Pipeline (raftlane): how a router or transformer hands on the rows of one claim:
+    /// `batch` in one request (`POST /v1/rows/actions`), `sequential` one request after the
+    /// other (as the PostgreSQL baseline's workers, one connection each, always do) or
+    /// `concurrent` requests at once.
+    #[arg(long, value_enum, default_value_t = Handoffs::Batch)]
+    pub handoffs: Handoffs,
     /// Pipeline: an idle worker (empty claim) waits 1 ms, then doubles the wait up to this.
     #[arg(long, default_value_t = 20)]
     pub idle_max_ms: u64,

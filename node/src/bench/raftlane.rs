@@ -1,7 +1,7 @@
 //! The workloads against a raftlane cluster, through the typed HTTP client.
 
 use super::report::{progress, rss_bytes, Meter, Report, Sample};
-use super::{body_sent_us, make_body, Backoff, BenchArgs, Pacer, Workload};
+use super::{body_sent_us, make_body, Backoff, BenchArgs, Handoffs, Pacer, Workload};
 use crate::dev::{self, DevCluster};
 use anyhow::Context;
 use hyper::Method;
@@ -557,6 +557,64 @@ async fn enqueue(
     samples
 }
 
+/// Hand on one claim's rows (`(row, action, body)` each) and count the answers.
+async fn hand_on(
+    client: &Client,
+    meter: &Meter,
+    how: Handoffs,
+    actions: Vec<(u64, &'static str, Value)>,
+) {
+    let answers: Vec<(&'static str, Result<(), String>)> = match how {
+        Handoffs::Batch => match client.row_actions(&actions).await {
+            Ok(results) => actions
+                .iter()
+                .zip(results)
+                .map(|((_, action, _), r)| {
+                    let refused = r.get("error").map(|e| {
+                        format!(
+                            "{} {}",
+                            r["status"],
+                            e["code"].as_str().unwrap_or("unknown")
+                        )
+                    });
+                    (*action, refused.map_or(Ok(()), Err))
+                })
+                .collect(),
+            Err(e) => actions
+                .iter()
+                .map(|(_, action, _)| (*action, Err(error_kind(&e))))
+                .collect(),
+        },
+        Handoffs::Sequential | Handoffs::Concurrent => {
+            let calls = actions.into_iter().map(|(row, action, body)| async move {
+                (
+                    action,
+                    client
+                        .row(row, action, body)
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| error_kind(&e)),
+                )
+            });
+            if how == Handoffs::Concurrent {
+                futures::future::join_all(calls).await
+            } else {
+                let mut answers = Vec::new();
+                for call in calls {
+                    answers.push(call.await);
+                }
+                answers
+            }
+        }
+    };
+    for (action, answer) in answers {
+        match answer {
+            Ok(()) => meter.count(action),
+            Err(kind) => meter.error(format!("{action}: {kind}")),
+        }
+    }
+}
+
 /// The pipeline: producers → routers → transformers → FIFO lane workers.
 async fn pipeline(
     client: &Client,
@@ -602,10 +660,11 @@ async fn pipeline(
         for w in 0..args.stage_workers.max(1) {
             let (client, meter) = (client.clone(), meter.clone());
             let batch = args.claim_batch.max(1);
-            let concurrent = args.concurrent_handoffs;
+            let handoffs = args.handoffs;
             let mut backoff = Backoff::new(args);
             tasks.push(tokio::spawn(async move {
                 let owner = format!("bench-{stage}-{w}");
+                let action = if stage == "ingress" { "route" } else { "transform" };
                 while !meter.done() {
                     let items = match client.claim_ready(stage, batch, &owner, TTL_MS, None).await {
                         Ok(items) => items,
@@ -622,31 +681,18 @@ async fn pipeline(
                         continue;
                     }
                     backoff.reset();
-                    // One at a time, like the PostgreSQL baseline's workers (one connection
-                    // each); `--concurrent-handoffs` hands the whole claimed batch on at once.
-                    let calls = items.into_iter().map(|item| {
-                        let (action, body) = if stage == "ingress" {
-                            let body = json!({ "fence": item.fence.0, "handlers": [{ "handler": "bench", "payload": item.payload }] });
-                            ("route", body)
-                        } else {
-                            let body = json!({ "fence": item.fence.0, "deliveries": [{ "destination": item.channel_id, "payload": item.payload }] });
-                            ("transform", body)
-                        };
-                        let (client, meter) = (&client, &meter);
-                        async move {
-                            match client.row(item.row_id.0, action, body).await {
-                                Ok(_) => meter.count(action),
-                                Err(e) => meter.error(format!("{action}: {}", error_kind(&e))),
-                            }
-                        }
-                    });
-                    if concurrent {
-                        futures::future::join_all(calls).await;
-                    } else {
-                        for call in calls {
-                            call.await;
-                        }
-                    }
+                    let actions: Vec<(u64, &'static str, Value)> = items
+                        .into_iter()
+                        .map(|item| {
+                            let body = if stage == "ingress" {
+                                json!({ "fence": item.fence.0, "handlers": [{ "handler": "bench", "payload": item.payload }] })
+                            } else {
+                                json!({ "fence": item.fence.0, "deliveries": [{ "destination": item.channel_id, "payload": item.payload }] })
+                            };
+                            (item.row_id.0, action, body)
+                        })
+                        .collect();
+                    hand_on(&client, &meter, handoffs, actions).await;
                 }
             }));
         }
