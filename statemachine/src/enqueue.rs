@@ -72,7 +72,7 @@ fn new_message(
         };
         cx.txn.put(Table::Idempotency, idem, &record);
     }
-    messages::event(cx, id, EventKind::Received, None, None)?;
+    messages::first_event(cx, id, EventKind::Received);
     Ok(message)
 }
 

@@ -90,6 +90,27 @@ pub(crate) fn event(
         Some(item) => read_u64(&item?.0, 8).map_or(0, |n| n + 1),
         None => 0,
     };
+    put_event(cx, message, next, kind, destination, detail);
+    Ok(())
+}
+
+/// The first event of a message that the current command creates: number 0, without the
+/// reverse seek [`event`] numbers by. A new message has no events to find, and that seek is
+/// what grows with the store: it visits every SST file whose key range could hold the new
+/// message's prefix (measured at ~11 µs per enqueue with 1,000,000 messages queued, against
+/// ~4 µs with an empty store).
+pub(crate) fn first_event(cx: &mut Ctx<'_, '_>, message: MessageId, kind: EventKind) {
+    put_event(cx, message, 0, kind, None, None);
+}
+
+fn put_event(
+    cx: &mut Ctx<'_, '_>,
+    message: MessageId,
+    no: u64,
+    kind: EventKind,
+    destination: Option<&str>,
+    detail: Option<String>,
+) {
     let event = Event {
         ts: cx.t,
         event: kind,
@@ -98,10 +119,9 @@ pub(crate) fn event(
     };
     cx.txn.put(
         Table::Events,
-        Key::new().u64(message.0).u64(next).build(),
+        Key::new().u64(message.0).u64(no).build(),
         &event,
     );
-    Ok(())
 }
 
 pub(crate) fn events<S: Store + ?Sized>(

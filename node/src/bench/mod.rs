@@ -138,6 +138,11 @@ pub struct BenchArgs {
     /// Stop prefilling after this long (and measure with what was queued).
     #[arg(long, default_value = "600s", value_parser = parse_duration)]
     pub prefill_timeout: Duration,
+    /// Wait this long between the prefill and the measurement (e.g. 130s: the prefill's
+    /// request records expire after 120 s, and the nodes' compactions catch up), so the
+    /// measurement sees the cost of what is queued rather than of the prefill just finished.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub settle: Duration,
     /// Local cluster: nodes listen on 127.0.0.1:P, P+1, P+2.
     #[arg(long, default_value_t = 7301)]
     pub base_port: u16,

@@ -279,6 +279,13 @@ async fn run_on(args: &BenchArgs, target: &Target) -> anyhow::Result<Report> {
         0 => (0, Vec::new()),
         n => prefill(&client, args, &lanes, n, &target.rss).await,
     };
+    if prefilled > 0 && !args.settle.is_zero() {
+        println!(
+            "settling for {:.0} s before measuring (the prefill's request records expire, compactions catch up)",
+            args.settle.as_secs_f64()
+        );
+        tokio::time::sleep(args.settle).await;
+    }
     let rss_after_prefill = target.rss.sample();
 
     let meter = Arc::new(Meter::new(args.warmup, args.duration));
