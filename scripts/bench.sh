@@ -9,7 +9,8 @@
 #   claim     FIFO claim + done on 16 prefilled ingress lanes
 #   memory    three `raftlane node` processes; resident size per node while the queue grows
 #   queued    enqueue throughput with N messages already queued (QUEUED, default 1000000,
-#             prefill bounded by PREFILL_TIMEOUT, default 600s) and with an empty queue
+#             prefill bounded by PREFILL_TIMEOUT, default 600s; SETTLE, default 0s, waited
+#             between the prefill and the measurement) and with an empty queue
 #   steady    three `raftlane node` processes; the pipeline paced at STEADY_RATE msgs/s (default
 #             300) for STEADY_DURATION (default 600s): resident size per node at a steady queue
 #   all       every suite above but steady
@@ -190,7 +191,7 @@ for suite in "${SUITES[@]}"; do
     queued)
       bench queued-empty --workload enqueue --clients 64 --lanes 16 "${COMMON[@]}"
       bench queued-full --workload enqueue --clients 64 --lanes 16 --prefill "$QUEUED" \
-        --prefill-timeout "$PREFILL_TIMEOUT" "${COMMON[@]}" ;;
+        --prefill-timeout "$PREFILL_TIMEOUT" --settle "${SETTLE:-0s}" "${COMMON[@]}" ;;
   esac
 done
 echo
