@@ -6,7 +6,7 @@
 
 use super::Ctx;
 use crate::conn::{Attempt, Cursor};
-use crate::history::{Completion, CompletionRec};
+use crate::history::{Completion, CompletionRec, Micros};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -42,14 +42,7 @@ pub async fn complete(ctx: &Ctx, cursor: &Cursor, a: Action<'_>) -> (Completion,
             // With one request id, a retry's answer is the first application's answer: it is
             // definite even after unanswered attempts.
             Attempt::Ok(v) => {
-                result = if v["applied"] == Value::Bool(false) {
-                    // Already consumed under this fence by a handoff that was not ours.
-                    Completion::NoOp
-                } else {
-                    Completion::Accepted {
-                        index: v["index"].as_u64(),
-                    }
-                };
+                result = accepted(&v);
                 answer = Some(v);
                 break;
             }
@@ -75,6 +68,113 @@ pub async fn complete(ctx: &Ctx, cursor: &Cursor, a: Action<'_>) -> (Completion,
             break;
         }
     }
+    record(ctx, &a, invoke, result.clone(), node);
+    (result, answer)
+}
+
+/// What a row action's answer says it did: `applied: false` is a handoff already consumed
+/// under this fence by another (not ours).
+fn accepted(answer: &Value) -> Completion {
+    if answer["applied"] == Value::Bool(false) {
+        Completion::NoOp
+    } else {
+        Completion::Accepted {
+            index: answer["index"].as_u64(),
+        }
+    }
+}
+
+/// Run `actions` as one `POST /v1/rows/actions`, retried as a whole under one request id, and
+/// record each like [`complete`]. The same list goes out on every attempt, so action i always
+/// proposes as request `<id>/i`: an action applied by an attempt whose answer was lost answers
+/// the retry with its first answer. Each action is definite once its own answer is: applied or
+/// refused (4xx). An action answered 5xx, or in a request that went unanswered, is retried.
+pub async fn complete_all(ctx: &Ctx, cursor: &Cursor, actions: &[Action<'_>]) {
+    let Some(first) = actions.first() else {
+        return;
+    };
+    let invoke = ctx.history.now();
+    let request = format!("chaos-batch-{}-{}", first.row, first.fence);
+    let list: Vec<(u64, String, Value)> = actions
+        .iter()
+        .map(|a| (a.row, a.action.to_string(), a.body.clone()))
+        .collect();
+    let mut definite: Vec<Option<Completion>> = vec![None; actions.len()];
+    let mut latest = vec![Completion::Refused("never sent".into()); actions.len()];
+    let mut node = ctx.conn.node_id(cursor.get());
+    for _ in 0..4 {
+        node = ctx.conn.node_id(cursor.get());
+        let (list, request) = (list.clone(), request.clone());
+        let attempt = ctx
+            .conn
+            .once(cursor.get(), move |c| async move {
+                let actions: Vec<(u64, &str, Value)> = list
+                    .iter()
+                    .map(|(row, action, body)| (*row, action.as_str(), body.clone()))
+                    .collect();
+                c.for_request(request).row_actions(&actions).await
+            })
+            .await;
+        match attempt {
+            Attempt::Ok(answers) => {
+                for (i, answer) in answers.iter().enumerate().take(actions.len()) {
+                    if definite[i].is_some() {
+                        continue;
+                    }
+                    match answer.get("error") {
+                        None => definite[i] = Some(accepted(answer)),
+                        Some(e) => {
+                            let code = e["code"].as_str().unwrap_or("unknown").to_string();
+                            if answer["status"]
+                                .as_u64()
+                                .is_some_and(|s| (400..500).contains(&s))
+                            {
+                                definite[i] = Some(Completion::Refused(code));
+                            } else {
+                                latest[i] = Completion::Unknown(code);
+                            }
+                        }
+                    }
+                }
+                if definite.iter().all(Option::is_some) {
+                    break;
+                }
+                cursor.advance();
+                ctx.sleep(Duration::from_millis(200)).await;
+            }
+            Attempt::Refused { code, .. } => {
+                for d in definite.iter_mut().filter(|d| d.is_none()) {
+                    *d = Some(Completion::Refused(code.clone()));
+                }
+                break;
+            }
+            Attempt::NotSent(e) => {
+                for l in latest.iter_mut() {
+                    if !matches!(l, Completion::Unknown(_)) {
+                        *l = Completion::Refused(format!("never sent: {e}"));
+                    }
+                }
+                cursor.advance();
+                ctx.sleep(Duration::from_millis(100)).await;
+            }
+            Attempt::Unknown(e) => {
+                for l in latest.iter_mut() {
+                    *l = Completion::Unknown(e.clone());
+                }
+                cursor.advance();
+                ctx.sleep(Duration::from_millis(200)).await;
+            }
+        }
+        if !ctx.working() {
+            break;
+        }
+    }
+    for ((a, d), l) in actions.iter().zip(definite).zip(latest) {
+        record(ctx, a, invoke, d.unwrap_or(l), node);
+    }
+}
+
+fn record(ctx: &Ctx, a: &Action<'_>, invoke: Micros, result: Completion, node: u64) {
     ctx.history.completion(CompletionRec {
         row: a.row,
         fence: a.fence,
@@ -83,8 +183,7 @@ pub async fn complete(ctx: &Ctx, cursor: &Cursor, a: Action<'_>) -> (Completion,
         after_stall: a.after_stall,
         invoke,
         complete: ctx.history.now(),
-        result: result.clone(),
+        result,
         node,
     });
-    (result, answer)
 }
