@@ -12,8 +12,8 @@
 use crate::store::{range_bounds, Direction, KvIter, Store, StoreError, Table, WriteBatch};
 use rocksdb::checkpoint::Checkpoint;
 use rocksdb::{
-    BlockBasedOptions, Cache, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType,
-    IteratorMode, Options, ReadOptions, WriteOptions, DB,
+    BlockBasedOptions, ColumnFamily, ColumnFamilyDescriptor, DBCompressionType, IteratorMode,
+    Options, ReadOptions, WriteOptions, DB,
 };
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -51,8 +51,6 @@ pub enum Mirroring {
 /// A [`Store`] backed by a RocksDB database.
 pub struct RocksStore {
     db: DB,
-    /// The block cache every column family shares (see [`BLOCK_CACHE`]).
-    cache: Cache,
     /// Indexed by [`Table::tag`]; `Some` for the [`MIRRORED`] tables when mirroring is on.
     mirrors: Vec<Option<Mirror>>,
 }
@@ -95,26 +93,18 @@ fn options() -> Options {
 /// pipeline. A bloom filter on the memtable and on each SST file answers "absent" from memory.
 const MOSTLY_ABSENT: [Table; 2] = [Table::Requests, Table::Idempotency];
 
-/// [`options`] with the shared block cache, plus the bloom filters of the [`MOSTLY_ABSENT`]
-/// tables.
-fn table_options(table: Table, cache: &Cache) -> Options {
+/// [`options`] plus the bloom filters of the [`MOSTLY_ABSENT`] tables.
+fn table_options(table: Table) -> Options {
     let mut opts = options();
-    let mut block = BlockBasedOptions::default();
-    block.set_block_cache(cache);
     if MOSTLY_ABSENT.contains(&table) {
+        let mut block = BlockBasedOptions::default();
         block.set_bloom_filter(10.0, false);
+        opts.set_block_based_table_factory(&block);
         opts.set_memtable_whole_key_filtering(true);
         opts.set_memtable_prefix_bloom_ratio(0.05);
     }
-    opts.set_block_based_table_factory(&block);
     opts
 }
-
-/// Bytes of (uncompressed) SST blocks the state machine's database caches, one cache shared by
-/// every table. Left to itself RocksDB gives each column family its own 32 MiB cache: 26 of
-/// them let a node's resident size creep up by hundreds of MiB over a long run as one table
-/// after another had its files read.
-const BLOCK_CACHE: usize = 128 * 1024 * 1024;
 
 /// Bytes of memtables the state machine's database keeps in all (see [`options`]).
 const MEMTABLE_BUDGET: usize = 256 * 1024 * 1024;
@@ -159,14 +149,12 @@ impl RocksStore {
 
     /// [`RocksStore::open`] with the choice of [`Mirroring`].
     pub fn open_with(path: &Path, mirroring: Mirroring) -> Result<Self, StoreError> {
-        let cache = Cache::new_lru_cache(BLOCK_CACHE);
         let cfs = Table::ALL
             .iter()
-            .map(|t| ColumnFamilyDescriptor::new(t.name(), table_options(*t, &cache)));
+            .map(|t| ColumnFamilyDescriptor::new(t.name(), table_options(*t)));
         let db = DB::open_cf_descriptors(&options(), path, cfs).map_err(io)?;
         let mut store = Self {
             db,
-            cache,
             mirrors: empty_mirrors(mirroring),
         };
         store.load_mirrors()?;
@@ -316,7 +304,7 @@ impl Store for RocksStore {
                 self.db.drop_cf(table.name()).map_err(io)?;
             }
             self.db
-                .create_cf(table.name(), &table_options(table, &self.cache))
+                .create_cf(table.name(), &table_options(table))
                 .map_err(io)?;
             if let Some(Some(mirror)) = self.mirrors.get_mut(usize::from(table.tag())) {
                 mirror.clear();
