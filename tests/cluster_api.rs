@@ -323,6 +323,39 @@ async fn metric(client: &Client, name: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// `/metrics` breaks a node's memory down: the resident size, each database's memtables, and
+/// the state's in-memory index keys, which follow the queue (two per pending row).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn metrics_show_where_memory_goes() {
+    let cluster = TestCluster::start().await.unwrap();
+    let leader = cluster
+        .wait_for_leader(Duration::from_secs(30))
+        .await
+        .unwrap();
+    let c = cluster.client().pinned(cluster.index_of(leader));
+    const STATE_MEMTABLES: &str = r#"raftlane_rocksdb_memory_bytes{db="state",part="memtables"}"#;
+    const LOG_MEMTABLES: &str = r#"raftlane_rocksdb_memory_bytes{db="log",part="memtables"}"#;
+    let before = metric(&c, STATE_MEMTABLES).await;
+    let keys_before = metric(&c, "raftlane_state_index_keys").await;
+    let body = "x".repeat(4096);
+    for n in 0..50 {
+        c.enqueue("adt", &format!("{n}{body}"), None).await.unwrap();
+    }
+    let after = metric(&c, STATE_MEMTABLES).await;
+    assert!(
+        after >= before + 50.0 * 4096.0,
+        "50 messages of 4 KiB should grow the state's memtables: {before} -> {after}"
+    );
+    assert!(metric(&c, LOG_MEMTABLES).await >= 50.0 * 4096.0);
+    assert!(metric(&c, "process_resident_memory_bytes").await > after);
+    let keys = metric(&c, "raftlane_state_index_keys").await;
+    assert!(
+        keys >= keys_before + 100.0,
+        "50 pending rows hold at least 100 index keys: {keys_before} -> {keys}"
+    );
+    cluster.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_writes_share_log_entries() {
     let cluster = TestCluster::start().await.unwrap();

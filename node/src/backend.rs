@@ -128,6 +128,7 @@ impl Backend for RaftBackend {
         if let Some(s) = &m.snapshot {
             gauges.insert("raftlane_snapshot_index".into(), s.index as f64);
         }
+        storage_gauges(&self.node, &mut gauges);
         ClusterStatus {
             node_id: self.node.id(),
             leader_id: m.current_leader,
@@ -172,4 +173,33 @@ impl Backend for RaftBackend {
             None => Err("no leader known".into()),
         }
     }
+}
+
+/// Where memory goes: the process's resident size, and per database (`state`, `log`) its
+/// memtables, table readers, block caches and SST bytes, plus the state's in-memory index keys.
+/// Together they show which part grows when the resident size does.
+fn storage_gauges(node: &RaftNode, gauges: &mut BTreeMap<String, f64>) {
+    if let Some(rss) = crate::process::rss_bytes("self") {
+        gauges.insert("process_resident_memory_bytes".into(), rss as f64);
+    }
+    let Some(m) = node.storage_memory() else {
+        return;
+    };
+    for (db, mem) in [("state", m.state), ("log", m.log)] {
+        for (part, bytes) in [
+            ("memtables", mem.memtables),
+            ("table_readers", mem.table_readers),
+            ("block_cache", mem.block_cache),
+        ] {
+            gauges.insert(
+                format!("raftlane_rocksdb_memory_bytes{{db=\"{db}\",part=\"{part}\"}}"),
+                bytes as f64,
+            );
+        }
+        gauges.insert(
+            format!("raftlane_rocksdb_sst_bytes{{db=\"{db}\"}}"),
+            mem.sst_bytes as f64,
+        );
+    }
+    gauges.insert("raftlane_state_index_keys".into(), m.mirrored_keys as f64);
 }

@@ -7,4 +7,5 @@ pub mod config;
 pub mod demo;
 pub mod dev;
 pub mod health;
+pub mod process;
 pub mod server;

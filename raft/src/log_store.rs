@@ -119,6 +119,11 @@ impl LogStore {
         })
     }
 
+    /// The log database's memory and disk figures.
+    pub fn memory(&self) -> raftlane_statemachine::rocks::DbMemory {
+        raftlane_statemachine::rocks::DbMemory::of(&self.inner.db, &[CF_LOGS, CF_META])
+    }
+
     /// I/O counters of this log.
     pub fn stats(&self) -> Arc<LogStats> {
         self.inner.stats.clone()

@@ -100,6 +100,8 @@ pub(crate) struct NodeInner {
     pub(crate) config: RaftNodeConfig,
     /// Taken at shutdown so the state's database can close.
     state: Mutex<Option<StateHandle>>,
+    /// The log store, for its memory figures; taken at shutdown like `state`.
+    log: Mutex<Option<LogStore>>,
     sm_stats: Arc<SmStats>,
     log_stats: Arc<LogStats>,
     http: RaftHttpService,
@@ -118,6 +120,14 @@ impl Drop for NodeInner {
         // Dropped without shutdown(): at least stop serving and proposing.
         let _ = self.stop_tx.send(true);
     }
+}
+
+/// What [`RaftNode::storage_memory`] reports.
+#[derive(Clone, Copy, Debug)]
+pub struct StorageMemory {
+    pub state: raftlane_statemachine::rocks::DbMemory,
+    pub log: raftlane_statemachine::rocks::DbMemory,
+    pub mirrored_keys: usize,
 }
 
 /// A running Raft replica. Clones share the node.
@@ -199,6 +209,7 @@ impl RaftNode {
         let probes = vec![log.release_probe(), state.release_probe()];
         let log_stats = log.stats();
         let sm_stats = state.stats();
+        let log_handle = log.clone();
 
         let auth = ClusterAuth::new(config.secret.as_bytes(), config.tuning.max_clock_skew_ms);
         let network = HttpNetwork::new(config.id, auth.clone(), config.network_config());
@@ -242,6 +253,7 @@ impl RaftNode {
                 raft,
                 config: config.clone(),
                 state: Mutex::new(Some(state)),
+                log: Mutex::new(Some(log_handle)),
                 sm_stats,
                 log_stats,
                 http,
@@ -413,6 +425,26 @@ impl RaftNode {
         self.inner.sm_stats.clone()
     }
 
+    /// Memory and disk figures of the state's and the log's databases, and the number of keys
+    /// in the state's in-memory indexes (`None` once the node is shut down).
+    pub fn storage_memory(&self) -> Option<StorageMemory> {
+        let log = self
+            .inner
+            .log
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()?
+            .memory();
+        let (state, mirrored_keys) = self
+            .read_local(|sm| (sm.store().memory(), sm.store().mirrored_keys()))
+            .ok()?;
+        Some(StorageMemory {
+            state,
+            log,
+            mirrored_keys,
+        })
+    }
+
     pub fn log_stats(&self) -> Arc<LogStats> {
         self.inner.log_stats.clone()
     }
@@ -445,6 +477,13 @@ impl RaftNode {
         drop(
             self.inner
                 .state
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take(),
+        );
+        drop(
+            self.inner
+                .log
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .take(),

@@ -57,10 +57,9 @@ pub struct RocksStore {
 
 impl std::fmt::Debug for RocksStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mirrored: usize = self.mirrors.iter().flatten().map(BTreeMap::len).sum();
         f.debug_struct("RocksStore")
             .field("path", &self.db.path())
-            .field("mirrored_keys", &mirrored)
+            .field("mirrored_keys", &self.mirrored_keys())
             .finish()
     }
 }
@@ -136,6 +135,41 @@ fn scan_mirror<'a>(
     match dir {
         Direction::Forward => Box::new(range.map(|(k, v)| Ok((k.to_vec(), v.to_vec())))),
         Direction::Reverse => Box::new(range.rev().map(|(k, v)| Ok((k.to_vec(), v.to_vec())))),
+    }
+}
+
+/// Where a RocksDB database's memory and disk go, summed over its column families: what
+/// `/metrics` reports per database, so a growing resident size can be traced to its part.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DbMemory {
+    /// Active and immutable memtables (`rocksdb.size-all-mem-tables`).
+    pub memtables: u64,
+    /// Index and filter blocks of open SST files held outside the block cache
+    /// (`rocksdb.estimate-table-readers-mem`).
+    pub table_readers: u64,
+    /// Bytes in the block caches (`rocksdb.block-cache-usage`; each column family has its own).
+    pub block_cache: u64,
+    /// Live SST files on disk (`rocksdb.live-sst-files-size`).
+    pub sst_bytes: u64,
+}
+
+impl DbMemory {
+    /// Read the figures of `db` for the column families `cfs` (missing ones count zero).
+    pub fn of(db: &DB, cfs: &[&str]) -> DbMemory {
+        let mut m = DbMemory::default();
+        for cf in cfs.iter().filter_map(|name| db.cf_handle(name)) {
+            let prop = |name: &str| {
+                db.property_int_value_cf(cf, name)
+                    .ok()
+                    .flatten()
+                    .unwrap_or(0)
+            };
+            m.memtables += prop("rocksdb.size-all-mem-tables");
+            m.table_readers += prop("rocksdb.estimate-table-readers-mem");
+            m.block_cache += prop("rocksdb.block-cache-usage");
+            m.sst_bytes += prop("rocksdb.live-sst-files-size");
+        }
+        m
     }
 }
 
@@ -232,6 +266,16 @@ impl RocksStore {
         let mut opts = rocksdb::FlushOptions::default();
         opts.set_wait(true);
         self.db.flush_cfs_opt(&cfs, &opts).map_err(io)
+    }
+
+    /// The database's memory and disk figures (see [`DbMemory`]).
+    pub fn memory(&self) -> DbMemory {
+        DbMemory::of(&self.db, &Table::ALL.map(Table::name))
+    }
+
+    /// Keys held by the in-memory mirrors of the [`MIRRORED`] tables.
+    pub fn mirrored_keys(&self) -> usize {
+        self.mirrors.iter().flatten().map(BTreeMap::len).sum()
     }
 
     fn cf(&self, table: Table) -> Result<&ColumnFamily, StoreError> {
