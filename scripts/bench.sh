@@ -147,6 +147,22 @@ start_nodes() {
   done
 }
 
+# Every 30 s until killed: per node, the resident size and where it goes (the memory gauges of
+# /metrics), one tab-separated line per node, appended to $1.
+MEMORY_GAUGES='process_resident_memory_bytes raftlane_rocksdb_memory_bytes{db="state",part="memtables"} raftlane_rocksdb_memory_bytes{db="state",part="table_readers"} raftlane_rocksdb_memory_bytes{db="state",part="block_cache"} raftlane_rocksdb_sst_bytes{db="state"} raftlane_rocksdb_memory_bytes{db="log",part="memtables"} raftlane_rocksdb_memory_bytes{db="log",part="table_readers"} raftlane_rocksdb_memory_bytes{db="log",part="block_cache"} raftlane_rocksdb_sst_bytes{db="log"} raftlane_state_index_keys'
+sample_memory() {
+  local out="$1" start=$SECONDS
+  printf 't_s\tnode\trss\tstate_memtables\tstate_table_readers\tstate_block_cache\tstate_sst\tlog_memtables\tlog_table_readers\tlog_block_cache\tlog_sst\tindex_keys\n' >"$out"
+  while sleep 30; do
+    for id in 1 2 3; do
+      curl -sf "http://127.0.0.1:$((BASE_PORT + id - 1))/metrics" 2>/dev/null |
+        awk -v t=$((SECONDS - start)) -v id="$id" -v keys="$MEMORY_GAUGES" \
+          '{ v[$1] = $2 } END { printf "%s\t%s", t, id; n = split(keys, k, " "); for (i = 1; i <= n; i++) printf "\t%.0f", v[k[i]]; print "" }' \
+          >>"$out" || true
+    done
+  done
+}
+
 cleanup() { stop_nodes; stop_postgres; }
 trap cleanup EXIT INT TERM
 
@@ -185,7 +201,13 @@ for suite in "${SUITES[@]}"; do
       bench steady --workload pipeline --clients 16 --lanes 16 --stage-workers 16 --window 1024 \
         --rate "${STEADY_RATE:-300}" --duration "${STEADY_DURATION:-600s}" --warmup 0s --body-bytes 1024 \
         --target "127.0.0.1:$BASE_PORT,127.0.0.1:$((BASE_PORT + 1)),127.0.0.1:$((BASE_PORT + 2))" \
-        --token "$NODE_TOKEN" --pid "$pids"
+        --token "$NODE_TOKEN" --pid "$pids" &
+      bench_pid=$!
+      sample_memory "$OUT/steady-memory.tsv" &
+      sampler=$!
+      wait "$bench_pid" || true
+      kill "$sampler" 2>/dev/null || true
+      echo "memory by part, every 30 s: $OUT/steady-memory.tsv" | tee -a "$OUT/steady.log"
       echo "on-disk size per node: $(du -sh "$NODEDIR"/node* | tr '\n' ' ')" | tee -a "$OUT/steady.log"
       stop_nodes ;;
     queued)

@@ -107,8 +107,9 @@ impl LogStore {
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
         // Appends are sequential and read back soon (replication) or never (after purge); a
-        // modest write buffer keeps memory bounded.
-        opts.set_write_buffer_size(32 * 1024 * 1024);
+        // modest write buffer keeps memory bounded, and small enough that it is full (and the
+        // resident size level) within a minute or two of steady load.
+        opts.set_write_buffer_size(16 * 1024 * 1024);
         let cfs = [CF_LOGS, CF_META].map(|name| ColumnFamilyDescriptor::new(name, opts.clone()));
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
         Ok(Self {
