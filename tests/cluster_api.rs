@@ -323,16 +323,22 @@ async fn metric(client: &Client, name: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
-/// `/metrics` breaks a node's memory down: the resident size, each database's memtables, and
-/// the state's in-memory index keys, which follow the queue (two per pending row).
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn metrics_show_where_memory_goes() {
+/// A started cluster and a client pinned to its leader (so counters are read where writes land).
+async fn cluster_and_leader_client() -> (TestCluster, Client) {
     let cluster = TestCluster::start().await.unwrap();
     let leader = cluster
         .wait_for_leader(Duration::from_secs(30))
         .await
         .unwrap();
     let c = cluster.client().pinned(cluster.index_of(leader));
+    (cluster, c)
+}
+
+/// `/metrics` breaks a node's memory down: the resident size, each database's memtables, and
+/// the state's in-memory index keys, which follow the queue (two per pending row).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn metrics_show_where_memory_goes() {
+    let (cluster, c) = cluster_and_leader_client().await;
     const STATE_MEMTABLES: &str = r#"raftlane_rocksdb_memory_bytes{db="state",part="memtables"}"#;
     const LOG_MEMTABLES: &str = r#"raftlane_rocksdb_memory_bytes{db="log",part="memtables"}"#;
     let before = metric(&c, STATE_MEMTABLES).await;
@@ -358,12 +364,7 @@ async fn metrics_show_where_memory_goes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_writes_share_log_entries() {
-    let cluster = TestCluster::start().await.unwrap();
-    let leader = cluster
-        .wait_for_leader(Duration::from_secs(30))
-        .await
-        .unwrap();
-    let c = cluster.client().pinned(cluster.index_of(leader));
+    let (cluster, c) = cluster_and_leader_client().await;
     let before = metric(&c, "raftlane_log_entries_appended_total").await;
     let mut tasks = Vec::new();
     for n in 0..300 {
