@@ -250,38 +250,6 @@ impl History {
     }
 }
 
-/// Operation ids of envelopes applied from a group-commit batch start here (the state
-/// machine's `BATCH_OP_BASE`): a fence is either a plain log index or
-/// `BATCH_OP_BASE + index × MAX_BATCH + position` (`raftlane_statemachine::command::op_id`).
-pub const BATCH_OP_BASE: u64 = 1 << 52;
-/// Envelopes per batch (the state machine's `MAX_BATCH`).
-pub const MAX_BATCH: u64 = 4096;
-
-/// When an operation id (a fence) was applied: `(log index, position)`, position 0 for a plain
-/// entry and `1 + position` inside a batch. Ordering these pairs is ordering by apply time;
-/// ordering raw fences is not once batches are involved.
-pub fn op_order(op_id: u64) -> (u64, u64) {
-    if op_id >= BATCH_OP_BASE {
-        let r = op_id - BATCH_OP_BASE;
-        (r / MAX_BATCH, r % MAX_BATCH + 1)
-    } else {
-        (op_id, 0)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn op_ids_decode_to_apply_order() {
-        let batched = |index: u64, pos: u64| BATCH_OP_BASE + index * MAX_BATCH + pos;
-        assert_eq!(op_order(1000), (1000, 0));
-        assert_eq!(op_order(batched(500, 3)), (500, 4));
-        // A batched op at index 500 came before a plain entry at index 1000, though its id is larger.
-        assert!(op_order(batched(500, 3)) < op_order(1000));
-        assert!(
-            op_order(batched(1000, 0)) > op_order(1000) || op_order(batched(1000, 0)).0 == 1000
-        );
-    }
-}
+/// When an operation id (a fence) was applied, `(log index, position)`: the state machine's
+/// own decoding, so the checkers order fences exactly as `apply` numbered them.
+pub use raftlane_statemachine::command::op_order;

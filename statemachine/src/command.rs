@@ -312,6 +312,17 @@ pub fn op_id(index: u64, position: usize) -> u64 {
         .saturating_add(position as u64)
 }
 
+/// When operation `op` was applied, the inverse of [`op_id`]: `(log index, position)`, position
+/// 0 for a plain entry and `1 + position` inside a batch. Ordering these pairs orders operations
+/// by apply time; ordering raw operation ids does not once batches are involved (a batched id is
+/// larger than any plain one). Checkers of histories (the chaos suite) order fences with it.
+pub fn op_order(op: u64) -> (u64, u64) {
+    match op.checked_sub(BATCH_OP_BASE) {
+        Some(r) => (r / MAX_BATCH as u64, r % MAX_BATCH as u64 + 1),
+        None => (op, 0),
+    }
+}
+
 impl Command {
     /// Short name for logs and metrics.
     pub fn name(&self) -> &'static str {
@@ -493,3 +504,21 @@ impl Rejection {
 
 /// What `apply` returns for one command.
 pub type Response = Result<Outcome, Rejection>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn op_ids_decode_to_apply_order() {
+        assert_eq!(op_order(1000), (1000, 0));
+        assert_eq!(op_order(op_id(500, 3)), (500, 4));
+        assert_eq!(op_order(op_id(7, MAX_BATCH - 1)), (7, MAX_BATCH as u64));
+        // A batched op at index 500 came before a plain entry at index 1000, though its id is
+        // larger; and a batch's envelopes come after a plain entry at the same index.
+        assert!(op_id(500, 3) > 1000);
+        assert!(op_order(op_id(500, 3)) < op_order(1000));
+        assert!(op_order(op_id(1000, 0)) > op_order(1000));
+        assert!(op_order(op_id(1000, 0)) < op_order(op_id(1000, 1)));
+    }
+}

@@ -186,8 +186,7 @@ mod tests {
 
     #[test]
     fn batched_re_claims_are_ordered_by_entry() {
-        use crate::history::{BATCH_OP_BASE, MAX_BATCH};
-        let b = |index: u64, pos: u64| BATCH_OP_BASE + index * MAX_BATCH + pos;
+        let b = |index: u64, pos: usize| raftlane_statemachine::command::op_id(index, pos);
         // Claimed at (20, 1), re-claimed at (25, 0), the stale done accepted in entry 30.
         let claims = vec![claim(5, b(20, 0)), claim(5, b(25, 0))];
         let comps = vec![completion(
