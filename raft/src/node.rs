@@ -122,6 +122,41 @@ impl Drop for NodeInner {
     }
 }
 
+/// Say at start-up how far the state is behind the log, so an operator waiting for a node to
+/// serve again knows what it is doing: after a crash the state comes back at its last memtable
+/// flush (it keeps no WAL of its own), and openraft replays the committed entries after it.
+async fn log_recovery(id: NodeId, log: &LogStore, state: &StateHandle) {
+    use openraft::storage::RaftLogStorage;
+    let applied = state
+        .applied_state()
+        .ok()
+        .and_then(|(l, _)| l)
+        .map_or(0, |l| l.index);
+    let last = match log.clone().get_log_state().await {
+        Ok(s) => s.last_log_id.map_or(0, |l| l.index),
+        Err(e) => {
+            tracing::warn!(id, error = %e, "could not read the log's state at start-up");
+            return;
+        }
+    };
+    if last > applied {
+        tracing::info!(
+            id,
+            applied,
+            last_log_index = last,
+            behind = last - applied,
+            "state is behind the log: committed entries after `applied` are replayed as the node rejoins"
+        );
+    } else {
+        tracing::info!(
+            id,
+            applied,
+            last_log_index = last,
+            "state is up to date with the log"
+        );
+    }
+}
+
 /// What [`RaftNode::storage_memory`] reports.
 #[derive(Clone, Copy, Debug)]
 pub struct StorageMemory {
@@ -206,6 +241,7 @@ impl RaftNode {
             .map_err(|e| StartError::State(e.to_string()))??
         };
         let state = sm.handle();
+        log_recovery(config.id, &log, &state).await;
         let probes = vec![log.release_probe(), state.release_probe()];
         let log_stats = log.stats();
         let sm_stats = state.stats();
