@@ -53,8 +53,6 @@ pub struct ClusterStatus {
     pub last_log_index: u64,
     pub last_applied: u64,
     pub membership: Vec<Member>,
-    /// Extra gauges for /metrics (name → value), e.g. snapshot and log counters.
-    pub gauges: BTreeMap<String, f64>,
 }
 
 pub trait Backend: Send + Sync + 'static {
@@ -79,6 +77,13 @@ pub trait Backend: Send + Sync + 'static {
     fn with_reader(&self, f: &mut dyn FnMut(&Reader<'_>)) -> Result<(), StoreError>;
 
     fn status(&self) -> ClusterStatus;
+
+    /// Extra gauges for `/metrics` only (name → value): storage counters and memory figures.
+    /// Kept out of [`Backend::status`], which `/v1/cluster` (leader discovery) also serves, so
+    /// that route does not pay for reading them.
+    fn gauges(&self) -> BTreeMap<String, f64> {
+        BTreeMap::new()
+    }
 
     /// `(last_applied, digest)` of the local state.
     fn digest(&self) -> BoxFuture<'_, Result<(u64, [u8; 32]), String>>;
@@ -188,7 +193,6 @@ impl Backend for LocalBackend {
                 addr: "local".into(),
                 voter: true,
             }],
-            gauges: BTreeMap::new(),
         }
     }
 

@@ -94,6 +94,17 @@ impl Backend for RaftBackend {
                 voter: voters.contains(id),
             })
             .collect();
+        ClusterStatus {
+            node_id: self.node.id(),
+            leader_id: m.current_leader,
+            term: m.current_term,
+            last_log_index: m.last_log_index.unwrap_or(0),
+            last_applied: m.last_applied.map_or(0, |l| l.index),
+            membership: membership_list,
+        }
+    }
+
+    fn gauges(&self) -> BTreeMap<String, f64> {
         let mut gauges = BTreeMap::new();
         let log = self.node.log_stats();
         gauges.insert(
@@ -125,19 +136,11 @@ impl Backend for RaftBackend {
             "raftlane_snapshots_built_total".into(),
             sm.snapshots_built.load(Ordering::Relaxed) as f64,
         );
-        if let Some(s) = &m.snapshot {
+        if let Some(s) = &self.node.metrics().snapshot {
             gauges.insert("raftlane_snapshot_index".into(), s.index as f64);
         }
         storage_gauges(&self.node, &mut gauges);
-        ClusterStatus {
-            node_id: self.node.id(),
-            leader_id: m.current_leader,
-            term: m.current_term,
-            last_log_index: m.last_log_index.unwrap_or(0),
-            last_applied: m.last_applied.map_or(0, |l| l.index),
-            membership: membership_list,
-            gauges,
-        }
+        gauges
     }
 
     fn digest(&self) -> BoxFuture<'_, Result<(u64, [u8; 32]), String>> {

@@ -89,7 +89,7 @@ pub async fn readyz(State(state): State<Arc<AppState>>) -> axum::response::Respo
 
 pub async fn metrics(State(state): State<Arc<AppState>>) -> axum::response::Response {
     let s = state.backend.status();
-    let mut gauges = s.gauges.clone();
+    let mut gauges = state.backend.gauges();
     gauges.insert("raftlane_term".into(), s.term as f64);
     gauges.insert("raftlane_last_log_index".into(), s.last_log_index as f64);
     gauges.insert("raftlane_last_applied".into(), s.last_applied as f64);
