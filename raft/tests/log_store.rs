@@ -1,6 +1,6 @@
 //! The RocksDB log store: group commit (one sync per append batch), purge/truncate across
-//! reopen, and durability of acknowledged appends and votes under `kill -9` (a child process
-//! is SIGKILLed while appending).
+//! reopen, WAL files freed and reused, and durability of acknowledged appends and votes under
+//! `kill -9` (a child process is SIGKILLed while appending into a recycled WAL file).
 
 use openraft::storage::{RaftLogStorage, RaftLogStorageExt};
 use openraft::{CommittedLeaderId, RaftLogReader};
@@ -17,6 +17,11 @@ fn log_id(term: u64, index: u64) -> LogId {
 }
 
 fn entry(term: u64, index: u64) -> Entry {
+    entry_with(term, index, 100)
+}
+
+/// An entry whose command carries `detail` bytes: large ones fill WAL files quickly.
+fn entry_with(term: u64, index: u64, detail: usize) -> Entry {
     Entry {
         log_id: log_id(term, index),
         payload: EntryPayload::Normal(Envelope::new(
@@ -26,7 +31,7 @@ fn entry(term: u64, index: u64) -> Entry {
                 action: format!("e{index}"),
                 channel: None,
                 org: None,
-                detail: Some("x".repeat(100)),
+                detail: Some("x".repeat(detail)),
             },
         )),
     }
@@ -105,6 +110,66 @@ async fn truncate_purge_and_reopen() {
 
 const CHILD_ENV: &str = "RAFTLANE_KILL9_CHILD_DIR";
 
+/// Bytes of detail in the kill -9 test's entries: 3,000 of them fill several 16 MiB WAL files,
+/// so the child is killed while writing into a recycled one, whose stale tail recovery must not
+/// mistake for acknowledged entries (nor lose those that were).
+const KILL9_DETAIL: usize = 24 * 1024;
+const KILL9_ACKS: u64 = 3_000;
+
+fn kill9_entry(index: u64) -> Entry {
+    entry_with(1, index, KILL9_DETAIL)
+}
+
+fn wal_files(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter(|f| {
+            f.as_ref()
+                .map(|f| f.file_name().to_string_lossy().ends_with(".log"))
+                .unwrap_or(false)
+        })
+        .count()
+}
+
+/// The log's WAL files are freed once the memtable they back is flushed, and then reused, so
+/// the disk they hold stays bounded however long the node runs (the `meta` family's few small
+/// writes no longer pin every WAL until the total reaches RocksDB's `max_total_wal_size`).
+#[tokio::test]
+async fn wal_files_are_freed_and_reused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = LogStore::open(dir.path()).unwrap();
+    let mut index = 0u64;
+    // ~160 MiB of entries in 1 MiB appends, with a vote and a committed index among them.
+    for batch in 0..160u64 {
+        let first = index + 1;
+        index += 16;
+        log.blocking_append((first..=index).map(|i| entry_with(1, i, 64 * 1024)))
+            .await
+            .unwrap();
+        log.save_committed(Some(log_id(1, index))).await.unwrap();
+        if batch % 40 == 0 {
+            log.save_vote(&Vote::new(batch + 1, 1)).await.unwrap();
+        }
+    }
+    let files = wal_files(dir.path());
+    assert!(
+        files <= 6,
+        "{files} WAL files after ~160 MiB of appends (one live, at most four kept for reuse)"
+    );
+    drop(log);
+    let mut log = LogStore::open(dir.path()).unwrap();
+    let st = log.get_log_state().await.unwrap();
+    assert_eq!(st.last_log_id, Some(log_id(1, index)));
+    assert_eq!(log.read_committed().await.unwrap(), Some(log_id(1, index)));
+    let got = log.try_get_log_entries(index - 2..=index).await.unwrap();
+    assert_eq!(
+        got,
+        (index - 2..=index)
+            .map(|i| entry_with(1, i, 64 * 1024))
+            .collect::<Vec<_>>()
+    );
+}
+
 /// Child mode of `acknowledged_appends_survive_kill_9`: append one entry at a time and report
 /// each acknowledgement on stdout, until killed. A no-op in a normal test run.
 #[tokio::test]
@@ -114,7 +179,7 @@ async fn kill9_child() {
     };
     let mut log = LogStore::open(std::path::Path::new(&dir)).unwrap();
     for i in 1u64.. {
-        log.blocking_append([entry(1, i)]).await.unwrap();
+        log.blocking_append([kill9_entry(i)]).await.unwrap();
         if i % 10 == 0 {
             log.save_vote(&Vote::new(i, 1)).await.unwrap();
         }
@@ -139,14 +204,17 @@ fn acknowledged_appends_survive_kill_9() {
         let line = line.unwrap();
         if let Some(n) = line.strip_prefix("acked ") {
             acked = n.trim().parse().unwrap();
-            if acked >= 300 || Instant::now() > deadline {
+            if acked >= KILL9_ACKS || Instant::now() > deadline {
                 break;
             }
         }
     }
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    assert!(acked >= 50, "child acknowledged only {acked} appends");
+    assert!(
+        acked >= KILL9_ACKS,
+        "child acknowledged only {acked} appends (too few to reach a recycled WAL file)"
+    );
 
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
@@ -154,7 +222,7 @@ fn acknowledged_appends_survive_kill_9() {
         let entries = log.try_get_log_entries(1..=acked).await.unwrap();
         assert_eq!(entries.len() as u64, acked, "acknowledged entries lost");
         for (i, e) in entries.iter().enumerate() {
-            assert_eq!(*e, entry(1, i as u64 + 1));
+            assert_eq!(*e, kill9_entry(i as u64 + 1));
         }
         let vote = log.read_vote().await.unwrap().unwrap();
         assert!(
