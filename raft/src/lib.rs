@@ -19,7 +19,8 @@
 //! [`types`] (openraft type config), [`log_store`], [`sm_adapter`], [`snapshot`] (file format),
 //! [`auth`] (cluster-secret HMAC), [`wire`] (paths and encoding), [`network`] (client),
 //! [`server`] (hyper service), [`node`] ([`RaftNode`] handle), [`cluster`] (bootstrap and
-//! membership), [`timers`] (leader-only housekeeping), [`config`].
+//! membership), [`timers`] (leader-only housekeeping), `replay` (progress of the replay after a restart),
+//! [`config`].
 
 // openraft's `StorageError` (224 bytes) is the error type its storage traits prescribe; boxing
 // it in our own helpers would only add conversions at every trait boundary.
@@ -31,6 +32,7 @@ pub mod config;
 pub mod log_store;
 pub mod network;
 pub mod node;
+mod replay;
 pub mod server;
 pub mod sm_adapter;
 pub mod snapshot;

@@ -5,6 +5,7 @@ use crate::auth::ClusterAuth;
 use crate::config::{ConfigError, RaftNodeConfig};
 use crate::log_store::{LogStats, LogStore};
 use crate::network::HttpNetwork;
+use crate::replay::{report_replay, Replay};
 use crate::server::{serve_raft, RaftHttpService, ServerStats};
 use crate::sm_adapter::{SmAdapter, SmError, SmStats, StateHandle};
 use crate::timers::{run_timers, TimerStats};
@@ -125,7 +126,8 @@ impl Drop for NodeInner {
 /// Say at start-up how far the state is behind the log, so an operator waiting for a node to
 /// serve again knows what it is doing: after a crash the state comes back at its last memtable
 /// flush (it keeps no WAL of its own), and openraft replays the committed entries after it.
-async fn log_recovery(id: NodeId, log: &LogStore, state: &StateHandle) {
+/// Log how far the state is behind the log at start-up; the span to replay, if any.
+async fn log_recovery(id: NodeId, log: &LogStore, state: &StateHandle) -> Option<Replay> {
     use openraft::storage::RaftLogStorage;
     let applied = state
         .applied_state()
@@ -136,7 +138,7 @@ async fn log_recovery(id: NodeId, log: &LogStore, state: &StateHandle) {
         Ok(s) => s.last_log_id.map_or(0, |l| l.index),
         Err(e) => {
             tracing::warn!(id, error = %e, "could not read the log's state at start-up");
-            return;
+            return None;
         }
     };
     if last > applied {
@@ -147,6 +149,10 @@ async fn log_recovery(id: NodeId, log: &LogStore, state: &StateHandle) {
             behind = last - applied,
             "state is behind the log: committed entries after `applied` are replayed as the node rejoins"
         );
+        Some(Replay {
+            from: applied,
+            target: last,
+        })
     } else {
         tracing::info!(
             id,
@@ -154,6 +160,7 @@ async fn log_recovery(id: NodeId, log: &LogStore, state: &StateHandle) {
             last_log_index = last,
             "state is up to date with the log"
         );
+        None
     }
 }
 
@@ -241,7 +248,7 @@ impl RaftNode {
             .map_err(|e| StartError::State(e.to_string()))??
         };
         let state = sm.handle();
-        log_recovery(config.id, &log, &state).await;
+        let replay = log_recovery(config.id, &log, &state).await;
         let probes = vec![log.release_probe(), state.release_probe()];
         let log_stats = log.stats();
         let sm_stats = state.stats();
@@ -272,6 +279,14 @@ impl RaftNode {
             }
             None => None,
         };
+        if let Some(replay) = replay {
+            tasks.push(tokio::spawn(report_replay(
+                raft.clone(),
+                config.id,
+                replay,
+                stop_rx.clone(),
+            )));
+        }
         let timer_stats = Arc::new(TimerStats::default());
         tasks.push(tokio::spawn(run_timers(
             raft.clone(),
