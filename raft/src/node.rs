@@ -126,7 +126,7 @@ impl Drop for NodeInner {
 /// Say at start-up how far the state is behind the log, so an operator waiting for a node to
 /// serve again knows what it is doing: after a crash the state comes back at its last memtable
 /// flush (it keeps no WAL of its own), and openraft replays the committed entries after it.
-/// Log how far the state is behind the log at start-up; the span to replay, if any.
+/// Returns that span, for [`report_replay`] to follow.
 async fn log_recovery(id: NodeId, log: &LogStore, state: &StateHandle) -> Option<Replay> {
     use openraft::storage::RaftLogStorage;
     let applied = state
