@@ -35,8 +35,9 @@ pub struct NodeArgs {
     /// Shared secret that authenticates node-to-node traffic (required; same on every node).
     #[arg(long, env = "RAFTLANE_CLUSTER_SECRET", hide_env_values = true)]
     pub cluster_secret: Option<String>,
-    /// The bootstrap admin token. When unset, one is generated on first start, stored in the
-    /// data directory (admin.token) and printed once.
+    /// The bootstrap admin token; give every node the same one. When unset, one is generated
+    /// on first start, stored in the data directory (admin.token) and printed once; it is then
+    /// valid on this node only (use it to create cluster-wide tokens with POST /v1/tokens).
     #[arg(long, env = "RAFTLANE_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
     /// Largest accepted request body in bytes (default 1048576); larger bodies get 413.
@@ -95,8 +96,12 @@ pub fn admin_token_for(data_dir: &Path) -> anyhow::Result<String> {
     std::fs::create_dir_all(data_dir)?;
     let token = generate_token();
     std::fs::write(&path, &token).with_context(|| format!("cannot write {}", path.display()))?;
+    // The bootstrap token is a node-local credential (its hash is not replicated), so a token
+    // generated here works on this node only. Say so where the operator will see it.
     println!(
-        "Generated admin token (stored in {}): {token}",
+        "Generated admin token (stored in {}): {token}\n\
+         It is valid on this node only. Give every node the same RAFTLANE_ADMIN_TOKEN, or use \
+         this one here to create cluster-wide tokens with POST /v1/tokens.",
         path.display()
     );
     Ok(token)

@@ -224,15 +224,7 @@ pub async fn run(client: &Client, nodes: &[String], messages: u32) -> anyhow::Re
     let stats = client
         .request(hyper::Method::GET, "/v1/stats", None)
         .await?;
-    let processed = client
-        .request(
-            hyper::Method::GET,
-            "/v1/messages?status=processed&limit=1000",
-            None,
-        )
-        .await?["messages"]
-        .as_array()
-        .map_or(0, |a| a.len() as u64);
+    let processed = count_processed(client).await?;
     let summary = Summary {
         enqueued: u64::from(messages),
         processed,
@@ -264,6 +256,27 @@ pub async fn run(client: &Client, nodes: &[String], messages: u32) -> anyhow::Re
         mark(summary.digests_equal)
     );
     Ok(summary)
+}
+
+/// Messages with status `processed`, counted page by page: the list route answers at most
+/// 1,000 per call, and `--demo-messages` may be larger.
+async fn count_processed(client: &Client) -> anyhow::Result<u64> {
+    const PAGE: u64 = 1000;
+    let mut total = 0;
+    loop {
+        let page = client
+            .request(
+                hyper::Method::GET,
+                &format!("/v1/messages?status=processed&limit={PAGE}&offset={total}"),
+                None,
+            )
+            .await?;
+        let n = page["messages"].as_array().map_or(0, |a| a.len() as u64);
+        total += n;
+        if n < PAGE {
+            return Ok(total);
+        }
+    }
 }
 
 fn live_rows(stats: &Value) -> u64 {

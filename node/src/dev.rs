@@ -170,21 +170,30 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     );
     println!("Admin token: {}", cluster.admin_token);
     let mut failed = false;
+    let mut interrupted = false;
     if args.demo {
         let client =
             raftlane_api::client::Client::new(cluster.addrs.clone(), cluster.admin_token.clone());
-        match crate::demo::run(&client, &cluster.addrs, args.demo_messages).await {
-            Ok(summary) => {
-                failed = !summary.ok();
-            }
-            Err(e) => {
-                eprintln!("demo failed: {e:#}");
-                failed = true;
+        // Ctrl-C during the demo still shuts the nodes down cleanly: the signal handler is in
+        // place from here on, not only once the demo is over.
+        tokio::select! {
+            result = crate::demo::run(&client, &cluster.addrs, args.demo_messages) => match result {
+                Ok(summary) => failed = !summary.ok(),
+                Err(e) => {
+                    eprintln!("demo failed: {e:#}");
+                    failed = true;
+                }
+            },
+            () = wait_for_signal() => {
+                println!("\nInterrupted during the demo.");
+                interrupted = true;
             }
         }
     }
-    print_curl_help(&cluster.addrs[0], &cluster.admin_token);
-    if !args.exit_after_demo {
+    if !interrupted {
+        print_curl_help(&cluster.addrs[0], &cluster.admin_token);
+    }
+    if !args.exit_after_demo && !interrupted {
         println!("\nThe cluster keeps running. Press Ctrl-C to stop it.");
         wait_for_signal().await;
     }
@@ -200,13 +209,16 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
 fn print_curl_help(addr: &str, token: &str) {
     println!(
         r#"
-Try it (another terminal):
+Try it (another terminal; ROW and FENCE come from the answer before):
   export RL=http://{addr} TOKEN={token}
-  curl -s -H "Authorization: Bearer $TOKEN" -H 'content-type: application/json' \
-       -d '{{"raw":"MSH|^~\\&|LAB|..."}}' $RL/v1/channels/lab/messages
-  curl -s -H "Authorization: Bearer $TOKEN" -H 'content-type: application/json' \
-       -d '{{"stage":"ingress","limit":1,"owner":"me","ttl_ms":30000}}' $RL/v1/claims
-  curl -s -H "Authorization: Bearer $TOKEN" $RL/v1/cluster
-  curl -s -H "Authorization: Bearer $TOKEN" "$RL/v1/audit/verify?org=default""#
+  AUTH="Authorization: Bearer $TOKEN"; JSON="Content-Type: application/json"
+  curl -s -H "$AUTH" -H "$JSON" $RL/v1/channels/orders/messages -d '{{"raw":"order 1001"}}'
+  curl -s -H "$AUTH" -H "$JSON" $RL/v1/claims -d '{{"stage":"ingress","limit":1,"owner":"me","ttl_ms":30000,"channel":"orders"}}'
+  curl -s -H "$AUTH" -H "$JSON" $RL/v1/rows/ROW/handoff -d '{{"fence":FENCE,"deliveries":[{{"destination":"warehouse","payload":"1 box"}}]}}'
+  curl -s -H "$AUTH" -H "$JSON" $RL/v1/lanes/outbound/warehouse/claim -d '{{"owner":"me","ttl_ms":30000}}'
+  curl -s -H "$AUTH" -H "$JSON" $RL/v1/rows/ROW/done -d '{{"fence":FENCE}}'
+  curl -s -H "$AUTH" $RL/v1/messages/MESSAGE_ID      # the message, its events and rows
+  curl -s -H "$AUTH" "$RL/v1/audit/verify?org=default"
+The same session with its answers: docs/DOCKER.md, section 3 (it works here as written)."#
     );
 }

@@ -57,7 +57,7 @@ export RAFTLANE_LOG="${RAFTLANE_LOG:-info,openraft=error}"
 port_of() { echo $((BASE + $1 - 1)); }   # node id -> published host port
 
 dc() { timeout "${DC_TIMEOUT:-120}" "${COMPOSE[@]}" -p "$PROJECT" -f docker-compose.yml "$@"; }
-cid() { dc ps -q "n$1"; }                # node id -> container id
+cid() { dc ps -a -q "n$1"; }             # node id -> container id (-a: a killed one too)
 
 cleanup() {
   local rc=$?
