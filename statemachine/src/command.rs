@@ -5,7 +5,6 @@
 
 use crate::config::ConfigDoc;
 use crate::ids::{ApprovalId, Fence, MessageId, Millis, RowId};
-use crate::message::MessageStatus;
 use crate::principal::Role;
 use crate::row::Stage;
 use serde::{Deserialize, Serialize};
@@ -455,6 +454,10 @@ pub enum Rejection {
         presented: Fence,
         current: Option<Fence>,
     },
+    /// Reserved, never produced: a busy lane is not a rejection but an ordinary answer of a FIFO
+    /// claim ([`FifoEmpty::LaneBusy`] inside [`Outcome::FifoClaimed`], SPEC §3 ClaimNextFifo step
+    /// 1). Kept only because variants are encoded by position (bincode) in remembered answers
+    /// and snapshots: removing it would renumber every variant after it.
     #[error("lane {lane} is held by {holder} until {expires_at}")]
     LaneBusy {
         lane: String,
@@ -469,8 +472,6 @@ pub enum Rejection {
     ApprovalExpired(ApprovalId),
     #[error("the approver must differ from the requester")]
     SelfApproval,
-    #[error("message status {0:?} does not allow this")]
-    MessageState(MessageStatus),
 }
 
 impl Rejection {
@@ -489,9 +490,7 @@ impl Rejection {
             | Rejection::UnknownRow(_)
             | Rejection::UnknownApproval(_)
             | Rejection::UnknownPrincipal(_) => "not_found",
-            Rejection::WrongStatus { .. }
-            | Rejection::WrongStage { .. }
-            | Rejection::MessageState(_) => "wrong_status",
+            Rejection::WrongStatus { .. } | Rejection::WrongStage { .. } => "wrong_status",
             Rejection::StaleFence { .. } => "stale_fence",
             Rejection::LaneBusy { .. } => "lane_busy",
             Rejection::VersionMismatch { .. } => "version_mismatch",

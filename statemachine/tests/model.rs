@@ -4,7 +4,9 @@
 //! owners, the ingress/routed/outbound stages) are applied both to the real
 //! `StateMachine<MemStore>` and to [`Model`], a deliberately naive reference written straight
 //! from SPEC §1–§4 and §6: plain `BTreeMap`s and `Vec`s, linear scans, no indexes, no code shared
-//! with the crate. After every step the test asserts
+//! with the crate. Config changes declare and drop destinations and handlers, so the orphan
+//! dead-lettering of a config change (SPEC §3, finalizer per §4) is compared too. After every
+//! step the test asserts
 //!
 //! * the same response (full `Outcome`/`Rejection` equality; `Invalid` rejections by code only,
 //!   audit hashes by recomputation);
@@ -34,6 +36,7 @@ use raftlane_statemachine::command::{
     Delivery, HandlerWork, HandoffDisposition, MessageFields, RetryPolicy, RouteDisposition,
     StateOp,
 };
+use raftlane_statemachine::config::{ConfigDoc, DestinationConfig, HandlerConfig};
 use raftlane_statemachine::message::{EventKind, MessageStatus};
 use raftlane_statemachine::row::{Claim, RowStatus, Stage, WorkRow};
 use raftlane_statemachine::{
@@ -65,7 +68,7 @@ const ACTIONS: [&str; 3] = ["note", "export", ""];
 const NAMESPACES: [&str; 2] = ["ns1", "ns2"];
 const STATE_KEYS: [&str; 2] = ["x", "y"];
 const FIFO_STAGES: [Stage; 3] = [Stage::Ingress, Stage::Routed, Stage::Outbound];
-/// The default dedupe window (no config change is ever proposed here).
+/// The default dedupe window (the config changes proposed here never set retention).
 const DEDUPE_WINDOW_MS: u64 = 24 * 60 * 60 * 1000;
 const START_MS: Millis = 1_000_000;
 
@@ -190,6 +193,18 @@ enum Op {
         detail: bool,
     },
     ExpireRecords,
+    /// A config change declaring the destinations and handlers whose bits are set (bit i =
+    /// `DESTINATIONS[i]` / `HANDLERS[i]`): a name the current version has and this one lacks is
+    /// removed, and its live rows are dead-lettered (SPEC §3 "Config change", §4). `drop_live`
+    /// also leaves out the destination and handler of the n-th live row that names one, so
+    /// removals hit live rows often enough to matter. `stale` presents the wrong expected
+    /// version.
+    PutConfig {
+        destinations: u8,
+        handlers: u8,
+        drop_live: Option<usize>,
+        stale: bool,
+    },
     /// A worker's step: claim the head of a busy lane (no live claim, or an odd `variant` while
     /// rows are pending), else finish the n-th live claim the natural way for its stage: an
     /// ingress row is routed (`variant` even) or handed off, a routed row transformed, an
@@ -332,6 +347,13 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (prop_oneof![4 => 0usize..2, 1 => Just(2usize)], proptest::option::of(0usize..2), prop_oneof![20 => 0usize..2, 1 => Just(2usize)], any::<bool>())
             .prop_map(|(org, channel, action, detail)| Op::RecordAudit { org, channel, action, detail }),
         1 => Just(Op::ExpireRecords),
+        3 => (
+            prop_oneof![2 => Just(0b111u8), 1 => 0u8..8],
+            prop_oneof![2 => Just(0b11u8), 1 => 0u8..4],
+            proptest::option::weighted(0.5, 0usize..8),
+            proptest::bool::weighted(0.1)
+        )
+            .prop_map(|(destinations, handlers, drop_live, stale)| Op::PutConfig { destinations, handlers, drop_live, stale }),
         8 => (0usize..4, 0u8..4, proptest::collection::vec(0usize..2, 0..3), proptest::collection::vec(0usize..3, 0..3))
             .prop_map(|(live, variant, handlers, destinations)| Op::Work { live, variant, handlers, destinations }),
     ]
@@ -440,6 +462,10 @@ struct Model {
     claims: Vec<Handed>,
     /// Fences handed out by ClaimNextFifo.
     fifo_fences: BTreeSet<u64>,
+    /// The current config version and the destinations and handlers it declares.
+    config_version: u64,
+    config_destinations: BTreeSet<String>,
+    config_handlers: BTreeSet<String>,
 }
 
 type MResult<T> = Result<T, Rejection>;
@@ -497,7 +523,9 @@ fn model_verdict(status: MessageStatus, rows: &[(Stage, RowStatus)]) -> Option<M
     }
 }
 
-/// `min(max, backoff × multiplier^(attempts − 1))` for whole multipliers.
+/// `min(max, backoff × multiplier^(attempts − 1))` for whole multipliers, the only kind in
+/// `MULTIPLIERS`: integer powers need no rounding, so this stays obviously right. Fractional
+/// multipliers (floored once, SPEC §3 MarkFailed) are pinned by the unit tests in `complete.rs`.
 fn model_backoff(retry: &RetryPolicy, attempts: u32) -> u64 {
     let factor = u128::from(retry.multiplier_milli / 1000);
     let mut delay = u128::from(retry.backoff_ms);
@@ -868,6 +896,49 @@ impl Model {
                 self.command(index, &op)
             }
             Op::ExpireRecords => Command::ExpireRecords,
+            Op::PutConfig {
+                destinations,
+                handlers,
+                drop_live,
+                stale,
+            } => {
+                let (mut destinations, mut handlers) = (*destinations, *handlers);
+                if let Some(i) = drop_live {
+                    let named: Vec<&MRow> = self
+                        .rows
+                        .values()
+                        .filter(|r| r.live() && (r.destination.is_some() || r.handler.is_some()))
+                        .collect();
+                    if let Some(row) = named.get(i % named.len().max(1)) {
+                        let bit = |names: &[&str], name: &Option<String>| {
+                            name.as_ref()
+                                .and_then(|n| names.iter().position(|x| x == n))
+                                .map_or(0, |i| 1u8 << i)
+                        };
+                        destinations &= !bit(&DESTINATIONS, &row.destination);
+                        handlers &= !bit(&HANDLERS, &row.handler);
+                    }
+                }
+                let mut config = ConfigDoc::default();
+                for (i, d) in DESTINATIONS.iter().enumerate() {
+                    if destinations & (1 << i) != 0 {
+                        config
+                            .destinations
+                            .insert(d.to_string(), DestinationConfig::default());
+                    }
+                }
+                for (i, h) in HANDLERS.iter().enumerate() {
+                    if handlers & (1 << i) != 0 {
+                        config
+                            .handlers
+                            .insert(h.to_string(), HandlerConfig::default());
+                    }
+                }
+                Command::PutConfig {
+                    expected_version: self.config_version + u64::from(*stale),
+                    config,
+                }
+            }
         }
     }
 
@@ -1597,6 +1668,59 @@ impl Model {
                     _ => Ok(Outcome::Count(0)),
                 }
             }
+            Command::PutConfig {
+                expected_version,
+                config,
+            } => {
+                if *expected_version != self.config_version {
+                    return Err(Rejection::VersionMismatch {
+                        expected: *expected_version,
+                        current: self.config_version,
+                    });
+                }
+                let destinations: BTreeSet<String> = config.destinations.keys().cloned().collect();
+                let handlers: BTreeSet<String> = config.handlers.keys().cloned().collect();
+                let removed_destinations: BTreeSet<String> = self
+                    .config_destinations
+                    .difference(&destinations)
+                    .cloned()
+                    .collect();
+                let removed_handlers: BTreeSet<String> = self
+                    .config_handlers
+                    .difference(&handlers)
+                    .cloned()
+                    .collect();
+                // Every live row naming a removed destination or handler goes dead, in row id
+                // order, each with its message finalized.
+                let orphans: Vec<(u64, String)> = self
+                    .rows
+                    .values()
+                    .filter(|r| r.live())
+                    .filter_map(|r| {
+                        let by_destination = r
+                            .destination
+                            .as_ref()
+                            .filter(|d| removed_destinations.contains(*d))
+                            .map(|d| format!("destination {d} removed from config"));
+                        let by_handler = r
+                            .handler
+                            .as_ref()
+                            .filter(|h| removed_handlers.contains(*h))
+                            .map(|h| format!("handler {h} removed from config"));
+                        by_destination.or(by_handler).map(|reason| (r.id, reason))
+                    })
+                    .collect();
+                note("put_config", &format!("orphans={}", orphans.len().min(2)));
+                for (id, reason) in orphans {
+                    let message = self.finish(t, id, RowStatus::Dead, Some(&reason));
+                    self.finalize(t, message);
+                }
+                self.config_version += 1;
+                self.config_destinations = destinations;
+                self.config_handlers = handlers;
+                self.audit(DEFAULT_ORG);
+                Ok(Outcome::ConfigVersion(self.config_version))
+            }
             Command::ExpireRecords => {
                 let before = self.idempotency.len();
                 self.idempotency
@@ -1691,6 +1815,11 @@ fn check_state(
     prop_assert_eq!(meta.last_applied, index);
     prop_assert_eq!(meta.next_row_id, model.next_row, "row counter");
     prop_assert_eq!(meta.next_message_id, model.next_message, "message counter");
+    prop_assert_eq!(
+        reader.config().expect("config").version,
+        model.config_version,
+        "config version"
+    );
 
     // Rows, one by one (consumed rows are gone in both).
     let mut real_rows = Vec::new();
@@ -2024,6 +2153,15 @@ fn tally(command: &Command, response: &Response) {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .entry(format!("{:<16} {what}", command.name()))
+        .or_insert(0) += 1;
+}
+
+/// A model-side observation for the stats (e.g. how many orphans a config change ended).
+fn note(command: &str, what: &str) {
+    *STATS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(format!("{command:<16} model:{what}"))
         .or_insert(0) += 1;
 }
 

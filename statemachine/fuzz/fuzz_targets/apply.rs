@@ -5,7 +5,9 @@
 //!
 //! Run: `cd statemachine/fuzz && cargo +nightly fuzz run apply`. A seed corpus of valid
 //! encodings (every command kind, singly and as a batch) is written to `corpus/apply/` by
-//! `cargo test -p raftlane-statemachine --test decode write_fuzz_seeds -- --ignored`.
+//! `cargo test -p raftlane-statemachine --no-default-features --test decode write_fuzz_seeds --
+//! --ignored`, run from the repository root (this crate is its own workspace, so `-p` would not
+//! find the package from here).
 
 #![no_main]
 
