@@ -4,21 +4,21 @@ use crate::backend::Backend;
 use crate::error::{ApiError, ApiResult};
 use crate::metrics::Metrics;
 use crate::peer::PeerClient;
-use crate::{auth, routes};
+use crate::{auth, internal, routes};
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::IntoResponse;
+use axum::http::StatusCode;
 use axum::routing::{delete, get, post, put, MethodRouter};
 use axum::Router;
-use raftlane_statemachine::{codec, Envelope};
+use raftlane_statemachine::Envelope;
 use serde::de::DeserializeOwned;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Header carrying the shared cluster secret on node-to-node calls.
-pub const SECRET_HEADER: &str = "x-raftlane-cluster-secret";
+/// The header that used to carry the cluster secret itself on node-to-node calls; such calls
+/// are now refused (they are signed instead, see [`crate::internal`]).
+pub use crate::internal::LEGACY_SECRET_HEADER as SECRET_HEADER;
 
 /// Settings of the HTTP layer.
 #[derive(Clone, Debug)]
@@ -50,9 +50,18 @@ impl Default for ApiConfig {
 pub struct AppState {
     pub backend: Arc<dyn Backend>,
     pub admin_token_hash: String,
-    pub cluster_secret: String,
+    /// Signs this node's calls to other nodes' `/internal/...` routes and verifies theirs
+    /// (`None` without a cluster secret: nothing is accepted, nothing can be forwarded).
+    pub cluster_auth: Option<raftlane_raft::auth::ClusterAuth>,
+    /// Key deriving a created token from its request (see `routes::admin::create_token`),
+    /// itself derived from the cluster secret so that every node derives the same token and the
+    /// secret is not kept here twice. `None` without a cluster secret.
+    pub token_key: Option<[u8; 32]>,
     pub max_body_bytes: usize,
     pub peer: PeerClient,
+    /// For forwarded membership changes: adding a learner waits until it has caught up, far
+    /// longer than any other node-to-node call may take.
+    pub membership_peer: PeerClient,
     pub metrics: Metrics,
     /// Group commit of this node's proposals.
     pub batcher: crate::batch::Batcher,
@@ -66,9 +75,13 @@ impl AppState {
             batcher: crate::batch::Batcher::start(backend.clone()),
             backend,
             admin_token_hash: auth::sha256_hex(&config.admin_token),
-            cluster_secret: config.cluster_secret.clone(),
+            cluster_auth: crate::internal::cluster_auth(&config.cluster_secret),
+            token_key: crate::routes::admin::token_key(&config.cluster_secret),
             max_body_bytes: config.max_body_bytes,
             peer: PeerClient::new(config.peer_timeout),
+            membership_peer: PeerClient::new(crate::forward::membership_timeout(
+                config.peer_timeout,
+            )),
             metrics: Metrics::default(),
             keyring: config.keyring.clone(),
         })
@@ -184,10 +197,11 @@ pub fn router(state: Arc<AppState>, extra: Router) -> Router {
     // fields, so it may be somewhat larger than the largest body a client may send.
     let forward_limit = limit.saturating_mul(2).saturating_add(1 << 20);
     app.route(
-        "/internal/propose",
-        post(internal_propose).layer(DefaultBodyLimit::max(forward_limit)),
+        internal::PATH_PROPOSE,
+        post(internal::propose).layer(DefaultBodyLimit::max(forward_limit)),
     )
-    .route("/internal/read-index", get(internal_read_index))
+    .route(internal::PATH_READ_INDEX, get(internal::read_index))
+    .route(internal::PATH_MEMBERSHIP, post(internal::membership))
     .method_not_allowed_fallback(method_not_allowed)
     .fallback(not_found)
     .layer(DefaultBodyLimit::max(limit))
@@ -206,53 +220,6 @@ async fn method_not_allowed() -> ApiError {
         "method_not_allowed",
         "this route does not accept that method",
     )
-}
-
-/// Refuse node-to-node calls without the cluster secret.
-pub fn check_secret(state: &AppState, headers: &HeaderMap) -> ApiResult<()> {
-    if state.cluster_secret.is_empty() {
-        return Err(ApiError::unauthorized(
-            "this node has no cluster secret configured",
-        ));
-    }
-    let presented = headers
-        .get(SECRET_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let a = auth::sha256_hex(presented);
-    let b = auth::sha256_hex(&state.cluster_secret);
-    if auth::ct_eq(a.as_bytes(), b.as_bytes()) {
-        Ok(())
-    } else {
-        Err(ApiError::unauthorized("wrong cluster secret"))
-    }
-}
-
-async fn internal_propose(
-    State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> axum::response::Response {
-    if let Err(e) = check_secret(&state, &headers) {
-        return e.into_response();
-    }
-    let result = match codec::decode::<Envelope>(&body) {
-        Ok(envelope) => state.batcher.propose(envelope).await,
-        Err(e) => return ApiError::invalid("body", e.to_string()).into_response(),
-    };
-    (StatusCode::OK, codec::encode(&result)).into_response()
-}
-
-async fn internal_read_index(
-    State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-) -> axum::response::Response {
-    if let Err(e) = check_secret(&state, &headers) {
-        return e.into_response();
-    }
-    // Through the batcher: followers' linearizable reads share one confirmation round too.
-    let result = state.batcher.read_index().await;
-    (StatusCode::OK, codec::encode(&result)).into_response()
 }
 
 /// A JSON body parsed with errors that name the field: `400 {field, reason}`, `413` when too

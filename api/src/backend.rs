@@ -35,6 +35,31 @@ pub enum ProposeError {
     /// The node cannot serve (storage failure, shutting down).
     #[error("node failure: {0}")]
     Fatal(String),
+    /// Refused for a reason retrying will not fix: a membership change Raft rejects (another
+    /// change in progress, a voter that is not a member yet, ...). Last, so that older nodes
+    /// still decode the other variants of a forwarded answer.
+    #[error("refused: {0}")]
+    Refused(String),
+}
+
+/// A membership change, as a follower forwards it to the leader. Not a state-machine command:
+/// Raft applies it to its own configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub enum MembershipChange {
+    /// Add (or re-address) a learner and wait until it has caught up.
+    AddLearner { id: u64, addr: String },
+    /// Make the voter set exactly these nodes (each must be a member already).
+    SetVoters(Vec<u64>),
+}
+
+impl MembershipChange {
+    /// Apply the change through `backend` (on the leader; elsewhere `ForwardToLeader`).
+    pub async fn apply(self, backend: &dyn Backend) -> Result<(), ProposeError> {
+        match self {
+            MembershipChange::AddLearner { id, addr } => backend.add_learner(id, addr).await,
+            MembershipChange::SetVoters(voters) => backend.change_membership(voters).await,
+        }
+    }
 }
 
 /// One member of the cluster as reported by `/v1/cluster`.
@@ -88,8 +113,12 @@ pub trait Backend: Send + Sync + 'static {
     /// `(last_applied, digest)` of the local state.
     fn digest(&self) -> BoxFuture<'_, Result<(u64, [u8; 32]), String>>;
 
+    /// Add a learner. Only the leader can (`ForwardToLeader` elsewhere); a change Raft rejects
+    /// is `Refused`.
     fn add_learner(&self, id: u64, addr: String) -> BoxFuture<'_, Result<(), ProposeError>>;
 
+    /// Set the voter set. Only the leader can (`ForwardToLeader` elsewhere); a change Raft
+    /// rejects is `Refused`.
     fn change_membership(&self, voters: Vec<u64>) -> BoxFuture<'_, Result<(), ProposeError>>;
 
     /// `Err(reason)` while the node should not take traffic (no leader known, failed self-check).
@@ -206,12 +235,13 @@ impl Backend for LocalBackend {
         })
     }
 
+    // A single in-memory replica cannot have peers: a refusal of the request, not a failure.
     fn add_learner(&self, _id: u64, _addr: String) -> BoxFuture<'_, Result<(), ProposeError>> {
-        Box::pin(async { Err(ProposeError::Fatal("a local backend has no peers".into())) })
+        Box::pin(async { Err(ProposeError::Refused("a local backend has no peers".into())) })
     }
 
     fn change_membership(&self, _voters: Vec<u64>) -> BoxFuture<'_, Result<(), ProposeError>> {
-        Box::pin(async { Err(ProposeError::Fatal("a local backend has no peers".into())) })
+        Box::pin(async { Err(ProposeError::Refused("a local backend has no peers".into())) })
     }
 
     fn ready(&self) -> Result<(), String> {

@@ -6,6 +6,9 @@
 //! Every call is safe to repeat: reads change nothing, and each write carries a `Request-Id`
 //! that stays the same across its retries, so the cluster applies it at most once and answers a
 //! repeat with the first answer.
+//!
+//! Names that go into a path (channels, stages, lanes, actions) are percent-encoded, so a
+//! name with `/`, `?`, `#`, `%` or a space reaches the server as one segment, byte for byte.
 
 use crate::peer::{base_url, PeerClient};
 use hyper::{Method, StatusCode};
@@ -26,6 +29,9 @@ pub enum ClientError {
         code: String,
         message: String,
         field: Option<String>,
+        /// Every other member of the error object, e.g. `current_version` on a 412, so that a
+        /// caller can act on it without another request.
+        extra: serde_json::Map<String, Value>,
     },
     /// No node answered before the deadline. The call may or may not have taken effect.
     #[error("no node answered: {0}")]
@@ -47,6 +53,56 @@ impl ClientError {
             _ => None,
         }
     }
+    /// The request field the server blamed (400).
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            ClientError::Api { field, .. } => field.as_deref(),
+            _ => None,
+        }
+    }
+    /// A member of the error object beyond `code`, `message` and `field`.
+    pub fn extra(&self, name: &str) -> Option<&Value> {
+        match self {
+            ClientError::Api { extra, .. } => extra.get(name),
+            _ => None,
+        }
+    }
+    /// The configuration's current version, sent with a 412 of a compare-and-set.
+    pub fn current_version(&self) -> Option<u64> {
+        self.extra("current_version").and_then(Value::as_u64)
+    }
+
+    /// The error a non-success, non-503 answer stands for. A body that is not the API's JSON
+    /// error (e.g. from a proxy) still gives its status, with code `unknown`.
+    fn from_response(status: u16, body: &Value) -> Self {
+        let mut extra = body["error"].as_object().cloned().unwrap_or_default();
+        let mut take = |k: &str| extra.remove(k).and_then(|v| v.as_str().map(str::to_string));
+        let code = take("code").unwrap_or_else(|| "unknown".to_string());
+        let message = take("message").unwrap_or_default();
+        let field = take("field");
+        ClientError::Api {
+            status,
+            code,
+            message,
+            field,
+            extra,
+        }
+    }
+}
+
+/// `s` as one path segment (or query value): every byte but RFC 3986's unreserved characters
+/// percent-encoded, so it cannot end the segment, start a query, or be decoded into another
+/// name by the server.
+pub fn encode_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
@@ -177,13 +233,7 @@ impl Client {
                     if status.is_success() {
                         return Ok((status, value));
                     }
-                    let err = &value["error"];
-                    return Err(ClientError::Api {
-                        status: status.as_u16(),
-                        code: err["code"].as_str().unwrap_or("unknown").to_string(),
-                        message: err["message"].as_str().unwrap_or("").to_string(),
-                        field: err["field"].as_str().map(str::to_string),
-                    });
+                    return Err(ClientError::from_response(status.as_u16(), &value));
                 }
                 Err(e) => last = format!("{url}: {e}"),
             }
@@ -238,7 +288,7 @@ impl Client {
         let (_, v) = self
             .send(
                 Method::POST,
-                &format!("/v1/channels/{channel}/messages"),
+                &format!("/v1/channels/{}/messages", encode_segment(channel)),
                 Some(json!({ "raw": raw })),
                 &headers,
             )
@@ -256,7 +306,11 @@ impl Client {
         let v = self
             .request(
                 Method::POST,
-                &format!("/v1/lanes/{stage}/{lane}/claim"),
+                &format!(
+                    "/v1/lanes/{}/{}/claim",
+                    encode_segment(stage),
+                    encode_segment(lane)
+                ),
                 Some(json!({ "owner": owner, "ttl_ms": ttl_ms })),
             )
             .await?;
@@ -286,7 +340,7 @@ impl Client {
     pub async fn row(&self, row_id: u64, action: &str, body: Value) -> Result<Value, ClientError> {
         self.request(
             Method::POST,
-            &format!("/v1/rows/{row_id}/{action}"),
+            &format!("/v1/rows/{row_id}/{}", encode_segment(action)),
             Some(body),
         )
         .await
@@ -367,15 +421,20 @@ impl Client {
     }
 
     pub async fn audit_verify(&self, org: &str) -> Result<Value, ClientError> {
-        self.request(Method::GET, &format!("/v1/audit/verify?org={org}"), None)
-            .await
+        self.request(
+            Method::GET,
+            &format!("/v1/audit/verify?org={}", encode_segment(org)),
+            None,
+        )
+        .await
     }
 
     pub async fn config(&self) -> Result<Value, ClientError> {
         self.request(Method::GET, "/v1/config", None).await
     }
 
-    /// Compare-and-set the config; `Err` with status 412 carries the current version.
+    /// Compare-and-set the config; `Err` with status 412 carries the current version
+    /// ([`ClientError::current_version`]).
     pub async fn put_config(
         &self,
         expected_version: u64,
@@ -390,5 +449,54 @@ impl Client {
             )
             .await?;
         Ok(v["version"].as_u64().unwrap_or(0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_segments_are_percent_encoded() {
+        assert_eq!(encode_segment("lab-1.x_y~z"), "lab-1.x_y~z");
+        assert_eq!(encode_segment("a/b"), "a%2Fb");
+        assert_eq!(encode_segment("a b?c#d%e"), "a%20b%3Fc%23d%25e");
+        assert_eq!(encode_segment(".."), "..");
+        assert_eq!(encode_segment("é"), "%C3%A9");
+        assert_eq!(encode_segment(""), "");
+    }
+
+    #[test]
+    fn an_error_keeps_its_extra_members() {
+        let body = json!({ "error": {
+            "code": "version_mismatch",
+            "message": "expected 7, current 3",
+            "current_version": 3,
+        }});
+        let e = ClientError::from_response(412, &body);
+        assert_eq!(e.status(), Some(412));
+        assert_eq!(e.code(), Some("version_mismatch"));
+        assert_eq!(e.current_version(), Some(3));
+        assert_eq!(e.field(), None);
+        match &e {
+            ClientError::Api { message, extra, .. } => {
+                assert_eq!(message, "expected 7, current 3");
+                // Only what is not already a named member.
+                assert_eq!(extra.len(), 1, "{extra:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+
+        let e = ClientError::from_response(
+            400,
+            &json!({ "error": { "code": "invalid", "message": "m", "field": "ttl_ms" } }),
+        );
+        assert_eq!(e.field(), Some("ttl_ms"));
+        assert_eq!(e.current_version(), None);
+        assert_eq!(e.extra("field"), None);
+
+        // Not the API's error shape (e.g. a proxy's page): the status survives.
+        let e = ClientError::from_response(502, &Value::Null);
+        assert_eq!((e.status(), e.code()), (Some(502), Some("unknown")));
     }
 }

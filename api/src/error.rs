@@ -165,6 +165,7 @@ impl From<ProposeError> for ApiError {
             | ProposeError::Unavailable(_)
             | ProposeError::Unknown(_) => ApiError::unavailable(e.to_string()),
             ProposeError::Fatal(m) => ApiError::internal(m),
+            ProposeError::Refused(m) => ApiError::new(StatusCode::CONFLICT, "refused", m),
         }
     }
 }

@@ -2,17 +2,21 @@
 //! leader's read index. This module is the only place that knows how.
 //!
 //! A write is proposed locally; if this node does not lead, the envelope is sent to the leader's
-//! `/internal/propose`, authenticated with the cluster secret. Leader changes, lost answers and
+//! `/internal/propose`, signed with the cluster secret ([`crate::internal`]). Leader changes, lost answers and
 //! dropped proposals are retried with the same envelope for a bounded time: its request id makes
 //! the retry exactly-once (an entry that did commit answers the retry with its first answer,
 //! [`Outcome::Repeated`], unwrapped here). After the window the client gets 503 with
 //! `Retry-After`; it may retry with the same `Request-Id`.
+//!
+//! Membership changes are not state-machine commands; [`membership`] forwards them the same way
+//! to the leader's `/internal/membership`.
 
-use crate::app::{AppState, SECRET_HEADER};
-use crate::backend::ProposeError;
+use crate::app::AppState;
+use crate::backend::{MembershipChange, ProposeError};
 use crate::error::{ApiError, ApiResult};
+use crate::internal::{signed_headers, PATH_MEMBERSHIP, PATH_PROPOSE, PATH_READ_INDEX};
 use crate::peer::base_url;
-use hyper::Method;
+use hyper::{Method, StatusCode};
 use raftlane_statemachine::{codec, Envelope, Outcome, Response};
 use std::time::{Duration, Instant};
 
@@ -42,6 +46,7 @@ pub async fn write(state: &AppState, envelope: Envelope) -> ApiResult<(u64, Resp
                 return Ok((index, response));
             }
             Err(ProposeError::Fatal(m)) => return Err(ApiError::internal(m)),
+            Err(e @ ProposeError::Refused(_)) => return Err(ApiError::from(e)),
             Err(e) => {
                 if started.elapsed() + pause > RETRY_WINDOW {
                     return Err(ApiError::unavailable(format!(
@@ -61,12 +66,9 @@ async fn forward_propose(
     addr: &str,
     envelope: &Envelope,
 ) -> Result<(u64, Response), ProposeError> {
-    let url = format!("{}/internal/propose", base_url(addr));
+    let url = format!("{}{PATH_PROPOSE}", base_url(addr));
     let body = codec::encode(envelope);
-    let headers = [
-        (SECRET_HEADER, state.cluster_secret.clone()),
-        ("content-type", "application/octet-stream".to_string()),
-    ];
+    let headers = signed_headers(state, PATH_PROPOSE, &body)?;
     let (status, _, bytes) = state
         .peer
         .call(Method::POST, &url, &headers, body)
@@ -102,6 +104,7 @@ pub async fn linearize(state: &AppState) -> ApiResult<()> {
                     .map_err(ApiError::from);
             }
             Err(ProposeError::Fatal(m)) => return Err(ApiError::internal(m)),
+            Err(e @ ProposeError::Refused(_)) => return Err(ApiError::from(e)),
             Err(e) => {
                 if started.elapsed() + pause > RETRY_WINDOW {
                     return Err(ApiError::unavailable(format!(
@@ -116,8 +119,8 @@ pub async fn linearize(state: &AppState) -> ApiResult<()> {
 }
 
 async fn remote_read_index(state: &AppState, addr: &str) -> Result<u64, ProposeError> {
-    let url = format!("{}/internal/read-index", base_url(addr));
-    let headers = [(SECRET_HEADER, state.cluster_secret.clone())];
+    let url = format!("{}{PATH_READ_INDEX}", base_url(addr));
+    let headers = signed_headers(state, PATH_READ_INDEX, &[])?;
     let (status, _, bytes) = state
         .peer
         .call(Method::GET, &url, &headers, Vec::new())
@@ -129,6 +132,79 @@ async fn remote_read_index(state: &AppState, addr: &str) -> Result<u64, ProposeE
         )));
     }
     codec::decode::<Result<u64, ProposeError>>(&bytes)
+        .map_err(|e| ProposeError::Unavailable(e.to_string()))?
+}
+
+/// How long a forwarded membership change may take: adding a learner waits until it has
+/// caught up, which Raft bounds by `Tuning::membership_timeout_ms` (its default, as this layer
+/// does not see the node's tuning), plus a margin for the answer to arrive.
+pub fn membership_timeout(peer_timeout: Duration) -> Duration {
+    let raft_bound = Duration::from_millis(raftlane_raft::Tuning::default().membership_timeout_ms);
+    raft_bound
+        .saturating_add(Duration::from_secs(15))
+        .max(peer_timeout)
+}
+
+/// Apply a membership change through the leader, like [`write`]: here if this node leads, else
+/// at the leader's `/internal/membership`. Leader changes and unreachable leaders are retried
+/// for [`RETRY_WINDOW`] (both changes are idempotent: re-adding a learner or setting the same
+/// voters again changes nothing). A change Raft refuses is `409 membership_refused`; one whose
+/// outcome is unknown (it timed out, e.g. a learner still catching up) is a 503 the client may
+/// check with `/v1/cluster`.
+pub async fn membership(state: &AppState, change: MembershipChange) -> ApiResult<()> {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(50);
+    loop {
+        let attempt = match change.clone().apply(state.backend.as_ref()).await {
+            Err(ProposeError::ForwardToLeader {
+                addr: Some(addr), ..
+            }) => forward_membership(state, &addr, &change).await,
+            other => other,
+        };
+        match attempt {
+            Ok(()) => return Ok(()),
+            Err(ProposeError::Refused(m)) => {
+                return Err(ApiError::new(StatusCode::CONFLICT, "membership_refused", m))
+            }
+            Err(ProposeError::Fatal(m)) => return Err(ApiError::internal(m)),
+            Err(e @ ProposeError::Unknown(_)) => {
+                return Err(ApiError::unavailable(format!(
+                    "{e}; check /v1/cluster before retrying"
+                )))
+            }
+            Err(e) => {
+                if started.elapsed() + pause > RETRY_WINDOW {
+                    return Err(ApiError::unavailable(format!(
+                        "no leader accepted the membership change: {e}"
+                    )));
+                }
+                tracing::debug!(error = %e, "membership change not accepted yet; retrying");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(500));
+            }
+        }
+    }
+}
+
+async fn forward_membership(
+    state: &AppState,
+    addr: &str,
+    change: &MembershipChange,
+) -> Result<(), ProposeError> {
+    let url = format!("{}{PATH_MEMBERSHIP}", base_url(addr));
+    let body = codec::encode(change);
+    let headers = signed_headers(state, PATH_MEMBERSHIP, &body)?;
+    let (status, _, bytes) = state
+        .membership_peer
+        .call(Method::POST, &url, &headers, body)
+        .await
+        .map_err(lost_or_unsent)?;
+    if !status.is_success() {
+        return Err(ProposeError::Unavailable(format!(
+            "leader answered {status}"
+        )));
+    }
+    codec::decode::<Result<(), ProposeError>>(&bytes)
         .map_err(|e| ProposeError::Unavailable(e.to_string()))?
 }
 

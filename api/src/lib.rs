@@ -15,6 +15,7 @@ pub mod client;
 pub mod crypto;
 pub mod error;
 pub mod forward;
+pub mod internal;
 pub mod metrics;
 pub mod openapi;
 pub mod peer;

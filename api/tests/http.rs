@@ -1650,6 +1650,12 @@ async fn probes_and_metrics() {
     assert_eq!(r.body["membership"][0]["voter"], true);
 }
 
+/// The headers of a node-to-node call to `path` with `body`, signed with the cluster secret.
+fn signed(path: &str, body: &[u8]) -> Vec<(&'static str, String)> {
+    let auth = raftlane_api::internal::cluster_auth(CLUSTER_SECRET).expect("a secret");
+    vec![raftlane_api::internal::signature(&auth, path, body)]
+}
+
 #[tokio::test]
 async fn internal_routes_need_the_cluster_secret() {
     let api = start().await;
@@ -1685,20 +1691,24 @@ async fn internal_routes_need_the_cluster_secret() {
     let r = api.get("/v1/audit/verify?org=default").await;
     assert_eq!(r.body["count"], 0);
 
-    // With the secret: a garbage body is a 400, a good one is applied.
-    let secret = [(SECRET_HEADER, CLUSTER_SECRET.to_string())];
+    // Signed with the secret: a garbage body is a 400, a good one is applied.
     let r = api
         .send_raw(
             Method::POST,
             "/internal/propose",
-            &secret,
+            &signed("/internal/propose", b"garbage"),
             b"garbage".to_vec(),
         )
         .await;
     api_error(&r, 400, "invalid", Some("body"));
     nothing_proposed(&api, &before, "garbage proposal").await;
     let r = api
-        .send_raw(Method::POST, "/internal/propose", &secret, body)
+        .send_raw(
+            Method::POST,
+            "/internal/propose",
+            &signed("/internal/propose", &body),
+            body,
+        )
         .await;
     assert_eq!(r.status, StatusCode::OK);
     let result: Result<(u64, Response), ProposeError> = codec::decode(&r.raw).expect("decode");
@@ -1707,7 +1717,12 @@ async fn internal_routes_need_the_cluster_secret() {
         "{result:?}"
     );
     let r = api
-        .send_raw(Method::GET, "/internal/read-index", &secret, Vec::new())
+        .send_raw(
+            Method::GET,
+            "/internal/read-index",
+            &signed("/internal/read-index", b""),
+            Vec::new(),
+        )
         .await;
     assert_eq!(r.status, StatusCode::OK);
     let index: Result<u64, ProposeError> = codec::decode(&r.raw).expect("decode");
@@ -1736,7 +1751,7 @@ async fn a_forwarded_maximal_write_fits_through_internal_propose() {
         .send_raw(
             Method::POST,
             "/internal/propose",
-            &[(SECRET_HEADER, CLUSTER_SECRET.to_string())],
+            &signed("/internal/propose", &body),
             body,
         )
         .await;
@@ -1756,12 +1771,13 @@ async fn a_forwarded_maximal_write_fits_through_internal_propose() {
         "{result:?}"
     );
     // The internal route is still bounded.
+    let huge = vec![0; 2 * MAX_BODY + (1 << 20) + 1];
     let r = api
         .send_raw(
             Method::POST,
             "/internal/propose",
-            &[(SECRET_HEADER, CLUSTER_SECRET.to_string())],
-            vec![0; 2 * MAX_BODY + (1 << 20) + 1],
+            &signed("/internal/propose", &huge),
+            huge,
         )
         .await;
     assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);

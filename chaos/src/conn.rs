@@ -155,6 +155,7 @@ mod tests {
             code: "stale_fence".into(),
             message: String::new(),
             field: None,
+            extra: Default::default(),
         }));
         assert!(matches!(a, Attempt::Refused { status: 409, .. }));
         let a: Attempt<()> = Attempt::from_result(Err(ClientError::Api {
@@ -162,6 +163,7 @@ mod tests {
             code: "internal".into(),
             message: String::new(),
             field: None,
+            extra: Default::default(),
         }));
         assert!(matches!(a, Attempt::Unknown(_)));
         let a: Attempt<()> = Attempt::from_result(Err(ClientError::Unavailable(

@@ -3,7 +3,7 @@
 
 use raftlane_api::backend::{BoxFuture, ClusterStatus, Member, ProposeError};
 use raftlane_api::Backend;
-use raftlane_raft::{RaftNode, ReadError, WriteError};
+use raftlane_raft::{ClusterError, RaftNode, ReadError, WriteError};
 use raftlane_statemachine::query::Reader;
 use raftlane_statemachine::{Envelope, Response, StoreError};
 use std::collections::BTreeMap;
@@ -38,6 +38,21 @@ fn from_read(e: ReadError) -> ProposeError {
         ReadError::NoQuorum(m) => ProposeError::Unavailable(m),
         ReadError::Timeout => ProposeError::Unavailable("read index timed out".into()),
         ReadError::Stopped(m) | ReadError::State(m) => ProposeError::Fatal(m),
+    }
+}
+
+/// A membership operation's failure, as the API must answer it: `ForwardToLeader` so that the
+/// API forwards it to the leader, Raft's refusals (a change in progress, a voter that is not a
+/// member yet, an empty voter set) as `Refused` (409), a timeout as `Unknown` (it may still
+/// complete, e.g. a learner that has not caught up yet).
+fn from_cluster(e: ClusterError) -> ProposeError {
+    match e {
+        ClusterError::ForwardToLeader { leader_id, addr } => {
+            ProposeError::ForwardToLeader { leader_id, addr }
+        }
+        ClusterError::Refused(m) => ProposeError::Refused(m),
+        ClusterError::Timeout => ProposeError::Unknown(ClusterError::Timeout.to_string()),
+        ClusterError::Stopped(m) | ClusterError::Initialize(m) => ProposeError::Fatal(m),
     }
 }
 
@@ -152,12 +167,7 @@ impl Backend for RaftBackend {
     }
 
     fn add_learner(&self, id: u64, addr: String) -> BoxFuture<'_, Result<(), ProposeError>> {
-        Box::pin(async move {
-            self.node
-                .add_learner(id, addr)
-                .await
-                .map_err(|e| ProposeError::Unavailable(e.to_string()))
-        })
+        Box::pin(async move { self.node.add_learner(id, addr).await.map_err(from_cluster) })
     }
 
     fn change_membership(&self, voters: Vec<u64>) -> BoxFuture<'_, Result<(), ProposeError>> {
@@ -165,7 +175,7 @@ impl Backend for RaftBackend {
             self.node
                 .set_voters(voters.into_iter().collect())
                 .await
-                .map_err(|e| ProposeError::Unavailable(e.to_string()))
+                .map_err(from_cluster)
         })
     }
 

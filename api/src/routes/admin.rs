@@ -1,10 +1,12 @@
 //! Administration: transform state and reference reads/writes, retention, approvals, tokens.
 
 use super::{check_name, prepare_read, propose, read_state, unexpected, ReadOpts};
+use crate::app::now_ms;
 use crate::app::{AppState, JsonBody, Path, Query};
 use crate::auth::{sha256_hex, Caller, Permission};
 use crate::backend;
 use crate::error::{ApiError, ApiResult};
+use crate::forward;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
@@ -248,8 +250,28 @@ pub struct TokenBody {
     channels: Option<Vec<String>>,
 }
 
-/// Create (or rotate) a principal's token. The token is generated here, by the proposer, shown
-/// once in the response, and only its hash enters the log.
+/// Create (or rotate) a principal's token, shown once in the response; only its hash enters
+/// the log.
+///
+/// # Retries
+/// A client that does not see the answer retries with the same `Request-Id`; if the first
+/// attempt committed, the state machine answers the retry with the first answer and applies
+/// nothing, so the token shown must be the first attempt's. Hence the token is not random but
+/// derived from the request: an HMAC, under a key derived from the cluster secret, of the
+/// caller, the proposal's request id and the requested principal (name, role, channels). Every
+/// node derives the same token for the same request, so a retry sent to another node gets it
+/// too. Whoever holds the cluster secret can compute tokens, but that secret already lets its
+/// holder sign any write, a new principal included.
+///
+/// Before showing the token, the handler checks (linearizable read) that its hash is what the
+/// principal now has. It is not when the `Request-Id` was already used for another request
+/// (the state machine answers the first one's outcome without applying this one), when a
+/// concurrent rotation replaced it, or on a node without a cluster secret (random tokens, so
+/// a retry cannot find the first one): then `409 token_not_issued`, and the client mints again
+/// with a new `Request-Id`. A token that does not work is never shown.
+///
+/// A `Request-Id` names one write: reusing one for a later rotation after the state machine
+/// forgot it (`REQUEST_TTL_MS`) derives the same token again, i.e. does not rotate it.
 pub async fn create_token(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -264,22 +286,89 @@ pub async fn create_token(
             check_name("channels", c)?;
         }
     }
-    let mut raw = [0u8; 24];
-    rand::thread_rng().fill_bytes(&mut raw);
-    let token = format!("rl_{}", hex::encode(raw));
+    // The handler's only proposal: the id `propose` would give it.
+    let request_id = caller.requests.next();
+    let token = match &state.token_key {
+        Some(key) => derive_token(
+            key,
+            &caller.name,
+            &request_id,
+            &b.name,
+            role.as_str(),
+            &b.channels,
+        ),
+        None => random_token(),
+    };
+    let token_hash = sha256_hex(&token);
     let command = Command::PutPrincipal {
         name: b.name.clone(),
-        token_hash: sha256_hex(&token),
+        token_hash: token_hash.clone(),
         role,
         channels: b.channels,
     };
-    match propose(&state, &caller, command).await? {
-        (index, Outcome::Done) => Ok((
-            StatusCode::CREATED,
-            Json(json!({ "name": b.name, "role": b.role, "token": token, "index": index })),
-        )),
-        (_, other) => Err(unexpected(other)),
+    let envelope = raftlane_statemachine::Envelope::new(now_ms(), caller.name.as_str(), command)
+        .with_request_id(request_id);
+    let (index, response) = forward::write(&state, envelope).await?;
+    match response? {
+        Outcome::Done => {}
+        other => return Err(unexpected(other)),
     }
+    forward::linearize(&state).await?;
+    let holder = backend::read(state.backend.as_ref(), |r| {
+        r.principal_by_token_hash(&token_hash)
+    })?;
+    if holder.as_ref().map(|p| p.name.as_str()) != Some(b.name.as_str()) {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "token_not_issued",
+            format!(
+                "the principal '{}' does not hold the token of this request: its Request-Id \
+                 was already used for another write, or another rotation replaced the token; \
+                 create the token again with a new Request-Id",
+                b.name
+            ),
+        ));
+    }
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({ "name": b.name, "role": b.role, "token": token, "index": index })),
+    ))
+}
+
+/// The key tokens are derived under (see [`create_token`]), derived from the cluster secret so
+/// that the secret itself is not used for two purposes. `None` without a secret: an empty key
+/// would make every token computable from its request id.
+pub fn token_key(cluster_secret: &str) -> Option<[u8; 32]> {
+    (!cluster_secret.is_empty()).then(|| {
+        raftlane_raft::auth::hmac_sha256(cluster_secret.as_bytes(), &[b"raftlane-token-key-v1"])
+    })
+}
+
+/// The token of one request: `rl_` and 24 bytes of an HMAC over its length-prefixed inputs
+/// (unambiguous whatever they contain), as long as the random tokens were.
+fn derive_token(
+    key: &[u8; 32],
+    caller: &str,
+    request_id: &str,
+    name: &str,
+    role: &str,
+    channels: &Option<Vec<String>>,
+) -> String {
+    let channels = serde_json::to_string(channels).unwrap_or_default();
+    let fields = [caller, request_id, name, role, channels.as_str()];
+    let mut framed = Vec::new();
+    for f in fields {
+        framed.extend_from_slice(&(f.len() as u64).to_be_bytes());
+        framed.extend_from_slice(f.as_bytes());
+    }
+    let mac = raftlane_raft::auth::hmac_sha256(key, &[b"raftlane-token-v1\n", &framed]);
+    format!("rl_{}", hex::encode(&mac[..24]))
+}
+
+fn random_token() -> String {
+    let mut raw = [0u8; 24];
+    rand::thread_rng().fill_bytes(&mut raw);
+    format!("rl_{}", hex::encode(raw))
 }
 
 pub async fn revoke_token(
@@ -292,5 +381,45 @@ pub async fn revoke_token(
     match propose(&state, &caller, Command::RevokePrincipal { name }).await? {
         (index, Outcome::Done) => Ok(Json(json!({ "revoked": true, "index": index }))),
         (_, other) => Err(unexpected(other)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_is_a_function_of_its_request_and_key() {
+        let key = token_key("cs").expect("a key");
+        let channels = Some(vec!["lab".to_string()]);
+        let t = derive_token(&key, "admin", "r-1/0", "alice", "worker", &channels);
+        assert!(t.starts_with("rl_") && t.len() == 3 + 48, "{t}");
+        // The same request derives the same token (a retry finds the stored one)...
+        assert_eq!(
+            t,
+            derive_token(&key, "admin", "r-1/0", "alice", "worker", &channels)
+        );
+        // ...and any other input, or another secret, another token.
+        let others = [
+            derive_token(&key, "admin2", "r-1/0", "alice", "worker", &channels),
+            derive_token(&key, "admin", "r-2/0", "alice", "worker", &channels),
+            derive_token(&key, "admin", "r-1/0", "bob", "worker", &channels),
+            derive_token(&key, "admin", "r-1/0", "alice", "viewer", &channels),
+            derive_token(&key, "admin", "r-1/0", "alice", "worker", &None),
+            derive_token(&key, "admin", "r-1/0a", "lice", "worker", &channels),
+            derive_token(
+                &token_key("other").expect("a key"),
+                "admin",
+                "r-1/0",
+                "alice",
+                "worker",
+                &channels,
+            ),
+        ];
+        for o in others {
+            assert_ne!(o, t);
+        }
+        assert_eq!(token_key(""), None);
+        assert_ne!(random_token(), random_token());
     }
 }

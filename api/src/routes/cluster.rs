@@ -1,9 +1,13 @@
 //! Cluster status, digest, membership, and the unauthenticated probes.
+//!
+//! Membership changes may be sent to any node: like writes, they are forwarded to the leader
+//! ([`forward::membership`]), since only the leader can change the configuration.
 
 use crate::app::{AppState, JsonBody};
 use crate::auth::{Caller, Permission};
-use crate::backend;
+use crate::backend::{self, MembershipChange};
 use crate::error::{ApiError, ApiResult};
+use crate::forward;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
@@ -46,10 +50,15 @@ pub async fn add_learner(
     JsonBody(b): JsonBody<LearnerBody>,
 ) -> ApiResult<Json<Value>> {
     caller.require(Permission::Admin)?;
-    if b.addr.is_empty() {
-        return Err(ApiError::invalid("addr", "must not be empty"));
-    }
-    state.backend.add_learner(b.id, b.addr).await?;
+    check_addr(&b.addr)?;
+    forward::membership(
+        &state,
+        MembershipChange::AddLearner {
+            id: b.id,
+            addr: b.addr,
+        },
+    )
+    .await?;
     Ok(Json(json!({ "ok": true })))
 }
 
@@ -68,8 +77,35 @@ pub async fn change_membership(
     if b.voters.is_empty() {
         return Err(ApiError::invalid("voters", "must name at least one node"));
     }
-    state.backend.change_membership(b.voters).await?;
+    forward::membership(&state, MembershipChange::SetVoters(b.voters)).await?;
     Ok(Json(json!({ "ok": true })))
+}
+
+/// A learner's address is what every node will dial (`host:port`, optionally `http://`): refuse
+/// what cannot be one before it enters the cluster's configuration, where a wrong address
+/// would only show as a learner that never catches up.
+fn check_addr(addr: &str) -> ApiResult<()> {
+    let bad = |reason: &str| Err(ApiError::invalid("addr", reason));
+    if addr.is_empty() {
+        return bad("must not be empty");
+    }
+    if addr.len() > 255 || addr.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return bad("must be host:port (at most 255 characters, no spaces)");
+    }
+    let hostport = addr
+        .strip_prefix("http://")
+        .or_else(|| addr.strip_prefix("https://"))
+        .unwrap_or(addr)
+        .trim_end_matches('/');
+    match hostport.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && !host.contains('/') => {
+            match port.parse::<u16>() {
+                Ok(p) if p > 0 => Ok(()),
+                _ => bad("the port must be a number from 1 to 65535"),
+            }
+        }
+        _ => bad("must be host:port"),
+    }
 }
 
 pub async fn healthz() -> Json<Value> {
@@ -114,4 +150,35 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> axum::response::Resp
     }
     let body = state.metrics.render(&gauges);
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_addr;
+
+    #[test]
+    fn learner_addresses_must_be_host_and_port() {
+        for ok in [
+            "10.0.0.4:7000",
+            "node4:80",
+            "http://node4:7000",
+            "http://[::1]:7000/",
+        ] {
+            assert!(check_addr(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "node4",
+            "node4:",
+            ":7000",
+            "node4:0",
+            "node4:70000",
+            "a b:1",
+            "x/y:1",
+        ] {
+            let e = check_addr(bad).expect_err(bad);
+            assert_eq!(e.field.as_deref(), Some("addr"), "{bad}");
+            assert_eq!(e.status.as_u16(), 400, "{bad}");
+        }
+    }
 }

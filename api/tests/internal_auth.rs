@@ -1,0 +1,237 @@
+//! The node-to-node routes (`/internal/...`) accept only requests signed with the cluster
+//! secret (HMAC over path, timestamp and body, as the Raft transport): the secret itself in the
+//! old plain-text header, a wrong key, a signature of another route or body, or a stale one are
+//! refused with 401 and nothing is written. A captured signed proposal replayed is answered as a
+//! repeat, not applied again.
+
+mod support;
+
+use axum::http::Method;
+use raftlane_api::app::{now_ms, SECRET_HEADER};
+use raftlane_api::backend::MembershipChange;
+use raftlane_api::internal::{signature, PATH_MEMBERSHIP, PATH_PROPOSE, PATH_READ_INDEX};
+use raftlane_api::peer::PeerClient;
+use raftlane_api::{ApiConfig, LocalBackend, ProposeError};
+use raftlane_raft::auth::{ClusterAuth, AUTH_HEADER};
+use raftlane_statemachine::{codec, Command, Envelope, Outcome, Response};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+const ADMIN: &str = "admin-secret";
+const SECRET: &str = "cluster-secret";
+
+struct Api {
+    base: String,
+    http: PeerClient,
+}
+
+async fn start() -> Api {
+    let config = ApiConfig {
+        admin_token: ADMIN.into(),
+        cluster_secret: SECRET.into(),
+        ..Default::default()
+    };
+    let addr = support::serve(Arc::new(LocalBackend::new()), &config).await;
+    Api {
+        base: format!("http://{addr}"),
+        http: PeerClient::new(Duration::from_secs(10)),
+    }
+}
+
+impl Api {
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, String)],
+        body: Vec<u8>,
+    ) -> (u16, Vec<u8>) {
+        let url = format!("{}{path}", self.base);
+        let (status, _, raw) = self
+            .http
+            .call(method, &url, headers, body)
+            .await
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        (status.as_u16(), raw.to_vec())
+    }
+
+    async fn digest(&self) -> Value {
+        let (status, body) = support::call(
+            &self.http,
+            &self.base,
+            ADMIN,
+            Method::GET,
+            "/v1/cluster/digest",
+            None,
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    async fn audit_count(&self) -> u64 {
+        let (status, body) = support::call(
+            &self.http,
+            &self.base,
+            ADMIN,
+            Method::GET,
+            "/v1/audit/verify?org=default",
+            None,
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        body["count"].as_u64().expect("count")
+    }
+}
+
+fn forged_audit(request_id: &str) -> Vec<u8> {
+    let envelope = Envelope::new(
+        now_ms(),
+        "node",
+        Command::RecordAudit {
+            action: "forwarded".into(),
+            channel: None,
+            org: None,
+            detail: None,
+        },
+    )
+    .with_request_id(request_id);
+    codec::encode(&envelope)
+}
+
+fn assert_unauthorized(status: u16, raw: &[u8], what: &str) {
+    assert_eq!(status, 401, "{what}: {}", String::from_utf8_lossy(raw));
+    let body: Value = serde_json::from_slice(raw).expect("a JSON error");
+    assert_eq!(body["error"]["code"], "unauthorized", "{what}: {body}");
+}
+
+#[tokio::test]
+async fn internal_routes_refuse_anything_but_a_valid_signature() {
+    let api = start().await;
+    let before = api.digest().await;
+    let body = forged_audit("fwd-1/0");
+    let good = ClusterAuth::new(SECRET, 0);
+    let wrong_key = ClusterAuth::new("not-the-secret", 0);
+    let now = now_ms();
+    let stale = now - 10 * 60 * 1000;
+    let refused: Vec<(&str, Vec<(&str, String)>)> = vec![
+        // The former scheme: the (correct) secret itself in a header.
+        ("plain secret", vec![(SECRET_HEADER, SECRET.to_string())]),
+        ("nothing", vec![]),
+        (
+            "wrong key",
+            vec![(AUTH_HEADER, wrong_key.sign(PATH_PROPOSE, now, &body))],
+        ),
+        (
+            "another route's signature",
+            vec![(AUTH_HEADER, good.sign(PATH_READ_INDEX, now, &body))],
+        ),
+        (
+            "another body's signature",
+            vec![(AUTH_HEADER, good.sign(PATH_PROPOSE, now, b"other"))],
+        ),
+        (
+            "stale signature",
+            vec![(AUTH_HEADER, good.sign(PATH_PROPOSE, stale, &body))],
+        ),
+        ("malformed", vec![(AUTH_HEADER, "1.zz.zz".to_string())]),
+        (
+            "plain secret beside a wrong signature",
+            vec![
+                (SECRET_HEADER, SECRET.to_string()),
+                (AUTH_HEADER, wrong_key.sign(PATH_PROPOSE, now, &body)),
+            ],
+        ),
+    ];
+    for (what, headers) in &refused {
+        let (status, raw) = api
+            .send(Method::POST, PATH_PROPOSE, headers, body.clone())
+            .await;
+        assert_unauthorized(status, &raw, what);
+    }
+    // The other internal routes too.
+    let plain = [(SECRET_HEADER, SECRET.to_string())];
+    let (status, raw) = api
+        .send(Method::GET, PATH_READ_INDEX, &plain, Vec::new())
+        .await;
+    assert_unauthorized(status, &raw, "read index with the plain secret");
+    let change = codec::encode(&MembershipChange::SetVoters(vec![1]));
+    let (status, raw) = api
+        .send(Method::POST, PATH_MEMBERSHIP, &plain, change.clone())
+        .await;
+    assert_unauthorized(status, &raw, "membership with the plain secret");
+    let wrong = [(AUTH_HEADER, wrong_key.sign(PATH_MEMBERSHIP, now, &change))];
+    let (status, raw) = api
+        .send(Method::POST, PATH_MEMBERSHIP, &wrong, change)
+        .await;
+    assert_unauthorized(status, &raw, "membership with a wrong key");
+
+    // Nothing was written.
+    assert_eq!(api.digest().await, before);
+    assert_eq!(api.audit_count().await, 0);
+
+    // A valid signature is accepted and the proposal applied...
+    let auth = raftlane_api::internal::cluster_auth(SECRET).expect("a secret");
+    let headers = [signature(&auth, PATH_PROPOSE, &body)];
+    let (status, raw) = api
+        .send(Method::POST, PATH_PROPOSE, &headers, body.clone())
+        .await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&raw));
+    let result: Result<(u64, Response), ProposeError> = codec::decode(&raw).expect("decode");
+    let Ok((index, Ok(Outcome::Audit { seq: 0, .. }))) = result else {
+        panic!("{result:?}");
+    };
+    assert_eq!(api.audit_count().await, 1);
+    let after = api.digest().await;
+
+    // ...and the same request captured and replayed is answered as a repeat: nothing new.
+    let (status, raw) = api.send(Method::POST, PATH_PROPOSE, &headers, body).await;
+    assert_eq!(status, 200);
+    let result: Result<(u64, Response), ProposeError> = codec::decode(&raw).expect("decode");
+    assert!(
+        matches!(&result, Ok((_, Ok(Outcome::Repeated { index: i, .. }))) if *i == index),
+        "{result:?}"
+    );
+    assert_eq!(api.audit_count().await, 1);
+    assert_eq!(api.digest().await["digest"], after["digest"]);
+}
+
+#[tokio::test]
+async fn a_signed_membership_change_reaches_the_backend() {
+    let api = start().await;
+    let auth = raftlane_api::internal::cluster_auth(SECRET).expect("a secret");
+    let change = codec::encode(&MembershipChange::SetVoters(vec![1]));
+    let headers = [signature(&auth, PATH_MEMBERSHIP, &change)];
+    let (status, raw) = api
+        .send(Method::POST, PATH_MEMBERSHIP, &headers, change)
+        .await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&raw));
+    // A single in-memory node has no peers: the backend's refusal comes back as the answer.
+    let result: Result<(), ProposeError> = codec::decode(&raw).expect("decode");
+    assert!(
+        matches!(result, Err(ProposeError::Refused(_))),
+        "{result:?}"
+    );
+    // A garbage body under a valid signature is a 400 naming the body.
+    let headers = [signature(&auth, PATH_MEMBERSHIP, b"garbage")];
+    let (status, raw) = api
+        .send(Method::POST, PATH_MEMBERSHIP, &headers, b"garbage".to_vec())
+        .await;
+    assert_eq!(status, 400, "{}", String::from_utf8_lossy(&raw));
+    let body: Value = serde_json::from_slice(&raw).expect("JSON");
+    assert_eq!(body["error"]["field"], "body");
+
+    // Through the public route, the refusal is a 409 with a JSON error, not a 503.
+    let (status, body) = support::call(
+        &api.http,
+        &api.base,
+        ADMIN,
+        Method::POST,
+        "/v1/cluster/membership",
+        Some(serde_json::json!({ "voters": [1] })),
+    )
+    .await;
+    assert_eq!(status, 409, "{body}");
+    assert_eq!(body["error"]["code"], "membership_refused");
+}

@@ -1,0 +1,144 @@
+//! `POST /v1/tokens` is retry-safe: a retry with the same `Request-Id` whose first attempt
+//! committed gets the very token that was stored (it works), and a `Request-Id` reused for
+//! another request is refused with 409 instead of showing a token that would never work.
+
+mod support;
+
+use axum::http::Method;
+use raftlane_api::peer::PeerClient;
+use raftlane_api::{ApiConfig, LocalBackend};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+
+const ADMIN: &str = "admin-secret";
+
+struct Api {
+    base: String,
+    http: PeerClient,
+}
+
+async fn start(cluster_secret: &str) -> Api {
+    let config = ApiConfig {
+        admin_token: ADMIN.into(),
+        cluster_secret: cluster_secret.into(),
+        ..Default::default()
+    };
+    let addr = support::serve(Arc::new(LocalBackend::new()), &config).await;
+    Api {
+        base: format!("http://{addr}"),
+        http: PeerClient::new(Duration::from_secs(10)),
+    }
+}
+
+impl Api {
+    /// `POST /v1/tokens` with `Request-Id: request_id`.
+    async fn create(&self, request_id: &str, body: Value) -> (u16, Value) {
+        let headers = [
+            ("authorization", format!("Bearer {ADMIN}")),
+            ("content-type", "application/json".to_string()),
+            ("request-id", request_id.to_string()),
+        ];
+        let url = format!("{}/v1/tokens", self.base);
+        let (status, _, raw) = self
+            .http
+            .call(Method::POST, &url, &headers, body.to_string().into_bytes())
+            .await
+            .expect("POST /v1/tokens");
+        (
+            status.as_u16(),
+            serde_json::from_slice(&raw).unwrap_or(Value::Null),
+        )
+    }
+
+    /// The status of a read made with `token`.
+    async fn works(&self, token: &str) -> u16 {
+        support::call(
+            &self.http,
+            &self.base,
+            token,
+            Method::GET,
+            "/v1/stats",
+            None,
+        )
+        .await
+        .0
+    }
+
+    /// The state digest (a repeat is logged, so the applied index moves; the state does not).
+    async fn digest(&self) -> Value {
+        let (status, body) = support::call(
+            &self.http,
+            &self.base,
+            ADMIN,
+            Method::GET,
+            "/v1/cluster/digest",
+            None,
+        )
+        .await;
+        assert_eq!(status, 200, "{body}");
+        body["digest"].clone()
+    }
+}
+
+#[tokio::test]
+async fn a_retried_token_creation_returns_the_stored_token() {
+    let api = start("cluster-secret").await;
+    let body = json!({ "name": "alice", "role": "viewer" });
+    let (status, first) = api.create("mint-1", body.clone()).await;
+    assert_eq!(status, 201, "{first}");
+    let token = first["token"].as_str().expect("a token").to_string();
+    assert_eq!(api.works(&token).await, 200);
+    let after_first = api.digest().await;
+
+    // The client did not see the answer and retries: same token, same index, nothing applied.
+    let (status, retry) = api.create("mint-1", body).await;
+    assert_eq!(status, 201, "{retry}");
+    assert_eq!(retry["token"], first["token"]);
+    assert_eq!(retry["index"], first["index"]);
+    assert_eq!(api.works(&token).await, 200);
+    assert_eq!(api.digest().await, after_first);
+
+    // The same Request-Id for another principal: the first answer would be replayed, but the
+    // token of this request was never stored, so none is shown.
+    let (status, reused) = api
+        .create("mint-1", json!({ "name": "bob", "role": "viewer" }))
+        .await;
+    assert_eq!(status, 409, "{reused}");
+    assert_eq!(reused["error"]["code"], "token_not_issued");
+    assert!(reused["error"].get("token").is_none());
+    assert_eq!(api.digest().await, after_first);
+    // ...nor for the same principal with another role.
+    let (status, reused) = api
+        .create("mint-1", json!({ "name": "alice", "role": "admin" }))
+        .await;
+    assert_eq!(status, 409, "{reused}");
+    assert_eq!(api.works(&token).await, 200);
+
+    // A new Request-Id rotates: a new token works, the old one no longer does.
+    let (status, rotated) = api
+        .create("mint-2", json!({ "name": "alice", "role": "viewer" }))
+        .await;
+    assert_eq!(status, 201, "{rotated}");
+    assert_ne!(rotated["token"], first["token"]);
+    assert_eq!(
+        api.works(rotated["token"].as_str().expect("token")).await,
+        200
+    );
+    assert_eq!(api.works(&token).await, 401);
+}
+
+#[tokio::test]
+async fn without_a_cluster_secret_a_replay_is_refused_rather_than_shown_a_dead_token() {
+    let api = start("").await;
+    let body = json!({ "name": "carol", "role": "viewer" });
+    let (status, first) = api.create("mint-1", body.clone()).await;
+    assert_eq!(status, 201, "{first}");
+    let token = first["token"].as_str().expect("a token").to_string();
+    assert_eq!(api.works(&token).await, 200);
+    // Random tokens cannot be derived again: the retry is told to mint anew.
+    let (status, retry) = api.create("mint-1", body).await;
+    assert_eq!(status, 409, "{retry}");
+    assert_eq!(retry["error"]["code"], "token_not_issued");
+    assert_eq!(api.works(&token).await, 200);
+}

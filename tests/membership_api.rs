@@ -1,0 +1,232 @@
+//! Black-box tests of membership changes and token creation against a real three-node cluster,
+//! sent to a FOLLOWER: like writes, membership changes are forwarded to the leader (signed
+//! node-to-node calls), refusals are 4xx JSON errors rather than 503, and a token creation
+//! retried on another node returns the token that was stored.
+
+use hyper::Method;
+use raftlane_api::client::{Client, ClientError};
+use raftlane_node::server::{self, NodeOptions, RunningNode};
+use raftlane_raft::Tuning;
+use raftlane_tests::{TestCluster, ADMIN, SECRET};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+/// A client pinned to a follower, so every write has to be forwarded.
+fn follower_client(cluster: &TestCluster, leader: u64) -> Client {
+    let follower = if leader == 1 { 2 } else { 1 };
+    cluster.client().pinned(cluster.index_of(follower))
+}
+
+/// Start a fourth node that is in no configuration yet (it does not bootstrap): it waits to be
+/// added as a learner.
+async fn start_fourth(dir: &std::path::Path) -> RunningNode {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let opts = NodeOptions {
+        id: 4,
+        listen: addr.parse().expect("socket address"),
+        advertise: addr.clone(),
+        peers: [(4, addr)].into_iter().collect(),
+        data_dir: dir.join("node4"),
+        bootstrap: false,
+        cluster_secret: SECRET.into(),
+        admin_token: ADMIN.into(),
+        max_body_bytes: 64 * 1024,
+        tuning: Tuning::default(),
+    };
+    server::start_on(opts, listener).await.expect("node 4")
+}
+
+/// `(id, voter)` of each member, as `c`'s node sees the configuration.
+async fn members(c: &Client) -> Vec<(u64, bool)> {
+    let v = c.cluster().await.expect("GET /v1/cluster");
+    let mut out: Vec<(u64, bool)> = v["membership"]
+        .as_array()
+        .expect("membership")
+        .iter()
+        .map(|m| {
+            (
+                m["id"].as_u64().expect("id"),
+                m["voter"].as_bool().expect("voter"),
+            )
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+/// Wait until `c`'s node reports exactly `want`.
+async fn wait_for_members(c: &Client, want: &[(u64, bool)]) {
+    let started = Instant::now();
+    loop {
+        let seen = members(c).await;
+        if seen == want {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "membership is {seen:?}, expected {want:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn api_error(e: &ClientError) -> (Option<u16>, Option<&str>, Option<&str>) {
+    (e.status(), e.code(), e.field())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn membership_changes_sent_to_a_follower_reach_the_leader() {
+    let cluster = TestCluster::start().await.unwrap();
+    let leader = cluster
+        .wait_for_leader(Duration::from_secs(30))
+        .await
+        .unwrap();
+    let c = follower_client(&cluster, leader);
+    let three = [(1, true), (2, true), (3, true)];
+    assert_eq!(members(&c).await, three);
+
+    // A no-op change (the current voters) through the follower: accepted, nothing changes.
+    let ok = c
+        .request(
+            Method::POST,
+            "/v1/cluster/membership",
+            Some(json!({ "voters": [1, 2, 3] })),
+        )
+        .await
+        .expect("an idempotent change through a follower");
+    assert_eq!(ok, json!({ "ok": true }));
+    wait_for_members(&c, &three).await;
+
+    // A voter that is not a member: Raft refuses, the answer is a 409 naming why.
+    let e = c
+        .request(
+            Method::POST,
+            "/v1/cluster/membership",
+            Some(json!({ "voters": [1, 2, 3, 99] })),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(api_error(&e), (Some(409), Some("membership_refused"), None));
+    assert!(e.to_string().contains("99"), "{e}");
+    // Bad input is refused before anything is forwarded.
+    let e = c
+        .request(
+            Method::POST,
+            "/v1/cluster/membership",
+            Some(json!({ "voters": [] })),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(api_error(&e), (Some(400), Some("invalid"), Some("voters")));
+    let e = c
+        .request(
+            Method::POST,
+            "/v1/cluster/learners",
+            Some(json!({ "id": 4, "addr": "no-port" })),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(api_error(&e), (Some(400), Some("invalid"), Some("addr")));
+    wait_for_members(&c, &three).await;
+
+    // A real change: a fourth node joins as a learner, then becomes a voter, both through the
+    // follower.
+    let dir = tempfile::tempdir().unwrap();
+    let fourth = start_fourth(dir.path()).await;
+    let addr = fourth.addr.to_string();
+    let ok = c
+        .request(
+            Method::POST,
+            "/v1/cluster/learners",
+            Some(json!({ "id": 4, "addr": addr })),
+        )
+        .await
+        .expect("add a learner through a follower");
+    assert_eq!(ok, json!({ "ok": true }));
+    wait_for_members(&c, &[(1, true), (2, true), (3, true), (4, false)]).await;
+
+    c.request(
+        Method::POST,
+        "/v1/cluster/membership",
+        Some(json!({ "voters": [1, 2, 3, 4] })),
+    )
+    .await
+    .expect("promote the learner through a follower");
+    let four = [(1, true), (2, true), (3, true), (4, true)];
+    wait_for_members(&c, &four).await;
+    // Every node agrees, the new one included.
+    let mut all = cluster.addrs.clone();
+    all.push(addr.clone());
+    let everyone = Client::new(all, ADMIN);
+    for i in 0..4 {
+        wait_for_members(&everyone.pinned(i), &four).await;
+    }
+
+    // Writes through the follower still work, and the new voter applies them too.
+    let m = c.enqueue("lab", "MSH|after-join", None).await.unwrap();
+    let newcomer = everyone.pinned(3);
+    let view = newcomer.message(m.message_id).await.unwrap();
+    assert_eq!(view["message"]["channel_id"], "lab");
+    assert_eq!(view["message"]["raw"], "MSH|after-join");
+    let digest = cluster
+        .wait_for_equal_digests(Duration::from_secs(20))
+        .await
+        .unwrap();
+    let started = Instant::now();
+    while newcomer.digest().await.unwrap().1 != digest {
+        assert!(started.elapsed() < Duration::from_secs(20), "node 4 lags");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    fourth.shutdown().await;
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_token_creation_retried_on_another_node_returns_the_stored_token() {
+    let cluster = TestCluster::start().await.unwrap();
+    let leader = cluster
+        .wait_for_leader(Duration::from_secs(30))
+        .await
+        .unwrap();
+    let follower = follower_client(&cluster, leader);
+    let other = cluster.client().pinned(cluster.index_of(leader));
+    let body = json!({ "name": "svc", "role": "viewer" });
+
+    let first = follower
+        .for_request("mint-svc")
+        .request(Method::POST, "/v1/tokens", Some(body.clone()))
+        .await
+        .expect("create through a follower");
+    // The answer was "lost": the client retries the same request on another node.
+    let retry = other
+        .for_request("mint-svc")
+        .request(Method::POST, "/v1/tokens", Some(body))
+        .await
+        .expect("retry on the leader");
+    assert_eq!(retry["token"], first["token"]);
+    assert_eq!(retry["index"], first["index"]);
+    let token = first["token"].as_str().expect("token");
+    for i in 0..3 {
+        let as_svc = cluster.client().pinned(i).with_token(token);
+        let stats: Result<Value, _> = as_svc.request(Method::GET, "/v1/stats", None).await;
+        assert!(stats.is_ok(), "node {}: {stats:?}", i + 1);
+    }
+
+    // The same id for another principal is refused: its token was never stored.
+    let e = other
+        .for_request("mint-svc")
+        .request(
+            Method::POST,
+            "/v1/tokens",
+            Some(json!({ "name": "svc2", "role": "viewer" })),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.status(), Some(409), "{e}");
+    assert_eq!(e.code(), Some("token_not_issued"));
+    cluster.shutdown().await;
+}
