@@ -20,6 +20,9 @@ use std::time::Duration;
 /// Default of [`Tuning::snapshot_logs_since_last`].
 pub const DEFAULT_SNAPSHOT_LOGS_SINCE_LAST: u64 = 100_000;
 
+/// Default of [`Tuning::retention_interval_ms`]: once a minute.
+pub const DEFAULT_RETENTION_INTERVAL_MS: u64 = 60_000;
+
 /// Timing and size knobs. Every field has a default (`#[serde(default)]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -54,6 +57,11 @@ pub struct Tuning {
     /// each one deletes a few seconds' worth of request records: once a minute, one command
     /// deleted ~175,000 of them under a steady pipeline load and stalled every node for a moment.
     pub expire_interval_ms: u64,
+    /// Leader-only retention purges (`PurgeMessageBodies`, `PurgeDeadLetters`, `PurgeState`)
+    /// every this many ms, from the `retention` section of the replicated config; 0 disables.
+    /// Rare on purpose: each purge scans its whole table, and retention periods are hours or
+    /// days, so a minute of extra lateness does not matter.
+    pub retention_interval_ms: u64,
     /// Upper bound on waiting for a linearizable read to be confirmed and applied.
     pub read_timeout_ms: u64,
     /// `add_learner` waits until the learner is at most this many entries behind.
@@ -81,6 +89,7 @@ impl Default for Tuning {
             max_clock_skew_ms: 300_000,
             reclaim_interval_ms: 1000,
             expire_interval_ms: 5_000,
+            retention_interval_ms: DEFAULT_RETENTION_INTERVAL_MS,
             read_timeout_ms: 30_000,
             learner_lag_threshold: 1000,
             membership_timeout_ms: 300_000,

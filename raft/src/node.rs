@@ -8,7 +8,7 @@ use crate::network::HttpNetwork;
 use crate::replay::{report_replay, Replay};
 use crate::server::{serve_raft, RaftHttpService, ServerStats};
 use crate::sm_adapter::{SmAdapter, SmError, SmStats, StateHandle};
-use crate::timers::{run_timers, TimerStats};
+use crate::timers::{run_timers, TimerStats, Timers};
 use crate::types::{LogId, NodeId, Raft, RaftMetrics};
 use crate::util::ReleaseProbe;
 use openraft::error::{CheckIsLeaderError, ClientWriteError, RaftError};
@@ -289,11 +289,15 @@ impl RaftNode {
         }
         let timer_stats = Arc::new(TimerStats::default());
         tasks.push(tokio::spawn(run_timers(
-            raft.clone(),
-            config.id,
-            config.tuning.reclaim_interval_ms,
-            config.tuning.expire_interval_ms,
-            timer_stats.clone(),
+            Timers {
+                raft: raft.clone(),
+                id: config.id,
+                state: state.clone(),
+                reclaim_ms: config.tuning.reclaim_interval_ms,
+                expire_ms: config.tuning.expire_interval_ms,
+                retention_ms: config.tuning.retention_interval_ms,
+                stats: timer_stats.clone(),
+            },
             stop_rx,
         )));
 

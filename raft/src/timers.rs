@@ -1,15 +1,24 @@
-//! Leader-only housekeeping: periodic `ReclaimExpired` and `ExpireRecords` proposals.
+//! Leader-only housekeeping: periodic `ReclaimExpired`, `ExpireRecords` and retention purges.
 //!
 //! Time-driven changes cannot happen inside the deterministic state machine (it has no clock),
 //! so the leader proposes them as ordinary commands stamped with its wall clock (`now_ms`); every
 //! replica then applies them identically. Followers skip their ticks: only a node whose metrics
 //! say it is the leader proposes, so there is one proposal per tick cluster-wide (a stale leader
 //! that still believes it leads is refused by Raft and counted as a failure).
+//!
+//! Retention: the replicated config's `retention` section gives ages (`message_bodies_ms`,
+//! `dead_letters_ms`, `state_ms`); the purge commands take an absolute cutoff time. On each
+//! retention tick the leader reads the current config from its own state and proposes one purge
+//! per period that is set, with `older_than = now - period`. A period that is `None` (or 0) means
+//! keep forever, and nothing is proposed for it.
 
+use crate::sm_adapter::StateHandle;
 use crate::types::{NodeId, Raft};
 use crate::util::now_ms;
 use openraft::ServerState;
-use raftlane_statemachine::command::{Command, Envelope};
+use raftlane_statemachine::command::{Command, Envelope, Outcome, Response};
+use raftlane_statemachine::config::RetentionConfig;
+use raftlane_statemachine::ids::Millis;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,10 +31,30 @@ pub const TIMER_ACTOR: &str = "raftlane:timer";
 /// Counters of the timer task.
 #[derive(Debug, Default)]
 pub struct TimerStats {
-    /// Proposals committed.
+    /// Proposals committed (all kinds, retention purges included).
     pub proposals: AtomicU64,
     /// Proposals refused or failed (lost leadership, shutting down).
     pub failures: AtomicU64,
+    /// Retention ticks handled while leading (whether or not anything was set to purge), so a
+    /// test can wait for ticks to have happened instead of sleeping.
+    pub retention_ticks: AtomicU64,
+    /// Retention purge commands committed.
+    pub retention_purges: AtomicU64,
+    /// Items the committed retention purges reported (`Outcome::Count`): messages blanked,
+    /// dead letters blanked, state entries deleted.
+    pub retention_purged: AtomicU64,
+}
+
+/// What the timer task needs; built by the node at start.
+pub(crate) struct Timers {
+    pub(crate) raft: Raft,
+    pub(crate) id: NodeId,
+    /// The local state, to read the retention section of the replicated config.
+    pub(crate) state: StateHandle,
+    pub(crate) reclaim_ms: u64,
+    pub(crate) expire_ms: u64,
+    pub(crate) retention_ms: u64,
+    pub(crate) stats: Arc<TimerStats>,
 }
 
 fn interval(ms: u64) -> Option<Interval> {
@@ -54,37 +83,117 @@ fn is_leader(raft: &Raft, id: NodeId) -> bool {
     m.state == ServerState::Leader && m.current_leader == Some(id)
 }
 
-async fn propose(raft: &Raft, id: NodeId, command: Command, stats: &TimerStats) {
+/// Propose `command` if this node leads; returns the state machine's response once committed.
+async fn propose(
+    raft: &Raft,
+    id: NodeId,
+    command: Command,
+    stats: &TimerStats,
+) -> Option<Response> {
     if !is_leader(raft, id) {
-        return;
+        return None;
     }
     let name = command.name();
     match raft
         .client_write(Envelope::new(now_ms(), TIMER_ACTOR, command))
         .await
     {
-        Ok(_) => {
+        Ok(resp) => {
             stats.proposals.fetch_add(1, Ordering::Relaxed);
+            Some(resp.data)
         }
         Err(e) => {
             stats.failures.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(command = name, error = %e, "timer proposal failed");
+            None
+        }
+    }
+}
+
+/// The purge commands the retention section asks for at `now`: one per period that is set and
+/// non-zero, with the period turned into an absolute cutoff (`older_than = now - period`, the
+/// form the state machine takes). Unset periods mean "keep forever" and yield nothing.
+pub fn retention_commands(retention: &RetentionConfig, now: Millis) -> Vec<Command> {
+    let cutoff = |period: Option<u64>| period.filter(|p| *p > 0).map(|p| now.saturating_sub(p));
+    let mut commands = Vec::new();
+    if let Some(older_than) = cutoff(retention.message_bodies_ms) {
+        commands.push(Command::PurgeMessageBodies { older_than });
+    }
+    if let Some(older_than) = cutoff(retention.dead_letters_ms) {
+        commands.push(Command::PurgeDeadLetters { older_than });
+    }
+    if let Some(older_than) = cutoff(retention.state_ms) {
+        commands.push(Command::PurgeState { older_than });
+    }
+    commands
+}
+
+/// Read the retention section of the current config from the local state. On the blocking pool:
+/// the read takes the state's lock, which a large apply batch may hold for a while.
+async fn read_retention(state: &StateHandle) -> Result<RetentionConfig, String> {
+    let state = state.clone();
+    tokio::task::spawn_blocking(move || {
+        state
+            .read(|sm| sm.read().config().map(|v| v.doc.retention))
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}
+
+/// One retention tick: on the leader only, propose the purges the current config asks for and
+/// log what they purged.
+///
+/// The config is read from the leader's local state, which may trail the commit index by a few
+/// entries; a retention change then takes effect one tick later, which is harmless.
+async fn retention_tick(t: &Timers) {
+    if !is_leader(&t.raft, t.id) {
+        return;
+    }
+    t.stats.retention_ticks.fetch_add(1, Ordering::Relaxed);
+    let retention = match read_retention(&t.state).await {
+        Ok(r) => r,
+        Err(error) => {
+            tracing::warn!(id = t.id, %error, "retention: cannot read the config; no purge this tick");
+            return;
+        }
+    };
+    for command in retention_commands(&retention, now_ms()) {
+        // Debug form, e.g. `PurgeMessageBodies { older_than: 1733140000000 }`: kind and cutoff.
+        let what = format!("{command:?}");
+        let started = std::time::Instant::now();
+        let Some(response) = propose(&t.raft, t.id, command, &t.stats).await else {
+            // Lost leadership (or shutting down): the next leader's tick takes over.
+            return;
+        };
+        t.stats.retention_purges.fetch_add(1, Ordering::Relaxed);
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        match response {
+            Ok(Outcome::Count(n)) => {
+                t.stats.retention_purged.fetch_add(n, Ordering::Relaxed);
+                if n > 0 {
+                    tracing::info!(id = t.id, command = %what, purged = n, elapsed_ms, "retention purge");
+                } else {
+                    tracing::debug!(id = t.id, command = %what, elapsed_ms, "retention purge: nothing to purge");
+                }
+            }
+            Ok(other) => {
+                tracing::warn!(id = t.id, command = %what, outcome = ?other, "retention purge: unexpected outcome");
+            }
+            Err(rejection) => {
+                tracing::warn!(id = t.id, command = %what, %rejection, "retention purge rejected");
+            }
         }
     }
 }
 
 /// Run the timers until `stop` turns true (or its sender is dropped).
-pub(crate) async fn run_timers(
-    raft: Raft,
-    id: NodeId,
-    reclaim_ms: u64,
-    expire_ms: u64,
-    stats: Arc<TimerStats>,
-    mut stop: watch::Receiver<bool>,
-) {
-    let mut reclaim = interval(reclaim_ms);
-    let mut expire = interval(expire_ms);
-    if reclaim.is_none() && expire.is_none() {
+pub(crate) async fn run_timers(t: Timers, mut stop: watch::Receiver<bool>) {
+    let mut reclaim = interval(t.reclaim_ms);
+    let mut expire = interval(t.expire_ms);
+    let mut retention = interval(t.retention_ms);
+    if reclaim.is_none() && expire.is_none() && retention.is_none() {
         return;
     }
     loop {
@@ -94,8 +203,61 @@ pub(crate) async fn run_timers(
                     return;
                 }
             }
-            _ = tick(&mut reclaim) => propose(&raft, id, Command::ReclaimExpired { stage: None }, &stats).await,
-            _ = tick(&mut expire) => propose(&raft, id, Command::ExpireRecords, &stats).await,
+            _ = tick(&mut reclaim) => {
+                propose(&t.raft, t.id, Command::ReclaimExpired { stage: None }, &t.stats).await;
+            }
+            _ = tick(&mut expire) => {
+                propose(&t.raft, t.id, Command::ExpireRecords, &t.stats).await;
+            }
+            _ = tick(&mut retention) => retention_tick(&t).await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retention_commands_follow_the_config() {
+        let now = 1_000_000;
+        assert!(retention_commands(&RetentionConfig::default(), now).is_empty());
+        // Zero counts as unset, like the interval settings.
+        let zero = RetentionConfig {
+            message_bodies_ms: Some(0),
+            dead_letters_ms: Some(0),
+            state_ms: Some(0),
+            dedupe_window_ms: Some(5),
+        };
+        assert!(retention_commands(&zero, now).is_empty());
+        let all = RetentionConfig {
+            message_bodies_ms: Some(1_000),
+            dead_letters_ms: Some(20_000),
+            state_ms: Some(300_000),
+            dedupe_window_ms: None,
+        };
+        assert_eq!(
+            retention_commands(&all, now),
+            vec![
+                Command::PurgeMessageBodies {
+                    older_than: 999_000
+                },
+                Command::PurgeDeadLetters {
+                    older_than: 980_000
+                },
+                Command::PurgeState {
+                    older_than: 700_000
+                },
+            ]
+        );
+        let only_state = RetentionConfig {
+            state_ms: Some(2 * now),
+            ..RetentionConfig::default()
+        };
+        // A period longer than the clock saturates at 0: nothing is older than that.
+        assert_eq!(
+            retention_commands(&only_state, now),
+            vec![Command::PurgeState { older_than: 0 }]
+        );
     }
 }

@@ -12,38 +12,10 @@ use raftlane_raft::auth::{ClusterAuth, AUTH_HEADER};
 use raftlane_raft::network::{HttpNetwork, NetworkConfig};
 use raftlane_raft::types::Vote;
 use raftlane_raft::{now_ms, wire, ReadError, WriteError};
-use raftlane_statemachine::command::{Outcome, Response};
-use std::collections::{BTreeMap, BTreeSet};
+use raftlane_statemachine::command::Outcome;
+use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-
-/// Check that every acknowledged audit write is in `node`'s state, with the hash it was
-/// acknowledged with.
-fn assert_writes_present(node: &raftlane_raft::RaftNode, writes: &[(String, u64, Response)]) {
-    let rows = node
-        .read_local(|sm| sm.read().audit_list("default", 0, 1_000_000))
-        .unwrap()
-        .unwrap();
-    let by_seq: BTreeMap<u64, _> = rows.into_iter().map(|r| (r.seq, r)).collect();
-    for (tag, index, resp) in writes {
-        let Ok(Outcome::Audit { seq, hash }) = resp else {
-            panic!("write {tag} at {index} answered {resp:?}");
-        };
-        let row = by_seq.get(seq).unwrap_or_else(|| {
-            panic!(
-                "node {}: acknowledged write {tag} (seq {seq}) lost",
-                node.id()
-            )
-        });
-        assert_eq!(
-            &row.action,
-            tag,
-            "node {}: seq {seq} holds another write",
-            node.id()
-        );
-        assert_eq!(&hex::encode(row.hash), hash);
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn writes_reach_every_node_with_equal_digests() {

@@ -5,9 +5,10 @@
 
 #![allow(dead_code)]
 
+use futures::StreamExt;
 use raftlane_raft::types::RaftMetrics;
 use raftlane_raft::{now_ms, RaftNode, RaftNodeConfig, Tuning, WriteError};
-use raftlane_statemachine::command::{Command, Envelope, Response};
+use raftlane_statemachine::command::{Command, Envelope, Outcome, Response};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::PathBuf;
@@ -33,6 +34,7 @@ pub fn tuning() -> Tuning {
     Tuning {
         reclaim_interval_ms: 0,
         expire_interval_ms: 0,
+        retention_interval_ms: 0,
         heartbeat_ms: 200,
         election_timeout_min_ms: 1000,
         election_timeout_max_ms: 2000,
@@ -51,6 +53,34 @@ pub fn audit(tag: &str) -> Envelope {
             detail: None,
         },
     )
+}
+
+/// Check that every acknowledged audit write is in `node`'s state, with the hash it was
+/// acknowledged with.
+pub fn assert_writes_present(node: &RaftNode, writes: &[(String, u64, Response)]) {
+    let rows = node
+        .read_local(|sm| sm.read().audit_list("default", 0, usize::MAX))
+        .unwrap()
+        .unwrap();
+    let by_seq: BTreeMap<u64, _> = rows.into_iter().map(|r| (r.seq, r)).collect();
+    for (tag, index, resp) in writes {
+        let Ok(Outcome::Audit { seq, hash }) = resp else {
+            panic!("write {tag} at {index} answered {resp:?}");
+        };
+        let row = by_seq.get(seq).unwrap_or_else(|| {
+            panic!(
+                "node {}: acknowledged write {tag} (seq {seq}) lost",
+                node.id()
+            )
+        });
+        assert_eq!(
+            &row.action,
+            tag,
+            "node {}: seq {seq} holds another write",
+            node.id()
+        );
+        assert_eq!(&hex::encode(row.hash), hash);
+    }
 }
 
 /// Poll `cond` every 50 ms until it holds or `WAIT` passes.
@@ -109,7 +139,11 @@ async fn bind(addr: &str) -> tokio::net::TcpListener {
 impl TestCluster {
     /// Start voters `1..=n`, node 1 bootstrapping, and wait for a leader.
     pub async fn start(n: u64, tuning: Tuning) -> TestCluster {
-        let root = tempfile::tempdir().unwrap();
+        Self::start_in(n, tuning, tempfile::tempdir().unwrap()).await
+    }
+
+    /// Like [`Self::start`], with the nodes' data directories under `root`.
+    pub async fn start_in(n: u64, tuning: Tuning, root: TempDir) -> TestCluster {
         let mut c = TestCluster {
             root,
             tuning,
@@ -158,11 +192,26 @@ impl TestCluster {
     }
 
     pub async fn start_node_on(&mut self, id: u64, l: tokio::net::TcpListener) -> RaftNode {
-        let node = RaftNode::start_with_listener(self.config(id, false), l)
-            .await
-            .unwrap();
+        let cfg = self.config(id, false);
+        self.start_node_with(cfg, l).await
+    }
+
+    /// (Re)start a node from an explicit config (e.g. `bootstrap = true`) on listener `l`.
+    pub async fn start_node_with(
+        &mut self,
+        cfg: RaftNodeConfig,
+        l: tokio::net::TcpListener,
+    ) -> RaftNode {
+        let id = cfg.id;
+        let node = RaftNode::start_with_listener(cfg, l).await.unwrap();
         self.nodes.insert(id, node.clone());
         node
+    }
+
+    /// Rebind node `id`'s address (after it was stopped), to restart it with
+    /// [`Self::start_node_with`].
+    pub async fn rebind(&self, id: u64) -> tokio::net::TcpListener {
+        bind(&self.addrs[&id]).await
     }
 
     pub async fn stop_node(&mut self, id: u64) {
@@ -253,6 +302,44 @@ impl TestCluster {
             out.extend(futures::future::join_all(futs).await);
         }
         out
+    }
+
+    /// Write `n` audit rows as a stream with up to `concurrency` in flight (no waiting for a
+    /// whole chunk), so the leader always has proposals queued. Each write is its own log entry.
+    /// Logs progress at info every 10,000 writes.
+    pub async fn write_stream(
+        &self,
+        prefix: &str,
+        n: usize,
+        concurrency: usize,
+    ) -> Vec<(String, u64, Response)> {
+        let started = std::time::Instant::now();
+        let mut out = Vec::with_capacity(n);
+        let mut writes = futures::stream::iter(0..n)
+            .map(|i| async move {
+                let tag = format!("{prefix}-{i}");
+                let (index, resp) = self.write(audit(&tag)).await;
+                (tag, index, resp)
+            })
+            .buffer_unordered(concurrency.max(1));
+        while let Some(w) = writes.next().await {
+            out.push(w);
+            if out.len() % 10_000 == 0 {
+                tracing::info!(
+                    done = out.len(),
+                    of = n,
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "write_stream progress"
+                );
+            }
+        }
+        out
+    }
+
+    /// The leader's last log index (waits for an agreed leader).
+    pub async fn last_log_index(&self) -> u64 {
+        let leader = self.leader().await;
+        self.nodes[&leader].metrics().last_log_index.unwrap_or(0)
     }
 
     /// Wait until every running node has applied everything the leader has, then check that all
