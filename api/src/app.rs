@@ -167,7 +167,7 @@ pub fn api_routes() -> Vec<ApiRoute> {
         r("get", "/v1/state/{namespace}/{key}", "A transform-state entry", get(admin::state_entry)),
         r("put", "/v1/reference/{name}", "Replace a reference snapshot", put(admin::put_reference)),
         r("get", "/v1/reference/{name}", "A reference snapshot", get(admin::get_reference)),
-        r("post", "/v1/retention/purge", "Purge bodies, dead letters or state older than a time", post(admin::purge)),
+        r("post", "/v1/retention/purge", "Purge bodies, dead letters or state older than an age (older_than_ms)", post(admin::purge)),
         r("post", "/v1/approvals", "Request an approval", post(admin::create_approval)),
         r("get", "/v1/approvals/{id}", "An approval", get(admin::get_approval)),
         r("post", "/v1/approvals/{id}/decide", "Approve or reject (once, by another principal)", post(admin::decide_approval)),

@@ -1782,3 +1782,51 @@ async fn a_forwarded_maximal_write_fits_through_internal_propose() {
         .await;
     assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
 }
+
+/// `older_than_ms` of a purge is an age: a message seconds old survives an hour's purge and is
+/// blanked by a purge of everything older than now.
+#[tokio::test]
+async fn retention_purge_takes_an_age() {
+    let api = start().await;
+    let id = api.enqueue("lab", "MSH|secret body").await;
+    let item = api.claim_ingress("lab", 1).await.remove(0);
+    let r = api
+        .post(
+            &format!("/v1/rows/{}/dead", item["row_id"]),
+            json!({ "fence": item["fence"], "error": "poison" }),
+        )
+        .await;
+    ok(&r, 200);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+
+    let r = api
+        .post(
+            "/v1/retention/purge",
+            json!({ "kind": "bodies", "older_than_ms": 3_600_000 }),
+        )
+        .await;
+    ok(&r, 200);
+    assert_eq!(r.body["purged"], 0, "an hour's purge keeps a fresh message");
+    let r = api.get(&format!("/v1/messages/{id}")).await;
+    assert_eq!(r.body["message"]["raw"], "MSH|secret body");
+
+    let r = api
+        .post(
+            "/v1/retention/purge",
+            json!({ "kind": "bodies", "older_than_ms": 0 }),
+        )
+        .await;
+    ok(&r, 200);
+    assert_eq!(r.body["purged"], 1, "{}", r.text());
+    let r = api.get(&format!("/v1/messages/{id}")).await;
+    assert_eq!(r.body["message"]["raw"], "");
+    assert_eq!(r.body["message"]["purged"], true);
+
+    let r = api
+        .post(
+            "/v1/retention/purge",
+            json!({ "kind": "everything", "older_than_ms": 0 }),
+        )
+        .await;
+    api_error(&r, 400, "invalid", Some("kind"));
+}

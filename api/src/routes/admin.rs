@@ -106,6 +106,8 @@ pub async fn get_reference(
 #[serde(deny_unknown_fields)]
 pub struct PurgeBody {
     kind: String,
+    /// An age: purge what is older than this many ms. The handler turns it into the absolute
+    /// cutoff the state machine takes (`now − age`), since `apply` has no clock.
     older_than_ms: u64,
 }
 
@@ -115,16 +117,11 @@ pub async fn purge(
     JsonBody(b): JsonBody<PurgeBody>,
 ) -> ApiResult<Json<Value>> {
     caller.require(Permission::Operate)?;
+    let older_than = now_ms().saturating_sub(b.older_than_ms);
     let command = match b.kind.as_str() {
-        "bodies" => Command::PurgeMessageBodies {
-            older_than: b.older_than_ms,
-        },
-        "dead_letters" => Command::PurgeDeadLetters {
-            older_than: b.older_than_ms,
-        },
-        "state" => Command::PurgeState {
-            older_than: b.older_than_ms,
-        },
+        "bodies" => Command::PurgeMessageBodies { older_than },
+        "dead_letters" => Command::PurgeDeadLetters { older_than },
+        "state" => Command::PurgeState { older_than },
         other => {
             return Err(ApiError::invalid(
                 "kind",
