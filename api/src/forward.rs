@@ -25,38 +25,73 @@ const RETRY_WINDOW: Duration = Duration::from_secs(8);
 
 /// Propose `envelope` through the leader and return the applied response.
 pub async fn write(state: &AppState, envelope: Envelope) -> ApiResult<(u64, Response)> {
-    let started = Instant::now();
-    let mut pause = Duration::from_millis(50);
-    loop {
-        let attempt = match state.batcher.propose(envelope.clone()).await {
+    let settled = until_settled("write", Settles::Applied, || async {
+        match state.batcher.propose(envelope.clone()).await {
             Err(ProposeError::ForwardToLeader {
                 addr: Some(addr), ..
             }) => forward_propose(state, &addr, &envelope).await,
             other => other,
-        };
-        match attempt {
-            Ok((index, response)) => {
-                let (index, response) = match response {
-                    Ok(Outcome::Repeated { index, response }) => (index, *response),
-                    other => (index, other),
-                };
-                state
-                    .metrics
-                    .record_command(envelope.command.name(), response.is_ok());
-                return Ok((index, response));
-            }
-            Err(ProposeError::Fatal(m)) => return Err(ApiError::internal(m)),
-            Err(e @ ProposeError::Refused(_)) => return Err(ApiError::from(e)),
-            Err(e) => {
+        }
+    })
+    .await?;
+    let (index, response) = match settled? {
+        (_, Ok(Outcome::Repeated { index, response })) => (index, *response),
+        other => other,
+    };
+    state
+        .metrics
+        .record_command(envelope.command.name(), response.is_ok());
+    Ok((index, response))
+}
+
+/// Which errors end [`until_settled`]'s retries; every other one is retried.
+#[derive(Clone, Copy)]
+enum Settles {
+    /// Only a refusal or a fatal error: the call is safe to repeat even after an unknown
+    /// outcome (a write's request id, a read index).
+    Applied,
+    /// Also an unknown outcome, which the caller must not blindly repeat (a membership change
+    /// that timed out may still be under way).
+    Answered,
+}
+
+impl Settles {
+    fn is_final(self, e: &ProposeError) -> bool {
+        match e {
+            ProposeError::Fatal(_) | ProposeError::Refused(_) => true,
+            ProposeError::Unknown(_) => matches!(self, Settles::Answered),
+            ProposeError::ForwardToLeader { .. } | ProposeError::Unavailable(_) => false,
+        }
+    }
+}
+
+/// Run `attempt` until it succeeds or fails for good, retrying leader changes and unreachable
+/// leaders with a growing pause for at most [`RETRY_WINDOW`], after which the client gets 503
+/// (`Retry-After`). The one retry loop of writes, reads and membership changes.
+async fn until_settled<T, F, Fut>(
+    what: &str,
+    settles: Settles,
+    mut attempt: F,
+) -> ApiResult<Result<T, ProposeError>>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ProposeError>>,
+{
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(50);
+    loop {
+        match attempt().await {
+            Err(e) if !settles.is_final(&e) => {
                 if started.elapsed() + pause > RETRY_WINDOW {
                     return Err(ApiError::unavailable(format!(
-                        "no leader accepted the write: {e}"
+                        "no leader accepted the {what}: {e}"
                     )));
                 }
-                tracing::debug!(error = %e, "write not accepted yet; retrying");
+                tracing::debug!(error = %e, "{what} not accepted yet; retrying");
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(Duration::from_millis(500));
             }
+            settled => return Ok(settled),
         }
     }
 }
@@ -86,36 +121,21 @@ async fn forward_propose(
 /// Make the local state at least as new as the leader's commit at the time of the call.
 pub async fn linearize(state: &AppState) -> ApiResult<()> {
     let started = Instant::now();
-    let mut pause = Duration::from_millis(50);
-    loop {
+    let index = until_settled("linearizable read", Settles::Applied, || async {
         // The batcher shares one leadership confirmation among concurrent readers.
-        let index = match state.batcher.read_index().await {
+        match state.batcher.read_index().await {
             Err(ProposeError::ForwardToLeader {
                 addr: Some(addr), ..
             }) => remote_read_index(state, &addr).await,
             other => other,
-        };
-        match index {
-            Ok(index) => {
-                return state
-                    .backend
-                    .wait_applied(index, RETRY_WINDOW.saturating_sub(started.elapsed()))
-                    .await
-                    .map_err(ApiError::from);
-            }
-            Err(ProposeError::Fatal(m)) => return Err(ApiError::internal(m)),
-            Err(e @ ProposeError::Refused(_)) => return Err(ApiError::from(e)),
-            Err(e) => {
-                if started.elapsed() + pause > RETRY_WINDOW {
-                    return Err(ApiError::unavailable(format!(
-                        "cannot confirm a linearizable read: {e}"
-                    )));
-                }
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_millis(500));
-            }
         }
-    }
+    })
+    .await??;
+    state
+        .backend
+        .wait_applied(index, RETRY_WINDOW.saturating_sub(started.elapsed()))
+        .await
+        .map_err(ApiError::from)
 }
 
 async fn remote_read_index(state: &AppState, addr: &str) -> Result<u64, ProposeError> {
@@ -152,37 +172,24 @@ pub fn membership_timeout(peer_timeout: Duration) -> Duration {
 /// outcome is unknown (it timed out, e.g. a learner still catching up) is a 503 the client may
 /// check with `/v1/cluster`.
 pub async fn membership(state: &AppState, change: MembershipChange) -> ApiResult<()> {
-    let started = Instant::now();
-    let mut pause = Duration::from_millis(50);
-    loop {
-        let attempt = match change.clone().apply(state.backend.as_ref()).await {
+    let settled = until_settled("membership change", Settles::Answered, || async {
+        match change.clone().apply(state.backend.as_ref()).await {
             Err(ProposeError::ForwardToLeader {
                 addr: Some(addr), ..
             }) => forward_membership(state, &addr, &change).await,
             other => other,
-        };
-        match attempt {
-            Ok(()) => return Ok(()),
-            Err(ProposeError::Refused(m)) => {
-                return Err(ApiError::new(StatusCode::CONFLICT, "membership_refused", m))
-            }
-            Err(ProposeError::Fatal(m)) => return Err(ApiError::internal(m)),
-            Err(e @ ProposeError::Unknown(_)) => {
-                return Err(ApiError::unavailable(format!(
-                    "{e}; check /v1/cluster before retrying"
-                )))
-            }
-            Err(e) => {
-                if started.elapsed() + pause > RETRY_WINDOW {
-                    return Err(ApiError::unavailable(format!(
-                        "no leader accepted the membership change: {e}"
-                    )));
-                }
-                tracing::debug!(error = %e, "membership change not accepted yet; retrying");
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_millis(500));
-            }
         }
+    })
+    .await?;
+    match settled {
+        Ok(()) => Ok(()),
+        Err(ProposeError::Refused(m)) => {
+            Err(ApiError::new(StatusCode::CONFLICT, "membership_refused", m))
+        }
+        Err(e @ ProposeError::Unknown(_)) => Err(ApiError::unavailable(format!(
+            "{e}; check /v1/cluster before retrying"
+        ))),
+        Err(e) => Err(ApiError::from(e)),
     }
 }
 
