@@ -6,50 +6,28 @@
 mod support;
 
 use axum::http::Method;
-use raftlane_api::peer::PeerClient;
-use raftlane_api::{ApiConfig, LocalBackend};
 use serde_json::{json, Value};
-use std::sync::Arc;
-use std::time::Duration;
 
 const ADMIN: &str = "admin-secret";
 const TTL: u64 = 120_000;
 
-struct Api {
-    base: String,
-    http: PeerClient,
-}
+type Api = support::LocalApi;
 
 async fn start() -> Api {
-    let config = ApiConfig {
-        admin_token: ADMIN.into(),
-        cluster_secret: "cs".into(),
-        ..Default::default()
-    };
-    let addr = support::serve(Arc::new(LocalBackend::new()), &config).await;
-    Api {
-        base: format!("http://{addr}"),
-        http: PeerClient::new(Duration::from_secs(10)),
-    }
+    Api::start(ADMIN, "cs").await
 }
 
 impl Api {
-    /// A JSON call as admin; returns the status and the parsed body.
-    async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        support::call(&self.http, &self.base, ADMIN, method, path, body).await
-    }
-
     /// POST expecting 200 (201 for enqueues); returns the body.
     async fn post(&self, path: &str, body: Value) -> Value {
-        let (status, body) = self.call(Method::POST, path, Some(body)).await;
+        let (status, body) = self.admin_call(Method::POST, path, Some(body)).await;
         assert!(status == 200 || status == 201, "{path}: {status} {body}");
         body
     }
 
     /// `(last_applied, digest)`: changes with every applied command, even an empty claim.
-    async fn digest(&self) -> (u64, String) {
-        let (status, body) = self.call(Method::GET, "/v1/cluster/digest", None).await;
-        assert_eq!(status, 200, "{body}");
+    async fn applied_digest(&self) -> (u64, String) {
+        let body = self.digest().await;
         (
             body["last_applied"].as_u64().expect("last_applied"),
             body["digest"].as_str().expect("digest").to_string(),
@@ -85,7 +63,7 @@ impl Api {
 async fn empty_claims_are_answered_without_a_write() {
     let api = start().await;
     api.enqueue("other").await; // something in the state, in another lane and channel
-    let before = api.digest().await;
+    let before = api.applied_digest().await;
 
     let fifo = api.fifo_claim("outbound", "printer", "w").await;
     assert_eq!(fifo, json!({ "item": null, "reason": "empty" }));
@@ -97,23 +75,30 @@ async fn empty_claims_are_answered_without_a_write() {
     let ready = api.claim_ready("ingress", Some("feed")).await;
     assert_eq!(ready, json!({ "items": [] }));
 
-    assert_eq!(api.digest().await, before, "nothing may be proposed");
+    assert_eq!(
+        api.applied_digest().await,
+        before,
+        "nothing may be proposed"
+    );
 }
 
 #[tokio::test]
 async fn claims_that_find_work_are_still_proposed() {
     let api = start().await;
     api.enqueue("feed").await;
-    let before = api.digest().await;
+    let before = api.applied_digest().await;
     let ready = api.claim_ready("ingress", Some("feed")).await;
     assert_eq!(ready["items"].as_array().map(Vec::len), Some(1));
-    assert!(api.digest().await.0 > before.0, "the claim was applied");
+    assert!(
+        api.applied_digest().await.0 > before.0,
+        "the claim was applied"
+    );
 
     api.enqueue("orders").await;
-    let before = api.digest().await;
+    let before = api.applied_digest().await;
     let fifo = api.fifo_claim("ingress", "orders", "w").await;
     assert!(fifo["item"].is_object(), "the head is claimed: {fifo}");
-    assert!(api.digest().await.0 > before.0);
+    assert!(api.applied_digest().await.0 > before.0);
 }
 
 #[tokio::test]
@@ -135,7 +120,7 @@ async fn a_head_that_is_not_due_is_reported_without_a_write() {
     assert_eq!(failed["dead"], false, "{failed}");
     let due_at = failed["next_attempt_at"].as_u64().expect("next_attempt_at");
 
-    let before = api.digest().await;
+    let before = api.applied_digest().await;
     let fifo = api.fifo_claim("ingress", "feed", "w").await;
     assert_eq!(
         fifo,
@@ -143,7 +128,11 @@ async fn a_head_that_is_not_due_is_reported_without_a_write() {
     );
     let ready = api.claim_ready("ingress", None).await;
     assert_eq!(ready, json!({ "items": [] }));
-    assert_eq!(api.digest().await, before, "nothing may be proposed");
+    assert_eq!(
+        api.applied_digest().await,
+        before,
+        "nothing may be proposed"
+    );
 }
 
 #[tokio::test]
@@ -155,17 +144,17 @@ async fn a_lane_held_by_another_owner_or_with_a_row_out_is_arbitrated_by_a_write
     assert!(item.is_object(), "{claimed}");
 
     // A row is inflight: the state machine decides (here: busy, held by `a`).
-    let before = api.digest().await;
+    let before = api.applied_digest().await;
     let busy = api.fifo_claim("ingress", "feed", "b").await;
     assert_eq!(busy["reason"], "lane_busy", "{busy}");
     assert_eq!(busy["holder"], "a");
-    assert!(api.digest().await.0 > before.0, "proposed");
+    assert!(api.applied_digest().await.0 > before.0, "proposed");
     // Its own owner's poll is proposed too while the row is out (and hands the row back).
-    let before = api.digest().await;
+    let before = api.applied_digest().await;
     let own = api.fifo_claim("ingress", "feed", "a").await;
     assert_eq!(own["item"]["row_id"], item["row_id"], "{own}");
     assert_eq!(own["item"]["fence"], item["fence"], "{own}");
-    assert!(api.digest().await.0 > before.0, "proposed");
+    assert!(api.applied_digest().await.0 > before.0, "proposed");
 
     // Done: the lane is empty but `a` still holds its lease.
     api.post(
@@ -173,18 +162,18 @@ async fn a_lane_held_by_another_owner_or_with_a_row_out_is_arbitrated_by_a_write
         json!({ "fence": item["fence"] }),
     )
     .await;
-    let before = api.digest().await;
+    let before = api.applied_digest().await;
     let busy = api.fifo_claim("ingress", "feed", "b").await;
     assert_eq!(busy["reason"], "lane_busy", "{busy}");
     assert!(
-        api.digest().await.0 > before.0,
+        api.applied_digest().await.0 > before.0,
         "another owner's lease: proposed"
     );
-    let before = api.digest().await;
+    let before = api.applied_digest().await;
     let own = api.fifo_claim("ingress", "feed", "a").await;
     assert_eq!(own, json!({ "item": null, "reason": "empty" }));
     assert_eq!(
-        api.digest().await,
+        api.applied_digest().await,
         before,
         "the holder's idle poll: no write"
     );

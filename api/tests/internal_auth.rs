@@ -10,33 +10,18 @@ use axum::http::Method;
 use raftlane_api::app::{now_ms, SECRET_HEADER};
 use raftlane_api::backend::MembershipChange;
 use raftlane_api::internal::{signature, PATH_MEMBERSHIP, PATH_PROPOSE, PATH_READ_INDEX};
-use raftlane_api::peer::PeerClient;
-use raftlane_api::{ApiConfig, LocalBackend, ProposeError};
+use raftlane_api::ProposeError;
 use raftlane_raft::auth::{ClusterAuth, AUTH_HEADER};
 use raftlane_statemachine::{codec, Command, Envelope, Outcome, Response};
 use serde_json::Value;
-use std::sync::Arc;
-use std::time::Duration;
 
 const ADMIN: &str = "admin-secret";
 const SECRET: &str = "cluster-secret";
 
-struct Api {
-    base: String,
-    http: PeerClient,
-}
+type Api = support::LocalApi;
 
 async fn start() -> Api {
-    let config = ApiConfig {
-        admin_token: ADMIN.into(),
-        cluster_secret: SECRET.into(),
-        ..Default::default()
-    };
-    let addr = support::serve(Arc::new(LocalBackend::new()), &config).await;
-    Api {
-        base: format!("http://{addr}"),
-        http: PeerClient::new(Duration::from_secs(10)),
-    }
+    Api::start(ADMIN, SECRET).await
 }
 
 impl Api {
@@ -54,20 +39,6 @@ impl Api {
             .await
             .unwrap_or_else(|e| panic!("{path}: {e}"));
         (status.as_u16(), raw.to_vec())
-    }
-
-    async fn digest(&self) -> Value {
-        let (status, body) = support::call(
-            &self.http,
-            &self.base,
-            ADMIN,
-            Method::GET,
-            "/v1/cluster/digest",
-            None,
-        )
-        .await;
-        assert_eq!(status, 200, "{body}");
-        body
     }
 
     async fn audit_count(&self) -> u64 {

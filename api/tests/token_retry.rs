@@ -5,30 +5,14 @@
 mod support;
 
 use axum::http::Method;
-use raftlane_api::peer::PeerClient;
-use raftlane_api::{ApiConfig, LocalBackend};
 use serde_json::{json, Value};
-use std::sync::Arc;
-use std::time::Duration;
 
 const ADMIN: &str = "admin-secret";
 
-struct Api {
-    base: String,
-    http: PeerClient,
-}
+type Api = support::LocalApi;
 
 async fn start(cluster_secret: &str) -> Api {
-    let config = ApiConfig {
-        admin_token: ADMIN.into(),
-        cluster_secret: cluster_secret.into(),
-        ..Default::default()
-    };
-    let addr = support::serve(Arc::new(LocalBackend::new()), &config).await;
-    Api {
-        base: format!("http://{addr}"),
-        http: PeerClient::new(Duration::from_secs(10)),
-    }
+    Api::start(ADMIN, cluster_secret).await
 }
 
 impl Api {
@@ -64,21 +48,6 @@ impl Api {
         .await
         .0
     }
-
-    /// The state digest (a repeat is logged, so the applied index moves; the state does not).
-    async fn digest(&self) -> Value {
-        let (status, body) = support::call(
-            &self.http,
-            &self.base,
-            ADMIN,
-            Method::GET,
-            "/v1/cluster/digest",
-            None,
-        )
-        .await;
-        assert_eq!(status, 200, "{body}");
-        body["digest"].clone()
-    }
 }
 
 #[tokio::test]
@@ -89,7 +58,7 @@ async fn a_retried_token_creation_returns_the_stored_token() {
     assert_eq!(status, 201, "{first}");
     let token = first["token"].as_str().expect("a token").to_string();
     assert_eq!(api.works(&token).await, 200);
-    let after_first = api.digest().await;
+    let after_first = api.digest().await["digest"].clone();
 
     // The client did not see the answer and retries: same token, same index, nothing applied.
     let (status, retry) = api.create("mint-1", body).await;
@@ -97,7 +66,7 @@ async fn a_retried_token_creation_returns_the_stored_token() {
     assert_eq!(retry["token"], first["token"]);
     assert_eq!(retry["index"], first["index"]);
     assert_eq!(api.works(&token).await, 200);
-    assert_eq!(api.digest().await, after_first);
+    assert_eq!(api.digest().await["digest"].clone(), after_first);
 
     // The same Request-Id for another principal: the first answer would be replayed, but the
     // token of this request was never stored, so none is shown.
@@ -107,7 +76,7 @@ async fn a_retried_token_creation_returns_the_stored_token() {
     assert_eq!(status, 409, "{reused}");
     assert_eq!(reused["error"]["code"], "token_not_issued");
     assert!(reused["error"].get("token").is_none());
-    assert_eq!(api.digest().await, after_first);
+    assert_eq!(api.digest().await["digest"].clone(), after_first);
     // ...nor for the same principal with another role.
     let (status, reused) = api
         .create("mint-1", json!({ "name": "alice", "role": "admin" }))

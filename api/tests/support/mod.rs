@@ -60,3 +60,50 @@ pub async fn call(
         serde_json::from_slice(&raw).unwrap_or(Value::Null),
     )
 }
+
+/// The API over a fresh in-memory backend on loopback, with a raw HTTP client for it: what the
+/// smaller black-box files start from (`http.rs` keeps its own, richer one).
+#[allow(dead_code)] // each test file uses its own subset
+pub struct LocalApi {
+    /// `http://host:port`.
+    pub base: String,
+    pub http: raftlane_api::peer::PeerClient,
+    /// The bootstrap admin token the API was started with.
+    pub admin: String,
+}
+
+#[allow(dead_code)]
+impl LocalApi {
+    pub async fn start(admin_token: &str, cluster_secret: &str) -> Self {
+        let config = ApiConfig {
+            admin_token: admin_token.into(),
+            cluster_secret: cluster_secret.into(),
+            ..Default::default()
+        };
+        let addr = serve(Arc::new(raftlane_api::LocalBackend::new()), &config).await;
+        Self {
+            base: format!("http://{addr}"),
+            http: raftlane_api::peer::PeerClient::new(std::time::Duration::from_secs(10)),
+            admin: admin_token.into(),
+        }
+    }
+
+    /// A JSON call as admin: the status and the parsed body.
+    pub async fn admin_call(
+        &self,
+        method: axum::http::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        call(&self.http, &self.base, &self.admin, method, path, body).await
+    }
+
+    /// `GET /v1/cluster/digest` as admin (asserted 200): `{last_applied, digest}`.
+    pub async fn digest(&self) -> Value {
+        let (status, body) = self
+            .admin_call(axum::http::Method::GET, "/v1/cluster/digest", None)
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+}
