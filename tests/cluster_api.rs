@@ -3,9 +3,11 @@
 
 use hyper::Method;
 use raftlane_api::client::{Client, ClientError};
-use raftlane_tests::{TestCluster, ADMIN};
+use raftlane_tests::{Http, Reply, TestCluster, ADMIN};
 use serde_json::{json, Value};
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// A client pinned to a follower, so every write has to be forwarded.
 fn follower_client(cluster: &TestCluster, leader: u64) -> Client {
@@ -87,10 +89,14 @@ async fn fifo_order_with_two_competing_workers_and_a_stale_fence() {
     let cluster = TestCluster::start().await.unwrap();
     let c = cluster.client();
     // Ten messages, each handed straight to the outbound lane "billing" in enqueue order.
+    let mut message_ids = Vec::new();
     for n in 0..10 {
-        c.enqueue("orders", &format!("order-{n}"), None)
-            .await
-            .unwrap();
+        message_ids.push(
+            c.enqueue("orders", &format!("order-{n}"), None)
+                .await
+                .unwrap()
+                .message_id,
+        );
         let rows = c
             .claim_ready("ingress", 1, "router", 30_000, None)
             .await
@@ -139,25 +145,132 @@ async fn fifo_order_with_two_competing_workers_and_a_stale_fence() {
     assert_eq!(row["status"], "inflight");
     assert_eq!(row["claim"]["fence"].as_u64(), Some(again.fence.0));
 
-    // B drains the lane; completion order equals enqueue order.
+    // B finishes the head and gives the lane back; then both workers drain the lane at once.
     c.done(&again).await.unwrap();
-    let mut order = vec![again.payload.clone()];
-    loop {
-        let claim = c
-            .claim_fifo("outbound", "billing", "worker-b", 30_000)
-            .await
-            .unwrap();
-        let Some(item) = claim.item else { break };
-        c.done(&item).await.unwrap();
-        order.push(item.payload);
+    let release = |c: Client, owner: &'static str| async move {
+        c.request(
+            Method::POST,
+            "/v1/lanes/outbound/billing/release",
+            Some(json!({ "owner": owner })),
+        )
+        .await
+        .unwrap();
+    };
+    release(c.clone(), "worker-b").await;
+    // (payload, worker) in the order the rows were done: a worker records its row after `done`
+    // and before giving the lane back, and nobody can claim the next row before that.
+    let delivered = Arc::new(Mutex::new(vec![(again.payload.clone(), "worker-b")]));
+    let busy_answers = Arc::new(AtomicUsize::new(0));
+    // Both workers point at different nodes, so their claims race through Raft.
+    let mut workers = Vec::new();
+    for (i, owner) in ["worker-a", "worker-b"].into_iter().enumerate() {
+        let c = cluster.client().pinned(i);
+        let delivered = delivered.clone();
+        let busy_answers = busy_answers.clone();
+        workers.push(tokio::spawn(async move {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            loop {
+                assert!(
+                    Instant::now() < deadline,
+                    "{owner}: lane not drained in time"
+                );
+                let claim = c
+                    .claim_fifo("outbound", "billing", owner, 30_000)
+                    .await
+                    .unwrap();
+                match (claim.item, claim.reason.as_deref()) {
+                    (Some(item), _) => {
+                        c.done(&item).await.unwrap();
+                        delivered.lock().unwrap().push((item.payload, owner));
+                        release(c.clone(), owner).await;
+                        // Let the other worker win the next head now and then.
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    (None, Some("lane_busy")) => {
+                        busy_answers.fetch_add(1, Ordering::Relaxed);
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    (None, Some("empty")) if delivered.lock().unwrap().len() >= 10 => {
+                        // A claim of an empty lane may still take the lane lease (when it is
+                        // proposed rather than answered from a read): give it back too.
+                        release(c.clone(), owner).await;
+                        break;
+                    }
+                    (None, _) => tokio::time::sleep(Duration::from_millis(5)).await,
+                }
+            }
+        }));
     }
+    for w in workers {
+        w.await.unwrap();
+    }
+    let delivered = delivered.lock().unwrap().clone();
+    let order: Vec<&str> = delivered.iter().map(|(p, _)| p.as_str()).collect();
     let want: Vec<String> = (0..10).map(|n| n.to_string()).collect();
-    assert_eq!(order, want);
+    assert_eq!(
+        order, want,
+        "completion order across both workers: {delivered:?}"
+    );
+    for owner in ["worker-a", "worker-b"] {
+        assert!(
+            delivered[1..].iter().any(|(_, w)| *w == owner),
+            "{owner} took part in the drain: {delivered:?}"
+        );
+    }
+    assert!(
+        busy_answers.load(Ordering::Relaxed) > 0,
+        "the workers never contended for the lane"
+    );
+    // Each message was delivered exactly once: one done outbound row, one `delivered` event.
+    for id in message_ids {
+        let view = c.message(id).await.unwrap();
+        assert_eq!(view["message"]["status"], "processed", "{view}");
+        let delivered_events = view["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["event"] == "delivered")
+            .count();
+        assert_eq!(delivered_events, 1, "message {id}: {view}");
+        let outbound: Vec<&Value> = view["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["stage"] == "outbound")
+            .collect();
+        assert_eq!(outbound.len(), 1, "message {id}: {view}");
+        assert_eq!(outbound[0]["status"], "done", "message {id}: {view}");
+    }
     cluster.shutdown().await;
 }
 
+/// The message count and the row counts by stage and status (not the clock or applied index,
+/// which move with every write, the leader's timers included), read linearizably from `h`.
+async fn counts(h: &Http) -> Value {
+    let stats = h.get("/v1/stats", Some(ADMIN)).await;
+    let stats = stats.ok();
+    json!({ "messages": stats["messages"], "rows": stats["rows"] })
+}
+
+/// The first claimed item of a `POST /v1/claims` or `…/claim` answer: `(row id, fence)`.
+fn claimed(r: &Reply) -> (u64, u64) {
+    let v = r.ok();
+    let item = if v["items"].is_array() {
+        &v["items"][0]
+    } else {
+        &v["item"]
+    };
+    (
+        item["row_id"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no item in {r:?}")),
+        item["fence"].as_u64().unwrap(),
+    )
+}
+
+/// Every error status of the contract, each with its full JSON body, sent to a follower.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn idempotent_enqueue_and_error_statuses() {
+async fn idempotent_enqueue_and_every_error_status_with_its_json_body() {
     let cluster = TestCluster::start().await.unwrap();
     let c = cluster.client();
     let one = c.enqueue("adt", "A01", Some("key-1")).await.unwrap();
@@ -166,96 +279,824 @@ async fn idempotent_enqueue_and_error_statuses() {
     assert!(two.duplicate);
     assert_eq!(one.message_id, two.message_id);
 
-    // (That nothing is written by a refused request is checked on a single node in
-    // api/tests/http.rs: here the leader's timers keep proposing in the background.)
-    // 400: unknown stage, wrong type naming the field, empty/over-long names.
-    let e = c.claim_fifo("nowhere", "x", "w", 1000).await.unwrap_err();
-    assert_eq!(api_code(&e), (Some(400), Some("invalid")));
-    let e = c
-        .request(
+    let f = cluster.follower().await.unwrap();
+    let h = cluster.http(f);
+    let before = counts(&h).await;
+    assert_eq!(before["messages"], 1, "{before}");
+
+    // 400: malformed JSON, wrong types, unknown stage, empty and over-long names; the field
+    // named where there is one.
+    let enqueue = "/v1/channels/adt/messages";
+    let r = h
+        .send(
             Method::POST,
-            "/v1/claims",
-            Some(json!({ "stage": "ingress", "limit": 1, "owner": "w", "ttl_ms": "soon" })),
+            enqueue,
+            Some(ADMIN),
+            Some("application/json"),
+            br#"{"raw": "A02"#.to_vec(),
+            &[],
         )
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&e, ClientError::Api { status: 400, field: Some(f), .. } if f == "ttl_ms"),
-        "{e:?}"
-    );
+        .await;
+    r.assert_error(400, "invalid", Some("body"));
+    let r = h
+        .json(Method::POST, enqueue, ADMIN, &json!({ "raw": 5 }))
+        .await;
+    r.assert_error(400, "invalid", Some("raw"));
+    let r = h
+        .json(Method::POST, enqueue, ADMIN, &json!({ "raw": "" }))
+        .await;
+    r.assert_error(400, "invalid", Some("raw"));
     let long = "x".repeat(300);
-    let e = c.enqueue(&long, "raw", None).await.unwrap_err();
-    assert_eq!(api_code(&e), (Some(400), Some("invalid")));
-    // 401 and 403.
-    let e = c
-        .with_token("nope")
-        .enqueue("adt", "raw", None)
-        .await
-        .unwrap_err();
-    assert_eq!(e.status(), Some(401));
-    let viewer = c
-        .request(
+    let r = h
+        .json(
             Method::POST,
-            "/v1/tokens",
-            Some(json!({ "name": "v", "role": "viewer" })),
+            &format!("/v1/channels/{long}/messages"),
+            ADMIN,
+            &json!({ "raw": "A02" }),
         )
+        .await;
+    r.assert_error(400, "invalid", Some("channel"));
+    let claim = |body: Value| {
+        let h = h.clone();
+        async move { h.json(Method::POST, "/v1/claims", ADMIN, &body).await }
+    };
+    claim(json!({ "stage": "ingress", "limit": 1, "owner": "w", "ttl_ms": "soon" }))
         .await
+        .assert_error(400, "invalid", Some("ttl_ms"));
+    claim(json!({ "stage": "nowhere", "limit": 1, "owner": "w", "ttl_ms": 1000 }))
+        .await
+        .assert_error(400, "invalid", Some("stage"));
+    claim(json!({ "stage": "ingress", "limit": 1, "owner": "", "ttl_ms": 1000 }))
+        .await
+        .assert_error(400, "invalid", Some("owner"));
+    claim(json!({ "stage": "ingress", "limit": 1, "owner": long, "ttl_ms": 1000 }))
+        .await
+        .assert_error(400, "invalid", Some("owner"));
+    let r = h
+        .json(
+            Method::POST,
+            "/v1/lanes/nowhere/adt/claim",
+            ADMIN,
+            &json!({ "owner": "w", "ttl_ms": 1000 }),
+        )
+        .await;
+    r.assert_error(400, "invalid", Some("stage"));
+    let r = h
+        .send(
+            Method::PUT,
+            "/v1/config",
+            Some(ADMIN),
+            Some("application/json"),
+            b"{}".to_vec(),
+            &[],
+        )
+        .await;
+    r.assert_error(400, "invalid", Some("If-Match"));
+
+    // 401: no token, an unknown token, not a bearer token.
+    h.get("/v1/messages", None)
+        .await
+        .assert_error(401, "unauthorized", None);
+    h.json(Method::POST, enqueue, "nope", &json!({ "raw": "A02" }))
+        .await
+        .assert_error(401, "unauthorized", None);
+    h.send(
+        Method::GET,
+        "/v1/messages",
+        None,
+        None,
+        Vec::new(),
+        &[("authorization", format!("Basic {ADMIN}"))],
+    )
+    .await
+    .assert_error(401, "unauthorized", None);
+
+    // 403: outside the role.
+    let viewer = cluster.token("v", "viewer", None).await.unwrap();
+    let worker = cluster.token("w", "worker", None).await.unwrap();
+    h.json(Method::POST, enqueue, &viewer, &json!({ "raw": "A02" }))
+        .await
+        .assert_error(403, "forbidden", None);
+    h.json(
+        Method::POST,
+        "/v1/tokens",
+        &worker,
+        &json!({ "name": "x", "role": "admin" }),
+    )
+    .await
+    .assert_error(403, "forbidden", None);
+
+    // 413 over the body limit (64 KiB in the harness), JSON or raw.
+    let big = "x".repeat(100 * 1024);
+    h.json(Method::POST, enqueue, ADMIN, &json!({ "raw": big }))
+        .await
+        .assert_error(413, "too_large", None);
+    h.send(
+        Method::POST,
+        enqueue,
+        Some(ADMIN),
+        Some("text/plain"),
+        big.into_bytes(),
+        &[],
+    )
+    .await
+    .assert_error(413, "too_large", None);
+
+    // None of the refused requests wrote anything (the token creations are principals, not
+    // messages or rows).
+    assert_eq!(counts(&h).await, before);
+
+    // 404: an unknown message, config version, row; an unknown route is a 404 too, told
+    // apart by its message.
+    h.get("/v1/messages/999999", Some(ADMIN))
+        .await
+        .assert_error(404, "not_found", None);
+    h.get("/v1/config/versions/999999", Some(ADMIN))
+        .await
+        .assert_error(404, "not_found", None);
+    h.json(
+        Method::POST,
+        "/v1/rows/999999/done",
+        ADMIN,
+        &json!({ "fence": 1 }),
+    )
+    .await
+    .assert_error(404, "not_found", None);
+    let r = h.get("/v1/not-a-route", Some(ADMIN)).await;
+    r.assert_error(404, "not_found", None);
+    assert_eq!(r.message(), "no such route");
+
+    // 409: a stale fence, then a row in the wrong status.
+    let r = claim(json!({ "stage": "ingress", "limit": 1, "owner": "router", "ttl_ms": 30_000, "channel": "adt" })).await;
+    let (row, fence) = claimed(&r);
+    let action = |row: u64, action: &str, body: Value| {
+        let h = h.clone();
+        let path = format!("/v1/rows/{row}/{action}");
+        async move { h.json(Method::POST, &path, ADMIN, &body).await }
+    };
+    action(row, "route", json!({ "fence": fence + 1, "handlers": [] }))
+        .await
+        .assert_error(409, "stale_fence", None);
+    let r = action(
+        row,
+        "handoff",
+        json!({ "fence": fence, "deliveries": [{ "destination": "ehr", "payload": "p" }] }),
+    )
+    .await;
+    assert_eq!(r.ok()["applied"], true, "{r:?}");
+    let r = h
+        .json(
+            Method::POST,
+            "/v1/lanes/outbound/ehr/claim",
+            ADMIN,
+            &json!({ "owner": "sender", "ttl_ms": 30_000 }),
+        )
+        .await;
+    let (out_row, out_fence) = claimed(&r);
+    action(out_row, "done", json!({ "fence": out_fence }))
+        .await
+        .ok();
+    action(out_row, "done", json!({ "fence": out_fence }))
+        .await
+        .assert_error(409, "wrong_status", None);
+
+    // 412: a stale If-Match, with the current version in the body.
+    let version = h.get("/v1/config", Some(ADMIN)).await.ok()["version"]
+        .as_u64()
         .unwrap();
-    let e = c
-        .with_token(viewer["token"].as_str().unwrap())
-        .enqueue("adt", "raw", None)
-        .await
-        .unwrap_err();
-    assert_eq!(e.status(), Some(403));
-    // 404 and 409.
-    let e = c.message(999_999).await.unwrap_err();
-    assert_eq!(e.status(), Some(404));
-    // 412 with the current version.
-    let e = c.put_config(7, json!({})).await.unwrap_err();
-    assert_eq!(api_code(&e), (Some(412), Some("version_mismatch")));
-    // 413 over the body limit.
-    let e = c
-        .enqueue("adt", &"x".repeat(100 * 1024), None)
-        .await
-        .unwrap_err();
-    assert_eq!(e.status(), Some(413));
+    let put = |v: u64| {
+        let h = h.clone();
+        async move {
+            h.send(
+                Method::PUT,
+                "/v1/config",
+                Some(ADMIN),
+                Some("application/json"),
+                b"{}".to_vec(),
+                &[("if-match", v.to_string())],
+            )
+            .await
+        }
+    };
+    let current = put(version).await.ok()["version"].as_u64().unwrap();
+    assert!(current > version);
+    let r = put(version).await;
+    r.assert_error_with(412, "version_mismatch", None, &["current_version"]);
+    assert_eq!(r.json["error"]["current_version"].as_u64(), Some(current));
+    let now = h.get("/v1/config", Some(ADMIN)).await;
+    assert_eq!(now.ok()["version"].as_u64(), Some(current));
     cluster.shutdown().await;
 }
 
+/// With two of three nodes down no leader can be elected: a write and a linearizable read
+/// sent to the survivor answer 503 with `Retry-After` once the node's retry window is over.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn channel_scoped_worker_sees_only_its_channel() {
-    let cluster = TestCluster::start().await.unwrap();
-    let admin = cluster.client();
-    let t = admin
-        .request(
-            Method::POST,
-            "/v1/tokens",
-            Some(json!({ "name": "lab-worker", "role": "worker", "channels": ["lab"] })),
-        )
+async fn without_a_leader_writes_and_reads_answer_503_with_retry_after() {
+    let mut cluster = TestCluster::start().await.unwrap();
+    cluster
+        .client()
+        .enqueue("adt", "before", None)
         .await
         .unwrap();
-    let worker = admin.with_token(t["token"].as_str().unwrap());
-    admin.enqueue("adt", "not yours", None).await.unwrap();
-    // The token reached the follower's state through Raft before it is used there.
     cluster
         .wait_for_equal_digests(Duration::from_secs(20))
         .await
         .unwrap();
-    worker.enqueue("lab", "yours", None).await.unwrap();
-    let e = worker.enqueue("adt", "no", None).await.unwrap_err();
-    assert_eq!(e.status(), Some(403));
-    let list = worker
-        .request(Method::GET, "/v1/messages", None)
-        .await
-        .unwrap();
-    let channels: Vec<&str> = list["messages"]
+    let survivor = cluster.follower().await.unwrap();
+    for id in 1..=3 {
+        if id != survivor {
+            cluster.stop(id).await;
+        }
+    }
+    // The node retries for about 8 s (api/src/forward.rs) before it gives up.
+    let h = Http::new(
+        &cluster.addrs[cluster.index_of(survivor)],
+        Duration::from_secs(40),
+    );
+    let body = json!({ "raw": "after" });
+    let started = Instant::now();
+    let (write, read) = tokio::join!(
+        h.json(Method::POST, "/v1/channels/adt/messages", ADMIN, &body,),
+        h.get("/v1/messages", Some(ADMIN)),
+    );
+    let took = started.elapsed();
+    for r in [&write, &read] {
+        r.assert_error(503, "unavailable", None);
+        let retry_after = r
+            .headers
+            .get("retry-after")
+            .unwrap_or_else(|| panic!("no Retry-After: {r:?}"))
+            .to_str()
+            .unwrap();
+        let secs: u64 = retry_after.parse().expect("Retry-After in seconds");
+        assert!(secs >= 1, "Retry-After {secs}");
+    }
+    assert!(took < Duration::from_secs(30), "503 took {took:?}");
+    // The probes agree; a stale read still serves the local state.
+    let ready = h.get("/readyz", None).await;
+    assert_eq!(ready.status.as_u16(), 503, "{ready:?}");
+    assert_eq!(ready.json["ready"], false, "{ready:?}");
+    assert_eq!(h.get("/healthz", None).await.status.as_u16(), 200);
+    let stale = h.get("/v1/messages?consistency=stale", Some(ADMIN)).await;
+    let channels: Vec<&Value> = stale.ok()["messages"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| m["channel_id"].as_str().unwrap())
+        .map(|m| &m["channel_id"])
         .collect();
-    assert_eq!(channels, ["lab"]);
-    let _ = ADMIN;
+    assert_eq!(channels, [&json!("adt")], "{stale:?}");
+    cluster.shutdown().await;
+}
+
+/// What each role may do (api/src/auth.rs `role_allows`), and a channel-scoped token that can
+/// neither read nor touch another channel's messages. All requests go to a follower.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn roles_and_channel_scope() {
+    let cluster = TestCluster::start().await.unwrap();
+    let admin = cluster.client();
+    let h = cluster.http(cluster.follower().await.unwrap());
+    let operator = cluster.token("ops", "operator", None).await.unwrap();
+    let worker = cluster.token("w", "worker", None).await.unwrap();
+    let viewer = cluster.token("v", "viewer", None).await.unwrap();
+    let lab_worker = cluster
+        .token("lab-worker", "worker", Some(&["lab"][..]))
+        .await
+        .unwrap();
+    let lab_operator = cluster
+        .token("lab-ops", "operator", Some(&["lab"][..]))
+        .await
+        .unwrap();
+    let adt = admin
+        .enqueue("adt", "not yours", None)
+        .await
+        .unwrap()
+        .message_id;
+    let forbidden = |r: Reply| r.assert_error(403, "forbidden", None);
+    let post = |path: String, token: String, body: Value| {
+        let h = h.clone();
+        async move { h.json(Method::POST, &path, &token, &body).await }
+    };
+    let config_put = |token: String| {
+        let h = h.clone();
+        async move {
+            let v = h.get("/v1/config", Some(&token)).await.ok()["version"]
+                .as_u64()
+                .unwrap();
+            h.send(
+                Method::PUT,
+                "/v1/config",
+                Some(&token),
+                Some("application/json"),
+                b"{}".to_vec(),
+                &[("if-match", v.to_string())],
+            )
+            .await
+        }
+    };
+
+    // Operator: produce, work, read and operate...
+    let r = post(
+        "/v1/channels/ops/messages".into(),
+        operator.clone(),
+        json!({ "raw": "x" }),
+    )
+    .await;
+    let ops_message = r.ok()["message_id"].as_u64().unwrap();
+    h.get(&format!("/v1/messages/{adt}"), Some(&operator))
+        .await
+        .ok();
+    let r = post(
+        "/v1/claims".into(),
+        operator.clone(),
+        json!({ "stage": "ingress", "limit": 1, "owner": "op", "ttl_ms": 30_000, "channel": "ops" }),
+    )
+    .await;
+    let (row, fence) = claimed(&r);
+    post(
+        format!("/v1/rows/{row}/done"),
+        operator.clone(),
+        json!({ "fence": fence }),
+    )
+    .await
+    .ok();
+    config_put(operator.clone()).await.ok();
+    post(
+        "/v1/audit".into(),
+        operator.clone(),
+        json!({ "action": "ops-check" }),
+    )
+    .await
+    .ok();
+    let r = post(
+        format!("/v1/messages/{ops_message}/replay"),
+        operator.clone(),
+        json!({}),
+    )
+    .await;
+    assert_eq!(r.ok()["requeued"], 1, "{r:?}");
+    post(
+        "/v1/lanes/outbound/nowhere/cancel".into(),
+        operator.clone(),
+        json!({}),
+    )
+    .await
+    .ok();
+    post(
+        "/v1/dead-letters/replay".into(),
+        operator.clone(),
+        json!({}),
+    )
+    .await
+    .ok();
+    // ...but not administer principals, keys or membership.
+    forbidden(
+        post(
+            "/v1/tokens".into(),
+            operator.clone(),
+            json!({ "name": "x", "role": "admin" }),
+        )
+        .await,
+    );
+    forbidden(h.get("/v1/tokens", Some(&operator)).await);
+    forbidden(
+        h.send(
+            Method::DELETE,
+            "/v1/tokens/w",
+            Some(&operator),
+            None,
+            Vec::new(),
+            &[],
+        )
+        .await,
+    );
+    forbidden(
+        h.send(
+            Method::POST,
+            "/v1/keys/rotate",
+            Some(&operator),
+            None,
+            Vec::new(),
+            &[],
+        )
+        .await,
+    );
+    forbidden(
+        post(
+            "/v1/cluster/membership".into(),
+            operator.clone(),
+            json!({ "voters": [1, 2, 3] }),
+        )
+        .await,
+    );
+    forbidden(
+        post(
+            "/v1/cluster/learners".into(),
+            operator.clone(),
+            json!({ "id": 9, "addr": "127.0.0.1:9" }),
+        )
+        .await,
+    );
+    // The refused revocation revoked nothing.
+    h.get("/v1/stats", Some(&worker)).await.ok();
+
+    // Worker: produce, work and read, but not operate or administer.
+    post(
+        "/v1/channels/w/messages".into(),
+        worker.clone(),
+        json!({ "raw": "x" }),
+    )
+    .await
+    .ok();
+    forbidden(config_put(worker.clone()).await);
+    forbidden(
+        post(
+            format!("/v1/messages/{adt}/replay"),
+            worker.clone(),
+            json!({}),
+        )
+        .await,
+    );
+    forbidden(post("/v1/audit".into(), worker.clone(), json!({ "action": "w" })).await);
+    forbidden(
+        post(
+            "/v1/lanes/outbound/nowhere/cancel".into(),
+            worker.clone(),
+            json!({}),
+        )
+        .await,
+    );
+    forbidden(post("/v1/dead-letters/replay".into(), worker.clone(), json!({})).await);
+    forbidden(h.get("/v1/tokens", Some(&worker)).await);
+
+    // Viewer: read only.
+    h.get("/v1/stats", Some(&viewer)).await.ok();
+    h.get(&format!("/v1/messages/{adt}"), Some(&viewer))
+        .await
+        .ok();
+    forbidden(
+        post(
+            "/v1/channels/adt/messages".into(),
+            viewer.clone(),
+            json!({ "raw": "x" }),
+        )
+        .await,
+    );
+    forbidden(
+        post(
+            "/v1/claims".into(),
+            viewer.clone(),
+            json!({ "stage": "ingress", "limit": 1, "owner": "v", "ttl_ms": 1000 }),
+        )
+        .await,
+    );
+    forbidden(
+        post(
+            "/v1/lanes/ingress/adt/claim".into(),
+            viewer.clone(),
+            json!({ "owner": "v", "ttl_ms": 1000 }),
+        )
+        .await,
+    );
+    forbidden(
+        post(
+            "/v1/rows/1/done".into(),
+            viewer.clone(),
+            json!({ "fence": 1 }),
+        )
+        .await,
+    );
+    forbidden(config_put(viewer.clone()).await);
+
+    // Channel scope: the lab worker produces and reads in "lab" only.
+    let r = post(
+        "/v1/channels/lab/messages".into(),
+        lab_worker.clone(),
+        json!({ "raw": "yours" }),
+    )
+    .await;
+    let lab = r.ok()["message_id"].as_u64().unwrap();
+    forbidden(
+        post(
+            "/v1/channels/adt/messages".into(),
+            lab_worker.clone(),
+            json!({ "raw": "no" }),
+        )
+        .await,
+    );
+    // Lists are filtered to the scope; naming another channel is refused.
+    let list = h.get("/v1/messages", Some(&lab_worker)).await;
+    let seen: Vec<(u64, &str)> = list.ok()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (m["id"].as_u64().unwrap(), m["channel_id"].as_str().unwrap()))
+        .collect();
+    assert_eq!(seen, [(lab, "lab")], "{list:?}");
+    forbidden(h.get("/v1/messages?channel=adt", Some(&lab_worker)).await);
+    forbidden(
+        h.get("/v1/dead-letters?channel=adt", Some(&lab_worker))
+            .await,
+    );
+    forbidden(h.get("/v1/lanes/ingress/adt", Some(&lab_worker)).await);
+    // Another channel's message reads as missing (its existence is not disclosed).
+    h.get(&format!("/v1/messages/{adt}"), Some(&lab_worker))
+        .await
+        .assert_error(404, "not_found", None);
+    h.get(&format!("/v1/messages/{lab}"), Some(&lab_worker))
+        .await
+        .ok();
+    // Claims: never another channel's lane, nor every channel at once, nor a whole outbound lane.
+    forbidden(
+        post(
+            "/v1/lanes/ingress/adt/claim".into(),
+            lab_worker.clone(),
+            json!({ "owner": "lw", "ttl_ms": 30_000 }),
+        )
+        .await,
+    );
+    forbidden(
+        post(
+            "/v1/claims".into(),
+            lab_worker.clone(),
+            json!({ "stage": "ingress", "limit": 10, "owner": "lw", "ttl_ms": 30_000, "channel": "adt" }),
+        )
+        .await,
+    );
+    post(
+        "/v1/claims".into(),
+        lab_worker.clone(),
+        json!({ "stage": "ingress", "limit": 10, "owner": "lw", "ttl_ms": 30_000 }),
+    )
+    .await
+    .assert_error(400, "invalid", Some("channel"));
+    forbidden(
+        post(
+            "/v1/lanes/outbound/ehr/claim".into(),
+            lab_worker.clone(),
+            json!({ "owner": "lw", "ttl_ms": 30_000 }),
+        )
+        .await,
+    );
+    let r = post(
+        "/v1/claims".into(),
+        lab_worker.clone(),
+        json!({ "stage": "ingress", "limit": 10, "owner": "lw", "ttl_ms": 30_000, "channel": "lab" }),
+    )
+    .await;
+    let items = r.ok()["items"].as_array().unwrap().clone();
+    assert_eq!(items.len(), 1, "{r:?}");
+    assert_eq!(items[0]["message_id"].as_u64(), Some(lab));
+    // The other channel's claimed row cannot be acted on, even with its fence.
+    let adt_rows = admin
+        .claim_ready("ingress", 10, "router", 30_000, Some("adt"))
+        .await
+        .unwrap();
+    assert_eq!(adt_rows.len(), 1);
+    let adt_row = &adt_rows[0];
+    for (act, body) in [
+        ("route", json!({ "fence": adt_row.fence.0, "handlers": [] })),
+        ("done", json!({ "fence": adt_row.fence.0 })),
+        ("dead", json!({ "fence": adt_row.fence.0, "error": "x" })),
+    ] {
+        forbidden(
+            post(
+                format!("/v1/rows/{}/{act}", adt_row.row_id.0),
+                lab_worker.clone(),
+                body,
+            )
+            .await,
+        );
+    }
+    let view = admin.message(adt).await.unwrap();
+    assert_eq!(view["rows"][0]["status"], "inflight", "{view}");
+    assert_eq!(
+        view["rows"][0]["claim"]["fence"].as_u64(),
+        Some(adt_row.fence.0)
+    );
+    admin.done(adt_row).await.unwrap();
+    // A channel-scoped operator may not operate on another channel either.
+    forbidden(
+        post(
+            format!("/v1/messages/{adt}/replay"),
+            lab_operator.clone(),
+            json!({}),
+        )
+        .await,
+    );
+    forbidden(
+        post(
+            "/v1/dead-letters/replay".into(),
+            lab_operator.clone(),
+            json!({ "channel": "adt" }),
+        )
+        .await,
+    );
+    post(
+        "/v1/dead-letters/replay".into(),
+        lab_operator.clone(),
+        json!({}),
+    )
+    .await
+    .assert_error(400, "invalid", Some("channel"));
+    forbidden(
+        post(
+            "/v1/lanes/outbound/ehr/cancel".into(),
+            lab_operator.clone(),
+            json!({ "channel": "adt" }),
+        )
+        .await,
+    );
+    forbidden(
+        post(
+            "/v1/audit".into(),
+            lab_operator.clone(),
+            json!({ "action": "x", "channel": "adt" }),
+        )
+        .await,
+    );
+    cluster.shutdown().await;
+}
+
+/// A concrete path for a documented one: placeholders replaced by plausible values.
+fn fill(path: &str) -> String {
+    path.split('/')
+        .map(|seg| match seg {
+            "{id}" | "{v}" => "999999",
+            "{stage}" => "ingress",
+            "{action}" => "done",
+            s if s.starts_with('{') => "probe",
+            s => s,
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Whether `path` (possibly with placeholders) is an instance of the documented `template`.
+fn matches_template(template: &str, path: &str) -> bool {
+    let (t, p): (Vec<&str>, Vec<&str>) = (template.split('/').collect(), path.split('/').collect());
+    t.len() == p.len()
+        && t.iter()
+            .zip(&p)
+            .all(|(t, p)| t == p || (t.starts_with('{') && t.ends_with('}')))
+}
+
+/// The OpenAPI document a cluster node serves lists every route of the contract, and every
+/// operation it lists is mounted on the node (the router's fallback never answers).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn openapi_document_matches_the_routes_a_node_serves() {
+    let cluster = TestCluster::start().await.unwrap();
+    let h = cluster.http(cluster.follower().await.unwrap());
+    let r = h.get("/openapi.json", None).await;
+    let doc = r.ok().clone();
+    assert!(doc["openapi"].as_str().is_some_and(|v| v.starts_with("3.")));
+    let paths = doc["paths"].as_object().expect("paths");
+
+    // The contract's routes are all documented.
+    let mut contract: Vec<(&str, String)> = [
+        ("post", "/v1/channels/{channel}/messages"),
+        ("post", "/v1/lanes/{stage}/{name}/claim"),
+        ("get", "/v1/lanes/{stage}/{name}"),
+        ("post", "/v1/claims"),
+        ("post", "/v1/leases/renew"),
+        ("get", "/v1/messages"),
+        ("get", "/v1/messages/{id}"),
+        ("post", "/v1/messages/{id}/replay"),
+        ("get", "/v1/dead-letters"),
+        ("post", "/v1/dead-letters/replay"),
+        ("post", "/v1/lanes/outbound/{dest}/cancel"),
+        ("get", "/v1/stats"),
+        ("get", "/v1/config"),
+        ("get", "/v1/config/versions/{v}"),
+        ("put", "/v1/config"),
+        ("post", "/v1/audit"),
+        ("get", "/v1/audit"),
+        ("get", "/v1/audit/anchor"),
+        ("get", "/v1/audit/verify"),
+        ("get", "/v1/cluster"),
+        ("get", "/v1/cluster/digest"),
+        ("get", "/healthz"),
+        ("get", "/readyz"),
+        ("get", "/metrics"),
+    ]
+    .into_iter()
+    .map(|(m, p)| (m, p.to_string()))
+    .collect();
+    const ROW_ACTIONS: [&str; 7] = [
+        "route",
+        "handoff",
+        "transform",
+        "done",
+        "response",
+        "fail",
+        "dead",
+    ];
+    for a in ROW_ACTIONS {
+        contract.push(("post", format!("/v1/rows/{{id}}/{a}")));
+    }
+    for (method, path) in &contract {
+        let documented = paths
+            .iter()
+            .filter(|(template, _)| matches_template(template, path))
+            .find_map(|(template, item)| item.get(*method).map(|op| (template, op)));
+        let (template, op) =
+            documented.unwrap_or_else(|| panic!("{method} {path} is not in the document"));
+        if template.contains("{action}") {
+            let action = path.rsplit('/').next().unwrap();
+            assert!(
+                op["summary"].as_str().is_some_and(|s| s.contains(action)),
+                "{template} does not document the action {action}: {op}"
+            );
+        }
+    }
+
+    // The probe below tells the router's fallback from a handler's answer.
+    let r = h.get("/v1/not-a-route", Some(ADMIN)).await;
+    r.assert_error(404, "not_found", None);
+    assert_eq!(r.message(), "no such route");
+    h.send(Method::POST, "/healthz", None, None, Vec::new(), &[])
+        .await
+        .assert_error(405, "method_not_allowed", None);
+
+    // Every documented operation is mounted. Writes get a malformed JSON body, so the ones
+    // that parse one refuse it with 400 and write nothing.
+    let mut probed = 0;
+    for (path, item) in paths {
+        for method in item.as_object().expect("path item").keys() {
+            let m = Method::from_bytes(method.to_uppercase().as_bytes()).expect("method");
+            let concrete = fill(path);
+            let (ct, body) = if m == Method::GET || m == Method::DELETE {
+                (None, Vec::new())
+            } else {
+                (Some("application/json"), b"{".to_vec())
+            };
+            let r = h
+                .send(m.clone(), &concrete, Some(ADMIN), ct, body, &[])
+                .await;
+            let what = format!("{m} {concrete} (documented as {path})");
+            assert!(
+                !(r.status.as_u16() == 404 && r.message() == "no such route"),
+                "{what} hit the router fallback: {r:?}"
+            );
+            assert_ne!(
+                r.status.as_u16(),
+                405,
+                "{what} is not mounted for {m}: {r:?}"
+            );
+            assert!(
+                ![401, 403, 503].contains(&r.status.as_u16()),
+                "{what} refused the admin: {r:?}"
+            );
+            if r.status.as_u16() >= 400 {
+                let code = r.json["error"]["code"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string();
+                r.assert_error_with(
+                    r.status.as_u16(),
+                    &code,
+                    r.json["error"]["field"].as_str(),
+                    &[],
+                );
+            }
+            probed += 1;
+        }
+    }
+    assert!(
+        probed >= contract.len() - ROW_ACTIONS.len(),
+        "{probed} operations"
+    );
+    // Each row action the contract names is a known action (an unknown one is a 404): the
+    // malformed body is what gets refused.
+    for a in ROW_ACTIONS {
+        let r = h
+            .send(
+                Method::POST,
+                &format!("/v1/rows/999999/{a}"),
+                Some(ADMIN),
+                Some("application/json"),
+                b"{".to_vec(),
+                &[],
+            )
+            .await;
+        r.assert_error(400, "invalid", Some("body"));
+    }
+    let r = h
+        .json(Method::POST, "/v1/rows/999999/bogus", ADMIN, &json!({}))
+        .await;
+    r.assert_error(404, "not_found", None);
+    assert_ne!(r.message(), "no such route");
+    // The probe's malformed writes wrote no message and no row.
+    let after = counts(&h).await;
+    assert_eq!(after["messages"], 0, "{after}");
+    let rows: u64 = after["rows"]
+        .as_object()
+        .into_iter()
+        .flat_map(|stages| stages.values())
+        .filter_map(Value::as_object)
+        .flat_map(|by_status| by_status.values())
+        .filter_map(Value::as_u64)
+        .sum();
+    assert_eq!(rows, 0, "{after}");
     cluster.shutdown().await;
 }
 

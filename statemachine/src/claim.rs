@@ -180,8 +180,13 @@ pub(crate) fn claim_next_fifo(
 /// or backing off (`NotDue`). `None` whenever the claim could hand out a row or needs to look
 /// further (stranded rows, the owner's own claim): only the command can tell then.
 ///
-/// Read-only, for the API's idle polls: such a claim changes nothing but `owner`'s lane lease,
-/// which guards nothing while no row of the lane is out.
+/// Read-only, for the API's idle polls. Such a claim, proposed, would change nothing but take
+/// (or extend) `owner`'s lane lease (SPEC step 1), so answering it without a write differs in
+/// that alone: the poller does not become the lane's holder, and a row that arrives later may
+/// be claimed by another worker at once instead of after that lease. FIFO holds either way
+/// (one holder at a time, the head first). Which answer an idle poll gets depends on the node
+/// (the API takes this path only where a linearizable read confirms it, not under load), so
+/// a worker must not count on holding a lane it found empty: it keeps a lane by claiming it.
 pub(crate) fn idle_answer<S: Store + ?Sized>(
     txn: &Txn<'_, S>,
     lane: &LaneKey,
