@@ -548,6 +548,13 @@ async fn without_a_leader_writes_and_reads_answer_503_with_retry_after() {
     cluster.shutdown().await;
 }
 
+/// A POST of `body` to `path` with `token` is refused with 403 `forbidden`.
+async fn forbidden_post(h: &Http, path: &str, token: &str, body: Value) {
+    h.json(Method::POST, path, token, &body)
+        .await
+        .assert_error(403, "forbidden", None);
+}
+
 /// What each role may do (api/src/auth.rs `role_allows`), and a channel-scoped token that can
 /// neither read nor touch another channel's messages. All requests go to a follower.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -649,14 +656,13 @@ async fn roles_and_channel_scope() {
     .await
     .ok();
     // ...but not administer principals, keys or membership.
-    forbidden(
-        post(
-            "/v1/tokens".into(),
-            operator.clone(),
-            json!({ "name": "x", "role": "admin" }),
-        )
-        .await,
-    );
+    forbidden_post(
+        &h,
+        "/v1/tokens",
+        &operator,
+        json!({ "name": "x", "role": "admin" }),
+    )
+    .await;
     forbidden(h.get("/v1/tokens", Some(&operator)).await);
     forbidden(
         h.send(
@@ -680,22 +686,20 @@ async fn roles_and_channel_scope() {
         )
         .await,
     );
-    forbidden(
-        post(
-            "/v1/cluster/membership".into(),
-            operator.clone(),
-            json!({ "voters": [1, 2, 3] }),
-        )
-        .await,
-    );
-    forbidden(
-        post(
-            "/v1/cluster/learners".into(),
-            operator.clone(),
-            json!({ "id": 9, "addr": "127.0.0.1:9" }),
-        )
-        .await,
-    );
+    forbidden_post(
+        &h,
+        "/v1/cluster/membership",
+        &operator,
+        json!({ "voters": [1, 2, 3] }),
+    )
+    .await;
+    forbidden_post(
+        &h,
+        "/v1/cluster/learners",
+        &operator,
+        json!({ "id": 9, "addr": "127.0.0.1:9" }),
+    )
+    .await;
     // The refused revocation revoked nothing.
     h.get("/v1/stats", Some(&worker)).await.ok();
 
@@ -708,24 +712,16 @@ async fn roles_and_channel_scope() {
     .await
     .ok();
     forbidden(config_put(worker.clone()).await);
-    forbidden(
-        post(
-            format!("/v1/messages/{adt}/replay"),
-            worker.clone(),
-            json!({}),
-        )
-        .await,
-    );
-    forbidden(post("/v1/audit".into(), worker.clone(), json!({ "action": "w" })).await);
-    forbidden(
-        post(
-            "/v1/lanes/outbound/nowhere/cancel".into(),
-            worker.clone(),
-            json!({}),
-        )
-        .await,
-    );
-    forbidden(post("/v1/dead-letters/replay".into(), worker.clone(), json!({})).await);
+    forbidden_post(
+        &h,
+        &format!("/v1/messages/{adt}/replay"),
+        &worker,
+        json!({}),
+    )
+    .await;
+    forbidden_post(&h, "/v1/audit", &worker, json!({ "action": "w" })).await;
+    forbidden_post(&h, "/v1/lanes/outbound/nowhere/cancel", &worker, json!({})).await;
+    forbidden_post(&h, "/v1/dead-letters/replay", &worker, json!({})).await;
     forbidden(h.get("/v1/tokens", Some(&worker)).await);
 
     // Viewer: read only.
@@ -733,38 +729,20 @@ async fn roles_and_channel_scope() {
     h.get(&format!("/v1/messages/{adt}"), Some(&viewer))
         .await
         .ok();
-    forbidden(
-        post(
-            "/v1/channels/adt/messages".into(),
-            viewer.clone(),
-            json!({ "raw": "x" }),
-        )
-        .await,
-    );
-    forbidden(
-        post(
-            "/v1/claims".into(),
-            viewer.clone(),
+    for (path, body) in [
+        ("/v1/channels/adt/messages", json!({ "raw": "x" })),
+        (
+            "/v1/claims",
             json!({ "stage": "ingress", "limit": 1, "owner": "v", "ttl_ms": 1000 }),
-        )
-        .await,
-    );
-    forbidden(
-        post(
-            "/v1/lanes/ingress/adt/claim".into(),
-            viewer.clone(),
+        ),
+        (
+            "/v1/lanes/ingress/adt/claim",
             json!({ "owner": "v", "ttl_ms": 1000 }),
-        )
-        .await,
-    );
-    forbidden(
-        post(
-            "/v1/rows/1/done".into(),
-            viewer.clone(),
-            json!({ "fence": 1 }),
-        )
-        .await,
-    );
+        ),
+        ("/v1/rows/1/done", json!({ "fence": 1 })),
+    ] {
+        forbidden_post(&h, path, &viewer, body).await;
+    }
     forbidden(config_put(viewer.clone()).await);
 
     // Channel scope: the lab worker produces and reads in "lab" only.
@@ -775,14 +753,13 @@ async fn roles_and_channel_scope() {
     )
     .await;
     let lab = r.ok()["message_id"].as_u64().unwrap();
-    forbidden(
-        post(
-            "/v1/channels/adt/messages".into(),
-            lab_worker.clone(),
-            json!({ "raw": "no" }),
-        )
-        .await,
-    );
+    forbidden_post(
+        &h,
+        "/v1/channels/adt/messages",
+        &lab_worker,
+        json!({ "raw": "no" }),
+    )
+    .await;
     // Lists are filtered to the scope; naming another channel is refused.
     let list = h.get("/v1/messages", Some(&lab_worker)).await;
     let seen: Vec<(u64, &str)> = list.ok()["messages"]
@@ -806,22 +783,14 @@ async fn roles_and_channel_scope() {
         .await
         .ok();
     // Claims: never another channel's lane, nor every channel at once, nor a whole outbound lane.
-    forbidden(
-        post(
-            "/v1/lanes/ingress/adt/claim".into(),
-            lab_worker.clone(),
-            json!({ "owner": "lw", "ttl_ms": 30_000 }),
-        )
-        .await,
-    );
-    forbidden(
-        post(
-            "/v1/claims".into(),
-            lab_worker.clone(),
-            json!({ "stage": "ingress", "limit": 10, "owner": "lw", "ttl_ms": 30_000, "channel": "adt" }),
-        )
-        .await,
-    );
+    forbidden_post(
+        &h,
+        "/v1/lanes/ingress/adt/claim",
+        &lab_worker,
+        json!({ "owner": "lw", "ttl_ms": 30_000 }),
+    )
+    .await;
+    forbidden_post(&h, "/v1/claims", &lab_worker, json!({ "stage": "ingress", "limit": 10, "owner": "lw", "ttl_ms": 30_000, "channel": "adt" })).await;
     post(
         "/v1/claims".into(),
         lab_worker.clone(),
@@ -829,14 +798,13 @@ async fn roles_and_channel_scope() {
     )
     .await
     .assert_error(400, "invalid", Some("channel"));
-    forbidden(
-        post(
-            "/v1/lanes/outbound/ehr/claim".into(),
-            lab_worker.clone(),
-            json!({ "owner": "lw", "ttl_ms": 30_000 }),
-        )
-        .await,
-    );
+    forbidden_post(
+        &h,
+        "/v1/lanes/outbound/ehr/claim",
+        &lab_worker,
+        json!({ "owner": "lw", "ttl_ms": 30_000 }),
+    )
+    .await;
     let r = post(
         "/v1/claims".into(),
         lab_worker.clone(),
@@ -858,14 +826,13 @@ async fn roles_and_channel_scope() {
         ("done", json!({ "fence": adt_row.fence.0 })),
         ("dead", json!({ "fence": adt_row.fence.0, "error": "x" })),
     ] {
-        forbidden(
-            post(
-                format!("/v1/rows/{}/{act}", adt_row.row_id.0),
-                lab_worker.clone(),
-                body,
-            )
-            .await,
-        );
+        forbidden_post(
+            &h,
+            &format!("/v1/rows/{}/{act}", adt_row.row_id.0),
+            &lab_worker,
+            body,
+        )
+        .await;
     }
     let view = admin.message(adt).await.unwrap();
     assert_eq!(view["rows"][0]["status"], "inflight", "{view}");
@@ -875,22 +842,20 @@ async fn roles_and_channel_scope() {
     );
     admin.done(adt_row).await.unwrap();
     // A channel-scoped operator may not operate on another channel either.
-    forbidden(
-        post(
-            format!("/v1/messages/{adt}/replay"),
-            lab_operator.clone(),
-            json!({}),
-        )
-        .await,
-    );
-    forbidden(
-        post(
-            "/v1/dead-letters/replay".into(),
-            lab_operator.clone(),
-            json!({ "channel": "adt" }),
-        )
-        .await,
-    );
+    forbidden_post(
+        &h,
+        &format!("/v1/messages/{adt}/replay"),
+        &lab_operator,
+        json!({}),
+    )
+    .await;
+    forbidden_post(
+        &h,
+        "/v1/dead-letters/replay",
+        &lab_operator,
+        json!({ "channel": "adt" }),
+    )
+    .await;
     post(
         "/v1/dead-letters/replay".into(),
         lab_operator.clone(),
@@ -898,22 +863,20 @@ async fn roles_and_channel_scope() {
     )
     .await
     .assert_error(400, "invalid", Some("channel"));
-    forbidden(
-        post(
-            "/v1/lanes/outbound/ehr/cancel".into(),
-            lab_operator.clone(),
-            json!({ "channel": "adt" }),
-        )
-        .await,
-    );
-    forbidden(
-        post(
-            "/v1/audit".into(),
-            lab_operator.clone(),
-            json!({ "action": "x", "channel": "adt" }),
-        )
-        .await,
-    );
+    forbidden_post(
+        &h,
+        "/v1/lanes/outbound/ehr/cancel",
+        &lab_operator,
+        json!({ "channel": "adt" }),
+    )
+    .await;
+    forbidden_post(
+        &h,
+        "/v1/audit",
+        &lab_operator,
+        json!({ "action": "x", "channel": "adt" }),
+    )
+    .await;
     cluster.shutdown().await;
 }
 
