@@ -74,6 +74,11 @@ pub(crate) fn set_status(
 }
 
 /// Append an event to a message's history.
+///
+/// Its number comes from the message's count in [`Table::EventCounts`]: a point read, where
+/// finding the last event by a reverse seek over the message's events built a RocksDB iterator
+/// over every memtable and level for each event (5.6 % of a saturated pipeline's CPU). A
+/// message without a count (one stored before the table existed) is numbered by that seek.
 pub(crate) fn event(
     cx: &mut Ctx<'_, '_>,
     message: MessageId,
@@ -82,27 +87,28 @@ pub(crate) fn event(
     detail: Option<String>,
 ) -> ApplyResult<()> {
     let prefix = key(message);
-    let next = match cx
-        .txn
-        .scan_prefix(Table::Events, &prefix, Direction::Reverse)?
-        .next()
-    {
-        Some(item) => read_u64(&item?.0, 8).map_or(0, |n| n + 1),
-        None => 0,
+    let next = match cx.txn.get::<u64>(Table::EventCounts, &prefix)? {
+        Some(count) => count,
+        None => match cx
+            .txn
+            .scan_prefix(Table::Events, &prefix, Direction::Reverse)?
+            .next()
+        {
+            Some(item) => read_u64(&item?.0, 8).map_or(0, |n| n + 1),
+            None => 0,
+        },
     };
     put_event(cx, message, next, kind, destination, detail);
     Ok(())
 }
 
-/// The first event of a message that the current command creates: number 0, without the
-/// reverse seek [`event`] numbers by. A new message has no events to find, and that seek is
-/// what grows with the store: it visits every SST file whose key range could hold the new
-/// message's prefix (measured at ~11 µs per enqueue with 1,000,000 messages queued, against
-/// ~4 µs with an empty store).
+/// The first event of a message that the current command creates: number 0, without reading
+/// its count (a new message has none).
 pub(crate) fn first_event(cx: &mut Ctx<'_, '_>, message: MessageId, kind: EventKind) {
     put_event(cx, message, 0, kind, None, None);
 }
 
+/// Store event number `no` and the message's new count, `no + 1`.
 fn put_event(
     cx: &mut Ctx<'_, '_>,
     message: MessageId,
@@ -122,6 +128,7 @@ fn put_event(
         Key::new().u64(message.0).u64(no).build(),
         &event,
     );
+    cx.txn.put(Table::EventCounts, key(message), &(no + 1));
 }
 
 pub(crate) fn events<S: Store + ?Sized>(

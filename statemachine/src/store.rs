@@ -60,10 +60,13 @@ pub enum Table {
     Requests,
     /// expires_at ‖ actor ‖ request id → () : remembered answers by expiry.
     RequestExpiry,
+    /// message id → u64: how many events the message has, i.e. the next event's number
+    /// (see `messages::event`). Last, so that the tags of the tables before it stay put.
+    EventCounts,
 }
 
 impl Table {
-    pub const ALL: [Table; 26] = [
+    pub const ALL: [Table; 27] = [
         Table::Meta,
         Table::Messages,
         Table::Rows,
@@ -90,6 +93,7 @@ impl Table {
         Table::IdempotencyExpiry,
         Table::Requests,
         Table::RequestExpiry,
+        Table::EventCounts,
     ];
 
     /// Column family name in RocksDB.
@@ -121,6 +125,7 @@ impl Table {
             Table::IdempotencyExpiry => "idempotency_expiry",
             Table::Requests => "requests",
             Table::RequestExpiry => "request_expiry",
+            Table::EventCounts => "event_counts",
         }
     }
 
