@@ -101,21 +101,8 @@ async fn forward_propose(
     addr: &str,
     envelope: &Envelope,
 ) -> Result<(u64, Response), ProposeError> {
-    let url = format!("{}{PATH_PROPOSE}", base_url(addr));
     let body = codec::encode(envelope);
-    let headers = signed_headers(state, PATH_PROPOSE, &body)?;
-    let (status, _, bytes) = state
-        .peer
-        .call(Method::POST, &url, &headers, body)
-        .await
-        .map_err(lost_or_unsent)?;
-    if !status.is_success() {
-        return Err(ProposeError::Unavailable(format!(
-            "leader answered {status}"
-        )));
-    }
-    codec::decode::<Result<(u64, Response), ProposeError>>(&bytes)
-        .map_err(|e| ProposeError::Unavailable(e.to_string()))?
+    call_leader(state, &state.peer, addr, PATH_PROPOSE, body).await
 }
 
 /// Make the local state at least as new as the leader's commit at the time of the call.
@@ -198,11 +185,22 @@ async fn forward_membership(
     addr: &str,
     change: &MembershipChange,
 ) -> Result<(), ProposeError> {
-    let url = format!("{}{PATH_MEMBERSHIP}", base_url(addr));
     let body = codec::encode(change);
-    let headers = signed_headers(state, PATH_MEMBERSHIP, &body)?;
-    let (status, _, bytes) = state
-        .membership_peer
+    call_leader(state, &state.membership_peer, addr, PATH_MEMBERSHIP, body).await
+}
+
+/// POST `body` to the leader's internal `path`, signed, and decode the leader's own answer
+/// (`Result<T, ProposeError>`, as the local call would have returned it).
+async fn call_leader<T: serde::de::DeserializeOwned>(
+    state: &AppState,
+    peer: &crate::peer::PeerClient,
+    addr: &str,
+    path: &str,
+    body: Vec<u8>,
+) -> Result<T, ProposeError> {
+    let url = format!("{}{path}", base_url(addr));
+    let headers = signed_headers(state, path, &body)?;
+    let (status, _, bytes) = peer
         .call(Method::POST, &url, &headers, body)
         .await
         .map_err(lost_or_unsent)?;
@@ -211,7 +209,7 @@ async fn forward_membership(
             "leader answered {status}"
         )));
     }
-    codec::decode::<Result<(), ProposeError>>(&bytes)
+    codec::decode::<Result<T, ProposeError>>(&bytes)
         .map_err(|e| ProposeError::Unavailable(e.to_string()))?
 }
 
