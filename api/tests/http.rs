@@ -1830,3 +1830,17 @@ async fn retention_purge_takes_an_age() {
         .await;
     api_error(&r, 400, "invalid", Some("kind"));
 }
+
+/// `/v1/stats` counts every channel, so a channel-scoped token may not read it.
+#[tokio::test]
+async fn stats_are_refused_to_a_channel_scoped_token() {
+    let api = start().await;
+    api.enqueue("adt", "not yours").await;
+    let scoped = api.token("lab-reader", "viewer", Some(&["lab"])).await;
+    let viewer = api.token("reader", "viewer", None).await;
+    let r = api.get_as(&scoped, "/v1/stats").await;
+    api_error(&r, 403, "forbidden", None);
+    let r = api.get_as(&viewer, "/v1/stats").await;
+    ok(&r, 200);
+    assert_eq!(r.body["messages"], 1);
+}

@@ -286,6 +286,13 @@ pub async fn stats(
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<Value>> {
     caller.require(Permission::Read)?;
+    // The counts span every channel: a channel-scoped token would learn the other channels'
+    // volumes from them.
+    if caller.scope().is_some() {
+        return Err(ApiError::forbidden(
+            "the stats count every channel; a channel-scoped token cannot read them",
+        ));
+    }
     let stats = read_state(&state, &opts, |r| Ok(r.stats())).await?;
     Ok(Json(
         serde_json::to_value(stats).map_err(|e| ApiError::internal(e.to_string()))?,
