@@ -16,10 +16,6 @@ use serde::de::DeserializeOwned;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The header that used to carry the cluster secret itself on node-to-node calls; such calls
-/// are now refused (they are signed instead, see [`crate::internal`]).
-pub use crate::internal::LEGACY_SECRET_HEADER as SECRET_HEADER;
-
 /// Settings of the HTTP layer.
 #[derive(Clone, Debug)]
 pub struct ApiConfig {

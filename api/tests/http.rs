@@ -10,8 +10,9 @@ mod support;
 
 use axum::http::{HeaderMap, Method, StatusCode};
 use bytes::Bytes;
-use raftlane_api::app::{api_routes, now_ms, SECRET_HEADER};
+use raftlane_api::app::{api_routes, now_ms};
 use raftlane_api::client::{Client, FifoClaim};
+use raftlane_api::internal::LEGACY_SECRET_HEADER;
 use raftlane_api::peer::PeerClient;
 use raftlane_api::{ApiConfig, LocalBackend, ProposeError};
 use raftlane_statemachine::{codec, ClaimedRow, Command, Envelope, Outcome, Response};
@@ -1672,8 +1673,8 @@ async fn internal_routes_need_the_cluster_secret() {
     );
     let body = codec::encode(&envelope);
     for headers in [
-        vec![(SECRET_HEADER, "wrong".to_string())],
-        vec![(SECRET_HEADER, String::new())],
+        vec![(LEGACY_SECRET_HEADER, "wrong".to_string())],
+        vec![(LEGACY_SECRET_HEADER, String::new())],
         vec![],
         // A client token is not the cluster secret.
         vec![("authorization", format!("Bearer {ADMIN}"))],

@@ -7,9 +7,11 @@
 mod support;
 
 use axum::http::Method;
-use raftlane_api::app::{now_ms, SECRET_HEADER};
+use raftlane_api::app::now_ms;
 use raftlane_api::backend::MembershipChange;
-use raftlane_api::internal::{signature, PATH_MEMBERSHIP, PATH_PROPOSE, PATH_READ_INDEX};
+use raftlane_api::internal::{
+    signature, LEGACY_SECRET_HEADER, PATH_MEMBERSHIP, PATH_PROPOSE, PATH_READ_INDEX,
+};
 use raftlane_api::ProposeError;
 use raftlane_raft::auth::{ClusterAuth, AUTH_HEADER};
 use raftlane_statemachine::{codec, Command, Envelope, Outcome, Response};
@@ -88,7 +90,10 @@ async fn internal_routes_refuse_anything_but_a_valid_signature() {
     let stale = now - 10 * 60 * 1000;
     let refused: Vec<(&str, Vec<(&str, String)>)> = vec![
         // The former scheme: the (correct) secret itself in a header.
-        ("plain secret", vec![(SECRET_HEADER, SECRET.to_string())]),
+        (
+            "plain secret",
+            vec![(LEGACY_SECRET_HEADER, SECRET.to_string())],
+        ),
         ("nothing", vec![]),
         (
             "wrong key",
@@ -110,7 +115,7 @@ async fn internal_routes_refuse_anything_but_a_valid_signature() {
         (
             "plain secret beside a wrong signature",
             vec![
-                (SECRET_HEADER, SECRET.to_string()),
+                (LEGACY_SECRET_HEADER, SECRET.to_string()),
                 (AUTH_HEADER, wrong_key.sign(PATH_PROPOSE, now, &body)),
             ],
         ),
@@ -122,7 +127,7 @@ async fn internal_routes_refuse_anything_but_a_valid_signature() {
         assert_unauthorized(status, &raw, what);
     }
     // The other internal routes too.
-    let plain = [(SECRET_HEADER, SECRET.to_string())];
+    let plain = [(LEGACY_SECRET_HEADER, SECRET.to_string())];
     let (status, raw) = api
         .send(Method::GET, PATH_READ_INDEX, &plain, Vec::new())
         .await;
