@@ -24,6 +24,18 @@ async fn wait_voters(c: &TestCluster, id: u64, want: &[u64]) {
     .await;
 }
 
+/// Every node of `members` sees exactly `members` as voters, and no longer knows node `gone`.
+async fn wait_gone(c: &TestCluster, members: &[u64], gone: u64) {
+    for &id in members {
+        wait_voters(c, id, members).await;
+        let membership = c.node(id).metrics().membership_config;
+        assert!(
+            membership.membership().get_node(&gone).is_none(),
+            "node {id} still knows node {gone}"
+        );
+    }
+}
+
 /// Learner 4 joins and catches up, is promoted to voter, then voter `x` (a follower) is
 /// removed; writes committed at every step survive on every final member, with equal digests.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -65,16 +77,7 @@ async fn add_learner_promote_then_remove_a_voter() {
         .expect("a follower among 1..3");
     c.node(leader).remove(x).await.unwrap();
     let members: Vec<u64> = [1, 2, 3, 4].into_iter().filter(|&id| id != x).collect();
-    for &id in &members {
-        wait_voters(&c, id, &members).await;
-        assert!(c
-            .node(id)
-            .metrics()
-            .membership_config
-            .membership()
-            .get_node(&x)
-            .is_none());
-    }
+    wait_gone(&c, &members, x).await;
     c.stop_node(x).await;
 
     writes.extend(c.write_many("after-remove", 20, 5).await);
@@ -213,16 +216,7 @@ async fn replace_a_dead_node() {
 
     let mut members = survivors.clone();
     members.push(4);
-    for &id in &members {
-        wait_voters(&c, id, &members).await;
-        assert!(c
-            .node(id)
-            .metrics()
-            .membership_config
-            .membership()
-            .get_node(&dead)
-            .is_none());
-    }
+    wait_gone(&c, &members, dead).await;
 
     writes.extend(c.write_many("replaced", 20, 5).await);
     let digest = c.converged_digest().await;
