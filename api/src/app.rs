@@ -27,6 +27,9 @@ pub struct ApiConfig {
     pub max_body_bytes: usize,
     /// Timeout of one node-to-node call.
     pub peer_timeout: Duration,
+    /// How long Raft may take to add a learner (the node's `Tuning::membership_timeout_ms`):
+    /// a forwarded membership change waits that long, plus a margin, for its answer.
+    pub membership_timeout: Duration,
     /// Encryption at rest (SPEC §9); `None` = off, values are stored as sent.
     pub keyring: Option<crate::crypto::Keyring>,
 }
@@ -38,6 +41,9 @@ impl Default for ApiConfig {
             cluster_secret: String::new(),
             max_body_bytes: 1024 * 1024,
             peer_timeout: Duration::from_secs(5),
+            membership_timeout: Duration::from_millis(
+                raftlane_raft::Tuning::default().membership_timeout_ms,
+            ),
             keyring: None,
         }
     }
@@ -77,6 +83,7 @@ impl AppState {
             peer: PeerClient::new(config.peer_timeout),
             membership_peer: PeerClient::new(crate::forward::membership_timeout(
                 config.peer_timeout,
+                config.membership_timeout,
             )),
             metrics: Metrics::default(),
             keyring: config.keyring.clone(),

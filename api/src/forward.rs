@@ -142,13 +142,16 @@ async fn remote_read_index(state: &AppState, addr: &str) -> Result<u64, ProposeE
         .map_err(|e| ProposeError::Unavailable(e.to_string()))?
 }
 
+/// What a forwarded membership change allows beyond Raft's own bound for the answer to travel
+/// back (the leader answers only after the change is committed).
+const MEMBERSHIP_ANSWER_MARGIN: Duration = Duration::from_secs(15);
+
 /// How long a forwarded membership change may take: adding a learner waits until it has
-/// caught up, which Raft bounds by `Tuning::membership_timeout_ms` (its default, as this layer
-/// does not see the node's tuning), plus a margin for the answer to arrive.
-pub fn membership_timeout(peer_timeout: Duration) -> Duration {
-    let raft_bound = Duration::from_millis(raftlane_raft::Tuning::default().membership_timeout_ms);
+/// caught up, which Raft bounds by `raft_bound` (the node's `Tuning::membership_timeout_ms`),
+/// plus a margin for the answer to arrive; never less than an ordinary node-to-node call.
+pub fn membership_timeout(peer_timeout: Duration, raft_bound: Duration) -> Duration {
     raft_bound
-        .saturating_add(Duration::from_secs(15))
+        .saturating_add(MEMBERSHIP_ANSWER_MARGIN)
         .max(peer_timeout)
 }
 
@@ -223,5 +226,29 @@ fn lost_or_unsent(e: crate::peer::PeerError) -> ProposeError {
         crate::peer::PeerError::Timeout => {
             ProposeError::Unknown("the leader did not answer in time".into())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn membership_timeout_follows_the_nodes_raft_bound() {
+        let peer = Duration::from_secs(10);
+        // A node tuned for slow catch-up waits longer than the default would allow.
+        assert_eq!(
+            membership_timeout(peer, Duration::from_secs(300)),
+            Duration::from_secs(315)
+        );
+        assert_eq!(
+            membership_timeout(peer, Duration::from_secs(60)),
+            Duration::from_secs(75)
+        );
+        // Never shorter than an ordinary node-to-node call.
+        assert_eq!(
+            membership_timeout(Duration::from_secs(40), Duration::from_secs(1)),
+            Duration::from_secs(40)
+        );
     }
 }

@@ -86,6 +86,7 @@ pub async fn start_on(opts: NodeOptions, listener: TcpListener) -> anyhow::Resul
         cluster_secret: opts.cluster_secret.clone(),
         max_body_bytes: opts.max_body_bytes,
         peer_timeout: Duration::from_secs(10),
+        membership_timeout: Duration::from_millis(opts.tuning.membership_timeout_ms),
         keyring: raftlane_api::crypto::Keyring::from_env().context("invalid RAFTLANE_KEYRING")?,
     };
     let state = AppState::new(Arc::new(RaftBackend::new(raft.clone())), &api_config);
