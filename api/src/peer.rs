@@ -70,11 +70,40 @@ impl PeerClient {
     }
 }
 
+/// Split a peer address into its scheme (`http://` unless it says `https://`) and its
+/// `host:port`, without a trailing `/`. The one place that reads an address: dialing a peer
+/// and checking a learner's address must agree on what the address means.
+pub fn split_scheme(addr: &str) -> (&'static str, &str) {
+    let (scheme, rest) = if let Some(rest) = addr.strip_prefix("https://") {
+        ("https://", rest)
+    } else if let Some(rest) = addr.strip_prefix("http://") {
+        ("http://", rest)
+    } else {
+        ("http://", addr)
+    };
+    (scheme, rest.trim_end_matches('/'))
+}
+
 /// `http://addr` unless the address already carries a scheme.
 pub fn base_url(addr: &str) -> String {
-    if addr.starts_with("http://") || addr.starts_with("https://") {
-        addr.trim_end_matches('/').to_string()
-    } else {
-        format!("http://{}", addr.trim_end_matches('/'))
+    let (scheme, hostport) = split_scheme(addr);
+    format!("{scheme}{hostport}")
+}
+
+#[cfg(test)]
+mod addresses_become_base_urls {
+    use super::*;
+
+    #[test]
+    fn a_bare_address_is_dialed_over_http() {
+        assert_eq!(split_scheme("n1:7001"), ("http://", "n1:7001"));
+        assert_eq!(base_url("n1:7001"), "http://n1:7001");
+    }
+
+    #[test]
+    fn a_given_scheme_is_kept_and_a_trailing_slash_dropped() {
+        assert_eq!(split_scheme("https://n2:7001/"), ("https://", "n2:7001"));
+        assert_eq!(base_url("http://n3:7001//"), "http://n3:7001");
+        assert_eq!(base_url("https://n2:7001"), "https://n2:7001");
     }
 }

@@ -92,11 +92,7 @@ fn check_addr(addr: &str) -> ApiResult<()> {
     if addr.len() > 255 || addr.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return bad("must be host:port (at most 255 characters, no spaces)");
     }
-    let hostport = addr
-        .strip_prefix("http://")
-        .or_else(|| addr.strip_prefix("https://"))
-        .unwrap_or(addr)
-        .trim_end_matches('/');
+    let (_, hostport) = crate::peer::split_scheme(addr);
     match hostport.rsplit_once(':') {
         Some((host, port)) if !host.is_empty() && !host.contains('/') => {
             match port.parse::<u16>() {
