@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install or check what building raftlane needs on a fresh Debian machine:
-# a Rust toolchain, and clang + libclang-dev for RocksDB's bindgen.
+# a Rust toolchain, clang + libclang-dev for RocksDB's bindgen, and curl + python3, which the
+# docker-compose test, the demo and the benchmark script use to talk to the cluster.
 # Sourced by scripts/test.sh and scripts/demo.sh; safe to run again.
 set -euo pipefail
 
@@ -9,11 +10,13 @@ command -v clang >/dev/null 2>&1 || missing+=(clang)
 if ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 && ! ls /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1; then
   missing+=(libclang-dev)
 fi
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
 if [ "${#missing[@]}" -gt 0 ]; then
-  echo "==> installing ${missing[*]} (needed to build RocksDB)"
+  echo "==> installing ${missing[*]} (needed to build RocksDB and to run the tests and the demo)"
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libclang-dev clang >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then
