@@ -1198,3 +1198,41 @@ async fn concurrent_writes_share_log_entries() {
         .unwrap();
     cluster.shutdown().await;
 }
+
+/// Writes sent to a follower reach the leader in shared calls (api/src/relay.rs), and every one
+/// is still acknowledged with its own answer and applied on every node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writes_through_a_follower_share_forwarding_calls() {
+    let cluster = TestCluster::start().await.unwrap();
+    let leader = cluster
+        .wait_for_leader(Duration::from_secs(30))
+        .await
+        .unwrap();
+    let c = follower_client(&cluster, leader);
+    let calls_before = metric(&c, "raftlane_forward_calls_total").await;
+    let writes_before = metric(&c, "raftlane_forwarded_writes_total").await;
+    let mut tasks = Vec::new();
+    for n in 0..300 {
+        let c = c.clone();
+        tasks.push(tokio::spawn(async move {
+            c.enqueue("adt", &format!("m{n}"), None).await
+        }));
+    }
+    let mut ids = std::collections::BTreeSet::new();
+    for t in tasks {
+        ids.insert(t.await.unwrap().unwrap().message_id);
+    }
+    assert_eq!(ids.len(), 300, "every write acknowledged with its own id");
+    let calls = metric(&c, "raftlane_forward_calls_total").await - calls_before;
+    let writes = metric(&c, "raftlane_forwarded_writes_total").await - writes_before;
+    assert!(writes >= 300.0, "{writes} writes forwarded, 300 sent");
+    assert!(
+        calls < 150.0,
+        "300 concurrent writes through a follower took {calls} calls to the leader"
+    );
+    cluster
+        .wait_for_equal_digests(Duration::from_secs(20))
+        .await
+        .unwrap();
+    cluster.shutdown().await;
+}

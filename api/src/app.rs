@@ -67,20 +67,25 @@ pub struct AppState {
     pub metrics: Metrics,
     /// Group commit of this node's proposals.
     pub batcher: crate::batch::Batcher,
+    /// Forwarded writes, batched per call to the leader (when this node does not lead).
+    pub relay: crate::relay::Relay,
     /// Encryption at rest: this node encrypts what it proposes and decrypts what it serves.
     pub keyring: Option<crate::crypto::Keyring>,
 }
 
 impl AppState {
     pub fn new(backend: Arc<dyn Backend>, config: &ApiConfig) -> Arc<Self> {
+        let peer = PeerClient::new(config.peer_timeout);
+        let cluster_auth = crate::internal::cluster_auth(&config.cluster_secret);
         Arc::new(Self {
             batcher: crate::batch::Batcher::start(backend.clone()),
+            relay: crate::relay::Relay::start(peer.clone(), cluster_auth.clone()),
             backend,
             admin_token_hash: auth::sha256_hex(&config.admin_token),
-            cluster_auth: crate::internal::cluster_auth(&config.cluster_secret),
+            cluster_auth,
             token_key: crate::routes::admin::token_key(&config.cluster_secret),
             max_body_bytes: config.max_body_bytes,
-            peer: PeerClient::new(config.peer_timeout),
+            peer,
             membership_peer: PeerClient::new(crate::forward::membership_timeout(
                 config.peer_timeout,
                 config.membership_timeout,
@@ -202,6 +207,12 @@ pub fn router(state: Arc<AppState>, extra: Router) -> Router {
     app.route(
         internal::PATH_PROPOSE,
         post(internal::propose).layer(DefaultBodyLimit::max(forward_limit)),
+    )
+    .route(
+        internal::PATH_PROPOSE_BATCH,
+        post(internal::propose_batch).layer(DefaultBodyLimit::max(
+            forward_limit.saturating_add(crate::relay::MAX_CALL_BYTES),
+        )),
     )
     .route(internal::PATH_READ_INDEX, get(internal::read_index))
     .route(internal::PATH_MEMBERSHIP, post(internal::membership))

@@ -1,8 +1,9 @@
 //! Any node accepts any request: writes go to the leader, linearizable reads wait for the
 //! leader's read index. This module is the only place that knows how.
 //!
-//! A write is proposed locally; if this node does not lead, the envelope is sent to the leader's
-//! `/internal/propose`, signed with the cluster secret ([`crate::internal`]). Leader changes, lost answers and
+//! A write is proposed locally; if this node does not lead, the envelope is sent to the leader
+//! with the other writes forwarded meanwhile ([`crate::relay`]), signed with the cluster secret
+//! ([`crate::internal`]). Leader changes, lost answers and
 //! dropped proposals are retried with the same envelope for a bounded time: its request id makes
 //! the retry exactly-once (an entry that did commit answers the retry with its first answer,
 //! [`Outcome::Repeated`], unwrapped here). After the window the client gets 503 with
@@ -14,9 +15,12 @@
 use crate::app::AppState;
 use crate::backend::{MembershipChange, ProposeError};
 use crate::error::{ApiError, ApiResult};
-use crate::internal::{signed_headers, PATH_MEMBERSHIP, PATH_PROPOSE, PATH_READ_INDEX};
+use crate::internal::{signed_headers, PATH_MEMBERSHIP, PATH_READ_INDEX};
 use crate::peer::base_url;
+use crate::peer::PeerClient;
+use bytes::Bytes;
 use hyper::{Method, StatusCode};
+use raftlane_raft::auth::ClusterAuth;
 use raftlane_statemachine::{codec, Envelope, Outcome, Response};
 use std::time::{Duration, Instant};
 
@@ -29,7 +33,7 @@ pub async fn write(state: &AppState, envelope: Envelope) -> ApiResult<(u64, Resp
         match state.batcher.propose(envelope.clone()).await {
             Err(ProposeError::ForwardToLeader {
                 addr: Some(addr), ..
-            }) => forward_propose(state, &addr, &envelope).await,
+            }) => state.relay.propose(&addr, envelope.clone()).await,
             other => other,
         }
     })
@@ -96,15 +100,6 @@ where
     }
 }
 
-async fn forward_propose(
-    state: &AppState,
-    addr: &str,
-    envelope: &Envelope,
-) -> Result<(u64, Response), ProposeError> {
-    let body = codec::encode(envelope);
-    call_leader(state, &state.peer, addr, PATH_PROPOSE, body).await
-}
-
 /// Make the local state at least as new as the leader's commit at the time of the call.
 pub async fn linearize(state: &AppState) -> ApiResult<()> {
     let started = Instant::now();
@@ -127,7 +122,7 @@ pub async fn linearize(state: &AppState) -> ApiResult<()> {
 
 async fn remote_read_index(state: &AppState, addr: &str) -> Result<u64, ProposeError> {
     let url = format!("{}{PATH_READ_INDEX}", base_url(addr));
-    let headers = signed_headers(state, PATH_READ_INDEX, &[])?;
+    let headers = signed_headers(state.cluster_auth.as_ref(), PATH_READ_INDEX, &[])?;
     let (status, _, bytes) = state
         .peer
         .call(Method::GET, &url, &headers, Vec::new())
@@ -189,30 +184,57 @@ async fn forward_membership(
     change: &MembershipChange,
 ) -> Result<(), ProposeError> {
     let body = codec::encode(change);
-    call_leader(state, &state.membership_peer, addr, PATH_MEMBERSHIP, body).await
+    call_leader(
+        &state.membership_peer,
+        state.cluster_auth.as_ref(),
+        addr,
+        PATH_MEMBERSHIP,
+        body,
+    )
+    .await
 }
 
 /// POST `body` to the leader's internal `path`, signed, and decode the leader's own answer
 /// (`Result<T, ProposeError>`, as the local call would have returned it).
-async fn call_leader<T: serde::de::DeserializeOwned>(
-    state: &AppState,
-    peer: &crate::peer::PeerClient,
+pub(crate) async fn call_leader<T: serde::de::DeserializeOwned>(
+    peer: &PeerClient,
+    auth: Option<&ClusterAuth>,
     addr: &str,
     path: &str,
     body: Vec<u8>,
 ) -> Result<T, ProposeError> {
+    let (status, bytes) = post_signed(peer, auth, addr, path, body).await?;
+    leader_answer(status, &bytes)
+}
+
+/// POST `body` to the leader's internal `path`, signed; the status and body of the answer.
+pub(crate) async fn post_signed(
+    peer: &PeerClient,
+    auth: Option<&ClusterAuth>,
+    addr: &str,
+    path: &str,
+    body: Vec<u8>,
+) -> Result<(StatusCode, Bytes), ProposeError> {
     let url = format!("{}{path}", base_url(addr));
-    let headers = signed_headers(state, path, &body)?;
+    let headers = signed_headers(auth, path, &body)?;
     let (status, _, bytes) = peer
         .call(Method::POST, &url, &headers, body)
         .await
         .map_err(lost_or_unsent)?;
+    Ok((status, bytes))
+}
+
+/// The leader's own answer (`Result<T, ProposeError>`) in a successful response.
+pub(crate) fn leader_answer<T: serde::de::DeserializeOwned>(
+    status: StatusCode,
+    bytes: &[u8],
+) -> Result<T, ProposeError> {
     if !status.is_success() {
         return Err(ProposeError::Unavailable(format!(
             "leader answered {status}"
         )));
     }
-    codec::decode::<Result<T, ProposeError>>(&bytes)
+    codec::decode::<Result<T, ProposeError>>(bytes)
         .map_err(|e| ProposeError::Unavailable(e.to_string()))?
 }
 

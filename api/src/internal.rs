@@ -1,6 +1,7 @@
 //! The node-to-node routes of the API (`/internal/...`) and how they are authenticated.
 //!
-//! A follower sends the leader the writes (`/internal/propose`), read-index requests
+//! A follower sends the leader the writes (`/internal/propose-batch`, or `/internal/propose` for
+//! one), read-index requests
 //! (`/internal/read-index`) and membership changes (`/internal/membership`) its clients made.
 //! These routes can write anything, so they are signed exactly like the Raft transport's RPCs,
 //! with [`ClusterAuth`]: `x-raftlane-auth: <ts>.<head MAC>.<body MAC>`, HMAC-SHA256s under the
@@ -30,8 +31,10 @@ use raftlane_raft::auth::{ClusterAuth, Verified, AUTH_HEADER};
 use raftlane_statemachine::{codec, Envelope};
 use std::sync::Arc;
 
-/// Where a follower forwards a write.
+/// Where a follower forwards a write (one envelope; what nodes before the batch route sent).
 pub const PATH_PROPOSE: &str = "/internal/propose";
+/// Where a follower forwards the writes gathered by its [`crate::relay`] (many envelopes).
+pub const PATH_PROPOSE_BATCH: &str = "/internal/propose-batch";
 /// Where a follower asks the leader for a read index.
 pub const PATH_READ_INDEX: &str = "/internal/read-index";
 /// Where a follower forwards a membership change (not a state-machine command, so it cannot
@@ -61,11 +64,11 @@ pub fn signature(auth: &ClusterAuth, path: &str, body: &[u8]) -> (&'static str, 
 
 /// Headers of a signed call from this node, or `Fatal` when it has no secret to sign with.
 pub(crate) fn signed_headers(
-    state: &AppState,
+    auth: Option<&ClusterAuth>,
     path: &str,
     body: &[u8],
 ) -> Result<Vec<(&'static str, String)>, ProposeError> {
-    let auth = state.cluster_auth.as_ref().ok_or_else(|| {
+    let auth = auth.ok_or_else(|| {
         ProposeError::Fatal("this node has no cluster secret: it cannot reach the leader".into())
     })?;
     Ok(vec![
@@ -124,6 +127,32 @@ pub async fn propose(State(state): State<Arc<AppState>>, req: Request) -> Respon
         Err(e) => return ApiError::invalid("body", e.to_string()).into_response(),
     };
     (StatusCode::OK, codec::encode(&result)).into_response()
+}
+
+/// `POST /internal/propose-batch`: propose a follower's forwarded envelopes here, each through
+/// this node's batcher as if its own client had sent it (so they share its log entries);
+/// answers the encoded `Result<Vec<Result<(u64, Response), ProposeError>>, ProposeError>`
+/// (always `Ok`: the outer result is the shape every internal answer has), one per envelope,
+/// in order.
+pub async fn propose_batch(State(state): State<Arc<AppState>>, req: Request) -> Response {
+    let body = match verified_body(&state, req, PATH_PROPOSE_BATCH).await {
+        Ok(b) => b,
+        Err(e) => return e.into_response(),
+    };
+    let envelopes = match codec::decode::<Vec<Envelope>>(&body) {
+        Ok(envelopes) => envelopes,
+        Err(e) => return ApiError::invalid("body", e.to_string()).into_response(),
+    };
+    if envelopes.is_empty() || envelopes.len() > crate::relay::MAX_ENVELOPES {
+        return ApiError::invalid(
+            "body",
+            format!("must hold 1 to {} envelopes", crate::relay::MAX_ENVELOPES),
+        )
+        .into_response();
+    }
+    let proposals = envelopes.into_iter().map(|e| state.batcher.propose(e));
+    let answers: Result<Vec<_>, ProposeError> = Ok(futures::future::join_all(proposals).await);
+    (StatusCode::OK, codec::encode(&answers)).into_response()
 }
 
 /// `GET /internal/read-index`: the leader's read index; answers the encoded

@@ -19,6 +19,7 @@ pub mod internal;
 pub mod metrics;
 pub mod openapi;
 pub mod peer;
+pub mod relay;
 pub mod request_id;
 pub mod routes;
 

@@ -1683,6 +1683,11 @@ async fn internal_routes_need_the_cluster_secret() {
             .send_raw(Method::POST, "/internal/propose", &headers, body.clone())
             .await;
         api_error(&r, 401, "unauthorized", None);
+        let batch = codec::encode(&vec![envelope.clone()]);
+        let r = api
+            .send_raw(Method::POST, "/internal/propose-batch", &headers, batch)
+            .await;
+        api_error(&r, 401, "unauthorized", None);
         let r = api
             .send_raw(Method::GET, "/internal/read-index", &headers, Vec::new())
             .await;
@@ -1782,6 +1787,71 @@ async fn a_forwarded_maximal_write_fits_through_internal_propose() {
         )
         .await;
     assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE);
+}
+
+/// A follower's batch of forwarded writes: each envelope is proposed and answered on its own,
+/// in order (one refused does not fail the others); an empty batch is refused whole.
+#[tokio::test]
+async fn internal_propose_batch_answers_each_envelope_in_order() {
+    let api = start().await;
+    let enqueue = |raw: &str| {
+        Envelope::new(
+            now_ms(),
+            "admin",
+            Command::EnqueueIngress {
+                channel: "orders".into(),
+                raw: raw.into(),
+                fields: Default::default(),
+                idempotency_key: None,
+            },
+        )
+    };
+    let refused = Envelope::new(
+        now_ms(),
+        "admin",
+        Command::EnqueueIngress {
+            channel: String::new(),
+            raw: "no channel".into(),
+            fields: Default::default(),
+            idempotency_key: None,
+        },
+    );
+    let body = codec::encode(&vec![enqueue("first"), refused, enqueue("second")]);
+    let path = "/internal/propose-batch";
+    let r = api
+        .send_raw(Method::POST, path, &signed(path, &body), body)
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text());
+    type Answer = Result<(u64, Response), ProposeError>;
+    let answers: Result<Vec<Answer>, ProposeError> = codec::decode(&r.raw).expect("decode");
+    let answers = answers.expect("the batch was taken");
+    assert_eq!(answers.len(), 3, "{answers:?}");
+    let id = |a: &Answer| match a {
+        Ok((_, Ok(Outcome::Enqueued { message_id, .. }))) => message_id.0,
+        other => panic!("not enqueued: {other:?}"),
+    };
+    assert!(
+        matches!(answers[1], Ok((_, Err(_)))),
+        "the empty channel is refused by the state machine: {:?}",
+        answers[1]
+    );
+    assert!(id(&answers[0]) < id(&answers[2]), "{answers:?}");
+    let r = api.get("/v1/messages?channel=orders").await;
+    let raws: Vec<&str> = r.body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["raw"].as_str())
+        .collect();
+    assert_eq!(raws.len(), 2, "{raws:?}");
+
+    let before = api.digest().await;
+    let empty = codec::encode(&Vec::<Envelope>::new());
+    let r = api
+        .send_raw(Method::POST, path, &signed(path, &empty), empty)
+        .await;
+    api_error(&r, 400, "invalid", Some("body"));
+    nothing_proposed(&api, &before, "an empty batch").await;
 }
 
 /// `older_than_ms` of a purge is an age: a message seconds old survives an hour's purge and is

@@ -133,6 +133,9 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> axum::response::Resp
             0.0
         },
     );
+    let (calls, writes) = state.relay.counts();
+    gauges.insert("raftlane_forward_calls_total".into(), calls as f64);
+    gauges.insert("raftlane_forwarded_writes_total".into(), writes as f64);
     if let Ok(stats) = backend::read(state.backend.as_ref(), |r| Ok(r.stats())) {
         gauges.insert("raftlane_messages_total".into(), stats.messages as f64);
         for (stage, by_status) in &stats.rows {
