@@ -9,12 +9,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A client pinned to a follower, so every write has to be forwarded.
-fn follower_client(cluster: &TestCluster, leader: u64) -> Client {
-    let follower = if leader == 1 { 2 } else { 1 };
-    cluster.client().pinned(cluster.index_of(follower))
-}
-
 fn api_code(e: &ClientError) -> (Option<u16>, Option<&str>) {
     (e.status(), e.code())
 }
@@ -22,11 +16,7 @@ fn api_code(e: &ClientError) -> (Option<u16>, Option<&str>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn full_pipeline_through_a_follower_ends_processed() {
     let cluster = TestCluster::start().await.unwrap();
-    let leader = cluster
-        .wait_for_leader(Duration::from_secs(30))
-        .await
-        .unwrap();
-    let c = follower_client(&cluster, leader);
+    let c = cluster.follower_client().await.unwrap();
 
     let m = c.enqueue("lab", "MSH|^~\\&|LAB|1", None).await.unwrap();
     assert!(!m.duplicate);
@@ -1166,26 +1156,30 @@ async fn metrics_show_where_memory_goes() {
     cluster.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn concurrent_writes_share_log_entries() {
-    let (cluster, c) = cluster_and_leader_client().await;
-    let before = metric(&c, "raftlane_log_entries_appended_total").await;
-    let mut tasks = Vec::new();
-    for n in 0..300 {
-        let c = c.clone();
-        tasks.push(tokio::spawn(async move {
-            c.enqueue("adt", &format!("m{n}"), None).await
-        }));
-    }
+/// Send `n` enqueues at once through `c`; each must be acknowledged with its own message id.
+async fn enqueue_concurrently(c: &Client, n: usize) {
+    let tasks: Vec<_> = (0..n)
+        .map(|i| {
+            let c = c.clone();
+            tokio::spawn(async move { c.enqueue("adt", &format!("m{i}"), None).await })
+        })
+        .collect();
     let mut ids = std::collections::BTreeSet::new();
     for t in tasks {
         ids.insert(t.await.unwrap().unwrap().message_id);
     }
     assert_eq!(
         ids.len(),
-        300,
+        n,
         "every write acknowledged with its own message id"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_writes_share_log_entries() {
+    let (cluster, c) = cluster_and_leader_client().await;
+    let before = metric(&c, "raftlane_log_entries_appended_total").await;
+    enqueue_concurrently(&c, 300).await;
     let after = metric(&c, "raftlane_log_entries_appended_total").await;
     let entries = after - before;
     assert!(
@@ -1204,25 +1198,10 @@ async fn concurrent_writes_share_log_entries() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_writes_through_a_follower_share_forwarding_calls() {
     let cluster = TestCluster::start().await.unwrap();
-    let leader = cluster
-        .wait_for_leader(Duration::from_secs(30))
-        .await
-        .unwrap();
-    let c = follower_client(&cluster, leader);
+    let c = cluster.follower_client().await.unwrap();
     let calls_before = metric(&c, "raftlane_forward_calls_total").await;
     let writes_before = metric(&c, "raftlane_forwarded_writes_total").await;
-    let mut tasks = Vec::new();
-    for n in 0..300 {
-        let c = c.clone();
-        tasks.push(tokio::spawn(async move {
-            c.enqueue("adt", &format!("m{n}"), None).await
-        }));
-    }
-    let mut ids = std::collections::BTreeSet::new();
-    for t in tasks {
-        ids.insert(t.await.unwrap().unwrap().message_id);
-    }
-    assert_eq!(ids.len(), 300, "every write acknowledged with its own id");
+    enqueue_concurrently(&c, 300).await;
     let calls = metric(&c, "raftlane_forward_calls_total").await - calls_before;
     let writes = metric(&c, "raftlane_forwarded_writes_total").await - writes_before;
     assert!(writes >= 300.0, "{writes} writes forwarded, 300 sent");

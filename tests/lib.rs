@@ -100,6 +100,12 @@ impl TestCluster {
             .ok_or_else(|| anyhow::anyhow!("no running follower"))
     }
 
+    /// A client pinned to a running follower, so every write it sends has to be forwarded.
+    pub async fn follower_client(&self) -> anyhow::Result<Client> {
+        let id = self.follower().await?;
+        Ok(self.client().pinned(self.index_of(id)))
+    }
+
     /// Raw HTTP to the node with `id`: every status, header and body as the server sent it.
     pub fn http(&self, id: u64) -> Http {
         Http::new(&self.addrs[self.index_of(id)], Duration::from_secs(30))

@@ -11,12 +11,6 @@ use raftlane_tests::{TestCluster, ADMIN, SECRET};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-/// A client pinned to a follower, so every write has to be forwarded.
-fn follower_client(cluster: &TestCluster, leader: u64) -> Client {
-    let follower = if leader == 1 { 2 } else { 1 };
-    cluster.client().pinned(cluster.index_of(follower))
-}
-
 /// Start a fourth node that is in no configuration yet (it does not bootstrap): it waits to be
 /// added as a learner.
 async fn start_fourth(dir: &std::path::Path) -> RunningNode {
@@ -80,11 +74,7 @@ fn api_error(e: &ClientError) -> (Option<u16>, Option<&str>, Option<&str>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn membership_changes_sent_to_a_follower_reach_the_leader() {
     let cluster = TestCluster::start().await.unwrap();
-    let leader = cluster
-        .wait_for_leader(Duration::from_secs(30))
-        .await
-        .unwrap();
-    let c = follower_client(&cluster, leader);
+    let c = cluster.follower_client().await.unwrap();
     let three = [(1, true), (2, true), (3, true)];
     assert_eq!(members(&c).await, three);
 
@@ -192,7 +182,7 @@ async fn a_token_creation_retried_on_another_node_returns_the_stored_token() {
         .wait_for_leader(Duration::from_secs(30))
         .await
         .unwrap();
-    let follower = follower_client(&cluster, leader);
+    let follower = cluster.follower_client().await.unwrap();
     let other = cluster.client().pinned(cluster.index_of(leader));
     let body = json!({ "name": "svc", "role": "viewer" });
 
