@@ -1179,8 +1179,13 @@ async fn enqueue_concurrently(c: &Client, n: usize) {
 async fn concurrent_writes_share_log_entries() {
     let (cluster, c) = cluster_and_leader_client().await;
     let before = metric(&c, "raftlane_log_entries_appended_total").await;
+    let synced_before = metric(&c, "raftlane_log_sync_seconds_total").await;
+    let applying_before = metric(&c, "raftlane_sm_apply_seconds_total").await;
     enqueue_concurrently(&c, 300).await;
     let after = metric(&c, "raftlane_log_entries_appended_total").await;
+    // The time the writes spent in fsync and in apply is counted, for the mean of each.
+    assert!(metric(&c, "raftlane_log_sync_seconds_total").await > synced_before);
+    assert!(metric(&c, "raftlane_sm_apply_seconds_total").await > applying_before);
     let entries = after - before;
     assert!(
         entries < 150.0,

@@ -134,7 +134,15 @@ impl Backend for RaftBackend {
             "raftlane_log_syncs_total".into(),
             log.syncs.load(Ordering::Relaxed) as f64,
         );
+        gauges.insert(
+            "raftlane_log_sync_seconds_total".into(),
+            log.sync_micros.load(Ordering::Relaxed) as f64 / 1e6,
+        );
         let sm = self.node.sm_stats();
+        gauges.insert(
+            "raftlane_sm_apply_seconds_total".into(),
+            sm.apply_micros.load(Ordering::Relaxed) as f64 / 1e6,
+        );
         gauges.insert(
             "raftlane_sm_apply_batches_total".into(),
             sm.apply_batches.load(Ordering::Relaxed) as f64,

@@ -33,6 +33,7 @@ use std::ops::{Bound, RangeBounds};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 const CF_LOGS: &str = "logs";
 const CF_META: &str = "meta";
@@ -43,6 +44,11 @@ const KEY_COMMITTED: &[u8] = b"committed";
 /// worth of log (16 MiB), so this is the disk they hold.
 const WAL_FILES_RECYCLED: usize = 4;
 
+/// Whole microseconds since `started` (saturating; a metric, never part of the state).
+pub(crate) fn micros_since(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
+
 /// Counters that make the log's I/O behaviour observable (tests assert group commit with them).
 #[derive(Debug, Default)]
 pub struct LogStats {
@@ -52,6 +58,9 @@ pub struct LogStats {
     pub appends: AtomicU64,
     /// Entries written by `append`.
     pub entries: AtomicU64,
+    /// Microseconds spent in synced writes, fsync included: over `syncs`, the mean time a
+    /// write waits for the disk, the first thing to look at when writes slow down.
+    pub sync_micros: AtomicU64,
 }
 
 struct Inner {
@@ -178,11 +187,16 @@ impl LogStore {
     async fn write_synced(&self, batch: WriteBatch) -> Result<(), String> {
         let inner = self.inner.clone();
         tokio::task::spawn_blocking(move || {
+            let started = Instant::now();
             inner
                 .db
                 .write_opt(batch, &sync_opts())
                 .map_err(|e| e.to_string())?;
             inner.stats.syncs.fetch_add(1, Ordering::Relaxed);
+            inner
+                .stats
+                .sync_micros
+                .fetch_add(micros_since(started), Ordering::Relaxed);
             Ok(())
         })
         .await

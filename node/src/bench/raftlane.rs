@@ -91,7 +91,9 @@ async fn scrape(peer: &PeerClient, addr: &str) -> BTreeMap<String, f64> {
             "raftlane_log_appends_total",
             "raftlane_log_entries_appended_total",
             "raftlane_log_syncs_total",
+            "raftlane_log_sync_seconds_total",
             "raftlane_sm_apply_batches_total",
+            "raftlane_sm_apply_seconds_total",
             "raftlane_sm_applied_entries_total",
             "raftlane_snapshots_built_total",
             "raftlane_is_leader",
@@ -127,9 +129,10 @@ fn log_deltas(
         let (Some(b), Some(a)) = (before.get(i), after.get(i)) else {
             continue;
         };
-        let d = |k: &str| {
-            (a.get(k).copied().unwrap_or(0.0) - b.get(k).copied().unwrap_or(0.0)).max(0.0) as u64
+        let df = |k: &str| {
+            (a.get(k).copied().unwrap_or(0.0) - b.get(k).copied().unwrap_or(0.0)).max(0.0)
         };
+        let d = |k: &str| df(k) as u64;
         let entries = d("raftlane_log_entries_appended_total");
         let syncs = d("raftlane_log_syncs_total");
         let commands: f64 = a
@@ -138,13 +141,15 @@ fn log_deltas(
             .map(|(k, v)| v - b.get(k).copied().unwrap_or(0.0))
             .sum();
         let commands = commands.max(0.0) as u64;
-        let ratio = |x: u64, y: u64| {
+        // x / y to two decimals (0 when y is 0).
+        let ratio_f = |x: f64, y: u64| {
             if y > 0 {
-                ((x as f64 / y as f64) * 100.0).round() / 100.0
+                (x / y as f64 * 100.0).round() / 100.0
             } else {
                 0.0
             }
         };
+        let ratio = |x: u64, y: u64| ratio_f(x as f64, y);
         let leader = a.get("raftlane_is_leader").copied().unwrap_or(0.0) > 0.0;
         nodes.push(json!({
             "node": addr,
@@ -155,6 +160,11 @@ fn log_deltas(
             "entries_per_fsync": ratio(entries, syncs),
             "sm_apply_batches": d("raftlane_sm_apply_batches_total"),
             "sm_applied_entries": d("raftlane_sm_applied_entries_total"),
+            "log_sync_mean_ms": ratio_f(df("raftlane_log_sync_seconds_total") * 1e3, syncs),
+            "sm_apply_us_per_entry": ratio_f(
+                df("raftlane_sm_apply_seconds_total") * 1e6,
+                d("raftlane_sm_applied_entries_total"),
+            ),
             "snapshots_built": d("raftlane_snapshots_built_total"),
             "commands_proposed_here": commands,
             "commands_per_entry": if leader { ratio(commands, entries) } else { 0.0 },
