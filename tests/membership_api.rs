@@ -90,7 +90,8 @@ async fn membership_changes_sent_to_a_follower_reach_the_leader() {
     assert_eq!(ok, json!({ "ok": true }));
     wait_for_members(&c, &three).await;
 
-    // A voter that is not a member: Raft refuses, the answer is a 409 naming why.
+    // A voter that is not a member: Raft refuses, the answer is a 409 naming why. (Sent right
+    // after the change above: a change Raft has not committed yet makes it wait, not fail.)
     let e = c
         .request(
             Method::POST,

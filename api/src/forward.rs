@@ -153,7 +153,9 @@ pub fn membership_timeout(peer_timeout: Duration, raft_bound: Duration) -> Durat
 /// Apply a membership change through the leader, like [`write`]: here if this node leads, else
 /// at the leader's `/internal/membership`. Leader changes and unreachable leaders are retried
 /// for [`RETRY_WINDOW`] (both changes are idempotent: re-adding a learner or setting the same
-/// voters again changes nothing). A change Raft refuses is `409 membership_refused`; one whose
+/// voters again changes nothing), and so is a change made while the leader has not yet
+/// committed the previous one (the backend reports it `Unavailable`: it will be accepted once
+/// that commits). A change Raft refuses is `409 membership_refused`; one whose
 /// outcome is unknown (it timed out, e.g. a learner still catching up) is a 503 the client may
 /// check with `/v1/cluster`.
 pub async fn membership(state: &AppState, change: MembershipChange) -> ApiResult<()> {

@@ -51,6 +51,8 @@ fn from_cluster(e: ClusterError) -> ProposeError {
             ProposeError::ForwardToLeader { leader_id, addr }
         }
         ClusterError::Refused(m) => ProposeError::Refused(m),
+        // Retried by the API for a few seconds, then a 503 with Retry-After.
+        ClusterError::Busy(m) => ProposeError::Unavailable(m),
         ClusterError::Timeout => ProposeError::Unknown(ClusterError::Timeout.to_string()),
         ClusterError::Stopped(m) | ClusterError::Initialize(m) => ProposeError::Fatal(m),
     }

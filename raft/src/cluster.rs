@@ -8,7 +8,7 @@
 
 use crate::node::RaftNode;
 use crate::types::{Node, NodeId};
-use openraft::error::{ClientWriteError, InitializeError, RaftError};
+use openraft::error::{ChangeMembershipError, ClientWriteError, InitializeError, RaftError};
 use openraft::ChangeMembers;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -21,9 +21,13 @@ pub enum ClusterError {
         leader_id: Option<NodeId>,
         addr: Option<String>,
     },
-    /// Refused by Raft: another change in progress, unknown learner, empty voter set, ...
+    /// Refused by Raft for good: unknown learner, empty voter set, ...
     #[error("membership change refused: {0}")]
     Refused(String),
+    /// Refused for now: the leader has not yet committed the configuration it last appended
+    /// (a change just made, from this node or another). Retrying shortly succeeds.
+    #[error("membership change in progress: {0}")]
+    Busy(String),
     #[error("cannot initialize: {0}")]
     Initialize(String),
     #[error("raft is stopped: {0}")]
@@ -42,6 +46,9 @@ fn from_write(e: RaftError<NodeId, ClientWriteError<NodeId, Node>>) -> ClusterEr
                 addr: f.leader_node.map(|n| n.addr),
             }
         }
+        RaftError::APIError(ClientWriteError::ChangeMembershipError(
+            ChangeMembershipError::InProgress(e),
+        )) => ClusterError::Busy(e.to_string()),
         RaftError::APIError(ClientWriteError::ChangeMembershipError(e)) => {
             ClusterError::Refused(e.to_string())
         }
@@ -179,5 +186,33 @@ impl RaftNode {
         let _guard = self.inner.membership_lock.lock().await;
         self.change_locked(ChangeMembers::ReplaceAllVoters(voters), false)
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use openraft::error::{InProgress, LearnerNotFound};
+
+    fn change_error(e: ChangeMembershipError<NodeId>) -> ClusterError {
+        from_write(RaftError::APIError(
+            ClientWriteError::ChangeMembershipError(e),
+        ))
+    }
+
+    #[test]
+    fn a_change_behind_an_uncommitted_one_is_busy_not_refused() {
+        let busy = change_error(ChangeMembershipError::InProgress(InProgress {
+            committed: None,
+            membership_log_id: None,
+        }));
+        assert!(matches!(busy, ClusterError::Busy(_)), "{busy:?}");
+        let refused = change_error(ChangeMembershipError::LearnerNotFound(LearnerNotFound {
+            node_id: 99,
+        }));
+        assert!(
+            matches!(&refused, ClusterError::Refused(m) if m.contains("99")),
+            "{refused:?}"
+        );
     }
 }
