@@ -94,7 +94,7 @@ impl Batcher {
     /// Propose one envelope; answers with its log index and its own response.
     pub async fn propose(&self, envelope: Envelope) -> Result<(u64, Response), ProposeError> {
         let (reply, answer) = oneshot::channel();
-        let size = codec::encode(&envelope).len();
+        let size = codec::encoded_len(&envelope);
         self.tx
             .send(Pending {
                 envelope,

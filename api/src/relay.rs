@@ -80,7 +80,7 @@ impl Relay {
     /// Propose `envelope` at the leader at `addr` and return the leader's answer.
     pub async fn propose(&self, addr: &str, envelope: Envelope) -> Answer {
         let (reply, answer) = oneshot::channel();
-        let size = codec::encode(&envelope).len();
+        let size = codec::encoded_len(&envelope);
         self.tx
             .send(Forward {
                 addr: addr.to_string(),

@@ -40,10 +40,45 @@ pub fn try_encode<T: Serialize>(value: &T) -> Result<Vec<u8>, DecodeError> {
     })
 }
 
+/// The length [`encode`] would return, without building the bytes: for callers that only
+/// weigh a value (the proposers' batch limits), so it is not encoded twice.
+pub fn encoded_len<T: Serialize>(value: &T) -> usize {
+    options()
+        .serialized_size(value)
+        .ok()
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(0)
+}
+
 /// Decode a value, never panicking on malformed input.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, DecodeError> {
     options().deserialize(bytes).map_err(|e| DecodeError {
         what: std::any::type_name::<T>(),
         reason: e.to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Command, Envelope};
+
+    #[test]
+    fn encoded_len_is_the_length_of_the_encoding() {
+        let envelope = Envelope::new(
+            7,
+            "someone",
+            Command::EnqueueIngress {
+                channel: "orders".into(),
+                raw: "x".repeat(1000),
+                fields: Default::default(),
+                idempotency_key: Some("k-1".into()),
+            },
+        );
+        assert_eq!(encoded_len(&envelope), encode(&envelope).len());
+        assert_eq!(
+            encoded_len(&vec![envelope.clone(), envelope.clone()]),
+            encode(&vec![envelope.clone(), envelope]).len()
+        );
+    }
 }
