@@ -44,11 +44,6 @@ const KEY_COMMITTED: &[u8] = b"committed";
 /// worth of log (16 MiB), so this is the disk they hold.
 const WAL_FILES_RECYCLED: usize = 4;
 
-/// Whole microseconds since `started` (saturating; a metric, never part of the state).
-pub(crate) fn micros_since(started: Instant) -> u64 {
-    u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX)
-}
-
 /// Counters that make the log's I/O behaviour observable (tests assert group commit with them).
 #[derive(Debug, Default)]
 pub struct LogStats {
@@ -196,7 +191,7 @@ impl LogStore {
             inner
                 .stats
                 .sync_micros
-                .fetch_add(micros_since(started), Ordering::Relaxed);
+                .fetch_add(crate::util::micros_since(started), Ordering::Relaxed);
             Ok(())
         })
         .await

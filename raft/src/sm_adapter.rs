@@ -254,7 +254,7 @@ impl SmShared {
             let responses = sm.apply_batch(&items, &ext)?;
             self.stats
                 .apply_micros
-                .fetch_add(crate::log_store::micros_since(started), Ordering::Relaxed);
+                .fetch_add(crate::util::micros_since(started), Ordering::Relaxed);
             // openraft wants one response per entry; blank and membership entries (and entries
             // skipped as already applied, which only happens on replay) answer `Done`.
             out.extend(

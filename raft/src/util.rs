@@ -2,7 +2,13 @@
 
 use std::any::Any;
 use std::sync::{Arc, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Whole microseconds since `started` (saturating): for the time counters in `/metrics`, never
+/// for anything that reaches the state.
+pub(crate) fn micros_since(started: Instant) -> u64 {
+    u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX)
+}
 
 /// Tells when every strong reference to a shared resource (a RocksDB handle) is gone.
 ///
