@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
 # Run every test (the README's second command; .ci/run calls it):
-#   1. cargo test of the whole workspace, on the release profile, so one RocksDB build serves
-#      tests, the demo and the benchmarks;
-#   2. the three-node docker-compose failover test (skipped, with a note, where Docker is absent).
+#   1. the fresh-machine test: scripts/ensure-deps.sh in a bare Debian root (tests/fresh_machine.sh);
+#   2. cargo fmt --check and cargo clippy on every target with warnings as errors;
+#   3. cargo test of the whole workspace, on the release profile, so one RocksDB build serves
+#      tests, the demo and the benchmarks (clippy runs on the release profile for the same reason:
+#      it reuses the RocksDB build script's output instead of compiling RocksDB a second time);
+#   4. the three-node docker-compose failover test (skipped, with a note, where Docker is absent).
 # Extra arguments go to cargo test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure-deps.sh
 echo "==> build directory: $CARGO_TARGET_DIR"
+echo "==> fresh-machine test (ensure-deps.sh in a bare Debian root)"
+bash tests/fresh_machine.sh
+echo "==> cargo fmt --check"
+cargo fmt --all --check
 echo "==> cargo build (release; the first build compiles RocksDB, ~15 min on 2 cores)"
 cargo build --release -p raftlane-node
+echo "==> cargo clippy (every target, warnings are errors)"
+cargo clippy --release --workspace --all-targets -- -D warnings
 echo "==> cargo test (release profile)"
 cargo test --release --workspace "$@"
 echo "==> docker-compose cluster test"
