@@ -5,7 +5,8 @@ use raftlane_node::{config::NodeArgs, dev, server};
 use tracing_subscriber::EnvFilter;
 
 /// mimalloc instead of glibc's malloc: allocation was ~12 % of a saturated node's CPU (many
-/// small, short-lived buffers per command); see docs/BENCHMARKS.md.
+/// small, short-lived buffers per command), measured on 2026-12-03; the switch is commit 0a362a3
+/// (docs/BENCHMARKS.md, "2026-12-03 — one write per FIFO message, mimalloc").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

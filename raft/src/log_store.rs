@@ -122,8 +122,9 @@ impl LogStore {
         // file's size, its extents); after overwriting blocks already written it need not.
         // On this machine's ext4 that made a 4 KiB write + fdatasync 3-4x faster, and every
         // append's fsync blocks openraft's core on the leader and on each follower
-        // (docs/BENCHMARKS.md, session 6). Recovery stays point-in-time: a recycled file's
-        // stale tail is told apart from new records by the log number in each record.
+        // (measured 2026-12-03, commit b818c3d; docs/BENCHMARKS.md, "2026-12-03 — the log's WAL
+        // recycled"). Recovery stays point-in-time: a recycled file's stale tail is told apart
+        // from new records by the log number in each record.
         opts.set_recycle_log_file_num(WAL_FILES_RECYCLED);
         // A WAL file is obsolete (and can be recycled) only once every column family with
         // records in it has been flushed. `meta` takes a few small writes per second and would

@@ -1,6 +1,6 @@
 //! The PostgreSQL baseline: the same workloads against a single PostgreSQL server, with the
-//! schema and the transactions of the reference message store
-//! (`messagefoundry/store/postgres.py`, shared/seeds/000_*):
+//! schema and the transactions of the reference message store, the PostgreSQL store of
+//! messagefoundry 0.1.0 on PyPI (`messagefoundry/store/postgres.py`):
 //!
 //! - tables `messages`, `queue` (stage/status/lane columns, `seq BIGSERIAL` FIFO tiebreak, row
 //!   lease columns), `message_events`, `lane_leases`, with the reference's indexes;
