@@ -30,7 +30,7 @@ pub struct ApiConfig {
     /// How long Raft may take to add a learner (the node's `Tuning::membership_timeout_ms`):
     /// a forwarded membership change waits that long, plus a margin, for its answer.
     pub membership_timeout: Duration,
-    /// Encryption at rest (SPEC §9); `None` = off, values are stored as sent.
+    /// Encryption at rest (docs/SPEC.md §2.6); `None` = off, values are stored as sent.
     pub keyring: Option<crate::crypto::Keyring>,
 }
 

@@ -1,7 +1,7 @@
 //! Bearer-token authentication and role/channel authorization.
 //!
-//! Tokens are never stored: the state holds SHA-256 hashes (SPEC §2), and the bootstrap admin
-//! token is compared by hash too, in constant time.
+//! Tokens are never stored: the state holds SHA-256 hashes (docs/SPEC.md §9.1), and the
+//! bootstrap admin token is compared by hash too, in constant time.
 
 use crate::app::AppState;
 use crate::backend;

@@ -1,4 +1,4 @@
-//! Encryption at rest (SPEC §9), done by the proposer.
+//! Encryption at rest (docs/SPEC.md §2.6), done by the proposer.
 //!
 //! Covered values (message raw/error, work-row payload/last_error, event detail, state values,
 //! reference values, captured response body/detail) are encrypted here, once, before the command

@@ -1,6 +1,7 @@
-//! Encryption at rest (SPEC §9) through the real router over loopback HTTP, on a LocalBackend:
-//! what the state holds is ciphertext, what the API serves is plaintext, poison rows are
-//! contained at claim, and key rotation re-encrypts everything (or stops, writing nothing).
+//! Encryption at rest (docs/SPEC.md §2.6) through the real router over loopback HTTP, on a
+//! LocalBackend: what the state holds is ciphertext, what the API serves is plaintext, poison
+//! rows are contained at claim, and key rotation re-encrypts everything (or stops, writing
+//! nothing).
 
 mod support;
 

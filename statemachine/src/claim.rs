@@ -105,9 +105,10 @@ pub(crate) fn claim_ready(
     Ok(Outcome::Claimed(claimed))
 }
 
-/// SPEC §3 ClaimNextFifo, plus one rule of ours (step 3): an owner that claims again while it
-/// holds a live row of the lane gets that row back under the same fence. The SPEC would hand it
-/// the next pending row, which lets a row overtake one whose claim answer was lost.
+/// docs/SPEC.md §4.3 ClaimNextFifo. Step 3 is ours, not the first contract's (docs/SPEC.md §12
+/// item 5): an owner that claims again while it holds a live row of the lane gets that row back
+/// under the same fence. The first contract would hand it the next pending row, which lets a
+/// row overtake one whose claim answer was lost.
 pub(crate) fn claim_next_fifo(
     cx: &mut Ctx<'_, '_>,
     stage: Stage,
@@ -180,13 +181,14 @@ pub(crate) fn claim_next_fifo(
 /// or backing off (`NotDue`). `None` whenever the claim could hand out a row or needs to look
 /// further (stranded rows, the owner's own claim): only the command can tell then.
 ///
-/// Read-only, for the API's idle polls. Such a claim, proposed, would change nothing but take
-/// (or extend) `owner`'s lane lease (SPEC step 1), so answering it without a write differs in
-/// that alone: the poller does not become the lane's holder, and a row that arrives later may
-/// be claimed by another worker at once instead of after that lease. FIFO holds either way
-/// (one holder at a time, the head first). Which answer an idle poll gets depends on the node
-/// (the API takes this path only where a linearizable read confirms it, not under load), so
-/// a worker must not count on holding a lane it found empty: it keeps a lane by claiming it.
+/// Read-only, for the API's idle polls (docs/SPEC.md §4.7). Such a claim, proposed, would change
+/// nothing but take (or extend) `owner`'s lane lease (docs/SPEC.md §4.3 step 1), so answering it
+/// without a write differs in that alone: the poller does not become the lane's holder, and a
+/// row that arrives later may be claimed by another worker at once instead of after that lease.
+/// FIFO holds either way (one holder at a time, the head first). Which answer an idle poll gets
+/// depends on the node (the API takes this path only where a linearizable read confirms it, not
+/// under load), so a worker must not count on holding a lane it found empty: it keeps a lane by
+/// claiming it.
 pub(crate) fn idle_answer<S: Store + ?Sized>(
     txn: &Txn<'_, S>,
     lane: &LaneKey,

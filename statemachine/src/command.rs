@@ -105,7 +105,7 @@ pub enum ReceivedStatus {
     Error,
 }
 
-/// The complete command set (SPEC §3–§7).
+/// The complete command set (docs/SPEC.md §2.7).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Command {
     // --- producing ---
@@ -277,7 +277,7 @@ pub enum Command {
     Batch {
         commands: Vec<Envelope>,
     },
-    // --- encryption at rest (SPEC §9) ---
+    // --- encryption at rest (docs/SPEC.md §2.6) ---
     /// Key rotation: compare-and-set each covered value to its re-encryption, made by the
     /// proposer (see [`crate::rewrite`]). Last in the enum so older variants keep their tags.
     RewriteValues {
@@ -455,7 +455,7 @@ pub enum Rejection {
         current: Option<Fence>,
     },
     /// Reserved, never produced: a busy lane is not a rejection but an ordinary answer of a FIFO
-    /// claim ([`FifoEmpty::LaneBusy`] inside [`Outcome::FifoClaimed`], SPEC §3 ClaimNextFifo step
+    /// claim ([`FifoEmpty::LaneBusy`] inside [`Outcome::FifoClaimed`], docs/SPEC.md §4.3 step
     /// 1). Kept only because variants are encoded by position (bincode) in remembered answers
     /// and snapshots: removing it would renumber every variant after it.
     #[error("lane {lane} is held by {holder} until {expires_at}")]

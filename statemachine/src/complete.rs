@@ -134,7 +134,8 @@ pub(crate) fn complete_with_response(
 }
 
 /// `min(max_backoff, ⌊backoff × m^k / 1000^k⌋)` with `m = multiplier_milli` and
-/// `k = attempts − 1`: SPEC §3 MarkFailed's `backoff × multiplier^(attempts−1)`, floored once.
+/// `k = attempts − 1`: MarkFailed's `backoff × multiplier^(attempts−1)` (docs/SPEC.md §5.2),
+/// floored once.
 ///
 /// Why exact: truncating to whole ms after every step compounds (1 ms at ×1.5 stayed 1 ms
 /// forever instead of reaching ⌊3.375⌋ = 3 at attempt 4), and every replica must agree to the
@@ -380,7 +381,8 @@ mod tests {
         assert_eq!(backoff_delay(&p, 1), 10_000);
     }
 
-    /// The SPEC formula, floored once: the per-step truncation this replaced gave 1 here.
+    /// The formula of docs/SPEC.md §5.2, floored once: the per-step truncation this replaced
+    /// gave 1 here.
     #[test]
     fn backoff_fractional_multiplier_is_floored_once() {
         let p = policy(1, 1500, 60_000);

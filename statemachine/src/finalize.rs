@@ -9,7 +9,8 @@ use crate::message::MessageStatus;
 use crate::row::{RowStatus, Stage, WorkRow};
 use crate::{messages, rows};
 
-/// The status the rows imply, or `None` to leave the message as it is (SPEC §4, in precedence).
+/// The status the rows imply, or `None` to leave the message as it is (docs/SPEC.md §5.1, in
+/// precedence).
 pub fn verdict(status: MessageStatus, rows: &[WorkRow]) -> Option<MessageStatus> {
     if rows.iter().any(|r| r.status.is_live()) {
         return None;

@@ -97,7 +97,7 @@ pub(crate) fn stamp_created_at(cx: &mut Ctx<'_, '_>, lane: &LaneKey) -> ApplyRes
     Ok(created_at)
 }
 
-/// Acquire or verify the lane lease for `owner` (SPEC §3 ClaimNextFifo step 1): taken when free,
+/// Acquire or verify the lane lease for `owner` (docs/SPEC.md §4.3 step 1): taken when free,
 /// already held by `owner`, or expired at `t`. Otherwise the live lease is returned.
 pub(crate) fn acquire(
     cx: &mut Ctx<'_, '_>,

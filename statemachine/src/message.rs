@@ -80,7 +80,7 @@ pub struct Message {
     pub purged: bool,
 }
 
-/// Kinds of message events (SPEC §2).
+/// Kinds of message events (docs/SPEC.md §3.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {

@@ -1,5 +1,5 @@
-//! Read-only queries over the state (SPEC §8). The API decides consistency (linearizable or
-//! stale) and channel scope; this module only reads.
+//! Read-only queries over the state (the reads listed in docs/SPEC.md §10.1). The API decides
+//! consistency (linearizable or stale, §10.4) and channel scope (§9.4); this module only reads.
 
 use crate::approval::Approval;
 use crate::audit::{self, AuditHead, AuditRow, Verification};

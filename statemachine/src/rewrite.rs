@@ -1,6 +1,6 @@
-//! Key rotation support (SPEC §9): the values covered by encryption at rest, a stable walk over
-//! them for the proposer, and [`Command::RewriteValues`](crate::Command::RewriteValues), which
-//! swaps values in place.
+//! Key rotation support (docs/SPEC.md §2.6): the values covered by encryption at rest, a stable
+//! walk over them for the proposer, and
+//! [`Command::RewriteValues`](crate::Command::RewriteValues), which swaps values in place.
 //!
 //! The state machine never does any cryptography: the proposer reads covered values with
 //! [`covered_values`], decrypts and re-encrypts them under the active key, and proposes the new

@@ -1,4 +1,4 @@
-//! Determinism of `apply` (SPEC §1): one random log of a few thousand entries, mixing every
+//! Determinism of `apply` (docs/SPEC.md §2): one random log of a few thousand entries, mixing every
 //! command kind (plus blank Raft entries), must give identical responses and identical
 //! `digest()`s however it is applied:
 //!

@@ -3,10 +3,10 @@
 //! Random command sequences over a small universe (two channels, three destinations, two
 //! owners, the ingress/routed/outbound stages) are applied both to the real
 //! `StateMachine<MemStore>` and to [`Model`], a deliberately naive reference written straight
-//! from SPEC §1–§4 and §6: plain `BTreeMap`s and `Vec`s, linear scans, no indexes, no code shared
-//! with the crate. Config changes declare and drop destinations and handlers, so the orphan
-//! dead-lettering of a config change (SPEC §3, finalizer per §4) is compared too. After every
-//! step the test asserts
+//! from docs/SPEC.md §2–§5, §6.2 and §7: plain `BTreeMap`s and `Vec`s, linear scans, no indexes,
+//! no code shared with the crate. Config changes declare and drop destinations and handlers, so
+//! the orphan dead-lettering of a config change (docs/SPEC.md §6.2 step 4, finalizer per §5.1)
+//! is compared too. After every step the test asserts
 //!
 //! * the same response (full `Outcome`/`Rejection` equality; `Invalid` rejections by code only,
 //!   audit hashes by recomputation);
@@ -195,9 +195,9 @@ enum Op {
     ExpireRecords,
     /// A config change declaring the destinations and handlers whose bits are set (bit i =
     /// `DESTINATIONS[i]` / `HANDLERS[i]`): a name the current version has and this one lacks is
-    /// removed, and its live rows are dead-lettered (SPEC §3 "Config change", §4). `drop_live`
-    /// also leaves out the destination and handler of the n-th live row that names one, so
-    /// removals hit live rows often enough to matter. `stale` presents the wrong expected
+    /// removed, and its live rows are dead-lettered (docs/SPEC.md §6.2 "Orphans", §5.1).
+    /// `drop_live` also leaves out the destination and handler of the n-th live row that names
+    /// one, so removals hit live rows often enough to matter. `stale` presents the wrong expected
     /// version.
     PutConfig {
         destinations: u8,
@@ -505,7 +505,7 @@ fn terminal(status: MessageStatus) -> bool {
     !matches!(status, MessageStatus::Received | MessageStatus::Routed)
 }
 
-/// SPEC §4, written out again (not the crate's `finalize::verdict`).
+/// docs/SPEC.md §5.1, written out again (not the crate's `finalize::verdict`).
 fn model_verdict(status: MessageStatus, rows: &[(Stage, RowStatus)]) -> Option<MessageStatus> {
     if rows
         .iter()
@@ -525,7 +525,7 @@ fn model_verdict(status: MessageStatus, rows: &[(Stage, RowStatus)]) -> Option<M
 
 /// `min(max, backoff × multiplier^(attempts − 1))` for whole multipliers, the only kind in
 /// `MULTIPLIERS`: integer powers need no rounding, so this stays obviously right. Fractional
-/// multipliers (floored once, SPEC §3 MarkFailed) are pinned by the unit tests in `complete.rs`.
+/// multipliers (floored once, docs/SPEC.md §5.2) are pinned by the unit tests in `complete.rs`.
 fn model_backoff(retry: &RetryPolicy, attempts: u32) -> u64 {
     let factor = u128::from(retry.multiplier_milli / 1000);
     let mut delay = u128::from(retry.backoff_ms);
@@ -945,7 +945,7 @@ impl Model {
     // --- applying --------------------------------------------------------------------------
 
     /// Apply one command at `t = max(now_ms, clock)`. A rejection is a no-op: it changes
-    /// nothing, not even the clock (SPEC §1 "applied as a no-op").
+    /// nothing, not even the clock (docs/SPEC.md §2.1 "A rejected command changes nothing").
     fn apply(&mut self, index: u64, envelope: &Envelope) -> Response {
         let saved = self.clone();
         self.clock = self.clock.max(envelope.now_ms);
@@ -1084,7 +1084,7 @@ impl Model {
         message
     }
 
-    /// SPEC §3 "Fencing": the row must be inflight under the presented fence.
+    /// docs/SPEC.md §4.6 "Fences": the row must be inflight under the presented fence.
     fn fenced(&self, row_id: RowId, fence: Fence, stages: &[Stage]) -> MResult<Fenced> {
         let Some(row) = self.rows.get(&row_id.0) else {
             return if row_id.0 < self.next_row {
@@ -2416,8 +2416,8 @@ fn regression_reacquiring_a_lane_never_shortens_its_lease() {
 /// Found by this test (fixed in enqueue.rs `new_message`): when an idempotency key whose window
 /// had passed was reused, the old record's `IdempotencyExpiry` entry stayed behind, and the next
 /// `ExpireRecords` followed it and deleted the *new* record although its message was still in
-/// flight: a producer retry was then accepted as a second message (SPEC §2: "a key never expires
-/// while its message is still in flight").
+/// flight: a producer retry was then accepted as a second message (docs/SPEC.md §3.6: "The record
+/// has no expiry while its message is non-terminal").
 #[test]
 fn regression_expire_records_keeps_a_reused_key_of_an_inflight_message() {
     let mut h = Harness::new();

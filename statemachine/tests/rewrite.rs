@@ -1,4 +1,4 @@
-//! `RewriteValues` (key rotation, SPEC §9) and the covered-values walk behind it.
+//! `RewriteValues` (key rotation, docs/SPEC.md §2.6) and the covered-values walk behind it.
 //!
 //! Semantics under test (see `raftlane_statemachine::rewrite`): each item is a compare-and-set;
 //! a target that no longer exists is ignored (counted as not rewritten), not rejected; only the

@@ -1,5 +1,5 @@
-//! Encryption at rest on the API side (SPEC §9): key rotation, and containment of claimed rows
-//! whose payload no configured key can decrypt.
+//! Encryption at rest on the API side (docs/SPEC.md §2.6): key rotation, and containment of
+//! claimed rows whose payload no configured key can decrypt.
 
 use crate::app::{parse_json, AppState, RawBody};
 use crate::auth::{Caller, Permission};
