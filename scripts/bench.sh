@@ -19,10 +19,13 @@
 #                  postgresql package when missing, starts a throwaway server on 127.0.0.1:$PG_PORT
 #                  (default 54329) in a temporary directory, and removes it at the end.
 #   --pg-url URL   use this PostgreSQL instead (the bench recreates schema raftlane_bench in it).
-#   --bin PATH     the raftlane binary to measure (default: build it, release profile).
+#   --bin PATH     the raftlane server binary the memory and steady suites run nodes with
+#                  (default: build it, release profile).
+#   --bench-bin PATH  the raftlane-bench binary: the load generator, and the in-process cluster
+#                  of the other suites (default: raftlane-bench beside --bin, else build it).
 #   --out DIR      where the JSON results and logs go (default /tmp/raftlane-bench/<date>-<commit>).
 #   --duration D   measured time of each run (default 20s; warm-up 2s).
-#   -- ARGS        added to every `raftlane bench` (e.g. -- --rate 300; not a flag the suite sets).
+#   -- ARGS        added to every `raftlane-bench` (e.g. -- --rate 300; not a flag the suite sets).
 #
 # Every run is bounded in time and talks only to 127.0.0.1.
 set -euo pipefail
@@ -34,6 +37,7 @@ QUEUED="${QUEUED:-1000000}"
 PREFILL_TIMEOUT="${PREFILL_TIMEOUT:-600s}"
 DURATION=20s
 BIN=""
+BENCH_BIN=""
 OUT=""
 WITH_PG=0
 PG_URL="${RAFTLANE_BENCH_PG_URL:-}"
@@ -45,10 +49,11 @@ while [ $# -gt 0 ]; do
     --postgres) WITH_PG=1 ;;
     --pg-url) PG_URL="$2"; WITH_PG=1; shift ;;
     --bin) BIN="$2"; shift ;;
+    --bench-bin) BENCH_BIN="$2"; shift ;;
     --out) OUT="$2"; shift ;;
     --duration) DURATION="$2"; shift ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     all) SUITES+=(enqueue pipeline claim memory queued) ;;
     enqueue|pipeline|claim|memory|queued|steady) SUITES+=("$1") ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
@@ -57,12 +62,18 @@ while [ $# -gt 0 ]; do
 done
 [ ${#SUITES[@]} -gt 0 ] || SUITES=(enqueue pipeline)
 
-if [ -z "$BIN" ]; then
+# Two binaries since the bench left the server binary (it was `raftlane bench` until then): the
+# server for the node processes, raftlane-bench for the load (and the in-process cluster).
+if [ -z "$BENCH_BIN" ] && [ -n "$BIN" ] && [ -x "$(dirname "$BIN")/raftlane-bench" ]; then
+  BENCH_BIN="$(dirname "$BIN")/raftlane-bench"
+fi
+if [ -z "$BIN" ] || [ -z "$BENCH_BIN" ]; then
   # shellcheck source=scripts/ensure-deps.sh
   source scripts/ensure-deps.sh
-  echo "==> building raftlane (release)"
-  cargo build --release -p raftlane-node
-  BIN="$CARGO_TARGET_DIR/release/raftlane"
+  echo "==> building raftlane and raftlane-bench (release)"
+  cargo build --release -p raftlane-node -p raftlane-bench
+  BIN="${BIN:-$CARGO_TARGET_DIR/release/raftlane}"
+  BENCH_BIN="${BENCH_BIN:-$CARGO_TARGET_DIR/release/raftlane-bench}"
 fi
 COMMIT="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 OUT="${OUT:-${TMPDIR:-/tmp}/raftlane-bench/$(date +%Y%m%d-%H%M%S)-$COMMIT}"
@@ -76,6 +87,7 @@ echo "==> machine"
   df -h . | tail -1
   echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "binary: $BIN (commit $COMMIT)"
+  echo "bench binary: $BENCH_BIN"
 } | tee "$OUT/machine.txt"
 
 # ---- PostgreSQL (throwaway server) ----
@@ -173,9 +185,9 @@ BACKEND=raftlane
 bench() {
   local name="$1"; shift
   echo
-  echo "==> $name: $BIN bench $*"
+  echo "==> $name: $BENCH_BIN $*"
   RAFTLANE_LOG="${RAFTLANE_LOG:-warn}" RAFTLANE_BENCH_PG_URL="$PG_URL" \
-    timeout 1800 "$BIN" bench "$@" --json "$OUT/$name.json" "${EXTRA[@]}" 2>&1 | tee "$OUT/$name.log"
+    timeout 1800 "$BENCH_BIN" "$@" --json "$OUT/$name.json" "${EXTRA[@]}" 2>&1 | tee "$OUT/$name.log"
 }
 
 COMMON=(--duration "$DURATION" --warmup 2s --body-bytes 1024 --base-port "$BASE_PORT")

@@ -16,7 +16,9 @@ bash tests/fresh_machine.sh
 echo "==> cargo fmt --check"
 cargo fmt --all --check
 echo "==> cargo build (release; the first build compiles RocksDB, ~15 min on 2 cores)"
-cargo build --release -p raftlane-node
+# Every binary: the chaos tests run `raftlane node` processes, and Cargo builds another
+# package's binary for no test (the demo test's own binary it does build).
+cargo build --release -p raftlane-node -p raftlane-demo -p raftlane-bench -p raftlane-chaos
 echo "==> cargo clippy (every target, warnings are errors)"
 cargo clippy --release --workspace --all-targets -- -D warnings
 echo "==> cargo test (release profile)"

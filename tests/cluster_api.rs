@@ -2,6 +2,7 @@
 //! loopback HTTP, writes are committed by Raft, followers forward to the leader.
 
 use hyper::Method;
+use raftlane_api::client::contract::FifoEmptyReason;
 use raftlane_api::client::{Client, ClientError};
 use raftlane_tests::{Http, Reply, TestCluster, ADMIN};
 use serde_json::{json, Value};
@@ -108,7 +109,7 @@ async fn fifo_order_with_two_competing_workers_and_a_stale_fence() {
         .await
         .unwrap();
     assert!(b.item.is_none());
-    assert_eq!(b.reason.as_deref(), Some("lane_busy"));
+    assert_eq!(b.reason, Some(FifoEmptyReason::LaneBusy));
     assert_eq!(b.holder.as_deref(), Some("worker-a"));
 
     // A stalls past its lease; B takes over and gets the stranded head again, not row 1.
@@ -124,7 +125,7 @@ async fn fifo_order_with_two_competing_workers_and_a_stale_fence() {
     // A's old fence is refused with 409 and changes nothing: the row stays B's.
     let err = c.done(&first).await.unwrap_err();
     assert_eq!(api_code(&err), (Some(409), Some("stale_fence")));
-    let view = c.message(again.message_id.0).await.unwrap();
+    let view = c.message(again.message_id).await.unwrap();
     let row = view["rows"]
         .as_array()
         .unwrap()
@@ -168,7 +169,7 @@ async fn fifo_order_with_two_competing_workers_and_a_stale_fence() {
                     .claim_fifo("outbound", "billing", owner, 30_000)
                     .await
                     .unwrap();
-                match (claim.item, claim.reason.as_deref()) {
+                match (claim.item, claim.reason) {
                     (Some(item), _) => {
                         c.done(&item).await.unwrap();
                         delivered.lock().unwrap().push((item.payload, owner));
@@ -176,11 +177,13 @@ async fn fifo_order_with_two_competing_workers_and_a_stale_fence() {
                         // Let the other worker win the next head now and then.
                         tokio::time::sleep(Duration::from_millis(100)).await;
                     }
-                    (None, Some("lane_busy")) => {
+                    (None, Some(FifoEmptyReason::LaneBusy)) => {
                         busy_answers.fetch_add(1, Ordering::Relaxed);
                         tokio::time::sleep(Duration::from_millis(20)).await;
                     }
-                    (None, Some("empty")) if delivered.lock().unwrap().len() >= 10 => {
+                    (None, Some(FifoEmptyReason::Empty))
+                        if delivered.lock().unwrap().len() >= 10 =>
+                    {
                         // A claim of an empty lane may still take the lane lease (when it is
                         // proposed rather than answered from a read): give it back too.
                         release(c.clone(), owner).await;
@@ -498,7 +501,7 @@ async fn without_a_leader_writes_and_reads_answer_503_with_retry_after() {
             cluster.stop(id).await;
         }
     }
-    // The node retries for about 8 s (api/src/forward.rs) before it gives up.
+    // The node retries for about 8 s (api/src/write/forward.rs) before it gives up.
     let h = Http::new(
         &cluster.addrs[cluster.index_of(survivor)],
         Duration::from_secs(40),
@@ -1100,7 +1103,7 @@ async fn killing_the_leader_loses_no_acknowledged_write() {
                 )
                 .await
                 .unwrap();
-            assert_eq!(m["message"]["id"].as_u64(), Some(*id));
+            assert_eq!(m["message"]["id"].as_u64(), Some(id.0));
         }
     }
     cluster.shutdown().await;
@@ -1198,8 +1201,8 @@ async fn concurrent_writes_share_log_entries() {
     cluster.shutdown().await;
 }
 
-/// Writes sent to a follower reach the leader in shared calls (api/src/relay.rs), and every one
-/// is still acknowledged with its own answer and applied on every node.
+/// Writes sent to a follower reach the leader in shared calls (api/src/write/relay.rs), and every
+/// one is still acknowledged with its own answer and applied on every node.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_writes_through_a_follower_share_forwarding_calls() {
     let cluster = TestCluster::start().await.unwrap();

@@ -3,7 +3,7 @@
 use crate::backend::Backend;
 use crate::error::{ApiError, ApiResult};
 use crate::metrics::Metrics;
-use crate::peer::PeerClient;
+use crate::write::{self, signing, Proposer};
 use crate::{auth, internal, routes};
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, FromRequest, FromRequestParts, Request};
@@ -52,45 +52,34 @@ impl Default for ApiConfig {
 pub struct AppState {
     pub backend: Arc<dyn Backend>,
     pub admin_token_hash: String,
-    /// Signs this node's calls to other nodes' `/internal/...` routes and verifies theirs
-    /// (`None` without a cluster secret: nothing is accepted, nothing can be forwarded).
-    pub cluster_auth: Option<raftlane_raft::auth::ClusterAuth>,
     /// Key deriving a created token from its request (see `routes::admin::create_token`),
     /// itself derived from the cluster secret so that every node derives the same token and the
     /// secret is not kept here twice. `None` without a cluster secret.
     pub token_key: Option<[u8; 32]>,
     pub max_body_bytes: usize,
-    pub peer: PeerClient,
-    /// For forwarded membership changes: adding a learner waits until it has caught up, far
-    /// longer than any other node-to-node call may take.
-    pub membership_peer: PeerClient,
-    pub metrics: Metrics,
-    /// Group commit of this node's proposals.
-    pub batcher: crate::batch::Batcher,
-    /// Forwarded writes, batched per call to the leader (when this node does not lead).
-    pub relay: crate::relay::Relay,
+    pub metrics: Arc<Metrics>,
+    /// The write path: writes, linearizable reads and membership changes through the leader.
+    /// Also holds the cluster signer that verifies other nodes' `/internal/...` calls.
+    pub writes: Proposer,
     /// Encryption at rest: this node encrypts what it proposes and decrypts what it serves.
     pub keyring: Option<crate::crypto::Keyring>,
 }
 
 impl AppState {
     pub fn new(backend: Arc<dyn Backend>, config: &ApiConfig) -> Arc<Self> {
-        let peer = PeerClient::new(config.peer_timeout);
-        let cluster_auth = crate::internal::cluster_auth(&config.cluster_secret);
+        let metrics = Arc::new(Metrics::default());
+        let settings = write::Settings {
+            cluster_auth: signing::cluster_auth(&config.cluster_secret),
+            peer_timeout: config.peer_timeout,
+            membership_timeout: config.membership_timeout,
+        };
         Arc::new(Self {
-            batcher: crate::batch::Batcher::start(backend.clone()),
-            relay: crate::relay::Relay::start(peer.clone(), cluster_auth.clone()),
+            writes: Proposer::start(backend.clone(), settings, metrics.clone()),
             backend,
             admin_token_hash: auth::sha256_hex(&config.admin_token),
-            cluster_auth,
             token_key: crate::routes::admin::token_key(&config.cluster_secret),
             max_body_bytes: config.max_body_bytes,
-            peer,
-            membership_peer: PeerClient::new(crate::forward::membership_timeout(
-                config.peer_timeout,
-                config.membership_timeout,
-            )),
-            metrics: Metrics::default(),
+            metrics,
             keyring: config.keyring.clone(),
         })
     }
@@ -205,17 +194,17 @@ pub fn router(state: Arc<AppState>, extra: Router) -> Router {
     // fields, so it may be somewhat larger than the largest body a client may send.
     let forward_limit = limit.saturating_mul(2).saturating_add(1 << 20);
     app.route(
-        internal::PATH_PROPOSE,
+        signing::PATH_PROPOSE,
         post(internal::propose).layer(DefaultBodyLimit::max(forward_limit)),
     )
     .route(
-        internal::PATH_PROPOSE_BATCH,
+        signing::PATH_PROPOSE_BATCH,
         post(internal::propose_batch).layer(DefaultBodyLimit::max(
-            forward_limit.saturating_add(crate::relay::MAX_CALL_BYTES),
+            forward_limit.saturating_add(write::relay::MAX_CALL_BYTES),
         )),
     )
-    .route(internal::PATH_READ_INDEX, get(internal::read_index))
-    .route(internal::PATH_MEMBERSHIP, post(internal::membership))
+    .route(signing::PATH_READ_INDEX, get(internal::read_index))
+    .route(signing::PATH_MEMBERSHIP, post(internal::membership))
     .method_not_allowed_fallback(method_not_allowed)
     .fallback(not_found)
     .layer(DefaultBodyLimit::max(limit))

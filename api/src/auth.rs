@@ -8,7 +8,7 @@ use crate::backend;
 use crate::error::ApiError;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use raftlane_statemachine::principal::Role;
+use raftlane_statemachine::model::principal::Role;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
@@ -135,7 +135,7 @@ impl FromRequestParts<Arc<AppState>> for Caller {
         }
         let lookup = || backend::read(state.backend.as_ref(), |r| r.principal_by_token_hash(&hash));
         let mut principal = lookup()?;
-        if principal.is_none() && crate::forward::linearize(state).await.is_ok() {
+        if principal.is_none() && state.writes.linearize().await.is_ok() {
             // This node may lag behind the write that created the token: only a linearizable
             // read may refuse it (the same rule as a row action's 404).
             principal = lookup()?;

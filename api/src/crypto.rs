@@ -21,7 +21,7 @@ use aes_gcm::aead::{Aead, KeyInit};
 use aes_gcm::{Aes256Gcm, Nonce};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use raftlane_statemachine::message::Message;
+use raftlane_statemachine::model::message::Message;
 use raftlane_statemachine::query::MessageView;
 use raftlane_statemachine::row::WorkRow;
 use rand::RngCore;

@@ -1,6 +1,6 @@
 //! API errors: one JSON shape, `{"error": {"code", "message", "field"?}}`, with the right status.
 
-use crate::backend::ProposeError;
+use crate::write::WriteError;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use raftlane_statemachine::{Rejection, StoreError};
@@ -158,14 +158,24 @@ impl From<StoreError> for ApiError {
     }
 }
 
-impl From<ProposeError> for ApiError {
-    fn from(e: ProposeError) -> Self {
+/// The write path's errors as the API answers them: every way no leader could be reached or
+/// the node could not catch up is a 503 with `Retry-After` (the client may retry, a write with
+/// the same `Request-Id`).
+impl From<WriteError> for ApiError {
+    fn from(e: WriteError) -> Self {
         match e {
-            ProposeError::ForwardToLeader { .. }
-            | ProposeError::Unavailable(_)
-            | ProposeError::Unknown(_) => ApiError::unavailable(e.to_string()),
-            ProposeError::Fatal(m) => ApiError::internal(m),
-            ProposeError::Refused(m) => ApiError::new(StatusCode::CONFLICT, "refused", m),
+            WriteError::NoLeader { what, last } => {
+                ApiError::unavailable(format!("no leader accepted the {what}: {last}"))
+            }
+            WriteError::NotApplied(cause) => ApiError::unavailable(cause.to_string()),
+            WriteError::Refused(m) => ApiError::new(StatusCode::CONFLICT, "refused", m),
+            WriteError::MembershipRefused(m) => {
+                ApiError::new(StatusCode::CONFLICT, "membership_refused", m)
+            }
+            e @ WriteError::OutcomeUnknown(_) => {
+                ApiError::unavailable(format!("{e}; check /v1/cluster before retrying"))
+            }
+            WriteError::Fatal(m) => ApiError::internal(m),
         }
     }
 }

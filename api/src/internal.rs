@@ -1,28 +1,25 @@
-//! The node-to-node routes of the API (`/internal/...`) and how they are authenticated.
+//! The node-to-node routes of the API (`/internal/...`): their handlers, and the verification
+//! of the signed calls they accept.
 //!
-//! A follower sends the leader the writes (`/internal/propose-batch`, or `/internal/propose` for
-//! one), read-index requests
-//! (`/internal/read-index`) and membership changes (`/internal/membership`) its clients made.
-//! These routes can write anything, so they are signed exactly like the Raft transport's RPCs,
-//! with [`ClusterAuth`]: `x-raftlane-auth: <ts>.<head MAC>.<body MAC>`, HMAC-SHA256s under the
-//! cluster secret over the route's path, the timestamp and the body. Hence:
-//! - the secret never travels (the API is plain HTTP; a secret in a header could be read off the
-//!   wire and would then let anyone write anything),
-//! - a captured request cannot be sent to another route or with another body,
-//! - the signature is checked before the body is read, so a caller without the secret cannot
-//!   make the node buffer a large body.
+//! A follower's write path ([`crate::write`]) sends the leader the writes
+//! (`/internal/propose-batch`, or `/internal/propose` for one), read-index requests
+//! (`/internal/read-index`) and membership changes (`/internal/membership`) its clients made,
+//! signed with the cluster secret as [`crate::write::signing`] describes. Here the leader checks
+//! the signature before it reads the body (so a caller without the secret cannot make it buffer
+//! a large body) and the body MAC before anything decodes it, then serves the call through its
+//! own write path, without forwarding it again.
 //!
 //! The former scheme, the secret itself in [`LEGACY_SECRET_HEADER`], is refused like any other
 //! unsigned request (401); a node that still sends it (an older version during a rolling
 //! upgrade) is logged, so the operator sees why its forwarded writes fail.
-//!
-//! Replays of a captured request are limited by the freshness window [`MAX_SKEW_MS`], which is
-//! shorter than the state machine's request-id memory: a replayed proposal still finds the
-//! record of its first application and is answered as a repeat, never applied twice.
 
 use crate::app::{body_error, AppState};
 use crate::backend::{MembershipChange, ProposeError};
 use crate::error::{ApiError, ApiResult};
+use crate::write::relay::MAX_ENVELOPES;
+use crate::write::signing::{
+    LEGACY_SECRET_HEADER, PATH_MEMBERSHIP, PATH_PROPOSE, PATH_PROPOSE_BATCH, PATH_READ_INDEX,
+};
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -31,59 +28,13 @@ use raftlane_raft::auth::{ClusterAuth, Verified, AUTH_HEADER};
 use raftlane_statemachine::{codec, Envelope};
 use std::sync::Arc;
 
-/// Where a follower forwards a write (one envelope; what nodes before the batch route sent).
-pub const PATH_PROPOSE: &str = "/internal/propose";
-/// Where a follower forwards the writes gathered by its [`crate::relay`] (many envelopes).
-pub const PATH_PROPOSE_BATCH: &str = "/internal/propose-batch";
-/// Where a follower asks the leader for a read index.
-pub const PATH_READ_INDEX: &str = "/internal/read-index";
-/// Where a follower forwards a membership change (not a state-machine command, so it cannot
-/// travel as a proposal).
-pub const PATH_MEMBERSHIP: &str = "/internal/membership";
-
-/// The header of the former scheme, which carried the cluster secret itself. No longer
-/// accepted; only recognized to log that a peer still sends it.
-pub const LEGACY_SECRET_HEADER: &str = "x-raftlane-cluster-secret";
-
-/// Largest accepted difference between a signature's timestamp and this node's clock: half the
-/// state machine's request-id memory, so that a replayed proposal is either refused as stale or
-/// answered as a repeat of its first application. Far above the clock differences the chaos
-/// suite injects (a few seconds).
-pub const MAX_SKEW_MS: u64 = raftlane_statemachine::request::REQUEST_TTL_MS / 2;
-
-/// The signer/verifier for `secret`; `None` when no secret is configured (then every internal
-/// request is refused and this node cannot forward).
-pub fn cluster_auth(secret: &str) -> Option<ClusterAuth> {
-    (!secret.is_empty()).then(|| ClusterAuth::new(secret, MAX_SKEW_MS))
-}
-
-/// The signature header of a request to `path` carrying `body`, stamped now.
-pub fn signature(auth: &ClusterAuth, path: &str, body: &[u8]) -> (&'static str, String) {
-    (AUTH_HEADER, auth.sign(path, crate::app::now_ms(), body))
-}
-
-/// Headers of a signed call from this node, or `Fatal` when it has no secret to sign with.
-pub(crate) fn signed_headers(
-    auth: Option<&ClusterAuth>,
-    path: &str,
-    body: &[u8],
-) -> Result<Vec<(&'static str, String)>, ProposeError> {
-    let auth = auth.ok_or_else(|| {
-        ProposeError::Fatal("this node has no cluster secret: it cannot reach the leader".into())
-    })?;
-    Ok(vec![
-        signature(auth, path, body),
-        ("content-type", "application/octet-stream".to_string()),
-    ])
-}
-
 /// Check everything but the body: the signature's shape, freshness and head MAC.
 fn check_head<'a>(
     state: &'a AppState,
     headers: &HeaderMap,
     path: &str,
 ) -> ApiResult<(&'a ClusterAuth, Verified)> {
-    let Some(auth) = state.cluster_auth.as_ref() else {
+    let Some(auth) = state.writes.cluster_auth() else {
         return Err(ApiError::unauthorized(
             "this node has no cluster secret configured",
         ));
@@ -123,7 +74,7 @@ pub async fn propose(State(state): State<Arc<AppState>>, req: Request) -> Respon
         Err(e) => return e.into_response(),
     };
     let result = match codec::decode::<Envelope>(&body) {
-        Ok(envelope) => state.batcher.propose(envelope).await,
+        Ok(envelope) => state.writes.propose_here(envelope).await,
         Err(e) => return ApiError::invalid("body", e.to_string()).into_response(),
     };
     (StatusCode::OK, codec::encode(&result)).into_response()
@@ -143,14 +94,11 @@ pub async fn propose_batch(State(state): State<Arc<AppState>>, req: Request) -> 
         Ok(envelopes) => envelopes,
         Err(e) => return ApiError::invalid("body", e.to_string()).into_response(),
     };
-    if envelopes.is_empty() || envelopes.len() > crate::relay::MAX_ENVELOPES {
-        return ApiError::invalid(
-            "body",
-            format!("must hold 1 to {} envelopes", crate::relay::MAX_ENVELOPES),
-        )
-        .into_response();
+    if envelopes.is_empty() || envelopes.len() > MAX_ENVELOPES {
+        return ApiError::invalid("body", format!("must hold 1 to {MAX_ENVELOPES} envelopes"))
+            .into_response();
     }
-    let proposals = envelopes.into_iter().map(|e| state.batcher.propose(e));
+    let proposals = envelopes.into_iter().map(|e| state.writes.propose_here(e));
     let answers: Result<Vec<_>, ProposeError> = Ok(futures::future::join_all(proposals).await);
     (StatusCode::OK, codec::encode(&answers)).into_response()
 }
@@ -162,7 +110,7 @@ pub async fn read_index(State(state): State<Arc<AppState>>, req: Request) -> Res
         return e.into_response();
     }
     // Through the batcher: followers' linearizable reads share one confirmation round too.
-    let result = state.batcher.read_index().await;
+    let result = state.writes.read_index().await;
     (StatusCode::OK, codec::encode(&result)).into_response()
 }
 
@@ -178,6 +126,6 @@ pub async fn membership(State(state): State<Arc<AppState>>, req: Request) -> Res
         Ok(c) => c,
         Err(e) => return ApiError::invalid("body", e.to_string()).into_response(),
     };
-    let result = change.apply(state.backend.as_ref()).await;
+    let result = state.writes.membership_here(change).await;
     (StatusCode::OK, codec::encode(&result)).into_response()
 }

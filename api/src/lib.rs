@@ -1,28 +1,40 @@
 //! # raftlane-api
 //!
-//! The HTTP API of a raftlane node (axum): routes, request and response types, bearer-token
-//! auth with roles and channel scopes, forwarding of writes to the leader, linearizable reads,
-//! errors as JSON, the OpenAPI document, and a typed Rust client.
+//! The API of a raftlane node, in two layers:
 //!
-//! The API talks to replication only through the [`backend::Backend`] trait, so nothing here
-//! depends on how a command reaches a majority.
+//! - **HTTP** (axum): [`app`] (state, router, extractors), [`auth`] (bearer tokens, roles,
+//!   channel scopes), [`error`] (errors as JSON, and the one mapping of the write path's
+//!   errors to statuses), [`routes`], [`internal`] (the node-to-node routes and the verification
+//!   of their signed calls), [`request_id`] and [`openapi`]. It parses and checks requests,
+//!   builds the commands, and answers.
+//! - **Write path** ([`mod@write`]), below it and knowing nothing of HTTP serving: the
+//!   [`write::Proposer`] takes a command's envelope, a linearizable read or a membership change
+//!   made at this node to the leader (group commit, batched forwarding from followers, signed
+//!   node-to-node calls, one bounded retry loop) and answers with [`write::WriteError`].
+//!
+//! Both talk to replication only through the [`backend::Backend`] trait, so nothing here
+//! depends on how a command reaches a majority. [`crypto`] (encryption at rest) is used by the
+//! HTTP layer, which seals what it proposes and opens what it serves. The typed Rust client is
+//! the `raftlane-client` crate.
 
 pub mod app;
 pub mod auth;
 pub mod backend;
-pub mod batch;
-pub mod client;
 pub mod crypto;
 pub mod error;
-pub mod forward;
 pub mod internal;
 pub mod metrics;
 pub mod openapi;
 pub mod peer;
-pub mod relay;
 pub mod request_id;
 pub mod routes;
+pub mod write;
+
+/// The typed client lives in its own crate (`raftlane-client`, no RocksDB); re-exported here
+/// for code that reaches it through the server crate.
+pub use raftlane_client as client;
 
 pub use app::{router, ApiConfig, AppState};
 pub use backend::{Backend, LocalBackend, ProposeError};
 pub use error::ApiError;
+pub use write::{Proposer, WriteError};

@@ -2,7 +2,7 @@
 //!
 //! Every proposal carries a request id; the state machine remembers the answer to each
 //! `(principal, request id)` for a while and answers a repeat with the first answer instead of
-//! applying it again (see `raftlane_statemachine::request`). A client that may retry a write
+//! applying it again (see `raftlane_statemachine::apply::request`). A client that may retry a write
 //! sends `Request-Id: <id>` and reuses it on the retry; without one, the node picks a random id,
 //! which still lets the node itself retry across a leader change without a duplicate.
 //!
@@ -15,9 +15,9 @@ use axum::http::HeaderMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-pub const HEADER: &str = "request-id";
+pub const HEADER: &str = raftlane_contract::headers::REQUEST_ID;
 /// Room left for the `/<n>` suffix inside the state machine's limit.
-const MAX_CLIENT_LEN: usize = raftlane_statemachine::request::MAX_REQUEST_ID_LEN - 8;
+const MAX_CLIENT_LEN: usize = raftlane_statemachine::apply::request::MAX_REQUEST_ID_LEN - 8;
 
 /// The request ids of one HTTP request.
 #[derive(Clone, Debug)]
@@ -80,6 +80,6 @@ mod tests {
         let a = RequestIds::from_headers(&HeaderMap::new()).unwrap().next();
         let b = RequestIds::from_headers(&HeaderMap::new()).unwrap().next();
         assert_ne!(a, b);
-        assert!(raftlane_statemachine::request::check_id(&a).is_ok());
+        assert!(raftlane_statemachine::apply::request::check_id(&a).is_ok());
     }
 }

@@ -10,7 +10,7 @@ use raftlane_api::backend::{self, Backend};
 use raftlane_api::crypto::Keyring;
 use raftlane_api::peer::PeerClient;
 use raftlane_api::{ApiConfig, LocalBackend};
-use raftlane_statemachine::rewrite::ValueRef;
+use raftlane_statemachine::wire::rewrite::ValueRef;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;

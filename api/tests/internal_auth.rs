@@ -9,11 +9,12 @@ mod support;
 use axum::http::Method;
 use raftlane_api::app::now_ms;
 use raftlane_api::backend::MembershipChange;
-use raftlane_api::internal::{
+use raftlane_api::write::signing::{
     signature, LEGACY_SECRET_HEADER, PATH_MEMBERSHIP, PATH_PROPOSE, PATH_READ_INDEX,
 };
 use raftlane_api::ProposeError;
 use raftlane_raft::auth::{ClusterAuth, AUTH_HEADER};
+use raftlane_statemachine::wire::command::RecordAudit;
 use raftlane_statemachine::{codec, Command, Envelope, Outcome, Response};
 use serde_json::Value;
 
@@ -62,12 +63,12 @@ fn forged_audit(request_id: &str) -> Vec<u8> {
     let envelope = Envelope::new(
         now_ms(),
         "node",
-        Command::RecordAudit {
+        Command::RecordAudit(RecordAudit {
             action: "forwarded".into(),
             channel: None,
             org: None,
             detail: None,
-        },
+        }),
     )
     .with_request_id(request_id);
     codec::encode(&envelope)
@@ -148,7 +149,7 @@ async fn internal_routes_refuse_anything_but_a_valid_signature() {
     assert_eq!(api.audit_count().await, 0);
 
     // A valid signature is accepted and the proposal applied...
-    let auth = raftlane_api::internal::cluster_auth(SECRET).expect("a secret");
+    let auth = raftlane_api::write::signing::cluster_auth(SECRET).expect("a secret");
     let headers = [signature(&auth, PATH_PROPOSE, &body)];
     let (status, raw) = api
         .send(Method::POST, PATH_PROPOSE, &headers, body.clone())
@@ -176,7 +177,7 @@ async fn internal_routes_refuse_anything_but_a_valid_signature() {
 #[tokio::test]
 async fn a_signed_membership_change_reaches_the_backend() {
     let api = start().await;
-    let auth = raftlane_api::internal::cluster_auth(SECRET).expect("a secret");
+    let auth = raftlane_api::write::signing::cluster_auth(SECRET).expect("a secret");
     let change = codec::encode(&MembershipChange::SetVoters(vec![1]));
     let headers = [signature(&auth, PATH_MEMBERSHIP, &change)];
     let (status, raw) = api

@@ -7,11 +7,11 @@ use axum::http::StatusCode;
 use axum::routing::post;
 use axum::Router;
 use raftlane_api::backend::ProposeError;
-use raftlane_api::internal::{cluster_auth, PATH_PROPOSE, PATH_PROPOSE_BATCH};
 use raftlane_api::peer::PeerClient;
-use raftlane_api::relay::Relay;
-use raftlane_statemachine::command::{Command, Outcome};
-use raftlane_statemachine::{codec, Envelope, MessageId, Response};
+use raftlane_api::write::relay::Relay;
+use raftlane_api::write::signing::{cluster_auth, PATH_PROPOSE, PATH_PROPOSE_BATCH};
+use raftlane_statemachine::wire::command::EnqueueIngress;
+use raftlane_statemachine::{codec, Command, Envelope, MessageId, Outcome, Response};
 use std::future::IntoFuture;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -30,7 +30,7 @@ struct Seen {
 /// names, so every caller can check it got the answer to its own write.
 fn answer(envelope: &Envelope) -> Answer {
     match &envelope.command {
-        Command::EnqueueIngress { channel, .. } => {
+        Command::EnqueueIngress(EnqueueIngress { channel, .. }) => {
             let id: u64 = channel.trim_start_matches('c').parse().unwrap_or(u64::MAX);
             Ok((
                 id + 1000,
@@ -79,12 +79,12 @@ fn enqueue(n: u64) -> Envelope {
     Envelope::new(
         1,
         "test",
-        Command::EnqueueIngress {
+        Command::EnqueueIngress(EnqueueIngress {
             channel: format!("c{n}"),
             raw: "x".into(),
             fields: Default::default(),
             idempotency_key: None,
-        },
+        }),
     )
 }
 

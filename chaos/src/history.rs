@@ -252,4 +252,4 @@ impl History {
 
 /// When an operation id (a fence) was applied, `(log index, position)`: the state machine's
 /// own decoding, so the checkers order fences exactly as `apply` numbered them.
-pub use raftlane_statemachine::command::op_order;
+pub use raftlane_statemachine::wire::command::op_order;

@@ -1,6 +1,6 @@
 //! # raftlane-chaos
 //!
-//! `raftlane chaos`: run workloads against a three-node cluster while injecting faults (kill -9,
+//! `raftlane-chaos`: run workloads against a three-node cluster while injecting faults (kill -9,
 //! SIGSTOP past the lease, partitions and one-way link cuts, latency, restart of every node,
 //! proposer clock skew), heal, wait for quiescence and check the histories and the final state:
 //! no acknowledged enqueue lost, per-lane FIFO, fencing, exactly one terminal status, replica
@@ -39,7 +39,7 @@ use anyhow::Context;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// `raftlane chaos` flags.
+/// `raftlane-chaos` flags.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ChaosArgs {
     /// Length of the fault phase (e.g. 60s, 2m, 90); healing and checking come after.
@@ -55,7 +55,8 @@ pub struct ChaosArgs {
     /// restart-all, clock-skew (or `all`).
     #[arg(long, default_value = "all")]
     pub faults: String,
-    /// The raftlane binary the local backend runs nodes with (default: this executable).
+    /// The `raftlane` server binary the local backend runs nodes with (`raftlane node ...`;
+    /// default: `raftlane` next to this executable, else on PATH).
     #[arg(long)]
     pub binary: Option<PathBuf>,
     /// Directory for node data and logs (default: a new temp dir, removed when the run passes).
@@ -87,6 +88,44 @@ pub struct ChaosArgs {
         hide_env_values = true
     )]
     pub admin_token: String,
+}
+
+/// The file name of the server binary the local backend runs nodes with.
+const NODE_BINARY: &str = "raftlane";
+
+/// The `raftlane` binary for the local backend when `--binary` is not given: the one next to
+/// this executable (`cargo build --release -p raftlane-node -p raftlane-chaos` puts both in the
+/// same target directory), else the first on `PATH`.
+pub fn default_node_binary() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe().ok();
+    let beside = exe.as_deref().and_then(std::path::Path::parent);
+    let path = std::env::var_os("PATH");
+    find_node_binary(beside, path.as_deref()).with_context(|| {
+        format!(
+            "cannot find the {NODE_BINARY} binary next to {} or on PATH; build it (cargo build \
+             --release -p raftlane-node) or pass --binary",
+            exe.as_deref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "this executable".into())
+        )
+    })
+}
+
+/// `raftlane` in `beside`, else in the first directory of `path` (a `PATH` value) holding it.
+fn find_node_binary(
+    beside: Option<&std::path::Path>,
+    path: Option<&std::ffi::OsStr>,
+) -> Option<PathBuf> {
+    let name = format!("{NODE_BINARY}{}", std::env::consts::EXE_SUFFIX);
+    beside
+        .map(|dir| dir.join(&name))
+        .into_iter()
+        .chain(
+            path.into_iter()
+                .flat_map(std::env::split_paths)
+                .map(|dir| dir.join(&name)),
+        )
+        .find(|p| p.is_file())
 }
 
 /// `60s`, `2m`, `500ms`, `90` (seconds).
@@ -125,8 +164,7 @@ impl ChaosArgs {
             "local" => {
                 let binary = match self.binary {
                     Some(b) => b,
-                    None => std::env::current_exe()
-                        .context("cannot locate the raftlane binary; pass --binary")?,
+                    None => default_node_binary()?,
                 };
                 BackendChoice::Local { binary }
             }
@@ -153,7 +191,7 @@ impl ChaosArgs {
     }
 }
 
-/// `raftlane chaos`: run, print the report, fail (non-zero exit) on any violation.
+/// `raftlane-chaos`: run, print the report, fail (non-zero exit) on any violation.
 pub async fn run(args: ChaosArgs) -> anyhow::Result<()> {
     let json_path = args.report_json.clone();
     let opts = args.into_options()?;
@@ -185,5 +223,32 @@ mod tests {
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert!(parse_duration("abc").is_err());
         assert!(parse_duration("5y").is_err());
+    }
+
+    #[test]
+    fn the_node_binary_is_found_beside_the_executable_first_then_on_path() {
+        let root = std::env::temp_dir().join(format!("raftlane-chaos-find-{}", std::process::id()));
+        let (beside, on_path, empty) = (root.join("beside"), root.join("path"), root.join("empty"));
+        for dir in [&beside, &on_path, &empty] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        let name = format!("{NODE_BINARY}{}", std::env::consts::EXE_SUFFIX);
+        std::fs::write(beside.join(&name), b"").unwrap();
+        std::fs::write(on_path.join(&name), b"").unwrap();
+        let path = std::env::join_paths([&empty, &on_path]).unwrap();
+        assert_eq!(
+            find_node_binary(Some(&beside), Some(&path)),
+            Some(beside.join(&name))
+        );
+        assert_eq!(
+            find_node_binary(Some(&empty), Some(&path)),
+            Some(on_path.join(&name))
+        );
+        assert_eq!(
+            find_node_binary(None, Some(&path)),
+            Some(on_path.join(&name))
+        );
+        assert_eq!(find_node_binary(Some(&empty), None), None);
+        let _ = std::fs::remove_dir_all(&root);
     }
 }

@@ -1,8 +1,8 @@
 //! A deterministic reproduction of a bug the chaos suite found: a write sent to a follower is
 //! forwarded to the leader; the leader applies it, but its answer is lost (the connection is
-//! reset); the follower's `forward::write` loop then proposes the same envelope again. Before
-//! request ids that applied the write twice (two audit rows; a CAS answered 412 although it took
-//! effect). Now the retry carries the same request id and gets the first answer back.
+//! reset); the follower's write path (`Proposer::write`) then proposes the same envelope again.
+//! Before request ids that applied the write twice (two audit rows; a CAS answered 412 although
+//! it took effect). Now the retry carries the same request id and gets the first answer back.
 
 mod common;
 

@@ -1,5 +1,7 @@
-//! `raftlane dev`: a local three-node cluster in one process, for trying raftlane out and for
-//! the demo. Stays in the foreground until SIGINT/SIGTERM, then shuts down gracefully.
+//! `raftlane dev`: a local three-node cluster in one process, for trying raftlane out. Stays in
+//! the foreground until SIGINT/SIGTERM, then shuts down gracefully. The demo workload is the
+//! `raftlane-demo` binary (`node/demo/`), which starts the same cluster through [`start`] and
+//! takes the same flags ([`DevArgs`]); the benchmarks' in-process cluster is [`start_cluster`].
 
 use crate::config::generate_token;
 use crate::server::{self, NodeOptions, RunningNode};
@@ -24,15 +26,6 @@ pub struct DevArgs {
     /// Admin token (default: RAFTLANE_ADMIN_TOKEN, else generated once and kept in the data dir).
     #[arg(long, env = "RAFTLANE_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
-    /// Push a demo workload through the pipeline once the cluster is up.
-    #[arg(long)]
-    pub demo: bool,
-    /// Messages the demo enqueues.
-    #[arg(long, default_value_t = 240)]
-    pub demo_messages: u32,
-    /// Exit after the demo instead of waiting for Ctrl-C (for scripts and CI).
-    #[arg(long)]
-    pub exit_after_demo: bool,
 }
 
 /// Read a secret kept in the data directory, or create it.
@@ -146,7 +139,9 @@ pub async fn wait_for_signal() {
     }
 }
 
-pub async fn run(args: DevArgs) -> anyhow::Result<()> {
+/// Start the cluster `args` describe (after deleting its data directory under `--fresh`) and
+/// say so: where it listens, which node leads, the admin token.
+pub async fn start(args: &DevArgs) -> anyhow::Result<DevCluster> {
     if args.fresh && args.data_dir.exists() {
         std::fs::remove_dir_all(&args.data_dir)
             .with_context(|| format!("cannot remove {}", args.data_dir.display()))?;
@@ -169,44 +164,28 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
         cluster.addrs.join(", ")
     );
     println!("Admin token: {}", cluster.admin_token);
-    let mut failed = false;
-    let mut interrupted = false;
-    if args.demo {
-        let client =
-            raftlane_api::client::Client::new(cluster.addrs.clone(), cluster.admin_token.clone());
-        // Ctrl-C during the demo still shuts the nodes down cleanly: the signal handler is in
-        // place from here on, not only once the demo is over.
-        tokio::select! {
-            result = crate::demo::run(&client, &cluster.addrs, args.demo_messages) => match result {
-                Ok(summary) => failed = !summary.ok(),
-                Err(e) => {
-                    eprintln!("demo failed: {e:#}");
-                    failed = true;
-                }
-            },
-            () = wait_for_signal() => {
-                println!("\nInterrupted during the demo.");
-                interrupted = true;
-            }
-        }
-    }
-    if !interrupted {
-        print_curl_help(&cluster.addrs[0], &cluster.admin_token);
-    }
-    if !args.exit_after_demo && !interrupted {
-        println!("\nThe cluster keeps running. Press Ctrl-C to stop it.");
-        wait_for_signal().await;
-    }
+    Ok(cluster)
+}
+
+/// Shut the cluster down gracefully, saying so.
+pub async fn stop(cluster: DevCluster) {
     println!("Shutting down...");
     cluster.shutdown().await;
     println!("Stopped.");
-    if failed {
-        anyhow::bail!("the demo found a problem (see above)");
-    }
+}
+
+/// `raftlane dev`: start the cluster, print a curl session to try, run until SIGINT/SIGTERM.
+pub async fn run(args: DevArgs) -> anyhow::Result<()> {
+    let cluster = start(&args).await?;
+    print_curl_help(&cluster.addrs[0], &cluster.admin_token);
+    println!("\nThe cluster keeps running. Press Ctrl-C to stop it.");
+    wait_for_signal().await;
+    stop(cluster).await;
     Ok(())
 }
 
-fn print_curl_help(addr: &str, token: &str) {
+/// A curl session against the node at `addr` (the same as docs/DOCKER.md, section 3).
+pub fn print_curl_help(addr: &str, token: &str) {
     println!(
         r#"
 Try it (another terminal; ROW and FENCE come from the answer before):

@@ -1,11 +1,24 @@
 //! The raftlane node: configuration, start-up and wiring of the Raft replica with the HTTP API,
-//! the local dev cluster and the demo workload.
+//! and the local dev cluster. The demo workload (`node/demo/`, `raftlane-demo`) and the
+//! benchmarks (`node/bench/`, `raftlane-bench`) are crates of their own that start nodes and dev
+//! clusters through this library; the fault-injection suite is `chaos/` (`raftlane-chaos`).
 
 pub mod backend;
-pub mod bench;
 pub mod config;
-pub mod demo;
 pub mod dev;
 pub mod health;
 pub mod process;
 pub mod server;
+
+use tracing_subscriber::EnvFilter;
+
+/// Log events filtered by `RAFTLANE_LOG` (default `info,openraft=error`): every binary that runs
+/// nodes (`raftlane`, `raftlane-demo`, `raftlane-bench`) logs the same way.
+pub fn init_logging() {
+    let filter = EnvFilter::try_from_env("RAFTLANE_LOG")
+        .unwrap_or_else(|_| EnvFilter::new("info,openraft=error"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .init();
+}

@@ -1,8 +1,10 @@
-//! `raftlane`: run a node, a local dev cluster (with an optional demo workload), and the tools.
+//! `raftlane`: the server binary. It runs a node, a local dev cluster, or a health probe; the
+//! demo (`raftlane-demo`), the benchmarks (`raftlane-bench`) and the chaos suite
+//! (`raftlane-chaos`) are binaries of their own crates, so this one links none of their
+//! dependencies (no PostgreSQL client, no histogram library).
 
 use clap::{Parser, Subcommand};
 use raftlane_node::{config::NodeArgs, dev, server};
-use tracing_subscriber::EnvFilter;
 
 /// mimalloc instead of glibc's malloc: allocation was ~12 % of a saturated node's CPU (many
 /// small, short-lived buffers per command), measured on 2026-12-03; the switch is commit 0a362a3
@@ -25,12 +27,9 @@ struct Cli {
 enum Command {
     /// Run one node of a cluster (flags, RAFTLANE_* environment variables or --config FILE).
     Node(NodeArgs),
-    /// Run a local three-node cluster in the foreground (127.0.0.1:P..P+2) until Ctrl-C.
+    /// Run a local three-node cluster in the foreground (127.0.0.1:P..P+2) until Ctrl-C
+    /// (the demo workload on such a cluster is the `raftlane-demo` binary).
     Dev(dev::DevArgs),
-    /// Measure throughput and latency (enqueue, pipeline, claim) of raftlane or a PostgreSQL baseline.
-    Bench(raftlane_node::bench::BenchArgs),
-    /// Run workloads against a three-node cluster while injecting faults, then check (non-zero exit on any violation).
-    Chaos(raftlane_chaos::ChaosArgs),
     /// Probe a node: exit 0 when URL answers 200, else print why and exit 1 (container health checks).
     Health {
         #[arg(long, default_value = raftlane_node::health::DEFAULT_URL)]
@@ -38,19 +37,10 @@ enum Command {
     },
 }
 
-fn init_logging() {
-    let filter = EnvFilter::try_from_env("RAFTLANE_LOG")
-        .unwrap_or_else(|_| EnvFilter::new("info,openraft=error"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false)
-        .init();
-}
-
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    init_logging();
+    raftlane_node::init_logging();
     match cli.command {
         Command::Node(args) => {
             let opts = args.resolve()?;
@@ -61,8 +51,6 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Dev(args) => dev::run(args).await,
-        Command::Bench(args) => raftlane_node::bench::run(args).await,
-        Command::Chaos(args) => raftlane_chaos::run(args).await,
         Command::Health { url } => raftlane_node::health::check(&url).await,
     }
 }

@@ -26,10 +26,10 @@ use crate::types::{
 use crate::util::{sync_dir, ReleaseProbe};
 use openraft::storage::RaftStateMachine;
 use openraft::{OptionalSend, RaftSnapshotBuilder, StorageIOError};
-use raftlane_statemachine::command::{Outcome, Response};
 use raftlane_statemachine::machine::{BatchItem, StateMachine};
 use raftlane_statemachine::rocks::{Mirroring, RocksStore};
-use raftlane_statemachine::store::StoreError;
+use raftlane_statemachine::storage::StoreError;
+use raftlane_statemachine::{Outcome, Response};
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -15,7 +15,7 @@
 
 use crate::types::SnapshotMeta;
 use raftlane_statemachine::codec::MAX_ENCODED_BYTES;
-use raftlane_statemachine::store::{StoreError, Table};
+use raftlane_statemachine::storage::{StoreError, Table};
 use sha2::{Digest, Sha256};
 use std::fs::{File, OpenOptions};
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};

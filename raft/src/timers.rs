@@ -16,9 +16,12 @@ use crate::sm_adapter::StateHandle;
 use crate::types::{NodeId, Raft};
 use crate::util::now_ms;
 use openraft::ServerState;
-use raftlane_statemachine::command::{Command, Envelope, Outcome, Response};
-use raftlane_statemachine::config::RetentionConfig;
-use raftlane_statemachine::ids::Millis;
+use raftlane_statemachine::model::config::RetentionConfig;
+use raftlane_statemachine::model::ids::Millis;
+use raftlane_statemachine::wire::command::{
+    PurgeDeadLetters, PurgeMessageBodies, PurgeState, ReclaimExpired,
+};
+use raftlane_statemachine::{Command, Envelope, Outcome, Response};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -117,13 +120,15 @@ pub fn retention_commands(retention: &RetentionConfig, now: Millis) -> Vec<Comma
     let cutoff = |period: Option<u64>| period.filter(|p| *p > 0).map(|p| now.saturating_sub(p));
     let mut commands = Vec::new();
     if let Some(older_than) = cutoff(retention.message_bodies_ms) {
-        commands.push(Command::PurgeMessageBodies { older_than });
+        commands.push(Command::PurgeMessageBodies(PurgeMessageBodies {
+            older_than,
+        }));
     }
     if let Some(older_than) = cutoff(retention.dead_letters_ms) {
-        commands.push(Command::PurgeDeadLetters { older_than });
+        commands.push(Command::PurgeDeadLetters(PurgeDeadLetters { older_than }));
     }
     if let Some(older_than) = cutoff(retention.state_ms) {
-        commands.push(Command::PurgeState { older_than });
+        commands.push(Command::PurgeState(PurgeState { older_than }));
     }
     commands
 }
@@ -204,7 +209,8 @@ pub(crate) async fn run_timers(t: Timers, mut stop: watch::Receiver<bool>) {
                 }
             }
             _ = tick(&mut reclaim) => {
-                propose(&t.raft, t.id, Command::ReclaimExpired { stage: None }, &t.stats).await;
+                let reclaim_all = Command::ReclaimExpired(ReclaimExpired { stage: None });
+                propose(&t.raft, t.id, reclaim_all, &t.stats).await;
             }
             _ = tick(&mut expire) => {
                 propose(&t.raft, t.id, Command::ExpireRecords, &t.stats).await;
@@ -239,15 +245,15 @@ mod tests {
         assert_eq!(
             retention_commands(&all, now),
             vec![
-                Command::PurgeMessageBodies {
+                Command::PurgeMessageBodies(PurgeMessageBodies {
                     older_than: 999_000
-                },
-                Command::PurgeDeadLetters {
+                }),
+                Command::PurgeDeadLetters(PurgeDeadLetters {
                     older_than: 980_000
-                },
-                Command::PurgeState {
+                }),
+                Command::PurgeState(PurgeState {
                     older_than: 700_000
-                },
+                }),
             ]
         );
         let only_state = RetentionConfig {
@@ -257,7 +263,7 @@ mod tests {
         // A period longer than the clock saturates at 0: nothing is older than that.
         assert_eq!(
             retention_commands(&only_state, now),
-            vec![Command::PurgeState { older_than: 0 }]
+            vec![Command::PurgeState(PurgeState { older_than: 0 })]
         );
     }
 }

@@ -7,7 +7,7 @@
 //! Snapshots are files: `SnapshotData = tokio::fs::File`, so openraft's chunked transfer reads
 //! from and writes to disk, and no snapshot is ever held whole in memory.
 
-use raftlane_statemachine::command::{Envelope, Response};
+use raftlane_statemachine::{Envelope, Response};
 
 openraft::declare_raft_types!(
     /// raftlane's Raft types: u64 node ids, nodes addressed by `host:port`, file snapshots.

@@ -12,7 +12,7 @@ use raftlane_raft::auth::{ClusterAuth, AUTH_HEADER};
 use raftlane_raft::network::{HttpNetwork, NetworkConfig};
 use raftlane_raft::types::Vote;
 use raftlane_raft::{now_ms, wire, ReadError, WriteError};
-use raftlane_statemachine::command::Outcome;
+use raftlane_statemachine::Outcome;
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::time::Duration;

@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use raftlane_raft::Tuning;
-use raftlane_statemachine::command::Outcome;
+use raftlane_statemachine::Outcome;
 use std::collections::{BTreeMap, BTreeSet};
 
 fn voters(node: &raftlane_raft::RaftNode) -> BTreeSet<u64> {

@@ -6,7 +6,8 @@ use openraft::storage::{RaftLogStorage, RaftLogStorageExt};
 use openraft::{CommittedLeaderId, RaftLogReader};
 use raftlane_raft::log_store::LogStore;
 use raftlane_raft::types::{Entry, EntryPayload, LogId, Vote};
-use raftlane_statemachine::command::{Command, Envelope};
+use raftlane_statemachine::wire::command::RecordAudit;
+use raftlane_statemachine::{Command, Envelope};
 use std::io::{BufRead, BufReader};
 use std::process::{Command as Proc, Stdio};
 use std::sync::atomic::Ordering;
@@ -27,12 +28,12 @@ fn entry_with(term: u64, index: u64, detail: usize) -> Entry {
         payload: EntryPayload::Normal(Envelope::new(
             index,
             "t",
-            Command::RecordAudit {
+            Command::RecordAudit(RecordAudit {
                 action: format!("e{index}"),
                 channel: None,
                 org: None,
                 detail: Some("x".repeat(detail)),
-            },
+            }),
         )),
     }
 }

@@ -6,10 +6,12 @@ mod common;
 use common::*;
 use raftlane_raft::timers::TIMER_ACTOR;
 use raftlane_raft::{now_ms, RaftNode, Tuning};
-use raftlane_statemachine::command::{Command, Delivery, Envelope, MessageFields, Outcome};
-use raftlane_statemachine::config::{ConfigDoc, RetentionConfig};
+use raftlane_statemachine::model::config::{ConfigDoc, RetentionConfig};
 use raftlane_statemachine::row::Stage;
-use raftlane_statemachine::MessageId;
+use raftlane_statemachine::wire::command::{
+    ClaimReady, Delivery, EnqueueMessage, MarkDone, MessageFields, PutConfig,
+};
+use raftlane_statemachine::{Command, Envelope, MessageId, Outcome};
 use std::sync::atomic::Ordering;
 
 /// Short retention ticks so the tests see several of them in well under a second.
@@ -26,13 +28,13 @@ fn env(command: Command) -> Envelope {
 
 async fn put_retention(c: &TestCluster, expected_version: u64, retention: RetentionConfig) {
     let (_, resp) = c
-        .write(env(Command::PutConfig {
+        .write(env(Command::PutConfig(PutConfig {
             expected_version,
             config: ConfigDoc {
                 retention,
                 ..ConfigDoc::default()
             },
-        }))
+        })))
         .await;
     assert_eq!(resp, Ok(Outcome::ConfigVersion(expected_version + 1)));
 }
@@ -41,7 +43,7 @@ async fn put_retention(c: &TestCluster, expected_version: u64, retention: Retent
 /// (a terminal status, no live rows), so it is eligible for a body purge.
 async fn deliver_one(c: &TestCluster, body: &str) -> MessageId {
     let (_, resp) = c
-        .write(env(Command::EnqueueMessage {
+        .write(env(Command::EnqueueMessage(EnqueueMessage {
             channel: "orders".into(),
             raw: body.into(),
             fields: MessageFields::default(),
@@ -50,20 +52,20 @@ async fn deliver_one(c: &TestCluster, body: &str) -> MessageId {
                 payload: format!("payload of {body}"),
             }],
             idempotency_key: None,
-        }))
+        })))
         .await;
     let Ok(Outcome::Enqueued { message_id, .. }) = resp else {
         panic!("enqueue: {resp:?}");
     };
     let (_, resp) = c
-        .write(env(Command::ClaimReady {
+        .write(env(Command::ClaimReady(ClaimReady {
             stage: Stage::Outbound,
             limit: 10,
             channel: None,
             destination: Some("api".into()),
             owner: "worker".into(),
             ttl_ms: 60_000,
-        }))
+        })))
         .await;
     let Ok(Outcome::Claimed(rows)) = resp else {
         panic!("claim: {resp:?}");
@@ -71,10 +73,10 @@ async fn deliver_one(c: &TestCluster, body: &str) -> MessageId {
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert_eq!(rows[0].message_id, message_id);
     let (_, resp) = c
-        .write(env(Command::MarkDone {
+        .write(env(Command::MarkDone(MarkDone {
             row_id: rows[0].row_id,
             fence: rows[0].fence,
-        }))
+        })))
         .await;
     assert_eq!(resp, Ok(Outcome::Done));
     message_id

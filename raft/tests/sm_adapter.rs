@@ -7,7 +7,8 @@ use openraft::{CommittedLeaderId, Membership, RaftSnapshotBuilder};
 use raftlane_raft::sm_adapter::SmAdapter;
 use raftlane_raft::snapshot::SnapshotReader;
 use raftlane_raft::types::{Entry, EntryPayload, LogId, StoredMembership};
-use raftlane_statemachine::command::{Command, Envelope, Outcome};
+use raftlane_statemachine::wire::command::RecordAudit;
+use raftlane_statemachine::{Command, Envelope, Outcome};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -36,12 +37,12 @@ fn entries(n: u64) -> Vec<Entry> {
             payload: EntryPayload::Normal(Envelope::new(
                 1000 + i,
                 "t",
-                Command::RecordAudit {
+                Command::RecordAudit(RecordAudit {
                     action: format!("a{i}"),
                     channel: None,
                     org: None,
                     detail: None,
-                },
+                }),
             )),
         });
     }
@@ -202,7 +203,7 @@ async fn startup_finishes_an_interrupted_install() {
         .unwrap();
     std::fs::write(dir.path().join("sm.installing"), &snap_name).unwrap();
     {
-        use raftlane_statemachine::store::Store;
+        use raftlane_statemachine::storage::Store;
         let mut store =
             raftlane_statemachine::rocks::RocksStore::open(&dir.path().join("sm")).unwrap();
         store.clear().unwrap();

@@ -10,51 +10,47 @@
 //! no I/O (the [`Store`] trait persists a batch's effects in one atomic write). A command that does
 //! not fit the state is a typed [`Rejection`] and changes nothing.
 //!
-//! Reading order: [`command`] (the contract), [`machine`] (apply), then one module per concern:
-//! [`lane`] (FIFO order and leases), [`claim`], [`fence`], [`handoff`], [`complete`],
-//! [`finalize`], [`replay`], [`config`], [`audit`], [`approval`], [`principal`], [`retention`].
+//! ## Reading order, by layer
+//! Each layer uses only the layers before it (`tests/layers.rs` enforces this):
+//!
+//! 1. [`model`]: the plain types the state is made of (ids, messages, rows, lanes, config,
+//!    principals, approvals, audit rows).
+//! 2. [`wire`]: what travels in the log and back: [`Envelope`], [`Command`] (one struct per
+//!    command), [`Outcome`], [`Rejection`], and the codec. Built from `model` types.
+//! 3. [`storage`]: the [`Store`] trait and its tables, the in-memory and RocksDB stores, the
+//!    write overlay a batch is applied in, the key encoding and the state digest.
+//! 4. `tables`: typed access to each table; the only code (with `storage::keys`) that knows a
+//!    key layout.
+//! 5. [`rules`]: each invariant once: FIFO ([`rules::fifo`] is where FIFO is decided), fencing,
+//!    the finalizer, retry backoff, idempotency windows, input checks.
+//! 6. [`apply`]: the apply context, one module per command family with each command's `Apply`,
+//!    and the dispatch (one line per command).
+//! 7. [`query`]: the read side ([`query::Reader`]).
+//! 8. [`machine`]: the [`StateMachine`]: batches, snapshots, the digest.
 
-pub mod approval;
-pub mod audit;
-mod claim;
-pub mod codec;
-pub mod command;
-pub mod complete;
-pub mod config;
-pub mod digest;
-mod enqueue;
-mod fence;
-pub mod finalize;
-mod handoff;
-pub mod ids;
-pub mod keys;
-pub mod lane;
+pub mod apply;
 pub mod machine;
-pub mod message;
-mod messages;
-pub mod principal;
+pub mod model;
 pub mod query;
-mod replay;
-pub mod request;
-mod retention;
-pub mod rewrite;
-pub mod row;
-mod rows;
-pub mod state;
-pub mod store;
-pub mod txn;
-mod validate;
+pub mod rules;
+pub mod storage;
+mod tables;
+pub mod wire;
 
-#[cfg(feature = "rocksdb")]
-pub mod rocks;
-
-pub use command::{ClaimedRow, Command, Envelope, FifoEmpty, Outcome, Rejection, Response};
-pub use ids::{ApprovalId, Fence, MessageId, Millis, RowId};
-pub use machine::{BatchItem, MetaState, StateMachine};
-pub use store::{MemStore, Store, StoreError, Table};
-pub use validate::{MAX_CLAIM_LIMIT, MAX_NAME_LEN, MAX_TTL_MS};
+pub use machine::{BatchItem, StateMachine};
+pub use model::ids::{ApprovalId, Fence, MessageId, Millis, RowId};
+pub use model::meta::MetaState;
+pub use rules::validate::{MAX_CLAIM_LIMIT, MAX_NAME_LEN, MAX_TTL_MS};
+pub use storage::store::{MemStore, Store, StoreError, Table};
+pub use wire::{ClaimedRow, Command, Envelope, FifoEmpty, Outcome, Rejection, Response};
 
 /// Validation helpers the API runs before proposing (the same checks `apply` makes).
 pub mod checks {
-    pub use crate::validate::{name, opt_name, ttl};
+    pub use crate::rules::validate::{name, opt_name, ttl};
 }
+
+// Module paths kept at the root for other crates (and docs) that name them.
+pub use model::row;
+#[cfg(feature = "rocksdb")]
+pub use storage::rocks;
+pub use wire::codec;

@@ -8,21 +8,27 @@
 mod cmd_support;
 
 use cmd_support::*;
-use raftlane_statemachine::approval::ApprovalStatus;
-use raftlane_statemachine::audit::{row_hash, SealRecord, DEFAULT_ORG, SEAL_ACTION};
-use raftlane_statemachine::command::{
-    HandoffDisposition, MessageFields, ReceivedStatus, RouteDisposition, StateOp,
-};
-use raftlane_statemachine::complete::ResponseRef;
-use raftlane_statemachine::config::{
+use raftlane_statemachine::model::approval::ApprovalStatus;
+use raftlane_statemachine::model::audit::{row_hash, SealRecord, DEFAULT_ORG, SEAL_ACTION};
+use raftlane_statemachine::model::config::{
     ConfigDoc, DestinationConfig, HandlerConfig, DEFAULT_DEDUPE_WINDOW_MS,
 };
-use raftlane_statemachine::lane::LaneLease;
-use raftlane_statemachine::message::{Correlation, EventKind, MessageStatus};
-use raftlane_statemachine::principal::Role;
-use raftlane_statemachine::row::{Claim, RowStatus, Stage};
-use raftlane_statemachine::state::ReferenceSnapshot;
-use raftlane_statemachine::store::WriteBatch;
+use raftlane_statemachine::model::lane::LaneLease;
+use raftlane_statemachine::model::message::{Correlation, EventKind, MessageStatus};
+use raftlane_statemachine::model::principal::Role;
+use raftlane_statemachine::model::response::ResponseRef;
+use raftlane_statemachine::model::row::{Claim, RowStatus, Stage};
+use raftlane_statemachine::model::state::ReferenceSnapshot;
+use raftlane_statemachine::storage::store::WriteBatch;
+use raftlane_statemachine::wire::command::{
+    Batch, CancelQueued, ClaimReady, CompleteWithResponse, CreateApproval, DeadLetterNow,
+    DecideApproval, DoneThenClaimNext, EnqueueIngress, EnqueueMessage, Handoff, HandoffDisposition,
+    IngressHandoff, MarkDone, MarkFailed, MessageFields, PurgeDeadLetters, PurgeMessageBodies,
+    PurgeState, PutConfig, PutPrincipal, ReceivedStatus, ReclaimExpired, RecordAudit,
+    RecordReceived, ReleaseLane, RenewLeases, Replay, ReplayDead, RevokePrincipal,
+    RouteDisposition, RouteHandoff, SealAuditEpoch, StateOp, TransformHandoff,
+    WriteReferenceSnapshot,
+};
 use raftlane_statemachine::{
     codec, ApprovalId, ClaimedRow, Command, Fence, FifoEmpty, MessageId, Outcome, Rejection, RowId,
     Store, Table,
@@ -61,43 +67,43 @@ fn wrong_stage(row: RowId, stage: &str) -> Rejection {
 }
 
 fn mark_done(row: &ClaimedRow) -> Command {
-    Command::MarkDone {
+    Command::MarkDone(MarkDone {
         row_id: row.row_id,
         fence: row.fence,
-    }
+    })
 }
 
 fn mark_failed(
     row: &ClaimedRow,
     error: &str,
-    policy: raftlane_statemachine::command::RetryPolicy,
+    policy: raftlane_statemachine::model::config::RetryPolicy,
 ) -> Command {
-    Command::MarkFailed {
+    Command::MarkFailed(MarkFailed {
         row_id: row.row_id,
         fence: row.fence,
         error: error.into(),
         retry: policy,
-    }
+    })
 }
 
 fn respond(row: &ClaimedRow, body: &str, reingress_to: Option<&str>) -> Command {
-    Command::CompleteWithResponse {
+    Command::CompleteWithResponse(CompleteWithResponse {
         row_id: row.row_id,
         fence: row.fence,
         body: body.into(),
         outcome: "200".into(),
         detail: Some("ok".into()),
         reingress_to: reingress_to.map(Into::into),
-    }
+    })
 }
 
 fn route(row: &ClaimedRow, handlers: &[(&str, &str)]) -> Command {
-    Command::RouteHandoff {
+    Command::RouteHandoff(RouteHandoff {
         row_id: row.row_id,
         fence: row.fence,
         handlers: handlers.iter().map(|(n, p)| handler(n, p)).collect(),
         disposition: RouteDisposition::Routed,
-    }
+    })
 }
 
 fn handoff(
@@ -105,16 +111,16 @@ fn handoff(
     deliveries: &[(&str, &str)],
     disposition: HandoffDisposition,
 ) -> Command {
-    Command::Handoff {
+    Command::Handoff(Handoff {
         row_id: row.row_id,
         fence: row.fence,
         deliveries: deliveries.iter().map(|(d, p)| delivery(d, p)).collect(),
         disposition,
-    }
+    })
 }
 
 fn transform(row: &ClaimedRow, deliveries: &[(&str, &str)], ops: &[(&str, &str, &str)]) -> Command {
-    Command::TransformHandoff {
+    Command::TransformHandoff(TransformHandoff {
         row_id: row.row_id,
         fence: row.fence,
         deliveries: deliveries.iter().map(|(d, p)| delivery(d, p)).collect(),
@@ -126,39 +132,39 @@ fn transform(row: &ClaimedRow, deliveries: &[(&str, &str)], ops: &[(&str, &str, 
                 value: (*v).into(),
             })
             .collect(),
-    }
+    })
 }
 
 fn ingress_handoff(row: &ClaimedRow, loopback: &str, depth_cap: u32) -> Command {
-    Command::IngressHandoff {
+    Command::IngressHandoff(IngressHandoff {
         row_id: row.row_id,
         fence: row.fence,
         loopback_channel: loopback.into(),
         depth_cap,
-    }
+    })
 }
 
 fn dead_letter(row: RowId, fence: Option<Fence>, error: &str) -> Command {
-    Command::DeadLetterNow {
+    Command::DeadLetterNow(DeadLetterNow {
         row_id: row,
         fence,
         error: error.into(),
-    }
+    })
 }
 
 fn cancel(destination: &str, channel: Option<&str>, top_only: bool) -> Command {
-    Command::CancelQueued {
+    Command::CancelQueued(CancelQueued {
         destination: destination.into(),
         channel: channel.map(Into::into),
         top_only,
-    }
+    })
 }
 
 fn put_config(expected_version: u64, config: ConfigDoc) -> Command {
-    Command::PutConfig {
+    Command::PutConfig(PutConfig {
         expected_version,
         config,
-    }
+    })
 }
 
 fn config_with(destinations: &[&str], handlers: &[&str]) -> ConfigDoc {
@@ -182,33 +188,33 @@ fn config_with_window(window_ms: u64) -> ConfigDoc {
 }
 
 fn record_audit(action: &str, org: Option<&str>, detail: Option<&str>) -> Command {
-    Command::RecordAudit {
+    Command::RecordAudit(RecordAudit {
         action: action.into(),
         channel: None,
         org: org.map(Into::into),
         detail: detail.map(Into::into),
-    }
+    })
 }
 
 fn put_principal(name: &str, hash: &str, role: Role, channels: Option<&[&str]>) -> Command {
-    Command::PutPrincipal {
+    Command::PutPrincipal(PutPrincipal {
         name: name.into(),
         token_hash: hash.into(),
         role,
         channels: channels.map(|cs| cs.iter().map(|c| (*c).to_string()).collect()),
-    }
+    })
 }
 
 fn create_approval(operation: &str, ttl_ms: u64) -> Command {
-    Command::CreateApproval {
+    Command::CreateApproval(CreateApproval {
         operation: operation.into(),
         params: "{}".into(),
         ttl_ms,
-    }
+    })
 }
 
 fn decide(id: ApprovalId, approve: bool) -> Command {
-    Command::DecideApproval { id, approve }
+    Command::DecideApproval(DecideApproval { id, approve })
 }
 
 fn approval_id(outcome: Outcome) -> ApprovalId {
@@ -219,7 +225,7 @@ fn approval_id(outcome: Outcome) -> ApprovalId {
 }
 
 /// A policy that retries forever after a fixed 1 s.
-fn retry_1s() -> raftlane_statemachine::command::RetryPolicy {
+fn retry_1s() -> raftlane_statemachine::model::config::RetryPolicy {
     retry(None, 1_000, 1_000, 1_000)
 }
 
@@ -230,7 +236,7 @@ fn steal(h: &mut Harness, stage: Stage) -> (ClaimedRow, ClaimedRow) {
     assert_eq!(old.len(), 1);
     h.advance(1_001);
     assert_eq!(
-        h.ok(Command::ReclaimExpired { stage: None }),
+        h.ok(Command::ReclaimExpired(ReclaimExpired { stage: None })),
         Outcome::Count(1)
     );
     let mut new = h.claim_ready(stage, 1, "b", 30_000);
@@ -281,12 +287,12 @@ fn enqueue_ingress_inserts_received_message_and_one_pending_ingress_row() {
         summary: Some("admit".into()),
         metadata: Some(r#"{"k":1}"#.into()),
     };
-    let out = h.ok(Command::EnqueueIngress {
+    let out = h.ok(Command::EnqueueIngress(EnqueueIngress {
         channel: "orders".into(),
         raw: "hello".into(),
         fields: fields.clone(),
         idempotency_key: None,
-    });
+    }));
     assert_eq!(
         out,
         Outcome::Enqueued {
@@ -382,12 +388,14 @@ fn duplicate_idempotency_key_returns_original_id_and_inserts_nothing() {
 #[test]
 fn duplicate_idempotency_key_also_applies_to_enqueue_message() {
     let mut h = Harness::new();
-    let cmd = |raw: &str| Command::EnqueueMessage {
-        channel: "orders".into(),
-        raw: raw.into(),
-        fields: MessageFields::default(),
-        deliveries: vec![delivery("d", "p")],
-        idempotency_key: Some("k".into()),
+    let cmd = |raw: &str| {
+        Command::EnqueueMessage(EnqueueMessage {
+            channel: "orders".into(),
+            raw: raw.into(),
+            fields: MessageFields::default(),
+            deliveries: vec![delivery("d", "p")],
+            idempotency_key: Some("k".into()),
+        })
     };
     let (first, dup) = enqueued(h.ok(cmd("one")));
     assert!(!dup);
@@ -472,13 +480,13 @@ fn reused_idempotency_key_is_not_dropped_by_the_previous_use_expiring() {
 #[test]
 fn record_received_filtered_keeps_message_without_rows() {
     let mut h = Harness::new();
-    let out = h.ok(Command::RecordReceived {
+    let out = h.ok(Command::RecordReceived(RecordReceived {
         channel: "orders".into(),
         raw: "junk".into(),
         fields: MessageFields::default(),
         status: ReceivedStatus::Filtered,
         error: None,
-    });
+    }));
     let (id, _) = enqueued(out);
     let v = h.view(id);
     assert_eq!(v.message.status, MessageStatus::Filtered);
@@ -493,13 +501,13 @@ fn record_received_filtered_keeps_message_without_rows() {
 #[test]
 fn record_received_error_keeps_message_with_its_error() {
     let mut h = Harness::new();
-    let out = h.ok(Command::RecordReceived {
+    let out = h.ok(Command::RecordReceived(RecordReceived {
         channel: "orders".into(),
         raw: "junk".into(),
         fields: MessageFields::default(),
         status: ReceivedStatus::Error,
         error: Some("unparseable".into()),
-    });
+    }));
     let (id, _) = enqueued(out);
     let v = h.view(id);
     assert_eq!(v.message.status, MessageStatus::Error);
@@ -516,13 +524,13 @@ fn record_received_error_keeps_message_with_its_error() {
 fn record_received_rejects_invalid_channel() {
     let mut h = Harness::new();
     h.reject(
-        Command::RecordReceived {
+        Command::RecordReceived(RecordReceived {
             channel: String::new(),
             raw: "junk".into(),
             fields: MessageFields::default(),
             status: ReceivedStatus::Filtered,
             error: None,
-        },
+        }),
         invalid("channel", "must not be empty"),
     );
 }
@@ -582,13 +590,13 @@ fn enqueue_message_without_deliveries_is_unrouted() {
 fn enqueue_message_rejects_an_invalid_destination() {
     let mut h = Harness::new();
     h.reject(
-        Command::EnqueueMessage {
+        Command::EnqueueMessage(EnqueueMessage {
             channel: "orders".into(),
             raw: "x".into(),
             fields: MessageFields::default(),
             deliveries: vec![delivery("ok", "p"), delivery("", "p")],
             idempotency_key: None,
-        },
+        }),
         invalid("deliveries.destination", "must not be empty"),
     );
 }
@@ -606,13 +614,13 @@ fn earlier_now_ms_is_clamped_to_the_clock_and_fifo_order_is_kept() {
     let out = h.run_at(
         T0,
         ACTOR,
-        Command::EnqueueMessage {
+        Command::EnqueueMessage(EnqueueMessage {
             channel: "orders".into(),
             raw: "second".into(),
             fields: MessageFields::default(),
             deliveries: vec![delivery("d", "second")],
             idempotency_key: None,
-        },
+        }),
     );
     let (early, _) = enqueued(out.unwrap());
     assert_eq!(h.clock(), T0 + 5_000);
@@ -643,10 +651,10 @@ fn a_rejected_command_does_not_even_advance_the_clock() {
     h.enqueue("orders", "x");
     let before = h.sm.meta().clone();
     h.advance(500);
-    let rejected = h.run(Command::MarkDone {
+    let rejected = h.run(Command::MarkDone(MarkDone {
         row_id: RowId(77),
         fence: Fence(1),
-    });
+    }));
     assert_eq!(rejected, Err(Rejection::UnknownRow(RowId(77))));
     assert_eq!(h.clock(), before.clock);
     assert_eq!(h.sm.meta().next_message_id, before.next_message_id);
@@ -738,14 +746,14 @@ fn claim_ready_honours_limit_channel_and_destination_filters() {
         claim_ready_cmd(Stage::Outbound, 0, "w", 1_000),
         Outcome::Claimed(vec![]),
     );
-    let by_dest = h.ok(Command::ClaimReady {
+    let by_dest = h.ok(Command::ClaimReady(ClaimReady {
         stage: Stage::Outbound,
         limit: 10,
         channel: None,
         destination: Some("d1".into()),
         owner: "w".into(),
         ttl_ms: 1_000,
-    });
+    }));
     let Outcome::Claimed(rows) = by_dest else {
         panic!()
     };
@@ -754,14 +762,14 @@ fn claim_ready_honours_limit_channel_and_destination_filters() {
         vec![RowId(0), RowId(2)]
     );
     h.enqueue_message("c2", &[("d2", "d")]);
-    let by_channel = h.ok(Command::ClaimReady {
+    let by_channel = h.ok(Command::ClaimReady(ClaimReady {
         stage: Stage::Outbound,
         limit: 10,
         channel: Some("c2".into()),
         destination: None,
         owner: "w".into(),
         ttl_ms: 1_000,
-    });
+    }));
     let Outcome::Claimed(rows) = by_channel else {
         panic!()
     };
@@ -790,14 +798,14 @@ fn claim_ready_rejects_invalid_owner_ttl_and_filters() {
         invalid("ttl_ms", "must be between 1 and 86400000 ms"),
     );
     h.reject(
-        Command::ClaimReady {
+        Command::ClaimReady(ClaimReady {
             stage: Stage::Ingress,
             limit: 1,
             channel: Some(String::new()),
             destination: None,
             owner: "w".into(),
             ttl_ms: 1_000,
-        },
+        }),
         invalid("channel", "must not be empty"),
     );
 }
@@ -829,12 +837,12 @@ fn fifo_claims_the_lane_head_in_created_at_then_seq_order() {
 }
 
 fn done_then_next(row: &ClaimedRow, owner: &str) -> Command {
-    Command::DoneThenClaimNext {
+    Command::DoneThenClaimNext(DoneThenClaimNext {
         row_id: row.row_id,
         fence: row.fence,
         owner: owner.into(),
         ttl_ms: 10_000,
-    }
+    })
 }
 
 #[test]
@@ -889,12 +897,12 @@ fn done_then_claim_next_with_a_stale_fence_changes_nothing_not_even_the_claim() 
     assert_eq!(h.row(head.row_id).status, RowStatus::Inflight);
     assert_eq!(h.row(RowId(1)).status, RowStatus::Pending);
     h.reject(
-        Command::DoneThenClaimNext {
+        Command::DoneThenClaimNext(DoneThenClaimNext {
             row_id: RowId(99),
             fence: Fence(1),
             owner: "a".into(),
             ttl_ms: 10_000,
-        },
+        }),
         Rejection::UnknownRow(RowId(99)),
     );
 }
@@ -915,12 +923,12 @@ fn done_then_claim_next_answers_like_a_claim_when_the_lane_has_another_holder() 
     assert_eq!(h.row(head.row_id).status, RowStatus::Done);
     assert_eq!(h.row(RowId(1)).status, RowStatus::Pending);
     assert_eq!(
-        Command::DoneThenClaimNext {
+        Command::DoneThenClaimNext(DoneThenClaimNext {
             row_id: RowId(0),
             fence: Fence(0),
             owner: "a".into(),
             ttl_ms: 1,
-        }
+        })
         .name(),
         "done_then_claim_next"
     );
@@ -1162,11 +1170,11 @@ fn renew_leases_extends_only_inflight_rows_owned_by_the_caller() {
     assert_eq!(h.mark_done(&done[0]), Ok(Outcome::Done));
     h.advance(500);
     let ids = vec![RowId(0), RowId(1), RowId(2), RowId(3), RowId(4), RowId(99)];
-    let out = h.ok(Command::RenewLeases {
+    let out = h.ok(Command::RenewLeases(RenewLeases {
         ids,
         owner: "a".into(),
         ttl_ms: 2_000,
-    });
+    }));
     assert_eq!(out, Outcome::Count(2));
     for claimed in &mine {
         let claim = h.row(claimed.row_id).claim.unwrap();
@@ -1189,11 +1197,11 @@ fn renew_leases_also_renews_the_owners_lane_lease() {
     h.enqueue_message("orders", &[("d", "0")]);
     let row = h.fifo(Stage::Outbound, "d", "a", 1_000).expect("head");
     h.advance(800);
-    let out = h.ok(Command::RenewLeases {
+    let out = h.ok(Command::RenewLeases(RenewLeases {
         ids: vec![row.row_id],
         owner: "a".into(),
         ttl_ms: 1_000,
-    });
+    }));
     assert_eq!(out, Outcome::Count(1));
     assert_eq!(
         h.sm.read().lane(Stage::Outbound, "d").unwrap().holder,
@@ -1216,11 +1224,11 @@ fn renew_leases_by_a_non_owner_changes_nothing() {
     h.enqueue_message("orders", &[("d", "0")]);
     let row = h.claim_one(Stage::Outbound);
     h.no_change(
-        Command::RenewLeases {
+        Command::RenewLeases(RenewLeases {
             ids: vec![row.row_id],
             owner: "intruder".into(),
             ttl_ms: 60_000,
-        },
+        }),
         Outcome::Count(0),
     );
 }
@@ -1229,19 +1237,19 @@ fn renew_leases_by_a_non_owner_changes_nothing() {
 fn renew_leases_rejects_invalid_owner_and_ttl() {
     let mut h = Harness::new();
     h.reject(
-        Command::RenewLeases {
+        Command::RenewLeases(RenewLeases {
             ids: vec![],
             owner: String::new(),
             ttl_ms: 1,
-        },
+        }),
         invalid("owner", "must not be empty"),
     );
     h.reject(
-        Command::RenewLeases {
+        Command::RenewLeases(RenewLeases {
             ids: vec![],
             owner: "a".into(),
             ttl_ms: 0,
-        },
+        }),
         invalid("ttl_ms", "must be between 1 and 86400000 ms"),
     );
 }
@@ -1255,19 +1263,22 @@ fn reclaim_expired_returns_only_leases_strictly_before_t_to_pending() {
     let ing = h.claim_ready(Stage::Ingress, 1, "a", 5_000).remove(0);
     h.advance(1_000);
     // lease_expires_at == t: still live.
-    h.no_change(Command::ReclaimExpired { stage: None }, Outcome::Count(0));
+    h.no_change(
+        Command::ReclaimExpired(ReclaimExpired { stage: None }),
+        Outcome::Count(0),
+    );
     h.advance(1);
     // The stage filter excludes it.
     h.no_change(
-        Command::ReclaimExpired {
+        Command::ReclaimExpired(ReclaimExpired {
             stage: Some(Stage::Ingress),
-        },
+        }),
         Outcome::Count(0),
     );
     assert_eq!(
-        h.ok(Command::ReclaimExpired {
+        h.ok(Command::ReclaimExpired(ReclaimExpired {
             stage: Some(Stage::Outbound)
-        }),
+        })),
         Outcome::Count(1)
     );
     let row = h.row(out.row_id);
@@ -1289,10 +1300,12 @@ fn release_lane_lets_only_the_owner_give_the_lane_back() {
         h.fifo(Stage::Outbound, "d", "b", 1_000),
         Err(FifoEmpty::LaneBusy { .. })
     ));
-    let release = |owner: &str| Command::ReleaseLane {
-        stage: Stage::Outbound,
-        lane: "d".into(),
-        owner: owner.into(),
+    let release = |owner: &str| {
+        Command::ReleaseLane(ReleaseLane {
+            stage: Stage::Outbound,
+            lane: "d".into(),
+            owner: owner.into(),
+        })
     };
     h.no_change(release("b"), Outcome::Count(0));
     assert_eq!(h.ok(release("a")), Outcome::Count(1));
@@ -1300,11 +1313,11 @@ fn release_lane_lets_only_the_owner_give_the_lane_back() {
     let next = h.fifo(Stage::Outbound, "d", "b", 1_000).expect("b now");
     assert_eq!(next.row_id, RowId(1));
     h.reject(
-        Command::ReleaseLane {
+        Command::ReleaseLane(ReleaseLane {
             stage: Stage::Outbound,
             lane: String::new(),
             owner: "b".into(),
-        },
+        }),
         invalid("lane", "must not be empty"),
     );
 }
@@ -1314,11 +1327,11 @@ fn a_released_lane_is_still_held_by_the_previous_owners_live_row() {
     let mut h = Harness::new();
     h.enqueue_message("orders", &[("d", "0"), ("d", "1")]);
     let head = h.fifo(Stage::Outbound, "d", "a", 5_000).expect("head");
-    let release = Command::ReleaseLane {
+    let release = Command::ReleaseLane(ReleaseLane {
         stage: Stage::Outbound,
         lane: "d".into(),
         owner: "a".into(),
-    };
+    });
     assert_eq!(h.ok(release), Outcome::Count(1));
     // b may not overtake a's live head by claiming row 1.
     match h.fifo(Stage::Outbound, "d", "b", 5_000) {
@@ -1391,7 +1404,7 @@ fn completion_on_a_row_that_lost_its_lease_is_stale_with_no_current_fence() {
     h.enqueue_message("orders", &[("d", "p")]);
     let row = h.claim_ready(Stage::Outbound, 1, "a", 1_000).remove(0);
     h.advance(1_001);
-    h.ok(Command::ReclaimExpired { stage: None });
+    h.ok(Command::ReclaimExpired(ReclaimExpired { stage: None }));
     h.reject(mark_done(&row), stale(row.row_id, row.fence, None));
     h.reject(respond(&row, "b", None), stale(row.row_id, row.fence, None));
 }
@@ -1559,12 +1572,12 @@ fn route_handoff_unrouted_disposition_sets_unrouted() {
     let mut h = Harness::new();
     let id = h.enqueue("orders", "raw");
     let ing = h.claim_one(Stage::Ingress);
-    let out = h.ok(Command::RouteHandoff {
+    let out = h.ok(Command::RouteHandoff(RouteHandoff {
         row_id: ing.row_id,
         fence: ing.fence,
         handlers: vec![],
         disposition: RouteDisposition::Unrouted,
-    });
+    }));
     assert_eq!(out, Outcome::HandedOff(true));
     let v = h.view(id);
     assert_eq!(v.message.status, MessageStatus::Unrouted);
@@ -2028,9 +2041,9 @@ fn complete_with_response_increments_response_seq_per_message_and_destination() 
     h.ok(respond(&row, "first", None));
     // Re-send the delivered row and answer again.
     assert_eq!(
-        h.ok(Command::Replay {
+        h.ok(Command::Replay(Replay {
             message_id: row.message_id
-        }),
+        })),
         Outcome::Count(1)
     );
     let again = h.claim_one(Stage::Outbound);
@@ -2136,7 +2149,7 @@ fn ingress_handoff_of_the_same_response_again_maps_to_the_same_child() {
     };
     // Re-send everything of the origin (the outbound row and the response row).
     assert_eq!(
-        h.ok(Command::Replay { message_id: origin }),
+        h.ok(Command::Replay(Replay { message_id: origin })),
         Outcome::Count(2)
     );
     let again = h.claim_ready(Stage::Response, 1, "w", 1_000).remove(0);
@@ -2261,7 +2274,10 @@ fn replay_recover_mode_requeues_dead_and_pending_rows_never_a_done_sibling() {
     ));
     // rows[3] stays inflight.
     h.advance(10);
-    assert_eq!(h.ok(Command::Replay { message_id: id }), Outcome::Count(2));
+    assert_eq!(
+        h.ok(Command::Replay(Replay { message_id: id })),
+        Outcome::Count(2)
+    );
     assert_eq!(h.row(rows[0].row_id).status, RowStatus::Done);
     for r in [&rows[1], &rows[2]] {
         let stored = h.row(r.row_id);
@@ -2288,9 +2304,9 @@ fn replay_recover_mode_clears_the_error_status() {
     h.ok(dead_letter(row.row_id, Some(row.fence), "gone"));
     assert_eq!(h.status(row.message_id), MessageStatus::Error);
     assert_eq!(
-        h.ok(Command::Replay {
+        h.ok(Command::Replay(Replay {
             message_id: row.message_id
-        }),
+        })),
         Outcome::Count(1)
     );
     let v = h.view(row.message_id);
@@ -2306,7 +2322,10 @@ fn replay_resend_mode_requeues_done_rows() {
         assert_eq!(h.mark_done(&row), Ok(Outcome::Done));
     }
     assert_eq!(h.status(id), MessageStatus::Processed);
-    assert_eq!(h.ok(Command::Replay { message_id: id }), Outcome::Count(2));
+    assert_eq!(
+        h.ok(Command::Replay(Replay { message_id: id })),
+        Outcome::Count(2)
+    );
     let v = h.view(id);
     assert_eq!(v.message.status, MessageStatus::Routed);
     assert!(v
@@ -2325,13 +2344,19 @@ fn replay_never_touches_cancelled_rows() {
     assert_eq!(row.destination_name.as_deref(), Some("d2"));
     assert_eq!(h.mark_done(&row), Ok(Outcome::Done));
     assert_eq!(h.status(id), MessageStatus::Processed);
-    assert_eq!(h.ok(Command::Replay { message_id: id }), Outcome::Count(1));
+    assert_eq!(
+        h.ok(Command::Replay(Replay { message_id: id })),
+        Outcome::Count(1)
+    );
     assert_eq!(h.row(RowId(0)).status, RowStatus::Cancelled);
     assert_eq!(h.row(RowId(1)).status, RowStatus::Pending);
     // A message with nothing but cancelled rows has nothing to replay.
     let only = h.enqueue_message("orders", &[("d3", "p")]);
     h.ok(cancel("d3", None, false));
-    h.no_change(Command::Replay { message_id: only }, Outcome::Count(0));
+    h.no_change(
+        Command::Replay(Replay { message_id: only }),
+        Outcome::Count(0),
+    );
     assert_eq!(h.status(only), MessageStatus::Processed);
 }
 
@@ -2341,7 +2366,10 @@ fn replay_with_a_pending_ingress_row_sets_received() {
     let id = h.enqueue("orders", "raw");
     h.ok(dead_letter(RowId(0), None, "poison"));
     assert_eq!(h.status(id), MessageStatus::Error);
-    assert_eq!(h.ok(Command::Replay { message_id: id }), Outcome::Count(1));
+    assert_eq!(
+        h.ok(Command::Replay(Replay { message_id: id })),
+        Outcome::Count(1)
+    );
     assert_eq!(h.status(id), MessageStatus::Received);
     assert_eq!(h.row(RowId(0)).status, RowStatus::Pending);
 }
@@ -2351,9 +2379,9 @@ fn replay_of_an_unknown_message_is_refused() {
     let mut h = Harness::new();
     h.enqueue("orders", "raw");
     h.reject(
-        Command::Replay {
+        Command::Replay(Replay {
             message_id: MessageId(42),
-        },
+        }),
         Rejection::UnknownMessage(MessageId(42)),
     );
 }
@@ -2373,10 +2401,10 @@ fn replay_dead_requeues_dead_outbound_rows_and_moves_error_to_routed() {
     h.ok(dead_letter(RowId(3), None, "ingress poison"));
     assert_eq!(h.status(m3), MessageStatus::Error);
 
-    let by_dest = Command::ReplayDead {
+    let by_dest = Command::ReplayDead(ReplayDead {
         channel: None,
         destination: Some("d1".into()),
-    };
+    });
     assert_eq!(h.ok(by_dest), Outcome::Count(1));
     let r0 = h.row(RowId(0));
     assert_eq!(r0.status, RowStatus::Pending);
@@ -2391,17 +2419,17 @@ fn replay_dead_requeues_dead_outbound_rows_and_moves_error_to_routed() {
     assert_eq!(h.status(m2), MessageStatus::Processed);
 
     h.no_change(
-        Command::ReplayDead {
+        Command::ReplayDead(ReplayDead {
             channel: Some("c1".into()),
             destination: None,
-        },
+        }),
         Outcome::Count(0),
     );
     assert_eq!(
-        h.ok(Command::ReplayDead {
+        h.ok(Command::ReplayDead(ReplayDead {
             channel: None,
             destination: None
-        }),
+        })),
         Outcome::Count(1)
     );
     assert_eq!(h.status(m1), MessageStatus::Routed);
@@ -2623,10 +2651,12 @@ fn write_reference_snapshot_replaces_the_whole_set() {
             .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
             .collect()
     };
-    let write = |version: u64, r: BTreeMap<String, String>| Command::WriteReferenceSnapshot {
-        name: "codes".into(),
-        version,
-        rows: r,
+    let write = |version: u64, r: BTreeMap<String, String>| {
+        Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
+            name: "codes".into(),
+            version,
+            rows: r,
+        })
     };
     assert_eq!(
         h.ok(write(1, rows(&[("a", "1"), ("b", "2")]))),
@@ -2645,11 +2675,11 @@ fn write_reference_snapshot_replaces_the_whole_set() {
     );
     assert_eq!(h.sm.read().reference("other").unwrap(), None);
     h.reject(
-        Command::WriteReferenceSnapshot {
+        Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
             name: String::new(),
             version: 3,
             rows: BTreeMap::new(),
-        },
+        }),
         invalid("name", "must not be empty"),
     );
 }
@@ -2671,9 +2701,9 @@ fn purge_message_bodies_blanks_ended_messages_and_skips_live_ones() {
     h.mark_done(&young).unwrap();
 
     assert_eq!(
-        h.ok(Command::PurgeMessageBodies {
+        h.ok(Command::PurgeMessageBodies(PurgeMessageBodies {
             older_than: T0 + 5_000
-        }),
+        })),
         Outcome::Count(2)
     );
     let v = h.view(done.message_id);
@@ -2697,9 +2727,9 @@ fn purge_message_bodies_blanks_ended_messages_and_skips_live_ones() {
     assert_eq!(h.audit_actions(DEFAULT_ORG), vec!["retention.purge_bodies"]);
     // Already purged: nothing left to do.
     h.no_change(
-        Command::PurgeMessageBodies {
+        Command::PurgeMessageBodies(PurgeMessageBodies {
             older_than: T0 + 5_000,
-        },
+        }),
         Outcome::Count(0),
     );
 }
@@ -2713,9 +2743,9 @@ fn purge_dead_letters_blanks_payload_and_error_of_old_dead_outbound_rows() {
     h.enqueue_message("orders", &[("d", "new-payload")]);
     h.ok(dead_letter(RowId(1), None, "new-error"));
     assert_eq!(
-        h.ok(Command::PurgeDeadLetters {
+        h.ok(Command::PurgeDeadLetters(PurgeDeadLetters {
             older_than: T0 + 5_000
-        }),
+        })),
         Outcome::Count(1)
     );
     let old = h.row(RowId(0));
@@ -2730,9 +2760,9 @@ fn purge_dead_letters_blanks_payload_and_error_of_old_dead_outbound_rows() {
         vec!["retention.purge_dead_letters"]
     );
     h.no_change(
-        Command::PurgeDeadLetters {
+        Command::PurgeDeadLetters(PurgeDeadLetters {
             older_than: T0 + 5_000,
-        },
+        }),
         Outcome::Count(0),
     );
 }
@@ -2765,9 +2795,9 @@ fn purge_state_deletes_old_entries_and_bumps_touched_namespace_versions() {
     );
     drop(r);
     assert_eq!(
-        h.ok(Command::PurgeState {
+        h.ok(Command::PurgeState(PurgeState {
             older_than: T0 + 5_000
-        }),
+        })),
         Outcome::Count(2)
     );
     let r = h.sm.read();
@@ -2780,9 +2810,9 @@ fn purge_state_deletes_old_entries_and_bumps_touched_namespace_versions() {
     drop(r);
     assert_eq!(h.audit_actions(DEFAULT_ORG), vec!["retention.purge_state"]);
     h.no_change(
-        Command::PurgeState {
+        Command::PurgeState(PurgeState {
             older_than: T0 + 5_000,
-        },
+        }),
         Outcome::Count(0),
     );
 }
@@ -2866,12 +2896,12 @@ fn record_audit_rejects_invalid_names() {
         invalid("org", "must not be empty"),
     );
     h.reject(
-        Command::RecordAudit {
+        Command::RecordAudit(RecordAudit {
             action: "x".into(),
             channel: Some(String::new()),
             org: None,
             detail: None,
-        },
+        }),
         invalid("channel", "must not be empty"),
     );
 }
@@ -2936,7 +2966,7 @@ fn verify_detects_a_rewritten_row() {
                 Table::Audit,
                 &[],
                 None,
-                raftlane_statemachine::store::Direction::Forward,
+                raftlane_statemachine::storage::store::Direction::Forward,
             )
             .unwrap()
             .nth(1)
@@ -2958,7 +2988,9 @@ fn seal_audit_epoch_closes_an_era_and_verify_walks_every_era() {
     h.ok(record_audit("a0", Some("acme"), None));
     h.ok(record_audit("a1", Some("acme"), None));
     let before = h.sm.read().audit_anchor("acme").unwrap();
-    let Outcome::Audit { seq, .. } = h.ok(Command::SealAuditEpoch { org: "acme".into() }) else {
+    let Outcome::Audit { seq, .. } = h.ok(Command::SealAuditEpoch(SealAuditEpoch {
+        org: "acme".into(),
+    })) else {
         panic!()
     };
     assert_eq!(seq, 2);
@@ -2975,7 +3007,9 @@ fn seal_audit_epoch_closes_an_era_and_verify_walks_every_era() {
     );
     assert_eq!(h.sm.read().audit_anchor("acme").unwrap().era, 1);
     h.ok(record_audit("a3", Some("acme"), None));
-    h.ok(Command::SealAuditEpoch { org: "acme".into() });
+    h.ok(Command::SealAuditEpoch(SealAuditEpoch {
+        org: "acme".into(),
+    }));
     h.ok(record_audit("a5", Some("acme"), None));
     let v = h.sm.read().audit_verify("acme", None).unwrap();
     assert!(v.ok, "{v:?}");
@@ -2984,7 +3018,7 @@ fn seal_audit_epoch_closes_an_era_and_verify_walks_every_era() {
     // The default org's chain is untouched by acme's seals.
     assert_eq!(h.sm.read().audit_anchor(DEFAULT_ORG).unwrap().count, 0);
     h.reject(
-        Command::SealAuditEpoch { org: String::new() },
+        Command::SealAuditEpoch(SealAuditEpoch { org: String::new() }),
         invalid("org", "must not be empty"),
     );
 }
@@ -2997,24 +3031,27 @@ fn data_changing_commands_append_a_default_org_audit_row() {
         "admin",
         put_principal("w", &token_hash('1'), Role::Worker, None),
     );
-    h.ok_as("admin", Command::RevokePrincipal { name: "w".into() });
+    h.ok_as(
+        "admin",
+        Command::RevokePrincipal(RevokePrincipal { name: "w".into() }),
+    );
     let id = approval_id(h.ok_as("alice", create_approval("replay_dead", 60_000)));
     h.ok_as("bob", decide(id, true));
     let row = h.outbound_claimed("c", "d");
     h.ok(dead_letter(row.row_id, Some(row.fence), "x"));
     h.ok_as(
         "op",
-        Command::Replay {
+        Command::Replay(Replay {
             message_id: row.message_id,
-        },
+        }),
     );
     h.ok(dead_letter(row.row_id, None, "x"));
     h.ok_as(
         "op",
-        Command::ReplayDead {
+        Command::ReplayDead(ReplayDead {
             channel: Some("c".into()),
             destination: None,
-        },
+        }),
     );
     h.ok_as("op", cancel("d", None, false));
     let rows = h.audit(DEFAULT_ORG);
@@ -3231,9 +3268,9 @@ fn revoke_principal_removes_the_principal_and_its_token() {
     h.ok(put_principal("alice", &token_hash('a'), Role::Admin, None));
     h.ok(put_principal("bob", &token_hash('b'), Role::Admin, None));
     assert_eq!(
-        h.ok(Command::RevokePrincipal {
+        h.ok(Command::RevokePrincipal(RevokePrincipal {
             name: "alice".into()
-        }),
+        })),
         Outcome::Done
     );
     assert_eq!(
@@ -3251,9 +3288,9 @@ fn revoke_principal_removes_the_principal_and_its_token() {
             .collect();
     assert_eq!(names, vec!["bob".to_string()]);
     h.reject(
-        Command::RevokePrincipal {
+        Command::RevokePrincipal(RevokePrincipal {
             name: "alice".into(),
-        },
+        }),
         Rejection::UnknownPrincipal("alice".into()),
     );
     // The freed token can be given to someone else.
@@ -3266,24 +3303,24 @@ fn revoke_principal_removes_the_principal_and_its_token() {
 
 #[test]
 fn a_batch_applies_each_envelope_alone_with_unique_fences() {
-    use raftlane_statemachine::command::op_id;
+    use raftlane_statemachine::wire::command::op_id;
     use raftlane_statemachine::Envelope;
     let mut h = Harness::new();
     let e = |cmd: Command| Envelope::new(T0, "producer", cmd);
     let index = h.next_index();
-    let out = h.ok(Command::Batch {
+    let out = h.ok(Command::Batch(Batch {
         commands: vec![
             e(enqueue_cmd("orders", "a", Some("k"))),
             e(enqueue_cmd("orders", "a again", Some("k"))),
             // Rejected on its own; the others still apply.
-            e(Command::MarkDone {
+            e(Command::MarkDone(MarkDone {
                 row_id: RowId(99),
                 fence: Fence(1),
-            }),
+            })),
             e(claim_ready_cmd(Stage::Ingress, 1, "w", 10_000)),
-            e(Command::Batch { commands: vec![] }),
+            e(Command::Batch(Batch { commands: vec![] })),
         ],
-    });
+    }));
     let Outcome::Batch(responses) = out else {
         panic!("a batch outcome, got {out:?}")
     };
@@ -3314,7 +3351,7 @@ fn a_batch_applies_each_envelope_alone_with_unique_fences() {
 
 #[test]
 fn op_ids_never_collide_with_log_indexes_and_stay_exact_in_json() {
-    use raftlane_statemachine::command::{op_id, BATCH_OP_BASE, MAX_BATCH};
+    use raftlane_statemachine::wire::command::{op_id, BATCH_OP_BASE, MAX_BATCH};
     assert!(op_id(1, 0) > 1 << 40);
     assert!(op_id(1 << 39, MAX_BATCH - 1) < (1u64 << 53));
     assert_eq!(op_id(7, 1) - op_id(7, 0), 1);
@@ -3375,7 +3412,7 @@ fn a_rejection_is_not_remembered_and_ids_are_per_actor() {
 
 #[test]
 fn remembered_answers_expire_with_expire_records() {
-    use raftlane_statemachine::request::REQUEST_TTL_MS;
+    use raftlane_statemachine::apply::request::REQUEST_TTL_MS;
     let mut h = Harness::new();
     h.run_request("a", "r", enqueue_cmd("c", "x", None))
         .expect("enqueued");
@@ -3419,9 +3456,9 @@ fn a_repeat_of_a_batched_request_reports_the_entry_index() {
     let mut h = Harness::new();
     let index = h.next_index();
     let batched = Envelope::new(T0, "p", enqueue_cmd("orders", "a", None)).with_request_id("r");
-    let out = h.ok(Command::Batch {
+    let out = h.ok(Command::Batch(Batch {
         commands: vec![batched.clone()],
-    });
+    }));
     let Outcome::Batch(responses) = out else {
         panic!("a batch outcome, got {out:?}")
     };

@@ -6,14 +6,19 @@
 //! a fresh one. Nothing may panic, no store error may surface, the state stays deterministic
 //! (two machines fed the same stream end with the same digest) and the audit chains verify.
 
-use raftlane_statemachine::codec;
-use raftlane_statemachine::command::{
-    Delivery, HandlerWork, HandoffDisposition, MessageFields, ReceivedStatus, RetryPolicy,
-    RouteDisposition, StateOp,
+use raftlane_statemachine::model::config::{ConfigDoc, RetryPolicy};
+use raftlane_statemachine::model::principal::Role;
+use raftlane_statemachine::model::row::Stage;
+use raftlane_statemachine::wire::codec;
+use raftlane_statemachine::wire::command::{
+    CancelQueued, ClaimNextFifo, ClaimReady, CompleteWithResponse, CreateApproval, DeadLetterNow,
+    DecideApproval, Delivery, DoneThenClaimNext, EnqueueIngress, EnqueueMessage, HandlerWork,
+    Handoff, HandoffDisposition, IngressHandoff, MarkDone, MarkFailed, MessageFields,
+    PurgeDeadLetters, PurgeMessageBodies, PurgeState, PutConfig, PutPrincipal, ReceivedStatus,
+    ReclaimExpired, RecordAudit, RecordReceived, ReleaseLane, RenewLeases, Replay, ReplayDead,
+    RevokePrincipal, RouteDisposition, RouteHandoff, SealAuditEpoch, StateOp, TransformHandoff,
+    WriteReferenceSnapshot,
 };
-use raftlane_statemachine::config::ConfigDoc;
-use raftlane_statemachine::principal::Role;
-use raftlane_statemachine::row::Stage;
 use raftlane_statemachine::{
     ApprovalId, Command, Envelope, Fence, MemStore, MessageId, RowId, StateMachine,
 };
@@ -66,60 +71,60 @@ fn samples() -> Vec<Envelope> {
         max_backoff_ms: 1000,
     };
     let commands = vec![
-        Command::EnqueueIngress {
+        Command::EnqueueIngress(EnqueueIngress {
             channel: "c1".into(),
             raw: "MSH|1".into(),
             fields: fields.clone(),
             idempotency_key: Some("k1".into()),
-        },
-        Command::RecordReceived {
+        }),
+        Command::RecordReceived(RecordReceived {
             channel: "c1".into(),
             raw: "x".into(),
             fields: MessageFields::default(),
             status: ReceivedStatus::Error,
             error: Some("bad".into()),
-        },
-        Command::EnqueueMessage {
+        }),
+        Command::EnqueueMessage(EnqueueMessage {
             channel: "c2".into(),
             raw: "y".into(),
             fields,
             deliveries: deliveries.clone(),
             idempotency_key: None,
-        },
-        Command::ClaimReady {
+        }),
+        Command::ClaimReady(ClaimReady {
             stage: Stage::Outbound,
             limit: 3,
             channel: None,
             destination: Some("d1".into()),
             owner: "w1".into(),
             ttl_ms: 1000,
-        },
-        Command::ClaimNextFifo {
+        }),
+        Command::ClaimNextFifo(ClaimNextFifo {
             stage: Stage::Ingress,
             lane: "c1".into(),
             owner: "w2".into(),
             ttl_ms: 1000,
-        },
-        Command::DoneThenClaimNext {
+        }),
+        Command::DoneThenClaimNext(DoneThenClaimNext {
             row_id: RowId(1),
             fence: Fence(3),
             owner: "w1".into(),
             ttl_ms: 1000,
-        },
-        Command::RenewLeases {
+        }),
+        Command::RenewLeases(RenewLeases {
             ids: vec![RowId(0), RowId(1)],
             owner: "w1".into(),
             ttl_ms: 500,
-        },
-        Command::ReclaimExpired {
+        }),
+        Command::ReclaimExpired(ReclaimExpired {
             stage: Some(Stage::Routed),
-        },
-        Command::ReleaseLane {
+        }),
+        Command::ReleaseLane(ReleaseLane {
             stage: Stage::Ingress,
             lane: "c1".into(),
             owner: "w2".into(),
-        },
-        Command::RouteHandoff {
+        }),
+        Command::RouteHandoff(RouteHandoff {
             row_id: RowId(0),
             fence: Fence(3),
             handlers: vec![HandlerWork {
@@ -127,14 +132,14 @@ fn samples() -> Vec<Envelope> {
                 payload: "w".into(),
             }],
             disposition: RouteDisposition::Routed,
-        },
-        Command::Handoff {
+        }),
+        Command::Handoff(Handoff {
             row_id: RowId(1),
             fence: Fence(4),
             deliveries: deliveries.clone(),
             disposition: HandoffDisposition::Routed,
-        },
-        Command::TransformHandoff {
+        }),
+        Command::TransformHandoff(TransformHandoff {
             row_id: RowId(2),
             fence: Fence(5),
             deliveries: deliveries.clone(),
@@ -143,86 +148,86 @@ fn samples() -> Vec<Envelope> {
                 key: "k".into(),
                 value: "1".into(),
             }],
-        },
-        Command::MarkDone {
+        }),
+        Command::MarkDone(MarkDone {
             row_id: RowId(3),
             fence: Fence(6),
-        },
-        Command::CompleteWithResponse {
+        }),
+        Command::CompleteWithResponse(CompleteWithResponse {
             row_id: RowId(4),
             fence: Fence(6),
             body: "ACK".into(),
             outcome: "ok".into(),
             detail: None,
             reingress_to: Some("c3".into()),
-        },
-        Command::IngressHandoff {
+        }),
+        Command::IngressHandoff(IngressHandoff {
             row_id: RowId(5),
             fence: Fence(7),
             loopback_channel: "c3".into(),
             depth_cap: 2,
-        },
-        Command::MarkFailed {
+        }),
+        Command::MarkFailed(MarkFailed {
             row_id: RowId(3),
             fence: Fence(6),
             error: "e".into(),
             retry,
-        },
-        Command::DeadLetterNow {
+        }),
+        Command::DeadLetterNow(DeadLetterNow {
             row_id: RowId(2),
             fence: None,
             error: "poison".into(),
-        },
-        Command::Replay {
+        }),
+        Command::Replay(Replay {
             message_id: MessageId(0),
-        },
-        Command::ReplayDead {
+        }),
+        Command::ReplayDead(ReplayDead {
             channel: None,
             destination: Some("d1".into()),
-        },
-        Command::CancelQueued {
+        }),
+        Command::CancelQueued(CancelQueued {
             destination: "d2".into(),
             channel: None,
             top_only: true,
-        },
-        Command::PutConfig {
+        }),
+        Command::PutConfig(PutConfig {
             expected_version: 0,
             config: ConfigDoc::default(),
-        },
-        Command::WriteReferenceSnapshot {
+        }),
+        Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
             name: "ref".into(),
             version: 1,
             rows: BTreeMap::from([("a".to_string(), "1".to_string())]),
-        },
-        Command::PurgeMessageBodies { older_than: 5000 },
-        Command::PurgeDeadLetters { older_than: 5000 },
-        Command::PurgeState { older_than: 5000 },
+        }),
+        Command::PurgeMessageBodies(PurgeMessageBodies { older_than: 5000 }),
+        Command::PurgeDeadLetters(PurgeDeadLetters { older_than: 5000 }),
+        Command::PurgeState(PurgeState { older_than: 5000 }),
         Command::ExpireRecords,
-        Command::RecordAudit {
+        Command::RecordAudit(RecordAudit {
             action: "note".into(),
             channel: Some("c1".into()),
             org: Some("acme".into()),
             detail: Some("d".into()),
-        },
-        Command::SealAuditEpoch {
+        }),
+        Command::SealAuditEpoch(SealAuditEpoch {
             org: "default".into(),
-        },
-        Command::CreateApproval {
+        }),
+        Command::CreateApproval(CreateApproval {
             operation: "purge".into(),
             params: "{}".into(),
             ttl_ms: 10_000,
-        },
-        Command::DecideApproval {
+        }),
+        Command::DecideApproval(DecideApproval {
             id: ApprovalId(28),
             approve: true,
-        },
-        Command::PutPrincipal {
+        }),
+        Command::PutPrincipal(PutPrincipal {
             name: "p1".into(),
             token_hash: "ab".repeat(32),
             role: Role::Operator,
             channels: Some(vec!["c1".into()]),
-        },
-        Command::RevokePrincipal { name: "p1".into() },
+        }),
+        Command::RevokePrincipal(RevokePrincipal { name: "p1".into() }),
     ];
     commands
         .into_iter()
@@ -280,12 +285,12 @@ fn warm_machine() -> Target {
                 let _ = t.apply(&Envelope::new(
                     2000 + round,
                     "w",
-                    Command::ClaimNextFifo {
+                    Command::ClaimNextFifo(ClaimNextFifo {
                         stage,
                         lane: lane.into(),
                         owner: "w1".into(),
                         ttl_ms: 100_000,
-                    },
+                    }),
                 ));
             }
         }

@@ -14,15 +14,20 @@
 //!   reopened store has the same digest and `last_applied`), and crosswise snapshots between
 //!   RocksDB and memory. These need the `rocksdb` feature; the memory-only checks run without it.
 
-use raftlane_statemachine::command::{
-    Delivery, HandlerWork, HandoffDisposition, MessageFields, ReceivedStatus, RetryPolicy,
-    RouteDisposition, StateOp,
+use raftlane_statemachine::model::config::{
+    ChannelConfig, ConfigDoc, DestinationConfig, HandlerConfig, RetentionConfig, RetryPolicy,
 };
-use raftlane_statemachine::config::{
-    ChannelConfig, ConfigDoc, DestinationConfig, HandlerConfig, RetentionConfig,
+use raftlane_statemachine::model::principal::Role;
+use raftlane_statemachine::model::row::Stage;
+use raftlane_statemachine::wire::command::{
+    CancelQueued, ClaimNextFifo, ClaimReady, CompleteWithResponse, CreateApproval, DeadLetterNow,
+    DecideApproval, Delivery, EnqueueIngress, EnqueueMessage, HandlerWork, Handoff,
+    HandoffDisposition, IngressHandoff, MarkDone, MarkFailed, MessageFields, PurgeDeadLetters,
+    PurgeMessageBodies, PurgeState, PutConfig, PutPrincipal, ReceivedStatus, ReclaimExpired,
+    RecordAudit, RecordReceived, ReleaseLane, RenewLeases, Replay, ReplayDead, RevokePrincipal,
+    RouteDisposition, RouteHandoff, SealAuditEpoch, StateOp, TransformHandoff,
+    WriteReferenceSnapshot,
 };
-use raftlane_statemachine::principal::Role;
-use raftlane_statemachine::row::Stage;
 use raftlane_statemachine::{
     ApprovalId, BatchItem, ClaimedRow, Command, Envelope, Fence, MemStore, MessageId, Millis,
     Outcome, Response, StateMachine, Store, Table,
@@ -204,7 +209,7 @@ impl Generator {
         }
         let roll = self.rng.below(100);
         match c.stage {
-            Stage::Ingress if roll < 50 => Command::RouteHandoff {
+            Stage::Ingress if roll < 50 => Command::RouteHandoff(RouteHandoff {
                 row_id,
                 fence,
                 handlers: (0..self.rng.below(3))
@@ -218,8 +223,8 @@ impl Generator {
                 } else {
                     RouteDisposition::Unrouted
                 },
-            },
-            Stage::Ingress if roll < 90 => Command::Handoff {
+            }),
+            Stage::Ingress if roll < 90 => Command::Handoff(Handoff {
                 row_id,
                 fence,
                 deliveries: self.deliveries(3),
@@ -229,8 +234,8 @@ impl Generator {
                     HandoffDisposition::Filtered,
                     HandoffDisposition::Unrouted,
                 ]),
-            },
-            Stage::Routed if roll < 90 => Command::TransformHandoff {
+            }),
+            Stage::Routed if roll < 90 => Command::TransformHandoff(TransformHandoff {
                 row_id,
                 fence,
                 deliveries: self.deliveries(2),
@@ -241,33 +246,33 @@ impl Generator {
                         value: format!("{}", self.rng.below(1000)),
                     })
                     .collect(),
-            },
-            Stage::Outbound if roll < 40 => Command::MarkDone { row_id, fence },
-            Stage::Outbound if roll < 65 => Command::CompleteWithResponse {
+            }),
+            Stage::Outbound if roll < 40 => Command::MarkDone(MarkDone { row_id, fence }),
+            Stage::Outbound if roll < 65 => Command::CompleteWithResponse(CompleteWithResponse {
                 row_id,
                 fence,
                 body: format!("ACK {}", self.rng.below(4)),
                 outcome: "ok".into(),
                 detail: self.rng.pct(50).then(|| "detail".to_string()),
                 reingress_to: self.rng.pct(50).then(|| self.channel()),
-            },
-            Stage::Response if roll < 85 => Command::IngressHandoff {
+            }),
+            Stage::Response if roll < 85 => Command::IngressHandoff(IngressHandoff {
                 row_id,
                 fence,
                 loopback_channel: self.channel(),
                 depth_cap: self.rng.below(4) as u32,
-            },
-            _ if roll < 95 => Command::MarkFailed {
+            }),
+            _ if roll < 95 => Command::MarkFailed(MarkFailed {
                 row_id,
                 fence,
                 error: "boom".into(),
                 retry: self.retry(),
-            },
-            _ => Command::DeadLetterNow {
+            }),
+            _ => Command::DeadLetterNow(DeadLetterNow {
                 row_id,
                 fence: self.rng.pct(70).then_some(fence),
                 error: "poison".into(),
-            },
+            }),
         }
     }
 
@@ -303,20 +308,20 @@ impl Generator {
     fn command(&mut self) -> Command {
         let roll = self.rng.below(1000);
         match roll {
-            0..=119 => Command::EnqueueIngress {
+            0..=119 => Command::EnqueueIngress(EnqueueIngress {
                 channel: self.channel(),
                 raw: format!("MSH|{}|{}", self.now, self.rng.below(1000)),
                 fields: self.fields(),
                 idempotency_key: self.idempotency_key(),
-            },
-            120..=169 => Command::EnqueueMessage {
+            }),
+            120..=169 => Command::EnqueueMessage(EnqueueMessage {
                 channel: self.channel(),
                 raw: format!("direct {}", self.rng.below(1000)),
                 fields: self.fields(),
                 deliveries: self.deliveries(3),
                 idempotency_key: self.idempotency_key(),
-            },
-            170..=189 => Command::RecordReceived {
+            }),
+            170..=189 => Command::RecordReceived(RecordReceived {
                 channel: self.channel(),
                 raw: "filtered".into(),
                 fields: MessageFields::default(),
@@ -326,15 +331,15 @@ impl Generator {
                     ReceivedStatus::Error
                 },
                 error: self.rng.pct(50).then(|| "bad".to_string()),
-            },
-            190..=269 => Command::ClaimReady {
+            }),
+            190..=269 => Command::ClaimReady(ClaimReady {
                 stage: *self.rng.pick(&STAGES),
                 limit: 1 + self.rng.below(4) as u32,
                 channel: self.rng.pct(20).then(|| self.channel()),
                 destination: self.rng.pct(20).then(|| self.destination()),
                 owner: self.rng.pick(&OWNERS).to_string(),
                 ttl_ms: 200 + self.rng.below(3000),
-            },
+            }),
             270..=389 => {
                 let stage = *self.rng.pick(&STAGES);
                 let lane = if stage == Stage::Outbound {
@@ -342,18 +347,18 @@ impl Generator {
                 } else {
                     self.channel()
                 };
-                Command::ClaimNextFifo {
+                Command::ClaimNextFifo(ClaimNextFifo {
                     stage,
                     lane,
                     owner: self.rng.pick(&OWNERS).to_string(),
                     ttl_ms: 200 + self.rng.below(3000),
-                }
+                })
             }
             390..=659 => match self.take_claim() {
                 Some(c) => self.complete(c),
-                None => Command::ReclaimExpired { stage: None },
+                None => Command::ReclaimExpired(ReclaimExpired { stage: None }),
             },
-            660..=689 => Command::RenewLeases {
+            660..=689 => Command::RenewLeases(RenewLeases {
                 ids: (0..1 + self.rng.below(3))
                     .filter_map(|_| {
                         let n = self.claims.len() as u64;
@@ -362,56 +367,56 @@ impl Generator {
                     .collect(),
                 owner: self.rng.pick(&OWNERS).to_string(),
                 ttl_ms: 500 + self.rng.below(3000),
-            },
-            690..=719 => Command::ReclaimExpired {
+            }),
+            690..=719 => Command::ReclaimExpired(ReclaimExpired {
                 stage: self.rng.pct(50).then(|| *self.rng.pick(&STAGES)),
-            },
-            720..=729 => Command::ReleaseLane {
+            }),
+            720..=729 => Command::ReleaseLane(ReleaseLane {
                 stage: Stage::Outbound,
                 lane: self.destination(),
                 owner: self.rng.pick(&OWNERS).to_string(),
-            },
-            730..=759 => Command::Replay {
+            }),
+            730..=759 => Command::Replay(Replay {
                 message_id: self.message(),
-            },
-            760..=769 => Command::ReplayDead {
+            }),
+            760..=769 => Command::ReplayDead(ReplayDead {
                 channel: self.rng.pct(30).then(|| self.channel()),
                 destination: self.rng.pct(30).then(|| self.destination()),
-            },
-            770..=789 => Command::CancelQueued {
+            }),
+            770..=789 => Command::CancelQueued(CancelQueued {
                 destination: self.destination(),
                 channel: self.rng.pct(30).then(|| self.channel()),
                 top_only: self.rng.pct(50),
-            },
-            790..=809 => Command::PutConfig {
+            }),
+            790..=809 => Command::PutConfig(PutConfig {
                 expected_version: if self.rng.pct(90) {
                     self.config_version
                 } else {
                     self.config_version + 1
                 },
                 config: self.config(),
-            },
+            }),
             810..=819 => {
                 let rows: BTreeMap<String, String> = (0..self.rng.below(5))
                     .map(|n| (format!("k{n}"), format!("v{}", self.rng.below(100))))
                     .collect();
-                Command::WriteReferenceSnapshot {
+                Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
                     name: self.rng.pick(&["ref1", "ref2"]).to_string(),
                     version: self.rng.below(10),
                     rows,
-                }
+                })
             }
-            820..=829 => Command::PurgeMessageBodies {
+            820..=829 => Command::PurgeMessageBodies(PurgeMessageBodies {
                 older_than: self.now.saturating_sub(self.rng.below(60_000)),
-            },
-            830..=834 => Command::PurgeDeadLetters {
+            }),
+            830..=834 => Command::PurgeDeadLetters(PurgeDeadLetters {
                 older_than: self.now.saturating_sub(self.rng.below(60_000)),
-            },
-            835..=839 => Command::PurgeState {
+            }),
+            835..=839 => Command::PurgeState(PurgeState {
                 older_than: self.now.saturating_sub(self.rng.below(60_000)),
-            },
+            }),
             840..=854 => Command::ExpireRecords,
-            855..=894 => Command::RecordAudit {
+            855..=894 => Command::RecordAudit(RecordAudit {
                 action: self.rng.pick(&["note", "export", "login"]).to_string(),
                 channel: self.rng.pct(30).then(|| self.channel()),
                 org: self
@@ -422,23 +427,23 @@ impl Generator {
                     .rng
                     .pct(50)
                     .then(|| format!("d{}", self.rng.below(100))),
-            },
-            895..=904 => Command::SealAuditEpoch {
+            }),
+            895..=904 => Command::SealAuditEpoch(SealAuditEpoch {
                 org: self.rng.pick(&["default", "acme", "globex"]).to_string(),
-            },
-            905..=924 => Command::CreateApproval {
+            }),
+            905..=924 => Command::CreateApproval(CreateApproval {
                 operation: self.rng.pick(&["purge", "replay_dead"]).to_string(),
                 params: "{}".into(),
                 ttl_ms: 1000 + self.rng.below(100_000),
-            },
-            925..=949 => Command::DecideApproval {
+            }),
+            925..=949 => Command::DecideApproval(DecideApproval {
                 id: if self.approvals.is_empty() || self.rng.pct(5) {
                     ApprovalId(self.rng.below(1000))
                 } else {
                     *self.rng.pick(&self.approvals)
                 },
                 approve: self.rng.pct(60),
-            },
+            }),
             950..=969 => {
                 let token_hash = if !self.token_hashes.is_empty() && self.rng.pct(15) {
                     self.rng.pick(&self.token_hashes).clone()
@@ -453,7 +458,7 @@ impl Generator {
                     self.token_hashes.push(h.clone());
                     h
                 };
-                Command::PutPrincipal {
+                Command::PutPrincipal(PutPrincipal {
                     name: format!("p{}", self.rng.below(5)),
                     token_hash,
                     role: *self.rng.pick(&[
@@ -463,11 +468,11 @@ impl Generator {
                         Role::Viewer,
                     ]),
                     channels: self.rng.pct(40).then(|| self.rng.subset(&CHANNELS, 50)),
-                }
+                })
             }
-            970..=979 => Command::RevokePrincipal {
+            970..=979 => Command::RevokePrincipal(RevokePrincipal {
                 name: format!("p{}", self.rng.below(6)),
-            },
+            }),
             // Stale or repeated completions of rows claimed long ago.
             _ => {
                 let n = self.claims.len() as u64;
@@ -813,7 +818,7 @@ fn snapshot_install_then_the_rest_of_the_log() {
 #[cfg(feature = "rocksdb")]
 mod rocks {
     use super::*;
-    use raftlane_statemachine::rocks::RocksStore;
+    use raftlane_statemachine::storage::rocks::RocksStore;
     use std::path::Path;
 
     fn open(path: &Path) -> StateMachine<RocksStore> {

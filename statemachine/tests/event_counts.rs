@@ -6,9 +6,9 @@
 mod cmd_support;
 
 use cmd_support::*;
-use raftlane_statemachine::message::EventKind;
-use raftlane_statemachine::store::WriteBatch;
-use raftlane_statemachine::{codec, MessageId, Outcome, Store, Table};
+use raftlane_statemachine::model::message::EventKind;
+use raftlane_statemachine::storage::store::WriteBatch;
+use raftlane_statemachine::{wire::codec, MessageId, Outcome, Store, Table};
 
 fn stored_count(h: &Harness, id: MessageId) -> Option<u64> {
     h.sm.store()

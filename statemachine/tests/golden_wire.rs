@@ -56,25 +56,33 @@
 //! built through `StateMachine::apply` that the real stored bytes of every table decode as (and
 //! re-encode to) the types pinned here, the mirrors included.
 
-use raftlane_statemachine::approval::{Approval, ApprovalStatus};
-use raftlane_statemachine::audit::{AuditHead, AuditRow, SealRecord};
 use raftlane_statemachine::codec;
-use raftlane_statemachine::command::{
-    Delivery, HandlerWork, HandoffDisposition, MessageFields, ReceivedStatus, RetryPolicy,
-    RouteDisposition, StateOp,
-};
-use raftlane_statemachine::complete::{CapturedResponse, ResponseRef};
-use raftlane_statemachine::config::{
+use raftlane_statemachine::model::approval::{Approval, ApprovalStatus};
+use raftlane_statemachine::model::audit::{AuditHead, AuditRow, SealRecord};
+use raftlane_statemachine::model::config::{
     ChannelConfig, ConfigDoc, ConfigVersion, DestinationConfig, HandlerConfig, RetentionConfig,
+    RetryPolicy,
 };
-use raftlane_statemachine::keys::meta;
-use raftlane_statemachine::lane::{LaneLease, LaneState};
-use raftlane_statemachine::message::{Correlation, Event, EventKind, Message, MessageStatus};
-use raftlane_statemachine::principal::{Principal, Role};
-use raftlane_statemachine::rewrite::{Rewrite, ValueRef};
-use raftlane_statemachine::row::{Claim, RowStatus, Stage, WorkRow};
-use raftlane_statemachine::state::{ReferenceSnapshot, StateEntry};
-use raftlane_statemachine::store::Direction;
+use raftlane_statemachine::model::lane::{LaneLease, LaneState};
+use raftlane_statemachine::model::message::{
+    Correlation, Event, EventKind, Message, MessageStatus,
+};
+use raftlane_statemachine::model::principal::{Principal, Role};
+use raftlane_statemachine::model::response::{CapturedResponse, ResponseRef};
+use raftlane_statemachine::model::row::{Claim, RowStatus, Stage, WorkRow};
+use raftlane_statemachine::model::state::{ReferenceSnapshot, StateEntry};
+use raftlane_statemachine::storage::keys::meta;
+use raftlane_statemachine::storage::store::Direction;
+use raftlane_statemachine::wire::command::{
+    Batch, CancelQueued, ClaimNextFifo, ClaimReady, CompleteWithResponse, CreateApproval,
+    DeadLetterNow, DecideApproval, Delivery, DoneThenClaimNext, EnqueueIngress, EnqueueMessage,
+    HandlerWork, Handoff, HandoffDisposition, IngressHandoff, MarkDone, MarkFailed, MessageFields,
+    PurgeDeadLetters, PurgeMessageBodies, PurgeState, PutConfig, PutPrincipal, ReceivedStatus,
+    ReclaimExpired, RecordAudit, RecordReceived, ReleaseLane, RenewLeases, Replay, ReplayDead,
+    RevokePrincipal, RewriteValues, RouteDisposition, RouteHandoff, SealAuditEpoch, StateOp,
+    TransformHandoff, WriteReferenceSnapshot,
+};
+use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
 use raftlane_statemachine::{
     ApprovalId, ClaimedRow, Command, Envelope, Fence, FifoEmpty, MemStore, MessageId, MetaState,
     Millis, Outcome, Rejection, Response, RowId, StateMachine, Store, Table,
@@ -210,40 +218,40 @@ fn claimed_row(n: u64) -> ClaimedRow {
 
 fn command_variant(c: &Command) -> &'static str {
     match c {
-        Command::EnqueueIngress { .. } => "EnqueueIngress",
-        Command::RecordReceived { .. } => "RecordReceived",
-        Command::EnqueueMessage { .. } => "EnqueueMessage",
-        Command::ClaimReady { .. } => "ClaimReady",
-        Command::ClaimNextFifo { .. } => "ClaimNextFifo",
-        Command::RenewLeases { .. } => "RenewLeases",
-        Command::ReclaimExpired { .. } => "ReclaimExpired",
-        Command::ReleaseLane { .. } => "ReleaseLane",
-        Command::RouteHandoff { .. } => "RouteHandoff",
-        Command::Handoff { .. } => "Handoff",
-        Command::TransformHandoff { .. } => "TransformHandoff",
-        Command::MarkDone { .. } => "MarkDone",
-        Command::CompleteWithResponse { .. } => "CompleteWithResponse",
-        Command::IngressHandoff { .. } => "IngressHandoff",
-        Command::MarkFailed { .. } => "MarkFailed",
-        Command::DeadLetterNow { .. } => "DeadLetterNow",
-        Command::Replay { .. } => "Replay",
-        Command::ReplayDead { .. } => "ReplayDead",
-        Command::CancelQueued { .. } => "CancelQueued",
-        Command::PutConfig { .. } => "PutConfig",
-        Command::WriteReferenceSnapshot { .. } => "WriteReferenceSnapshot",
-        Command::PurgeMessageBodies { .. } => "PurgeMessageBodies",
-        Command::PurgeDeadLetters { .. } => "PurgeDeadLetters",
-        Command::PurgeState { .. } => "PurgeState",
+        Command::EnqueueIngress(_) => "EnqueueIngress",
+        Command::RecordReceived(_) => "RecordReceived",
+        Command::EnqueueMessage(_) => "EnqueueMessage",
+        Command::ClaimReady(_) => "ClaimReady",
+        Command::ClaimNextFifo(_) => "ClaimNextFifo",
+        Command::RenewLeases(_) => "RenewLeases",
+        Command::ReclaimExpired(_) => "ReclaimExpired",
+        Command::ReleaseLane(_) => "ReleaseLane",
+        Command::RouteHandoff(_) => "RouteHandoff",
+        Command::Handoff(_) => "Handoff",
+        Command::TransformHandoff(_) => "TransformHandoff",
+        Command::MarkDone(_) => "MarkDone",
+        Command::CompleteWithResponse(_) => "CompleteWithResponse",
+        Command::IngressHandoff(_) => "IngressHandoff",
+        Command::MarkFailed(_) => "MarkFailed",
+        Command::DeadLetterNow(_) => "DeadLetterNow",
+        Command::Replay(_) => "Replay",
+        Command::ReplayDead(_) => "ReplayDead",
+        Command::CancelQueued(_) => "CancelQueued",
+        Command::PutConfig(_) => "PutConfig",
+        Command::WriteReferenceSnapshot(_) => "WriteReferenceSnapshot",
+        Command::PurgeMessageBodies(_) => "PurgeMessageBodies",
+        Command::PurgeDeadLetters(_) => "PurgeDeadLetters",
+        Command::PurgeState(_) => "PurgeState",
         Command::ExpireRecords => "ExpireRecords",
-        Command::RecordAudit { .. } => "RecordAudit",
-        Command::SealAuditEpoch { .. } => "SealAuditEpoch",
-        Command::CreateApproval { .. } => "CreateApproval",
-        Command::DecideApproval { .. } => "DecideApproval",
-        Command::PutPrincipal { .. } => "PutPrincipal",
-        Command::RevokePrincipal { .. } => "RevokePrincipal",
-        Command::Batch { .. } => "Batch",
-        Command::RewriteValues { .. } => "RewriteValues",
-        Command::DoneThenClaimNext { .. } => "DoneThenClaimNext",
+        Command::RecordAudit(_) => "RecordAudit",
+        Command::SealAuditEpoch(_) => "SealAuditEpoch",
+        Command::CreateApproval(_) => "CreateApproval",
+        Command::DecideApproval(_) => "DecideApproval",
+        Command::PutPrincipal(_) => "PutPrincipal",
+        Command::RevokePrincipal(_) => "RevokePrincipal",
+        Command::Batch(_) => "Batch",
+        Command::RewriteValues(_) => "RewriteValues",
+        Command::DoneThenClaimNext(_) => "DoneThenClaimNext",
     }
 }
 
@@ -432,20 +440,20 @@ fn table_name(t: Table) -> (&'static str, &'static str) {
 
 fn command_examples() -> Vec<Command> {
     vec![
-        Command::EnqueueIngress {
+        Command::EnqueueIngress(EnqueueIngress {
             channel: s("orders"),
             raw: s("MSH|raw-1"),
             fields: fields(),
             idempotency_key: some("idem-1"),
-        },
-        Command::RecordReceived {
+        }),
+        Command::RecordReceived(RecordReceived {
             channel: s("orders"),
             raw: s("MSH|raw-2"),
             fields: fields(),
             status: ReceivedStatus::Error,
             error: some("parse failed"),
-        },
-        Command::EnqueueMessage {
+        }),
+        Command::EnqueueMessage(EnqueueMessage {
             channel: s("orders"),
             raw: s("MSH|raw-3"),
             fields: fields(),
@@ -454,35 +462,35 @@ fn command_examples() -> Vec<Command> {
                 delivery("dest-b", "payload-b"),
             ],
             idempotency_key: some("idem-2"),
-        },
-        Command::ClaimReady {
+        }),
+        Command::ClaimReady(ClaimReady {
             stage: Stage::Outbound,
             limit: 17,
             channel: some("orders"),
             destination: some("dest-a"),
             owner: s("worker-1"),
             ttl_ms: 30_001,
-        },
-        Command::ClaimNextFifo {
+        }),
+        Command::ClaimNextFifo(ClaimNextFifo {
             stage: Stage::Routed,
             lane: s("lane-1"),
             owner: s("worker-2"),
             ttl_ms: 30_002,
-        },
-        Command::RenewLeases {
+        }),
+        Command::RenewLeases(RenewLeases {
             ids: vec![RowId(101), RowId(102)],
             owner: s("worker-3"),
             ttl_ms: 30_003,
-        },
-        Command::ReclaimExpired {
+        }),
+        Command::ReclaimExpired(ReclaimExpired {
             stage: Some(Stage::Response),
-        },
-        Command::ReleaseLane {
+        }),
+        Command::ReleaseLane(ReleaseLane {
             stage: Stage::Ingress,
             lane: s("lane-2"),
             owner: s("worker-4"),
-        },
-        Command::RouteHandoff {
+        }),
+        Command::RouteHandoff(RouteHandoff {
             row_id: RowId(201),
             fence: Fence(202),
             handlers: vec![HandlerWork {
@@ -490,14 +498,14 @@ fn command_examples() -> Vec<Command> {
                 payload: s("handler-payload-1"),
             }],
             disposition: RouteDisposition::Unrouted,
-        },
-        Command::Handoff {
+        }),
+        Command::Handoff(Handoff {
             row_id: RowId(211),
             fence: Fence(212),
             deliveries: vec![delivery("dest-c", "payload-c")],
             disposition: HandoffDisposition::Filtered,
-        },
-        Command::TransformHandoff {
+        }),
+        Command::TransformHandoff(TransformHandoff {
             row_id: RowId(221),
             fence: Fence(222),
             deliveries: vec![delivery("dest-d", "payload-d")],
@@ -506,94 +514,94 @@ fn command_examples() -> Vec<Command> {
                 key: s("key-1"),
                 value: s(r#"{"n":1}"#),
             }],
-        },
-        Command::MarkDone {
+        }),
+        Command::MarkDone(MarkDone {
             row_id: RowId(231),
             fence: Fence(232),
-        },
-        Command::CompleteWithResponse {
+        }),
+        Command::CompleteWithResponse(CompleteWithResponse {
             row_id: RowId(241),
             fence: Fence(242),
             body: s("response body"),
             outcome: s("accepted"),
             detail: some("detail-1"),
             reingress_to: some("replies"),
-        },
-        Command::IngressHandoff {
+        }),
+        Command::IngressHandoff(IngressHandoff {
             row_id: RowId(251),
             fence: Fence(252),
             loopback_channel: s("loopback"),
             depth_cap: 5,
-        },
-        Command::MarkFailed {
+        }),
+        Command::MarkFailed(MarkFailed {
             row_id: RowId(261),
             fence: Fence(262),
             error: s("timeout"),
             retry: retry_policy(),
-        },
-        Command::DeadLetterNow {
+        }),
+        Command::DeadLetterNow(DeadLetterNow {
             row_id: RowId(271),
             fence: Some(Fence(272)),
             error: s("poison"),
-        },
-        Command::Replay {
+        }),
+        Command::Replay(Replay {
             message_id: MessageId(281),
-        },
-        Command::ReplayDead {
+        }),
+        Command::ReplayDead(ReplayDead {
             channel: some("orders"),
             destination: some("dest-e"),
-        },
-        Command::CancelQueued {
+        }),
+        Command::CancelQueued(CancelQueued {
             destination: s("dest-f"),
             channel: some("orders"),
             top_only: true,
-        },
-        Command::PutConfig {
+        }),
+        Command::PutConfig(PutConfig {
             expected_version: 291,
             config: config_doc(),
-        },
-        Command::WriteReferenceSnapshot {
+        }),
+        Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
             name: s("ref-1"),
             version: 301,
             rows: reference_rows(),
-        },
-        Command::PurgeMessageBodies { older_than: 311 },
-        Command::PurgeDeadLetters { older_than: 321 },
-        Command::PurgeState { older_than: 331 },
+        }),
+        Command::PurgeMessageBodies(PurgeMessageBodies { older_than: 311 }),
+        Command::PurgeDeadLetters(PurgeDeadLetters { older_than: 321 }),
+        Command::PurgeState(PurgeState { older_than: 331 }),
         Command::ExpireRecords,
-        Command::RecordAudit {
+        Command::RecordAudit(RecordAudit {
             action: s("user.login"),
             channel: some("orders"),
             org: some("org-1"),
             detail: some("from 10.0.0.1"),
-        },
-        Command::SealAuditEpoch { org: s("org-2") },
-        Command::CreateApproval {
+        }),
+        Command::SealAuditEpoch(SealAuditEpoch { org: s("org-2") }),
+        Command::CreateApproval(CreateApproval {
             operation: s("purge"),
             params: s(r#"{"older_than":1}"#),
             ttl_ms: 86_400_000,
-        },
-        Command::DecideApproval {
+        }),
+        Command::DecideApproval(DecideApproval {
             id: ApprovalId(341),
             approve: true,
-        },
-        Command::PutPrincipal {
+        }),
+        Command::PutPrincipal(PutPrincipal {
             name: s("alice"),
             token_hash: s(TOKEN_HASH),
             role: Role::Operator,
             channels: Some(vec![s("orders"), s("billing")]),
-        },
-        Command::RevokePrincipal { name: s("bob") },
-        Command::Batch {
+        }),
+        Command::RevokePrincipal(RevokePrincipal { name: s("bob") }),
+        Command::Batch(Batch {
             commands: vec![
                 Envelope {
                     now_ms: NOW + 1,
                     actor: s("batch-actor-1"),
                     request_id: None,
-                    command: Command::MarkDone {
+                    command: Command::MarkDone(MarkDone {
                         row_id: RowId(351),
                         fence: Fence(352),
-                    },
+                    }),
                 },
                 Envelope {
                     now_ms: NOW + 2,
@@ -602,20 +610,20 @@ fn command_examples() -> Vec<Command> {
                     command: Command::ExpireRecords,
                 },
             ],
-        },
-        Command::RewriteValues {
+        }),
+        Command::RewriteValues(RewriteValues {
             items: vec![Rewrite {
                 target: ValueRef::RowPayload { row_id: RowId(361) },
                 expected: s("old-ciphertext"),
                 value: s("new-ciphertext"),
             }],
-        },
-        Command::DoneThenClaimNext {
+        }),
+        Command::DoneThenClaimNext(DoneThenClaimNext {
             row_id: RowId(371),
             fence: Fence(372),
             owner: s("worker-5"),
             ttl_ms: 30_005,
-        },
+        }),
     ]
 }
 
@@ -1560,14 +1568,14 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
 
         #[track_caller]
         fn claim(&mut self, stage: Stage, channel: &str) -> ClaimedRow {
-            match self.ok(Command::ClaimReady {
+            match self.ok(Command::ClaimReady(ClaimReady {
                 stage,
                 limit: 1,
                 channel: some(channel),
                 destination: None,
                 owner: s("worker"),
                 ttl_ms: 60_000,
-            }) {
+            })) {
                 Outcome::Claimed(mut rows) if rows.len() == 1 => rows.remove(0),
                 other => panic!("claim {stage:?} {channel}: {other:?}"),
             }
@@ -1583,12 +1591,12 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
     // Idempotency, Requests and their indexes.
     let first = live.run(
         Some("scenario-request-1"),
-        Command::EnqueueIngress {
+        Command::EnqueueIngress(EnqueueIngress {
             channel: s("orders"),
             raw: s("raw-1"),
             fields: fields(),
             idempotency_key: some("idem-1"),
-        },
+        }),
     );
     let Ok(Outcome::Enqueued {
         message_id: first_id,
@@ -1599,7 +1607,7 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
     };
     // Ingress → routed → outbound (transform state) → response captured and re-ingested.
     let row = live.claim(Stage::Ingress, "orders");
-    live.ok(Command::RouteHandoff {
+    live.ok(Command::RouteHandoff(RouteHandoff {
         row_id: row.row_id,
         fence: row.fence,
         handlers: vec![HandlerWork {
@@ -1607,9 +1615,9 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
             payload: s("{}"),
         }],
         disposition: RouteDisposition::Routed,
-    });
+    }));
     let row = live.claim(Stage::Routed, "orders");
-    live.ok(Command::TransformHandoff {
+    live.ok(Command::TransformHandoff(TransformHandoff {
         row_id: row.row_id,
         fence: row.fence,
         deliveries: vec![delivery("dest-a", "out-1")],
@@ -1618,58 +1626,58 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
             key: s("key-1"),
             value: s(r#"{"n":1}"#),
         }],
-    });
+    }));
     let row = live.claim(Stage::Outbound, "orders");
-    live.ok(Command::CompleteWithResponse {
+    live.ok(Command::CompleteWithResponse(CompleteWithResponse {
         row_id: row.row_id,
         fence: row.fence,
         body: s("ack"),
         outcome: s("ok"),
         detail: some("200"),
         reingress_to: some("replies"),
-    });
+    }));
     let row = live.claim(Stage::Response, "replies");
-    live.ok(Command::IngressHandoff {
+    live.ok(Command::IngressHandoff(IngressHandoff {
         row_id: row.row_id,
         fence: row.fence,
         loopback_channel: s("loopback"),
         depth_cap: 3,
-    });
+    }));
     // A dead letter.
-    live.ok(Command::EnqueueIngress {
+    live.ok(Command::EnqueueIngress(EnqueueIngress {
         channel: s("other"),
         raw: s("raw-2"),
         fields: MessageFields::default(),
         idempotency_key: None,
-    });
+    }));
     let row = live.claim(Stage::Ingress, "other");
-    live.ok(Command::DeadLetterNow {
+    live.ok(Command::DeadLetterNow(DeadLetterNow {
         row_id: row.row_id,
         fence: Some(row.fence),
         error: s("poison"),
-    });
+    }));
     // Config, principals, approvals, reference data, audit chains.
-    live.ok(Command::PutConfig {
+    live.ok(Command::PutConfig(PutConfig {
         expected_version: 0,
         config: config_doc(),
-    });
-    live.ok(Command::PutPrincipal {
+    }));
+    live.ok(Command::PutPrincipal(PutPrincipal {
         name: s("alice"),
         token_hash: s(TOKEN_HASH),
         role: Role::Operator,
         channels: Some(vec![s("orders")]),
-    });
-    live.ok(Command::CreateApproval {
+    }));
+    live.ok(Command::CreateApproval(CreateApproval {
         operation: s("purge"),
         params: s("{}"),
         ttl_ms: 60_000,
-    });
-    live.ok(Command::WriteReferenceSnapshot {
+    }));
+    live.ok(Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
         name: s("ref-1"),
         version: 1,
         rows: reference_rows(),
-    });
-    live.ok(Command::SealAuditEpoch { org: s("org-1") });
+    }));
+    live.ok(Command::SealAuditEpoch(SealAuditEpoch { org: s("org-1") }));
 
     let mut seen = BTreeSet::new();
     let mut errors = Vec::new();

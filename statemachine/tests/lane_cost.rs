@@ -7,9 +7,11 @@
 //! holds it to that: it counts what the claim reads from the store (point reads, scans opened,
 //! entries stepped over) at two very different depths and requires the same small numbers.
 
-use raftlane_statemachine::command::{Delivery, MessageFields};
-use raftlane_statemachine::row::Stage;
-use raftlane_statemachine::store::{Direction, KvIter, WriteBatch};
+use raftlane_statemachine::model::row::Stage;
+use raftlane_statemachine::storage::store::{Direction, KvIter, WriteBatch};
+use raftlane_statemachine::wire::command::{
+    ClaimNextFifo, Delivery, EnqueueMessage, MessageFields,
+};
 use raftlane_statemachine::{
     Command, Envelope, MemStore, Outcome, RowId, StateMachine, Store, StoreError, Table,
 };
@@ -99,13 +101,13 @@ impl Lane {
                         payload: format!("p{i}"),
                     })
                     .collect();
-                let out = lane.run(Command::EnqueueMessage {
+                let out = lane.run(Command::EnqueueMessage(EnqueueMessage {
                     channel: "orders".into(),
                     raw: "raw".into(),
                     fields: MessageFields::default(),
                     deliveries,
                     idempotency_key: None,
-                });
+                }));
                 assert!(matches!(out, Outcome::Enqueued { .. }), "{out:?}");
             }
         }
@@ -134,12 +136,12 @@ impl Lane {
     fn claim_head(&mut self) -> Counts {
         let head = self.head();
         self.sm.store().take();
-        let out = self.run(Command::ClaimNextFifo {
+        let out = self.run(Command::ClaimNextFifo(ClaimNextFifo {
             stage: Stage::Outbound,
             lane: LANE.into(),
             owner: "worker".into(),
             ttl_ms: 30_000,
-        });
+        }));
         let counts = self.sm.store().take();
         match out {
             Outcome::FifoClaimed(Ok(row)) => assert_eq!(row.row_id, head, "not the head"),

@@ -31,14 +31,18 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
-use raftlane_statemachine::audit::{AuditRow, DEFAULT_ORG};
-use raftlane_statemachine::command::{
-    Delivery, HandlerWork, HandoffDisposition, MessageFields, RetryPolicy, RouteDisposition,
-    StateOp,
+use raftlane_statemachine::model::audit::{AuditRow, DEFAULT_ORG};
+use raftlane_statemachine::model::config::{
+    ConfigDoc, DestinationConfig, HandlerConfig, RetryPolicy,
 };
-use raftlane_statemachine::config::{ConfigDoc, DestinationConfig, HandlerConfig};
-use raftlane_statemachine::message::{EventKind, MessageStatus};
-use raftlane_statemachine::row::{Claim, RowStatus, Stage, WorkRow};
+use raftlane_statemachine::model::message::{EventKind, MessageStatus};
+use raftlane_statemachine::model::row::{Claim, RowStatus, Stage, WorkRow};
+use raftlane_statemachine::wire::command::{
+    CancelQueued, ClaimNextFifo, ClaimReady, DeadLetterNow, Delivery, DoneThenClaimNext,
+    EnqueueIngress, HandlerWork, Handoff, HandoffDisposition, MarkDone, MarkFailed, MessageFields,
+    PutConfig, ReclaimExpired, RecordAudit, ReleaseLane, RenewLeases, Replay, RouteDisposition,
+    RouteHandoff, StateOp, TransformHandoff,
+};
 use raftlane_statemachine::{
     ClaimedRow, Command, Envelope, Fence, FifoEmpty, MemStore, MessageId, Millis, Outcome,
     Rejection, Response, RowId, StateMachine, MAX_TTL_MS,
@@ -620,12 +624,12 @@ impl Model {
                 .collect()
         };
         match op {
-            Op::Enqueue { channel, key } => Command::EnqueueIngress {
+            Op::Enqueue { channel, key } => Command::EnqueueIngress(EnqueueIngress {
                 channel: CHANNELS[*channel].to_string(),
                 raw: format!("raw{index}"),
                 fields: MessageFields::default(),
                 idempotency_key: key.map(|k| IDEM_KEYS.get(k).copied().unwrap_or("").to_string()),
-            },
+            }),
             Op::ClaimReady {
                 smart,
                 stage,
@@ -634,7 +638,7 @@ impl Model {
                 destination,
                 owner,
                 ttl,
-            } => Command::ClaimReady {
+            } => Command::ClaimReady(ClaimReady {
                 stage: smart
                     .and_then(|i| {
                         let pending: Vec<Stage> = self
@@ -651,7 +655,7 @@ impl Model {
                 destination: destination.map(|d| DESTINATIONS[d].to_string()),
                 owner: OWNERS[*owner].to_string(),
                 ttl_ms: ttl_of(*ttl),
-            },
+            }),
             Op::ClaimFifo {
                 smart,
                 stage,
@@ -684,20 +688,20 @@ impl Model {
                         chosen = l.clone();
                     }
                 }
-                Command::ClaimNextFifo {
+                Command::ClaimNextFifo(ClaimNextFifo {
                     stage: chosen.0,
                     lane: chosen.1,
                     owner: OWNERS[*owner].to_string(),
                     ttl_ms: ttl_of(*ttl),
-                }
+                })
             }
             Op::ReleaseLane { stage, lane, owner } => {
                 let names = lane_names(*stage);
-                Command::ReleaseLane {
+                Command::ReleaseLane(ReleaseLane {
                     stage: *stage,
                     lane: names[*lane % names.len()].to_string(),
                     owner: OWNERS[*owner].to_string(),
-                }
+                })
             }
             Op::RouteHandoff {
                 pick,
@@ -705,7 +709,7 @@ impl Model {
                 unrouted,
             } => {
                 let (row_id, fence) = self.resolve(pick, Some(Stage::Ingress));
-                Command::RouteHandoff {
+                Command::RouteHandoff(RouteHandoff {
                     row_id,
                     fence,
                     handlers: handlers
@@ -721,7 +725,7 @@ impl Model {
                     } else {
                         RouteDisposition::Routed
                     },
-                }
+                })
             }
             Op::Handoff {
                 pick,
@@ -729,7 +733,7 @@ impl Model {
                 disposition,
             } => {
                 let (row_id, fence) = self.resolve(pick, Some(Stage::Ingress));
-                Command::Handoff {
+                Command::Handoff(Handoff {
                     row_id,
                     fence,
                     deliveries: deliveries(destinations),
@@ -738,7 +742,7 @@ impl Model {
                         HandoffDisposition::Filtered,
                         HandoffDisposition::Unrouted,
                     ][*disposition],
-                }
+                })
             }
             Op::TransformHandoff {
                 pick,
@@ -746,7 +750,7 @@ impl Model {
                 state_ops,
             } => {
                 let (row_id, fence) = self.resolve(pick, Some(Stage::Routed));
-                Command::TransformHandoff {
+                Command::TransformHandoff(TransformHandoff {
                     row_id,
                     fence,
                     deliveries: deliveries(destinations),
@@ -758,20 +762,20 @@ impl Model {
                             value: format!("{index}"),
                         })
                         .collect(),
-                }
+                })
             }
             Op::MarkDone { pick } => {
                 let (row_id, fence) = self.resolve(pick, None);
-                Command::MarkDone { row_id, fence }
+                Command::MarkDone(MarkDone { row_id, fence })
             }
             Op::DoneThenClaim { pick, owner, ttl } => {
                 let (row_id, fence) = self.resolve(pick, None);
-                Command::DoneThenClaimNext {
+                Command::DoneThenClaimNext(DoneThenClaimNext {
                     row_id,
                     fence,
                     owner: OWNERS[*owner].to_string(),
                     ttl_ms: ttl_of(*ttl),
-                }
+                })
             }
             Op::MarkFailed {
                 pick,
@@ -780,7 +784,7 @@ impl Model {
                 multiplier,
             } => {
                 let (row_id, fence) = self.resolve(pick, None);
-                Command::MarkFailed {
+                Command::MarkFailed(MarkFailed {
                     row_id,
                     fence,
                     error: format!("e{index}"),
@@ -790,49 +794,51 @@ impl Model {
                         multiplier_milli: MULTIPLIERS[*multiplier],
                         max_backoff_ms: 4000,
                     },
-                }
+                })
             }
             Op::DeadLetterNow { pick, fenced } => {
                 let (row_id, fence) = self.resolve(pick, None);
-                Command::DeadLetterNow {
+                Command::DeadLetterNow(DeadLetterNow {
                     row_id,
                     fence: fenced.then_some(fence),
                     error: format!("poison{index}"),
-                }
+                })
             }
-            Op::ReclaimExpired { stage } => Command::ReclaimExpired { stage: *stage },
-            Op::RenewLeases { picks, owner, ttl } => Command::RenewLeases {
+            Op::ReclaimExpired { stage } => {
+                Command::ReclaimExpired(ReclaimExpired { stage: *stage })
+            }
+            Op::RenewLeases { picks, owner, ttl } => Command::RenewLeases(RenewLeases {
                 ids: picks.iter().map(|p| self.resolve(p, None).0).collect(),
                 owner: OWNERS[*owner].to_string(),
                 ttl_ms: ttl_of(*ttl),
-            },
-            Op::Replay { message } => Command::Replay {
+            }),
+            Op::Replay { message } => Command::Replay(Replay {
                 message_id: MessageId(if *message == u64::MAX {
                     u64::MAX
                 } else {
                     message % (self.next_message + 1)
                 }),
-            },
+            }),
             Op::CancelQueued {
                 destination,
                 channel,
                 top_only,
-            } => Command::CancelQueued {
+            } => Command::CancelQueued(CancelQueued {
                 destination: dest(*destination),
                 channel: channel.map(|c| CHANNELS[c].to_string()),
                 top_only: *top_only,
-            },
+            }),
             Op::RecordAudit {
                 org,
                 channel,
                 action,
                 detail,
-            } => Command::RecordAudit {
+            } => Command::RecordAudit(RecordAudit {
                 action: ACTIONS[*action].to_string(),
                 channel: channel.map(|c| CHANNELS[c].to_string()),
                 org: ORGS[*org].map(str::to_string),
                 detail: detail.then(|| format!("detail {index}")),
-            },
+            }),
             Op::Work {
                 live,
                 variant,
@@ -934,10 +940,10 @@ impl Model {
                             .insert(h.to_string(), HandlerConfig::default());
                     }
                 }
-                Command::PutConfig {
+                Command::PutConfig(PutConfig {
                     expected_version: self.config_version + u64::from(*stale),
                     config,
-                }
+                })
             }
         }
     }
@@ -1157,12 +1163,12 @@ impl Model {
 
     fn exec(&mut self, index: u64, t: Millis, command: &Command) -> Response {
         match command {
-            Command::EnqueueIngress {
+            Command::EnqueueIngress(EnqueueIngress {
                 channel,
                 raw,
                 idempotency_key,
                 ..
-            } => {
+            }) => {
                 if let Some(key) = idempotency_key {
                     if let Some((id, expires)) =
                         self.idempotency.get(&(channel.clone(), key.clone()))
@@ -1200,14 +1206,14 @@ impl Model {
                     duplicate: false,
                 })
             }
-            Command::ClaimReady {
+            Command::ClaimReady(ClaimReady {
                 stage,
                 limit,
                 channel,
                 destination,
                 owner,
                 ttl_ms,
-            } => {
+            }) => {
                 check_name("owner", owner)?;
                 check_ttl(*ttl_ms)?;
                 if let Some(c) = channel {
@@ -1243,12 +1249,12 @@ impl Model {
                     .collect();
                 Ok(Outcome::Claimed(claimed))
             }
-            Command::ClaimNextFifo {
+            Command::ClaimNextFifo(ClaimNextFifo {
                 stage,
                 lane,
                 owner,
                 ttl_ms,
-            } => {
+            }) => {
                 check_name("lane", lane)?;
                 check_name("owner", owner)?;
                 check_ttl(*ttl_ms)?;
@@ -1333,7 +1339,7 @@ impl Model {
                     }
                 }
             }
-            Command::RenewLeases { ids, owner, ttl_ms } => {
+            Command::RenewLeases(RenewLeases { ids, owner, ttl_ms }) => {
                 check_name("owner", owner)?;
                 check_ttl(*ttl_ms)?;
                 let until = t.saturating_add(*ttl_ms);
@@ -1365,7 +1371,7 @@ impl Model {
                 }
                 Ok(Outcome::Count(count))
             }
-            Command::ReclaimExpired { stage } => {
+            Command::ReclaimExpired(ReclaimExpired { stage }) => {
                 let expired: Vec<u64> = self
                     .rows
                     .values()
@@ -1380,12 +1386,12 @@ impl Model {
                 }
                 Ok(Outcome::Count(expired.len() as u64))
             }
-            Command::RouteHandoff {
+            Command::RouteHandoff(RouteHandoff {
                 row_id,
                 fence,
                 handlers,
                 disposition,
-            } => {
+            }) => {
                 let id = match self.fenced(*row_id, *fence, &[Stage::Ingress])? {
                     Fenced::Consumed => return Ok(Outcome::HandedOff(false)),
                     Fenced::Held(id) => id,
@@ -1414,12 +1420,12 @@ impl Model {
                 self.messages[row.message as usize].finalized = false;
                 Ok(Outcome::HandedOff(true))
             }
-            Command::Handoff {
+            Command::Handoff(Handoff {
                 row_id,
                 fence,
                 deliveries,
                 disposition,
-            } => {
+            }) => {
                 let id = match self.fenced(*row_id, *fence, &[Stage::Ingress])? {
                     Fenced::Consumed => return Ok(Outcome::HandedOff(false)),
                     Fenced::Held(id) => id,
@@ -1436,12 +1442,12 @@ impl Model {
                 self.messages[row.message as usize].finalized = false;
                 Ok(Outcome::HandedOff(true))
             }
-            Command::TransformHandoff {
+            Command::TransformHandoff(TransformHandoff {
                 row_id,
                 fence,
                 deliveries,
                 state_ops,
-            } => {
+            }) => {
                 let id = match self.fenced(*row_id, *fence, &[Stage::Routed])? {
                     Fenced::Consumed => return Ok(Outcome::HandedOff(false)),
                     Fenced::Held(id) => id,
@@ -1467,47 +1473,47 @@ impl Model {
                 self.finalize(t, row.message);
                 Ok(Outcome::HandedOff(true))
             }
-            Command::MarkDone { row_id, fence } => {
+            Command::MarkDone(MarkDone { row_id, fence }) => {
                 let id = self.held(*row_id, *fence)?;
                 let message = self.finish(t, id, RowStatus::Done, None);
                 self.finalize(t, message);
                 Ok(Outcome::Done)
             }
-            Command::DoneThenClaimNext {
+            Command::DoneThenClaimNext(DoneThenClaimNext {
                 row_id,
                 fence,
                 owner,
                 ttl_ms,
-            } => {
+            }) => {
                 check_name("owner", owner)?;
                 check_ttl(*ttl_ms)?;
                 let lane = self.rows.get(&row_id.0).map(MRow::lane);
                 self.exec(
                     index,
                     t,
-                    &Command::MarkDone {
+                    &Command::MarkDone(MarkDone {
                         row_id: *row_id,
                         fence: *fence,
-                    },
+                    }),
                 )?;
                 let (stage, lane) = lane.ok_or(Rejection::UnknownRow(*row_id))?;
                 self.exec(
                     index,
                     t,
-                    &Command::ClaimNextFifo {
+                    &Command::ClaimNextFifo(ClaimNextFifo {
                         stage,
                         lane,
                         owner: owner.clone(),
                         ttl_ms: *ttl_ms,
-                    },
+                    }),
                 )
             }
-            Command::MarkFailed {
+            Command::MarkFailed(MarkFailed {
                 row_id,
                 fence,
                 error,
                 retry,
-            } => {
+            }) => {
                 if retry.multiplier_milli < 1000 {
                     return Err(Rejection::invalid("retry.multiplier", "below 1.0"));
                 }
@@ -1535,11 +1541,11 @@ impl Model {
                     next_attempt_at: due,
                 })
             }
-            Command::DeadLetterNow {
+            Command::DeadLetterNow(DeadLetterNow {
                 row_id,
                 fence,
                 error,
-            } => {
+            }) => {
                 let id = match fence {
                     Some(f) => self.held(*row_id, *f)?,
                     None => {
@@ -1561,7 +1567,7 @@ impl Model {
                 self.finalize(t, message);
                 Ok(Outcome::Done)
             }
-            Command::Replay { message_id } => {
+            Command::Replay(Replay { message_id }) => {
                 let id = message_id.0;
                 if id >= self.next_message {
                     return Err(Rejection::UnknownMessage(*message_id));
@@ -1605,11 +1611,11 @@ impl Model {
                 }
                 Ok(Outcome::Count(chosen.len() as u64))
             }
-            Command::CancelQueued {
+            Command::CancelQueued(CancelQueued {
                 destination,
                 channel,
                 top_only,
-            } => {
+            }) => {
                 check_name("destination", destination)?;
                 let mut queued: Vec<&MRow> = self
                     .rows
@@ -1637,12 +1643,12 @@ impl Model {
                 }
                 Ok(Outcome::Count(chosen.len() as u64))
             }
-            Command::RecordAudit {
+            Command::RecordAudit(RecordAudit {
                 action,
                 channel,
                 org,
                 ..
-            } => {
+            }) => {
                 check_name("action", action)?;
                 if let Some(c) = channel {
                     check_name("channel", c)?;
@@ -1657,7 +1663,7 @@ impl Model {
                     hash: String::new(),
                 })
             }
-            Command::ReleaseLane { stage, lane, owner } => {
+            Command::ReleaseLane(ReleaseLane { stage, lane, owner }) => {
                 check_name("lane", lane)?;
                 let state = self.lane_mut(*stage, lane);
                 match &state.lease {
@@ -1668,10 +1674,10 @@ impl Model {
                     _ => Ok(Outcome::Count(0)),
                 }
             }
-            Command::PutConfig {
+            Command::PutConfig(PutConfig {
                 expected_version,
                 config,
-            } => {
+            }) => {
                 if *expected_version != self.config_version {
                     return Err(Rejection::VersionMismatch {
                         expected: *expected_version,
@@ -2018,12 +2024,12 @@ fn check_audit_response(
     actual: &Response,
 ) -> Result<(), TestCaseError> {
     let (
-        Command::RecordAudit {
+        Command::RecordAudit(RecordAudit {
             action,
             channel,
             org,
             detail,
-        },
+        }),
         Ok(Outcome::Audit { seq, hash }),
     ) = (&envelope.command, actual)
     else {
@@ -2060,9 +2066,9 @@ fn run(ops: &[(Step, Op)]) -> Result<(), TestCaseError> {
         // The API's idle-poll shortcut: whenever the read-only check says a FIFO claim hands
         // out nothing, the claim must answer exactly that.
         let idle = match &envelope.command {
-            Command::ClaimNextFifo {
+            Command::ClaimNextFifo(ClaimNextFifo {
                 stage, lane, owner, ..
-            } if !lane.is_empty() && !owner.is_empty() => sm
+            }) if !lane.is_empty() && !owner.is_empty() => sm
                 .read()
                 .fifo_idle_answer(*stage, lane, owner, now.max(sm.meta().clock))
                 .expect("idle answer"),
@@ -2229,21 +2235,21 @@ impl Harness {
 }
 
 fn enqueue(channel: &str, key: Option<&str>) -> Command {
-    Command::EnqueueIngress {
+    Command::EnqueueIngress(EnqueueIngress {
         channel: channel.to_string(),
         raw: "r".to_string(),
         fields: MessageFields::default(),
         idempotency_key: key.map(str::to_string),
-    }
+    })
 }
 
 fn fifo(stage: Stage, lane: &str, owner: &str, ttl_ms: u64) -> Command {
-    Command::ClaimNextFifo {
+    Command::ClaimNextFifo(ClaimNextFifo {
         stage,
         lane: lane.to_string(),
         owner: owner.to_string(),
         ttl_ms,
-    }
+    })
 }
 
 fn fifo_claimed(r: Response) -> ClaimedRow {
@@ -2268,7 +2274,7 @@ fn harness_walks_a_message_through_the_pipeline() {
     let c = fifo_claimed(h.apply(1002, fifo(Stage::Ingress, "c1", "w1", 1000)));
     h.apply_ok(
         1003,
-        Command::Handoff {
+        Command::Handoff(Handoff {
             row_id: c.row_id,
             fence: c.fence,
             deliveries: vec![
@@ -2282,20 +2288,20 @@ fn harness_walks_a_message_through_the_pipeline() {
                 },
             ],
             disposition: HandoffDisposition::Routed,
-        },
+        }),
     );
     let a = fifo_claimed(h.apply(1004, fifo(Stage::Outbound, "d1", "w1", 1000)));
     let b = fifo_claimed(h.apply(1005, fifo(Stage::Outbound, "d2", "w2", 1000)));
     h.apply_ok(
         1006,
-        Command::MarkDone {
+        Command::MarkDone(MarkDone {
             row_id: a.row_id,
             fence: a.fence,
-        },
+        }),
     );
     let failed = h.apply(
         1007,
-        Command::MarkFailed {
+        Command::MarkFailed(MarkFailed {
             row_id: b.row_id,
             fence: b.fence,
             error: "boom".into(),
@@ -2305,7 +2311,7 @@ fn harness_walks_a_message_through_the_pipeline() {
                 multiplier_milli: 2000,
                 max_backoff_ms: 100,
             },
-        },
+        }),
     );
     assert_eq!(
         failed,
@@ -2319,9 +2325,9 @@ fn harness_walks_a_message_through_the_pipeline() {
     assert_eq!(
         h.apply(
             1008,
-            Command::Replay {
+            Command::Replay(Replay {
                 message_id: MessageId(0)
-            }
+            })
         ),
         Ok(Outcome::Count(1))
     );
@@ -2336,18 +2342,24 @@ fn harness_clamps_a_backwards_clock() {
     let c = fifo_claimed(h.apply(10_000, fifo(Stage::Ingress, "c1", "w1", 500)));
     // A new leader whose clock is far behind cannot make the lease live again or expire it early.
     assert_eq!(
-        h.apply(2_000, Command::ReclaimExpired { stage: None }),
+        h.apply(
+            2_000,
+            Command::ReclaimExpired(ReclaimExpired { stage: None })
+        ),
         Ok(Outcome::Count(0))
     );
     assert_eq!(h.model.clock, 10_000);
-    h.apply_ok(10_501, Command::ReclaimExpired { stage: None });
+    h.apply_ok(
+        10_501,
+        Command::ReclaimExpired(ReclaimExpired { stage: None }),
+    );
     assert_eq!(
         h.apply(
             3_000,
-            Command::MarkDone {
+            Command::MarkDone(MarkDone {
                 row_id: c.row_id,
                 fence: c.fence
-            }
+            })
         ),
         Err(Rejection::StaleFence {
             row: c.row_id,
@@ -2427,12 +2439,12 @@ fn regression_expire_records_keeps_a_reused_key_of_an_inflight_message() {
     // Unrouted: message 0 is terminal, its key's window starts now.
     h.apply_ok(
         t0,
-        Command::Handoff {
+        Command::Handoff(Handoff {
             row_id: c.row_id,
             fence: c.fence,
             deliveries: vec![],
             disposition: HandoffDisposition::Unrouted,
-        },
+        }),
     );
     let later = t0 + DEDUPE_WINDOW_MS + 1;
     // The key has expired: the same key now names a new message, in flight.
@@ -2476,11 +2488,11 @@ fn regression_release_lane_with_a_row_in_flight_keeps_the_lane_busy() {
             &Envelope::new(
                 1100,
                 "operator",
-                Command::ReleaseLane {
+                Command::ReleaseLane(ReleaseLane {
                     stage: Stage::Ingress,
                     lane: "c1".into(),
                     owner: "w1".into(),
-                },
+                }),
             ),
         )
         .expect("store");

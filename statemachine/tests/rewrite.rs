@@ -1,18 +1,23 @@
 //! `RewriteValues` (key rotation, docs/SPEC.md §2.6) and the covered-values walk behind it.
 //!
-//! Semantics under test (see `raftlane_statemachine::rewrite`): each item is a compare-and-set;
-//! a target that no longer exists is ignored (counted as not rewritten), not rejected; only the
-//! value changes; one `keys.rotate` audit row per command; too many items is a rejection that
-//! changes nothing.
+//! Semantics under test (see `raftlane_statemachine::apply::rewrite`): each item is a
+//! compare-and-set; a target that no longer exists is ignored (counted as not rewritten), not
+//! rejected; only the value changes; one `keys.rotate` audit row per command; too many items is a
+//! rejection that changes nothing.
 
 #[allow(dead_code)]
 mod cmd_support;
 
 use cmd_support::*;
-use raftlane_statemachine::audit::DEFAULT_ORG;
-use raftlane_statemachine::command::{MessageFields, ReceivedStatus, RouteDisposition, StateOp};
-use raftlane_statemachine::rewrite::{Rewrite, ValueRef, MAX_REWRITES, ROTATE_ACTION};
-use raftlane_statemachine::row::{RowStatus, Stage};
+use raftlane_statemachine::apply::rewrite::ROTATE_ACTION;
+use raftlane_statemachine::model::audit::DEFAULT_ORG;
+use raftlane_statemachine::model::row::{RowStatus, Stage};
+use raftlane_statemachine::wire::command::{
+    CompleteWithResponse, DeadLetterNow, MarkFailed, MessageFields, ReceivedStatus, RecordReceived,
+    Replay, RewriteValues, RouteDisposition, RouteHandoff, StateOp, TransformHandoff,
+    WriteReferenceSnapshot,
+};
+use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef, MAX_REWRITES};
 use raftlane_statemachine::{Command, MessageId, Outcome, Rejection, RowId};
 use std::collections::BTreeMap;
 
@@ -34,14 +39,14 @@ struct World {
 fn populate(h: &mut Harness) -> World {
     let m1 = h.enqueue("ch", "raw-1");
     let ingress = h.claim_one(Stage::Ingress);
-    h.ok(Command::RouteHandoff {
+    h.ok(Command::RouteHandoff(RouteHandoff {
         row_id: ingress.row_id,
         fence: ingress.fence,
         handlers: vec![handler("h", "handler-payload")],
         disposition: RouteDisposition::Routed,
-    });
+    }));
     let routed = h.claim_one(Stage::Routed);
-    h.ok(Command::TransformHandoff {
+    h.ok(Command::TransformHandoff(TransformHandoff {
         row_id: routed.row_id,
         fence: routed.fence,
         deliveries: vec![delivery("dest", "out-payload")],
@@ -50,24 +55,24 @@ fn populate(h: &mut Harness) -> World {
             key: "k".into(),
             value: "\"state-value\"".into(),
         }],
-    });
+    }));
     let out = h.claim_one(Stage::Outbound);
-    h.ok(Command::MarkFailed {
+    h.ok(Command::MarkFailed(MarkFailed {
         row_id: out.row_id,
         fence: out.fence,
         error: "boom".into(),
         retry: retry(None, 10, 1000, 10),
-    });
+    }));
     h.advance(100);
     let out2 = h.claim_one(Stage::Outbound);
-    h.ok(Command::CompleteWithResponse {
+    h.ok(Command::CompleteWithResponse(CompleteWithResponse {
         row_id: out2.row_id,
         fence: out2.fence,
         body: "response-body".into(),
         outcome: "ok".into(),
         detail: Some("response-detail".into()),
         reingress_to: Some("loop".into()),
-    });
+    }));
     let response_row = h
         .view(m1)
         .rows
@@ -75,25 +80,25 @@ fn populate(h: &mut Harness) -> World {
         .find(|r| r.stage == Stage::Response)
         .expect("response row")
         .id;
-    h.ok(Command::WriteReferenceSnapshot {
+    h.ok(Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
         name: "ref".into(),
         version: 1,
         rows: BTreeMap::from([("a".into(), "ref-a".into()), ("b".into(), "ref-b".into())]),
-    });
-    let m2 = enqueued(h.ok(Command::RecordReceived {
+    }));
+    let m2 = enqueued(h.ok(Command::RecordReceived(RecordReceived {
         channel: "ch".into(),
         raw: "raw-2".into(),
         fields: MessageFields::default(),
         status: ReceivedStatus::Error,
         error: Some("parse error".into()),
-    }))
+    })))
     .0;
     let dead = h.outbound_claimed("ch", "dest2");
-    h.ok(Command::DeadLetterNow {
+    h.ok(Command::DeadLetterNow(DeadLetterNow {
         row_id: dead.row_id,
         fence: Some(dead.fence),
         error: "poison".into(),
-    });
+    }));
     World {
         m1,
         outbound: out.row_id,
@@ -264,7 +269,10 @@ fn rewrite_replaces_every_kind_when_expected_matches() {
         .map(|(t, v)| rw(t.clone(), v, &format!("enc:v1:k2:{v}")))
         .collect();
     let n = items.len() as u64;
-    assert_eq!(h.ok(Command::RewriteValues { items }), Outcome::Count(n));
+    assert_eq!(
+        h.ok(Command::RewriteValues(RewriteValues { items })),
+        Outcome::Count(n)
+    );
     for (t, v) in &targets {
         assert_eq!(value_of(&h, t), Some(format!("enc:v1:k2:{v}")), "{t:?}");
     }
@@ -324,7 +332,10 @@ fn compare_and_set_never_clobbers_a_changed_value() {
         .iter()
         .map(|(t, v)| rw(t.clone(), &format!("{v}-stale"), "new"))
         .collect();
-    assert_eq!(h.ok(Command::RewriteValues { items }), Outcome::Count(0));
+    assert_eq!(
+        h.ok(Command::RewriteValues(RewriteValues { items })),
+        Outcome::Count(0)
+    );
     for (t, v) in &targets {
         assert_eq!(value_of(&h, t).as_deref(), Some(v.as_str()), "{t:?}");
     }
@@ -341,17 +352,17 @@ fn compare_and_set_never_clobbers_a_changed_value() {
 
     // Two rewrites of one value in one command: the second sees the first's result.
     let raw = ValueRef::MessageRaw { message_id: w.m1 };
-    let out = h.ok(Command::RewriteValues {
+    let out = h.ok(Command::RewriteValues(RewriteValues {
         items: vec![
             rw(raw.clone(), "raw-1", "v2"),
             rw(raw.clone(), "raw-1", "v3"),
         ],
-    });
+    }));
     assert_eq!(out, Outcome::Count(1));
     assert_eq!(value_of(&h, &raw).as_deref(), Some("v2"));
-    let out = h.ok(Command::RewriteValues {
+    let out = h.ok(Command::RewriteValues(RewriteValues {
         items: vec![rw(raw.clone(), "v2", "v3"), rw(raw.clone(), "v3", "v4")],
-    });
+    }));
     assert_eq!(out, Outcome::Count(2));
     assert_eq!(value_of(&h, &raw).as_deref(), Some("v4"));
 }
@@ -364,17 +375,17 @@ fn a_value_changed_after_the_read_is_left_alone() {
     let target = ValueRef::RowLastError { row_id: w.dead_row };
     let read = value_of(&h, &target).expect("error");
     assert_eq!(read, "poison");
-    h.ok(Command::Replay { message_id: w.m3 });
+    h.ok(Command::Replay(Replay { message_id: w.m3 }));
     let again = h.claim_one(Stage::Outbound);
-    h.ok(Command::MarkFailed {
+    h.ok(Command::MarkFailed(MarkFailed {
         row_id: again.row_id,
         fence: again.fence,
         error: "second failure".into(),
         retry: retry(None, 10, 1000, 10),
-    });
-    let out = h.ok(Command::RewriteValues {
+    }));
+    let out = h.ok(Command::RewriteValues(RewriteValues {
         items: vec![rw(target.clone(), &read, "rotated-old")],
-    });
+    }));
     assert_eq!(out, Outcome::Count(0));
     assert_eq!(value_of(&h, &target).as_deref(), Some("second failure"));
     assert_eq!(h.row(w.dead_row).status, RowStatus::Pending);
@@ -446,7 +457,10 @@ fn unknown_and_absent_targets_are_ignored_not_rejected() {
         // One real hit among the misses.
         rw(ValueRef::MessageRaw { message_id: w.m2 }, "raw-2", "z"),
     ];
-    assert_eq!(h.ok(Command::RewriteValues { items }), Outcome::Count(1));
+    assert_eq!(
+        h.ok(Command::RewriteValues(RewriteValues { items })),
+        Outcome::Count(1)
+    );
     assert_eq!(h.view(w.m1).message.error, None);
     assert!(h.sm.read().message(MessageId(999)).expect("read").is_none());
     let snapshot = h.sm.read().reference("ref").expect("read").expect("ref");
@@ -466,7 +480,7 @@ fn an_empty_rewrite_still_audits_and_too_many_is_rejected() {
     let mut h = Harness::new();
     let _ = populate(&mut h);
     assert_eq!(
-        h.ok(Command::RewriteValues { items: vec![] }),
+        h.ok(Command::RewriteValues(RewriteValues { items: vec![] })),
         Outcome::Count(0)
     );
     assert_eq!(
@@ -484,7 +498,7 @@ fn an_empty_rewrite_still_audits_and_too_many_is_rejected() {
         MAX_REWRITES + 1
     ];
     h.reject(
-        Command::RewriteValues { items },
+        Command::RewriteValues(RewriteValues { items }),
         Rejection::invalid("items", format!("more than {MAX_REWRITES}")),
     );
 }
@@ -500,19 +514,19 @@ fn rewritten_state_is_identical_on_every_replica() {
             .into_iter()
             .map(|(t, v)| rw(t, &v, "cipher"))
             .collect();
-        h.ok(Command::RewriteValues { items });
+        h.ok(Command::RewriteValues(RewriteValues { items }));
         h.digest()
     };
     assert_eq!(run(), run());
     assert_eq!(
-        Command::RewriteValues { items: vec![] }.name(),
+        Command::RewriteValues(RewriteValues { items: vec![] }).name(),
         "rewrite_values"
     );
 }
 
 #[test]
 fn rewrite_round_trips_through_the_codec() {
-    let cmd = Command::RewriteValues {
+    let cmd = Command::RewriteValues(RewriteValues {
         items: vec![rw(
             ValueRef::ResponseDetail {
                 message_id: MessageId(1),
@@ -522,8 +536,8 @@ fn rewrite_round_trips_through_the_codec() {
             "a",
             "b",
         )],
-    };
-    let bytes = raftlane_statemachine::codec::encode(&cmd);
-    let back: Command = raftlane_statemachine::codec::decode(&bytes).expect("decode");
+    });
+    let bytes = raftlane_statemachine::wire::codec::encode(&cmd);
+    let back: Command = raftlane_statemachine::wire::codec::decode(&bytes).expect("decode");
     assert_eq!(back, cmd);
 }

@@ -10,11 +10,14 @@
 //! Names that go into a path (channels, stages, lanes, actions) are percent-encoded, so a
 //! name with `/`, `?`, `#`, `%` or a space reaches the server as one segment, byte for byte.
 
-use crate::peer::{base_url, PeerClient};
+use crate::transport::{base_url, PeerClient};
 use hyper::{Method, StatusCode};
-use raftlane_statemachine::command::ClaimedRow;
+use raftlane_contract::headers;
+use raftlane_contract::path::encode_segment;
+use raftlane_contract::{
+    ClaimedRow, ConfigWritten, Enqueued, ErrorDetail, FifoClaim, MessageId, StateDigest,
+};
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -74,12 +77,13 @@ impl ClientError {
 
     /// The error a non-success, non-503 answer stands for. A body that is not the API's JSON
     /// error (e.g. from a proxy) still gives its status, with code `unknown`.
-    fn from_response(status: u16, body: &Value) -> Self {
-        let mut extra = body["error"].as_object().cloned().unwrap_or_default();
-        let mut take = |k: &str| extra.remove(k).and_then(|v| v.as_str().map(str::to_string));
-        let code = take("code").unwrap_or_else(|| "unknown".to_string());
-        let message = take("message").unwrap_or_default();
-        let field = take("field");
+    fn from_response(status: u16, body: &[u8]) -> Self {
+        let ErrorDetail {
+            code,
+            message,
+            field,
+            extra,
+        } = ErrorDetail::from_body(body);
         ClientError::Api {
             status,
             code,
@@ -88,37 +92,6 @@ impl ClientError {
             extra,
         }
     }
-}
-
-/// `s` as one path segment (or query value): every byte but RFC 3986's unreserved characters
-/// percent-encoded, so it cannot end the segment, start a query, or be decoded into another
-/// name by the server.
-pub fn encode_segment(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
-pub struct Enqueued {
-    pub message_id: u64,
-    pub duplicate: bool,
-    pub index: u64,
-}
-
-/// The answer of a FIFO claim.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-pub struct FifoClaim {
-    pub item: Option<ClaimedRow>,
-    pub reason: Option<String>,
-    pub holder: Option<String>,
-    pub due_at: Option<u64>,
 }
 
 #[derive(Clone)]
@@ -213,7 +186,7 @@ impl Client {
                 hs.push(("content-type", "application/json".into()));
             }
             if let Some(id) = &request_id {
-                hs.push((crate::request_id::HEADER, id.clone()));
+                hs.push((headers::REQUEST_ID, id.clone()));
             }
             hs.extend(headers.iter().cloned());
             let bytes = body
@@ -225,15 +198,16 @@ impl Client {
                     last = format!("{url}: 503 {}", String::from_utf8_lossy(&body));
                 }
                 Ok((status, _, body)) => {
+                    if !status.is_success() {
+                        return Err(ClientError::from_response(status.as_u16(), &body));
+                    }
                     let value: Value = if body.is_empty() {
                         Value::Null
                     } else {
-                        serde_json::from_slice(&body).unwrap_or(Value::Null)
+                        serde_json::from_slice(&body)
+                            .map_err(|e| ClientError::Decode(format!("{url}: {e}")))?
                     };
-                    if status.is_success() {
-                        return Ok((status, value));
-                    }
-                    return Err(ClientError::from_response(status.as_u16(), &value));
+                    return Ok((status, value));
                 }
                 Err(e) => last = format!("{url}: {e}"),
             }
@@ -283,7 +257,7 @@ impl Client {
         idempotency_key: Option<&str>,
     ) -> Result<Enqueued, ClientError> {
         let headers: Vec<(&str, String)> = idempotency_key
-            .map(|k| vec![("idempotency-key", k.to_string())])
+            .map(|k| vec![(headers::IDEMPOTENCY_KEY, k.to_string())])
             .unwrap_or_default();
         let (_, v) = self
             .send(
@@ -387,19 +361,18 @@ impl Client {
         Self::decode(v["next"].take())
     }
 
-    pub async fn message(&self, id: u64) -> Result<Value, ClientError> {
+    pub async fn message(&self, id: MessageId) -> Result<Value, ClientError> {
         self.request(Method::GET, &format!("/v1/messages/{id}"), None)
             .await
     }
 
+    /// `(last_applied, digest)` of the node that answers.
     pub async fn digest(&self) -> Result<(u64, String), ClientError> {
         let v = self
             .request(Method::GET, "/v1/cluster/digest", None)
             .await?;
-        Ok((
-            v["last_applied"].as_u64().unwrap_or(0),
-            v["digest"].as_str().unwrap_or("").to_string(),
-        ))
+        let d: StateDigest = Self::decode(v)?;
+        Ok((d.last_applied, d.digest))
     }
 
     pub async fn cluster(&self) -> Result<Value, ClientError> {
@@ -445,10 +418,11 @@ impl Client {
                 Method::PUT,
                 "/v1/config",
                 Some(config),
-                &[("if-match", expected_version.to_string())],
+                &[(headers::IF_MATCH, expected_version.to_string())],
             )
             .await?;
-        Ok(v["version"].as_u64().unwrap_or(0))
+        let written: ConfigWritten = Self::decode(v)?;
+        Ok(written.version)
     }
 }
 
@@ -457,46 +431,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn path_segments_are_percent_encoded() {
-        assert_eq!(encode_segment("lab-1.x_y~z"), "lab-1.x_y~z");
-        assert_eq!(encode_segment("a/b"), "a%2Fb");
-        assert_eq!(encode_segment("a b?c#d%e"), "a%20b%3Fc%23d%25e");
-        assert_eq!(encode_segment(".."), "..");
-        assert_eq!(encode_segment("é"), "%C3%A9");
-        assert_eq!(encode_segment(""), "");
-    }
-
-    #[test]
     fn an_error_keeps_its_extra_members() {
         let body = json!({ "error": {
             "code": "version_mismatch",
             "message": "expected 7, current 3",
             "current_version": 3,
-        }});
-        let e = ClientError::from_response(412, &body);
+        }})
+        .to_string();
+        let e = ClientError::from_response(412, body.as_bytes());
         assert_eq!(e.status(), Some(412));
         assert_eq!(e.code(), Some("version_mismatch"));
         assert_eq!(e.current_version(), Some(3));
         assert_eq!(e.field(), None);
-        match &e {
-            ClientError::Api { message, extra, .. } => {
-                assert_eq!(message, "expected 7, current 3");
-                // Only what is not already a named member.
-                assert_eq!(extra.len(), 1, "{extra:?}");
-            }
-            other => panic!("{other:?}"),
-        }
 
         let e = ClientError::from_response(
             400,
-            &json!({ "error": { "code": "invalid", "message": "m", "field": "ttl_ms" } }),
+            br#"{"error":{"code":"invalid","message":"m","field":"ttl_ms"}}"#,
         );
         assert_eq!(e.field(), Some("ttl_ms"));
         assert_eq!(e.current_version(), None);
         assert_eq!(e.extra("field"), None);
 
         // Not the API's error shape (e.g. a proxy's page): the status survives.
-        let e = ClientError::from_response(502, &Value::Null);
+        let e = ClientError::from_response(502, b"");
         assert_eq!((e.status(), e.code()), (Some(502), Some("unknown")));
     }
 }

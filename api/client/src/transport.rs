@@ -1,5 +1,6 @@
-//! A small HTTP client for node-to-node API calls (forwarded writes, read index), with
-//! connection reuse and per-call timeouts.
+//! The HTTP transport under the client and under node-to-node calls (forwarded writes, read
+//! index, membership): connection reuse, a per-call timeout, and the one reading of a peer
+//! address. One implementation, so a client and a forwarding node dial the same way.
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};

@@ -6,11 +6,14 @@ use crate::app::{AppState, JsonBody, Path, Query};
 use crate::auth::{sha256_hex, Caller, Permission};
 use crate::backend;
 use crate::error::{ApiError, ApiResult};
-use crate::forward;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use raftlane_statemachine::principal::Role;
+use raftlane_statemachine::model::principal::Role;
+use raftlane_statemachine::wire::command::{
+    CreateApproval, DecideApproval, PurgeDeadLetters, PurgeMessageBodies, PurgeState, PutPrincipal,
+    RevokePrincipal, WriteReferenceSnapshot,
+};
 use raftlane_statemachine::{ApprovalId, Command, Outcome};
 use rand::RngCore;
 use serde::Deserialize;
@@ -70,11 +73,11 @@ pub async fn put_reference(
     for (k, v) in b.rows {
         rows.insert(k, crate::crypto::seal(state.keyring(), v)?);
     }
-    let command = Command::WriteReferenceSnapshot {
+    let command = Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
         name,
         version: b.version,
         rows,
-    };
+    });
     match propose(&state, &caller, command).await? {
         (index, Outcome::Count(n)) => Ok(Json(json!({ "row_count": n, "index": index }))),
         (_, other) => Err(unexpected(other)),
@@ -119,9 +122,9 @@ pub async fn purge(
     caller.require(Permission::Operate)?;
     let older_than = now_ms().saturating_sub(b.older_than_ms);
     let command = match b.kind.as_str() {
-        "bodies" => Command::PurgeMessageBodies { older_than },
-        "dead_letters" => Command::PurgeDeadLetters { older_than },
-        "state" => Command::PurgeState { older_than },
+        "bodies" => Command::PurgeMessageBodies(PurgeMessageBodies { older_than }),
+        "dead_letters" => Command::PurgeDeadLetters(PurgeDeadLetters { older_than }),
+        "state" => Command::PurgeState(PurgeState { older_than }),
         other => {
             return Err(ApiError::invalid(
                 "kind",
@@ -151,11 +154,11 @@ pub async fn create_approval(
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     caller.require(Permission::Operate)?;
     check_name("operation", &b.operation)?;
-    let command = Command::CreateApproval {
+    let command = Command::CreateApproval(CreateApproval {
         operation: b.operation,
         params: b.params.to_string(),
         ttl_ms: b.ttl_ms.unwrap_or(24 * 60 * 60 * 1000),
-    };
+    });
     match propose(&state, &caller, command).await? {
         (index, Outcome::Approval(id)) => Ok((
             StatusCode::CREATED,
@@ -211,10 +214,10 @@ pub async fn decide_approval(
     match propose(
         &state,
         &caller,
-        Command::DecideApproval {
+        Command::DecideApproval(DecideApproval {
             id,
             approve: b.approve,
-        },
+        }),
     )
     .await?
     {
@@ -297,20 +300,20 @@ pub async fn create_token(
         None => random_token(),
     };
     let token_hash = sha256_hex(&token);
-    let command = Command::PutPrincipal {
+    let command = Command::PutPrincipal(PutPrincipal {
         name: b.name.clone(),
         token_hash: token_hash.clone(),
         role,
         channels: b.channels,
-    };
+    });
     let envelope = raftlane_statemachine::Envelope::new(now_ms(), caller.name.as_str(), command)
         .with_request_id(request_id);
-    let (index, response) = forward::write(&state, envelope).await?;
+    let (index, response) = state.writes.write(envelope).await?;
     match response? {
         Outcome::Done => {}
         other => return Err(unexpected(other)),
     }
-    forward::linearize(&state).await?;
+    state.writes.linearize().await?;
     let holder = backend::read(state.backend.as_ref(), |r| {
         r.principal_by_token_hash(&token_hash)
     })?;
@@ -375,7 +378,13 @@ pub async fn revoke_token(
 ) -> ApiResult<Json<Value>> {
     caller.require(Permission::Admin)?;
     check_name("name", &name)?;
-    match propose(&state, &caller, Command::RevokePrincipal { name }).await? {
+    match propose(
+        &state,
+        &caller,
+        Command::RevokePrincipal(RevokePrincipal { name }),
+    )
+    .await?
+    {
         (index, Outcome::Done) => Ok(Json(json!({ "revoked": true, "index": index }))),
         (_, other) => Err(unexpected(other)),
     }

@@ -7,6 +7,7 @@ use crate::backend;
 use crate::error::{ApiError, ApiResult};
 use axum::extract::State;
 use axum::Json;
+use raftlane_statemachine::wire::command::{RecordAudit, SealAuditEpoch};
 use raftlane_statemachine::{Command, Outcome};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -31,12 +32,12 @@ pub async fn append(
     if let Some(c) = &b.channel {
         caller.require_channel(c)?;
     }
-    let command = Command::RecordAudit {
+    let command = Command::RecordAudit(RecordAudit {
         action: b.action,
         channel: b.channel,
         org: b.org,
         detail: b.detail,
-    };
+    });
     match propose(&state, &caller, command).await? {
         (index, Outcome::Audit { seq, hash }) => {
             Ok(Json(json!({ "seq": seq, "hash": hash, "index": index })))
@@ -156,7 +157,13 @@ pub async fn seal(
 ) -> ApiResult<Json<Value>> {
     caller.require(Permission::Operate)?;
     check_name("org", &b.org)?;
-    match propose(&state, &caller, Command::SealAuditEpoch { org: b.org }).await? {
+    match propose(
+        &state,
+        &caller,
+        Command::SealAuditEpoch(SealAuditEpoch { org: b.org }),
+    )
+    .await?
+    {
         (index, Outcome::Audit { seq, hash }) => {
             Ok(Json(json!({ "seq": seq, "hash": hash, "index": index })))
         }

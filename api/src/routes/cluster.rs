@@ -1,17 +1,17 @@
 //! Cluster status, digest, membership, and the unauthenticated probes.
 //!
 //! Membership changes may be sent to any node: like writes, they are forwarded to the leader
-//! ([`forward::membership`]), since only the leader can change the configuration.
+//! ([`crate::write::Proposer::membership`]), since only the leader can change the configuration.
 
 use crate::app::{AppState, JsonBody};
 use crate::auth::{Caller, Permission};
 use crate::backend::{self, MembershipChange};
 use crate::error::{ApiError, ApiResult};
-use crate::forward;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::Json;
+use raftlane_contract::StateDigest;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -29,12 +29,17 @@ pub async fn status(State(state): State<Arc<AppState>>, caller: Caller) -> ApiRe
     })))
 }
 
-pub async fn digest(State(state): State<Arc<AppState>>, caller: Caller) -> ApiResult<Json<Value>> {
+pub async fn digest(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+) -> ApiResult<Json<StateDigest>> {
     caller.require(Permission::Read)?;
     let (last_applied, digest) = state.backend.digest().await.map_err(ApiError::internal)?;
-    Ok(Json(
-        json!({ "node_id": state.backend.node_id(), "last_applied": last_applied, "digest": hex::encode(digest) }),
-    ))
+    Ok(Json(StateDigest {
+        node_id: state.backend.node_id(),
+        last_applied,
+        digest: hex::encode(digest),
+    }))
 }
 
 #[derive(Deserialize)]
@@ -51,14 +56,13 @@ pub async fn add_learner(
 ) -> ApiResult<Json<Value>> {
     caller.require(Permission::Admin)?;
     check_addr(&b.addr)?;
-    forward::membership(
-        &state,
-        MembershipChange::AddLearner {
+    state
+        .writes
+        .membership(MembershipChange::AddLearner {
             id: b.id,
             addr: b.addr,
-        },
-    )
-    .await?;
+        })
+        .await?;
     Ok(Json(json!({ "ok": true })))
 }
 
@@ -77,7 +81,10 @@ pub async fn change_membership(
     if b.voters.is_empty() {
         return Err(ApiError::invalid("voters", "must name at least one node"));
     }
-    forward::membership(&state, MembershipChange::SetVoters(b.voters)).await?;
+    state
+        .writes
+        .membership(MembershipChange::SetVoters(b.voters))
+        .await?;
     Ok(Json(json!({ "ok": true })))
 }
 
@@ -133,7 +140,7 @@ pub async fn metrics(State(state): State<Arc<AppState>>) -> axum::response::Resp
             0.0
         },
     );
-    let (calls, writes) = state.relay.counts();
+    let (calls, writes) = state.writes.relay_counts();
     gauges.insert("raftlane_forward_calls_total".into(), calls as f64);
     gauges.insert("raftlane_forwarded_writes_total".into(), writes as f64);
     if let Ok(stats) = backend::read(state.backend.as_ref(), |r| Ok(r.stats())) {

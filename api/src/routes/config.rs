@@ -7,7 +7,9 @@ use crate::error::{ApiError, ApiResult};
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::Json;
-use raftlane_statemachine::config::ConfigDoc;
+use raftlane_contract::ConfigWritten;
+use raftlane_statemachine::model::config::ConfigDoc;
+use raftlane_statemachine::wire::command::PutConfig;
 use raftlane_statemachine::{Command, Outcome};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -48,7 +50,7 @@ pub async fn put_config(
     caller: Caller,
     headers: HeaderMap,
     JsonBody(doc): JsonBody<ConfigDoc>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ConfigWritten>> {
     caller.require(Permission::Operate)?;
     let expected = headers
         .get("if-match")
@@ -63,14 +65,14 @@ pub async fn put_config(
     match propose(
         &state,
         &caller,
-        Command::PutConfig {
+        Command::PutConfig(PutConfig {
             expected_version: expected,
             config: doc,
-        },
+        }),
     )
     .await?
     {
-        (index, Outcome::ConfigVersion(v)) => Ok(Json(json!({ "version": v, "index": index }))),
+        (index, Outcome::ConfigVersion(version)) => Ok(Json(ConfigWritten { version, index })),
         (_, other) => Err(unexpected(other)),
     }
 }

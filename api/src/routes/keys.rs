@@ -6,11 +6,11 @@ use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::crypto::{self, Keyring};
 use crate::error::{ApiError, ApiResult};
-use crate::forward;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use raftlane_statemachine::rewrite::{Rewrite, ValueRef};
+use raftlane_statemachine::wire::command::{DeadLetterNow, RewriteValues};
+use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
 use raftlane_statemachine::{ClaimedRow, Command, Outcome};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -43,15 +43,15 @@ pub(crate) async fn open_claimed(
     let error = format!("undecryptable payload (key {key}): {err}");
     tracing::warn!(row = item.row_id.0, message = item.message_id.0, key, %err,
         "claimed row cannot be decrypted; dead-lettering it");
-    let command = Command::DeadLetterNow {
+    let command = Command::DeadLetterNow(DeadLetterNow {
         row_id: item.row_id,
         fence: Some(item.fence),
         error: crypto::seal(Some(keyring), error)?,
-    };
+    });
     let envelope = state.envelope(caller, command);
     // A transport failure is the caller's error (the row stays claimed until its lease runs
     // out, and is contained on its next claim); a rejection (stale fence) means it moved on.
-    if let (_, Err(rejection)) = forward::write(state, envelope).await? {
+    if let (_, Err(rejection)) = state.writes.write(envelope).await? {
         tracing::warn!(row = item.row_id.0, %rejection, "dead-lettering an undecryptable row was rejected");
     }
     Ok(None)
@@ -83,7 +83,7 @@ async fn page(
     cursor: Option<&ValueRef>,
     size: usize,
 ) -> ApiResult<Vec<(ValueRef, String)>> {
-    forward::linearize(state).await?;
+    state.writes.linearize().await?;
     Ok(backend::read(state.backend.as_ref(), |r| {
         r.covered_values(cursor, size)
     })?)
@@ -191,9 +191,9 @@ pub async fn rotate(
                 continue;
             }
             let requested = chunk.len() as u64;
-            let command = Command::RewriteValues {
+            let command = Command::RewriteValues(RewriteValues {
                 items: std::mem::take(&mut chunk),
-            };
+            });
             bytes = 0;
             match super::propose(&state, &caller, command).await? {
                 (index, Outcome::Count(n)) => {

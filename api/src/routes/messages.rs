@@ -9,9 +9,10 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
-use raftlane_statemachine::command::MessageFields;
-use raftlane_statemachine::message::MessageStatus;
+use raftlane_contract::Enqueued;
+use raftlane_statemachine::model::message::MessageStatus;
 use raftlane_statemachine::query::MessageFilter;
+use raftlane_statemachine::wire::command::{EnqueueIngress, MessageFields, Replay, ReplayDead};
 use raftlane_statemachine::{Command, MessageId, Outcome};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -41,7 +42,7 @@ pub async fn enqueue(
     caller: Caller,
     Path(channel): Path<String>,
     req: Request,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+) -> ApiResult<(StatusCode, Json<Enqueued>)> {
     caller.require(Permission::Produce)?;
     check_name("channel", &channel)?;
     caller.require_channel(&channel)?;
@@ -82,7 +83,7 @@ pub async fn enqueue(
     if let Some(k) = &idempotency_key {
         check_name("Idempotency-Key", k)?;
     }
-    let command = Command::EnqueueIngress {
+    let command = Command::EnqueueIngress(EnqueueIngress {
         channel,
         raw: crate::crypto::seal(state.keyring(), body.raw)?,
         fields: MessageFields {
@@ -93,7 +94,7 @@ pub async fn enqueue(
             metadata,
         },
         idempotency_key,
-    };
+    });
     match propose(&state, &caller, command).await? {
         (
             index,
@@ -109,7 +110,11 @@ pub async fn enqueue(
             };
             Ok((
                 status,
-                Json(json!({ "message_id": message_id, "duplicate": duplicate, "index": index })),
+                Json(Enqueued {
+                    message_id,
+                    duplicate,
+                    index,
+                }),
             ))
         }
         (_, other) => Err(unexpected(other)),
@@ -209,7 +214,7 @@ pub async fn replay(
     if caller.channels.is_some() {
         caller.require_channel(&message_channel(&state, id)?)?;
     }
-    match propose(&state, &caller, Command::Replay { message_id: id }).await? {
+    match propose(&state, &caller, Command::Replay(Replay { message_id: id })).await? {
         (index, Outcome::Count(n)) => Ok(Json(json!({ "requeued": n, "index": index }))),
         (_, other) => Err(unexpected(other)),
     }
@@ -270,10 +275,10 @@ pub async fn replay_dead(
     caller.require(Permission::Operate)?;
     let body: ReplayDeadBody = parse_json_or_default(&body)?;
     caller.require_channel_filter(body.channel.as_deref())?;
-    let command = Command::ReplayDead {
+    let command = Command::ReplayDead(ReplayDead {
         channel: body.channel,
         destination: body.destination,
-    };
+    });
     match propose(&state, &caller, command).await? {
         (index, Outcome::Count(n)) => Ok(Json(json!({ "requeued": n, "index": index }))),
         (_, other) => Err(unexpected(other)),

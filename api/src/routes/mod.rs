@@ -11,7 +11,6 @@ pub mod work;
 use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::forward;
 use raftlane_statemachine::row::Stage;
 use raftlane_statemachine::{Command, Outcome};
 use serde::Deserialize;
@@ -25,7 +24,7 @@ pub struct ReadOpts {
 pub async fn prepare_read(state: &AppState, opts: &ReadOpts) -> ApiResult<()> {
     match opts.consistency.as_deref() {
         Some("stale") => Ok(()),
-        None | Some("linearizable") => forward::linearize(state).await,
+        None | Some("linearizable") => Ok(state.writes.linearize().await?),
         Some(other) => Err(ApiError::invalid(
             "consistency",
             format!("'{other}' is not 'stale' or 'linearizable'"),
@@ -52,7 +51,7 @@ pub async fn propose(
     command: Command,
 ) -> ApiResult<(u64, Outcome)> {
     let envelope = state.envelope(caller, command);
-    let (index, response) = forward::write(state, envelope).await?;
+    let (index, response) = state.writes.write(envelope).await?;
     Ok((index, response?))
 }
 

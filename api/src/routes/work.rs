@@ -7,10 +7,15 @@ use crate::backend;
 use crate::error::{ApiError, ApiResult};
 use axum::extract::State;
 use axum::Json;
-use raftlane_statemachine::command::{
-    Delivery, HandlerWork, HandoffDisposition, RetryPolicy, RouteDisposition, StateOp,
+use raftlane_contract::FifoClaim;
+use raftlane_statemachine::model::config::RetryPolicy;
+use raftlane_statemachine::wire::command::{
+    CancelQueued, ClaimNextFifo, ClaimReady, CompleteWithResponse, DeadLetterNow, Delivery,
+    DoneThenClaimNext, HandlerWork, Handoff, HandoffDisposition, IngressHandoff, MarkDone,
+    MarkFailed, ReleaseLane, RenewLeases, RouteDisposition, RouteHandoff, StateOp,
+    TransformHandoff,
 };
-use raftlane_statemachine::{checks, Command, Fence, FifoEmpty, Outcome, RowId};
+use raftlane_statemachine::{checks, Command, Fence, Outcome, RowId};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -35,7 +40,7 @@ pub async fn claim_fifo(
     caller: Caller,
     Path((stage, name)): Path<(String, String)>,
     JsonBody(body): JsonBody<FifoClaimBody>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<FifoClaim>> {
     caller.require(Permission::Work)?;
     let stage = parse_stage(&stage)?;
     check_name("name", &name)?;
@@ -51,17 +56,17 @@ pub async fn claim_fifo(
     if let Some(answer) = idle_fifo_answer(&state, stage, &name, &body.owner).await? {
         return Ok(Json(answer));
     }
-    let command = Command::ClaimNextFifo {
+    let command = Command::ClaimNextFifo(ClaimNextFifo {
         stage,
         lane: name,
         owner: body.owner,
         ttl_ms: body.ttl_ms,
-    };
+    });
     let (_, first) = propose(&state, &caller, command.clone()).await?;
     Ok(Json(fifo_answer(&state, &caller, first, command).await?))
 }
 
-/// The JSON answer of a FIFO claim whose proposal answered `outcome`.
+/// The answer of a FIFO claim whose proposal answered `outcome`.
 ///
 /// A head whose payload cannot be decrypted is dead-lettered and the lane claimed again with
 /// `again`, so a poison row never stalls it (bounded: a lane of nothing but poison answers 503
@@ -71,7 +76,7 @@ async fn fifo_answer(
     caller: &Caller,
     mut outcome: Outcome,
     again: Command,
-) -> ApiResult<Value> {
+) -> ApiResult<FifoClaim> {
     let mut contained = 0;
     let outcome = loop {
         match outcome {
@@ -91,22 +96,8 @@ async fn fifo_answer(
         }
     };
     match outcome {
-        Outcome::FifoClaimed(claim) => Ok(fifo_json(claim)),
+        Outcome::FifoClaimed(claim) => Ok(FifoClaim::from(claim)),
         other => Err(unexpected(other)),
-    }
-}
-
-/// A FIFO claim's answer as JSON: `{item}` or `{item: null, reason, …}`.
-fn fifo_json(claim: Result<raftlane_statemachine::ClaimedRow, FifoEmpty>) -> Value {
-    match claim {
-        Ok(item) => json!({ "item": item }),
-        Err(FifoEmpty::Empty) => json!({ "item": null, "reason": "empty" }),
-        Err(FifoEmpty::NotDue { due_at }) => {
-            json!({ "item": null, "reason": "not_due", "due_at": due_at })
-        }
-        Err(FifoEmpty::LaneBusy { holder, expires_at }) => {
-            json!({ "item": null, "reason": "lane_busy", "holder": holder, "expires_at": expires_at })
-        }
     }
 }
 
@@ -134,10 +125,10 @@ async fn answer_without_write<T>(
         &raftlane_statemachine::query::Reader<'_>,
     ) -> Result<Option<T>, raftlane_statemachine::StoreError>,
 ) -> ApiResult<Option<T>> {
-    if state.batcher.saturated() || backend::read(state.backend.as_ref(), &probe)?.is_none() {
+    if state.writes.saturated() || backend::read(state.backend.as_ref(), &probe)?.is_none() {
         return Ok(None);
     }
-    let Ok(index) = state.batcher.read_index().await else {
+    let Ok(index) = state.writes.read_index().await else {
         return Ok(None);
     };
     if state
@@ -171,12 +162,12 @@ async fn idle_fifo_answer(
     stage: raftlane_statemachine::row::Stage,
     lane: &str,
     owner: &str,
-) -> ApiResult<Option<Value>> {
+) -> ApiResult<Option<FifoClaim>> {
     let empty = answer_without_write(state, |r| {
         r.fifo_idle_answer(stage, lane, owner, claim_time(r.meta().clock))
     })
     .await?;
-    Ok(empty.map(|e| fifo_json(Err(e))))
+    Ok(empty.map(|e| FifoClaim::from(Err(e))))
 }
 
 pub async fn lane(
@@ -188,7 +179,8 @@ pub async fn lane(
     caller.require(Permission::Read)?;
     let stage = parse_stage(&stage)?;
     check_name("name", &name)?;
-    // Every lane but an outbound one is named by its channel (SPEC §2): scoped callers see theirs.
+    // Every lane but an outbound one is named by its channel (docs/SPEC.md §1, "lane"):
+    // scoped callers see theirs (§9.4).
     if stage != raftlane_statemachine::row::Stage::Outbound {
         caller.require_channel(&name)?;
     }
@@ -219,11 +211,11 @@ pub async fn release(
     let stage = parse_stage(&stage)?;
     check_name("name", &name)?;
     check_name("owner", &body.owner)?;
-    let command = Command::ReleaseLane {
+    let command = Command::ReleaseLane(ReleaseLane {
         stage,
         lane: name,
         owner: body.owner,
-    };
+    });
     match propose(&state, &caller, command).await? {
         (_, Outcome::Count(n)) => Ok(Json(json!({ "released": n == 1 }))),
         (_, other) => Err(unexpected(other)),
@@ -248,11 +240,11 @@ pub async fn cancel(
     check_name("destination", &dest)?;
     let body: CancelBody = parse_json_or_default(&body)?;
     caller.require_channel_filter(body.channel.as_deref())?;
-    let command = Command::CancelQueued {
+    let command = Command::CancelQueued(CancelQueued {
         destination: dest,
         channel: body.channel,
         top_only: body.top_only,
-    };
+    });
     match propose(&state, &caller, command).await? {
         (_, Outcome::Count(n)) => Ok(Json(json!({ "cancelled": n }))),
         (_, other) => Err(unexpected(other)),
@@ -292,14 +284,14 @@ pub async fn claim_ready(
     if nothing_due(&state, stage, &body).await? {
         return Ok(Json(json!({ "items": [] })));
     }
-    let command = Command::ClaimReady {
+    let command = Command::ClaimReady(ClaimReady {
         stage,
         limit: body.limit,
         channel: body.channel,
         destination: body.destination,
         owner: body.owner,
         ttl_ms: body.ttl_ms,
-    };
+    });
     match propose(&state, &caller, command).await? {
         (_, Outcome::Claimed(claimed)) => {
             let mut items = Vec::with_capacity(claimed.len());
@@ -353,11 +345,11 @@ pub async fn renew(
     caller.require(Permission::Work)?;
     check_name("owner", &body.owner)?;
     checks::ttl("ttl_ms", body.ttl_ms)?;
-    let command = Command::RenewLeases {
+    let command = Command::RenewLeases(RenewLeases {
         ids: body.ids.into_iter().map(RowId).collect(),
         owner: body.owner,
         ttl_ms: body.ttl_ms,
-    };
+    });
     match propose(&state, &caller, command).await? {
         (_, Outcome::Count(n)) => Ok(Json(json!({ "renewed": n }))),
         (_, other) => Err(unexpected(other)),
@@ -483,19 +475,19 @@ async fn done_then_claim_next(
             "channel-scoped tokens cannot claim a whole outbound lane",
         ));
     }
-    let command = Command::DoneThenClaimNext {
+    let command = Command::DoneThenClaimNext(DoneThenClaimNext {
         row_id: row.id,
         fence,
         owner: next.owner.clone(),
         ttl_ms: next.ttl_ms,
-    };
+    });
     let (index, outcome) = propose(state, caller, command).await?;
-    let again = Command::ClaimNextFifo {
+    let again = Command::ClaimNextFifo(ClaimNextFifo {
         stage: row.stage,
         lane: row.lane_name().to_string(),
         owner: next.owner,
         ttl_ms: next.ttl_ms,
-    };
+    });
     let next = fifo_answer(state, caller, outcome, again).await?;
     Ok(json!({ "ok": true, "index": index, "next": next }))
 }
@@ -512,7 +504,7 @@ fn deliveries(state: &AppState, list: Vec<DeliveryBody>) -> ApiResult<Vec<Delive
         .collect()
 }
 
-/// Encrypt a covered value before proposing it (SPEC §9; a no-op with encryption off).
+/// Encrypt a covered value before proposing it (docs/SPEC.md §2.6; a no-op with encryption off).
 fn seal(state: &AppState, value: String) -> ApiResult<String> {
     crate::crypto::seal(state.keyring(), value)
 }
@@ -545,7 +537,7 @@ async fn retry_policy(
     }
     // The destination's policy as of now, not as of this node's lag behind the last config
     // change (fails are rare enough to pay for the read index).
-    crate::forward::linearize(state).await?;
+    state.writes.linearize().await?;
     let config = backend::read(state.backend.as_ref(), |r| r.config())?;
     Ok(row
         .destination_name
@@ -674,7 +666,7 @@ pub async fn row_actions(
         };
         let state = &state;
         async move {
-            let (index, response) = crate::forward::write(state, envelope?).await?;
+            let (index, response) = state.writes.write(envelope?).await?;
             action_answer(index, response?)
         }
     });
@@ -712,7 +704,7 @@ async fn prepare_action(
     // behind the claim the worker holds, so only a linearizable read may say "not found".
     let mut row = backend::read(state.backend.as_ref(), |r| r.row(row_id))?;
     if row.is_none() {
-        crate::forward::linearize(state).await?;
+        state.writes.linearize().await?;
         row = backend::read(state.backend.as_ref(), |r| r.row(row_id))?;
     }
     if let Some(row) = &row {
@@ -731,7 +723,7 @@ async fn prepare_action(
             } else {
                 RouteDisposition::Routed
             });
-            Command::RouteHandoff {
+            Command::RouteHandoff(RouteHandoff {
                 row_id,
                 fence: Fence(b.fence),
                 handlers: b
@@ -745,7 +737,7 @@ async fn prepare_action(
                     })
                     .collect::<ApiResult<_>>()?,
                 disposition,
-            }
+            })
         }
         "handoff" => {
             let b: HandoffBody = parse_json(body)?;
@@ -754,12 +746,12 @@ async fn prepare_action(
             } else {
                 HandoffDisposition::Routed
             });
-            Command::Handoff {
+            Command::Handoff(Handoff {
                 row_id,
                 fence: Fence(b.fence),
                 deliveries: deliveries(state, b.deliveries)?,
                 disposition,
-            }
+            })
         }
         "transform" => {
             let b: TransformBody = parse_json(body)?;
@@ -773,18 +765,18 @@ async fn prepare_action(
                     value: seal(state, op.value.to_string())?,
                 });
             }
-            Command::TransformHandoff {
+            Command::TransformHandoff(TransformHandoff {
                 row_id,
                 fence: Fence(b.fence),
                 deliveries: deliveries(state, b.deliveries)?,
                 state_ops: ops,
-            }
+            })
         }
         "done" => {
             let b: DoneBody = parse_json(body)?;
             let fence = Fence(b.fence);
             match b.claim_next {
-                None => Command::MarkDone { row_id, fence },
+                None => Command::MarkDone(MarkDone { row_id, fence }),
                 Some(next) => {
                     let row =
                         row.ok_or_else(|| ApiError::not_found(format!("row {row_id} not found")))?;
@@ -797,43 +789,43 @@ async fn prepare_action(
             if let Some(c) = &b.reingress_to {
                 check_name("reingress_to", c)?;
             }
-            Command::CompleteWithResponse {
+            Command::CompleteWithResponse(CompleteWithResponse {
                 row_id,
                 fence: Fence(b.fence),
                 body: seal(state, b.body)?,
                 outcome: b.outcome,
                 detail: crate::crypto::seal_opt(state.keyring(), b.detail)?,
                 reingress_to: b.reingress_to,
-            }
+            })
         }
         "fail" => {
             let b: FailBody = parse_json(body)?;
             let row = row.ok_or_else(|| ApiError::not_found(format!("row {row_id} not found")))?;
             let retry = retry_policy(state, &row, b.retry).await?;
-            Command::MarkFailed {
+            Command::MarkFailed(MarkFailed {
                 row_id,
                 fence: Fence(b.fence),
                 error: seal(state, b.error)?,
                 retry,
-            }
+            })
         }
         "dead" => {
             let b: DeadBody = parse_json(body)?;
-            Command::DeadLetterNow {
+            Command::DeadLetterNow(DeadLetterNow {
                 row_id,
                 fence: b.fence.map(Fence),
                 error: seal(state, b.error)?,
-            }
+            })
         }
         "reingress" => {
             let b: ReingressBody = parse_json(body)?;
             check_name("loopback_channel", &b.loopback_channel)?;
-            Command::IngressHandoff {
+            Command::IngressHandoff(IngressHandoff {
                 row_id,
                 fence: Fence(b.fence),
                 loopback_channel: b.loopback_channel,
                 depth_cap: b.depth_cap.unwrap_or(5),
-            }
+            })
         }
         other => {
             return Err(ApiError::not_found(format!(

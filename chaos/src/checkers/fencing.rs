@@ -186,7 +186,7 @@ mod tests {
 
     #[test]
     fn batched_re_claims_are_ordered_by_entry() {
-        let b = |index: u64, pos: usize| raftlane_statemachine::command::op_id(index, pos);
+        let b = |index: u64, pos: usize| raftlane_statemachine::wire::command::op_id(index, pos);
         // Claimed at (20, 1), re-claimed at (25, 0), the stale done accepted in entry 30.
         let claims = vec![claim(5, b(20, 0)), claim(5, b(25, 0))];
         let comps = vec![completion(

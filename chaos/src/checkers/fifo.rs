@@ -323,7 +323,7 @@ mod tests {
 
     #[test]
     fn batched_fences_order_by_entry_then_position() {
-        let b = |index: u64, pos: usize| raftlane_statemachine::command::op_id(index, pos);
+        let b = |index: u64, pos: usize| raftlane_statemachine::wire::command::op_id(index, pos);
         // Row 10 claimed inside the batch at index 90 (numerically the largest fence), row 11 by
         // the plain entry 100, row 12 inside the batch at 120.
         let msgs = vec![message(vec![

@@ -10,6 +10,7 @@ use super::{wall_ms, Ctx};
 use crate::conn::{Attempt, Cursor};
 use crate::history::{ClaimRec, Seen};
 use crate::prng::SplitMix64;
+use raftlane_api::client::contract::FifoEmptyReason;
 use raftlane_api::client::FifoClaim;
 use serde_json::json;
 use std::sync::Arc;
@@ -60,13 +61,13 @@ pub async fn run(ctx: Arc<Ctx>, lane: &'static str, k: usize, mut rng: SplitMix6
             }
         };
         let Some(row) = claim.item else {
-            let wait = match claim.reason.as_deref() {
-                Some("not_due") => claim
+            let wait = match claim.reason {
+                Some(FifoEmptyReason::NotDue) => claim
                     .due_at
                     .map(|d| d.saturating_sub(wall_ms()))
                     .unwrap_or(100)
                     .clamp(20, 500),
-                Some("lane_busy") => rng.range(150, 300),
+                Some(FifoEmptyReason::LaneBusy) => rng.range(150, 300),
                 _ => rng.range(80, 160),
             };
             ctx.sleep(Duration::from_millis(wait)).await;

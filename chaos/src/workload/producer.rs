@@ -33,7 +33,7 @@ pub async fn run(ctx: Arc<Ctx>, id: usize, mut rng: SplitMix64) {
                 })
                 .await;
             let last = match attempt {
-                Attempt::Ok(e) => break Seen::Ok(e.message_id),
+                Attempt::Ok(e) => break Seen::Ok(e.message_id.0),
                 Attempt::Refused { code, .. } => break Seen::Refused(code),
                 Attempt::NotSent(e) | Attempt::Unknown(e) => e,
             };

@@ -1,4 +1,4 @@
-//! `raftlane bench`: load generators for raftlane and for a PostgreSQL baseline built the way
+//! `raftlane-bench`: load generators for raftlane and for a PostgreSQL baseline built the way
 //! the reference message stores are (`FOR UPDATE SKIP LOCKED` claims, a lane-lease upsert, a
 //! per-message advisory-lock finalizer), so both can be measured side by side on one machine
 //! with the same clients.
@@ -15,8 +15,12 @@
 //!   it done. One operation = one claim + done pair.
 //!
 //! Every run is bounded in time: warm-up + duration, plus `--prefill-timeout` for prefilling.
-//! Without `--target` a three-node cluster is started in this process (`dev::start_cluster`) in
-//! a temporary directory, and removed afterwards.
+//! Without `--target` a three-node cluster is started in this process
+//! (`raftlane_node::dev::start_cluster`) in a temporary directory, and removed afterwards.
+//!
+//! Until this crate was split out of `raftlane-node` (so that the server binary links neither
+//! the PostgreSQL client nor the histogram library), this was `raftlane bench`, a subcommand of
+//! the server binary, with the same flags; `src/main.rs` is the binary.
 
 mod pg;
 mod raftlane;
@@ -289,7 +293,7 @@ impl Pacer {
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let machine = Machine::detect(args.data_dir.as_deref().unwrap_or(&std::env::temp_dir()));
     let command: Vec<String> = std::env::args().collect();
-    println!("raftlane bench: {}", command.join(" "));
+    println!("raftlane-bench: {}", command.join(" "));
     println!("machine: {}", machine.line());
     let backends = match args.backend {
         BackendKind::Raftlane => vec![BackendKind::Raftlane],

@@ -2,11 +2,12 @@
 
 use super::report::{progress, rss_bytes, Meter, Report, Sample};
 use super::{body_sent_us, make_body, Backoff, BenchArgs, Handoffs, Pacer, Workload};
-use crate::dev::{self, DevCluster};
 use anyhow::Context;
 use hyper::Method;
+use raftlane_api::client::contract::FifoEmptyReason;
 use raftlane_api::client::{Client, ClientError, FifoClaim};
 use raftlane_api::peer::{base_url, PeerClient};
+use raftlane_node::dev::{self, DevCluster};
 use raftlane_statemachine::ClaimedRow;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -817,7 +818,7 @@ async fn claim(
                     }
                     // One operation = claim + done of one row: timed from the claim that got it.
                     Some(Ok(claim)) if claim.item.is_some() => t0 = step.started,
-                    Some(Ok(claim)) if claim.reason.as_deref() == Some("empty") => {
+                    Some(Ok(claim)) if claim.reason == Some(FifoEmptyReason::Empty) => {
                         meter.count("lane_drained");
                         break;
                     }

@@ -341,7 +341,7 @@ fn disk_of(path: &std::path::Path) -> String {
     format!("{dev} ({fs}{rotational})")
 }
 
-pub use crate::process::rss_bytes;
+pub use raftlane_node::process::rss_bytes;
 
 /// The result of one run of one workload on one backend.
 #[derive(Clone, Debug, Serialize)]

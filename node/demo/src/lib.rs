@@ -1,5 +1,6 @@
 //! The demo workload: pushes messages through the whole pipeline of a running cluster with
-//! demo workers, then checks and prints what happened.
+//! demo workers, then checks and prints what happened. The `raftlane-demo` binary
+//! (`src/main.rs`, run by `scripts/demo.sh`) starts a local three-node cluster and runs it.
 //!
 //! Three channels feed four destinations. Ingress rows are routed, routed rows transformed into
 //! deliveries, and each destination's lane is drained in strict FIFO order by two competing
@@ -163,7 +164,9 @@ pub async fn run(client: &Client, nodes: &[String], messages: u32) -> anyhow::Re
             .await?;
         let until = Instant::now() + Duration::from_secs(60);
         while Instant::now() < until {
-            let m = client.message(mid).await?;
+            let m = client
+                .message(raftlane_api::client::contract::MessageId(mid))
+                .await?;
             if m["message"]["status"] == "processed" {
                 replayed_ok = true;
                 break;

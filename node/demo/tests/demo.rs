@@ -1,6 +1,7 @@
-//! The README's first command runs `raftlane dev --demo`. This test runs the same main job, as
-//! a user would (the real binary, three nodes on loopback), with `--exit-after-demo`, and checks
-//! the summary it prints: so a change that breaks the demo breaks the build.
+//! The README's first command (`scripts/demo.sh`) runs `raftlane-demo --fresh`. This test runs
+//! the same main job, as a user would (the real binary, three nodes on loopback), with
+//! `--exit-after-demo`, and checks the summary it prints: so a change that breaks the demo
+//! breaks the build.
 
 use std::io::Read;
 use std::net::TcpListener;
@@ -29,8 +30,8 @@ fn summary_value<'a>(out: &'a str, label: &str) -> &'a str {
 fn the_demo_runs_end_to_end_and_its_summary_verifies_everything() {
     let messages: u32 = 60;
     let data = std::env::temp_dir().join(format!("raftlane-demo-test-{}", std::process::id()));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_raftlane"))
-        .args(["dev", "--demo", "--exit-after-demo", "--fresh"])
+    let mut child = Command::new(env!("CARGO_BIN_EXE_raftlane-demo"))
+        .args(["--exit-after-demo", "--fresh"])
         .args(["--demo-messages", &messages.to_string()])
         .args(["--base-port", &free_base_port().to_string()])
         .arg("--data-dir")
@@ -40,17 +41,17 @@ fn the_demo_runs_end_to_end_and_its_summary_verifies_everything() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("start raftlane dev");
+        .expect("start raftlane-demo");
 
     // The demo drains within seconds; 300 s is its own drain deadline.
     let deadline = Instant::now() + Duration::from_secs(360);
     let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for raftlane dev") {
+        if let Some(status) = child.try_wait().expect("wait for raftlane-demo") {
             break status;
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("raftlane dev --demo did not finish within 360 s");
+            panic!("raftlane-demo did not finish within 360 s");
         }
         std::thread::sleep(Duration::from_millis(200));
     };

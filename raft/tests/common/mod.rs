@@ -8,7 +8,8 @@
 use futures::StreamExt;
 use raftlane_raft::types::RaftMetrics;
 use raftlane_raft::{now_ms, RaftNode, RaftNodeConfig, Tuning, WriteError};
-use raftlane_statemachine::command::{Command, Envelope, Outcome, Response};
+use raftlane_statemachine::wire::command::RecordAudit;
+use raftlane_statemachine::{Command, Envelope, Outcome, Response};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::PathBuf;
@@ -46,12 +47,12 @@ pub fn audit(tag: &str) -> Envelope {
     Envelope::new(
         now_ms(),
         "tester",
-        Command::RecordAudit {
+        Command::RecordAudit(RecordAudit {
             action: tag.to_string(),
             channel: None,
             org: None,
             detail: None,
-        },
+        }),
     )
 }
 

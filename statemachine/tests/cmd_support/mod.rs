@@ -3,11 +3,15 @@
 //!
 //! Named `cmd_support` so it cannot collide with helper modules of other test targets.
 
-use raftlane_statemachine::audit::AuditRow;
-use raftlane_statemachine::command::{Delivery, HandlerWork, MessageFields, RetryPolicy};
-use raftlane_statemachine::message::{EventKind, MessageStatus};
+use raftlane_statemachine::model::audit::AuditRow;
+use raftlane_statemachine::model::config::RetryPolicy;
+use raftlane_statemachine::model::message::{EventKind, MessageStatus};
+use raftlane_statemachine::model::row::{Stage, WorkRow};
 use raftlane_statemachine::query::MessageView;
-use raftlane_statemachine::row::{Stage, WorkRow};
+use raftlane_statemachine::wire::command::{
+    ClaimNextFifo, ClaimReady, Delivery, EnqueueIngress, EnqueueMessage, HandlerWork, MarkDone,
+    MessageFields, ReleaseLane,
+};
 use raftlane_statemachine::{
     ClaimedRow, Command, Envelope, FifoEmpty, MemStore, MessageId, Millis, Outcome, Rejection,
     Response, RowId, StateMachine,
@@ -93,11 +97,11 @@ impl Harness {
     /// Bring the state machine's clock up to `now` with a command that changes nothing else
     /// (releasing a lane nobody holds).
     pub fn tick(&mut self) {
-        let out = self.ok(Command::ReleaseLane {
+        let out = self.ok(Command::ReleaseLane(ReleaseLane {
             stage: Stage::Ingress,
             lane: "tick".into(),
             owner: "tick".into(),
-        });
+        }));
         assert_eq!(out, Outcome::Count(0));
         assert_eq!(self.clock(), self.now);
     }
@@ -157,13 +161,13 @@ impl Harness {
 
     /// A routed message with one outbound row per `(destination, payload)` (single-step path).
     pub fn enqueue_message(&mut self, channel: &str, deliveries: &[(&str, &str)]) -> MessageId {
-        let out = self.ok(Command::EnqueueMessage {
+        let out = self.ok(Command::EnqueueMessage(EnqueueMessage {
             channel: channel.into(),
             raw: "raw".into(),
             fields: MessageFields::default(),
             deliveries: deliveries.iter().map(|(d, p)| delivery(d, p)).collect(),
             idempotency_key: None,
-        });
+        }));
         enqueued(out).0
     }
 
@@ -204,10 +208,10 @@ impl Harness {
     }
 
     pub fn mark_done(&mut self, row: &ClaimedRow) -> Response {
-        self.run(Command::MarkDone {
+        self.run(Command::MarkDone(MarkDone {
             row_id: row.row_id,
             fence: row.fence,
-        })
+        }))
     }
 
     /// Claim the outbound row of a fresh single-delivery message to `destination`.
@@ -215,14 +219,14 @@ impl Harness {
     #[track_caller]
     pub fn outbound_claimed(&mut self, channel: &str, destination: &str) -> ClaimedRow {
         let id = self.enqueue_message(channel, &[(destination, "payload")]);
-        let out = self.ok(Command::ClaimReady {
+        let out = self.ok(Command::ClaimReady(ClaimReady {
             stage: Stage::Outbound,
             limit: 1,
             channel: None,
             destination: Some(destination.into()),
             owner: "worker".into(),
             ttl_ms: 30_000,
-        });
+        }));
         let Outcome::Claimed(mut rows) = out else {
             panic!("expected Claimed, got {out:?}")
         };
@@ -275,32 +279,32 @@ pub fn enqueued(outcome: Outcome) -> (MessageId, bool) {
 }
 
 pub fn enqueue_cmd(channel: &str, raw: &str, key: Option<&str>) -> Command {
-    Command::EnqueueIngress {
+    Command::EnqueueIngress(EnqueueIngress {
         channel: channel.into(),
         raw: raw.into(),
         fields: MessageFields::default(),
         idempotency_key: key.map(Into::into),
-    }
+    })
 }
 
 pub fn claim_ready_cmd(stage: Stage, limit: u32, owner: &str, ttl_ms: u64) -> Command {
-    Command::ClaimReady {
+    Command::ClaimReady(ClaimReady {
         stage,
         limit,
         channel: None,
         destination: None,
         owner: owner.into(),
         ttl_ms,
-    }
+    })
 }
 
 pub fn fifo_cmd(stage: Stage, lane: &str, owner: &str, ttl_ms: u64) -> Command {
-    Command::ClaimNextFifo {
+    Command::ClaimNextFifo(ClaimNextFifo {
         stage,
         lane: lane.into(),
         owner: owner.into(),
         ttl_ms,
-    }
+    })
 }
 
 pub fn delivery(destination: &str, payload: &str) -> Delivery {

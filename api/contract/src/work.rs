@@ -1,0 +1,152 @@
+//! The answers a producer and a worker read: an enqueue's receipt and a FIFO claim.
+
+use raftlane_statemachine::model::ids::{MessageId, Millis};
+use raftlane_statemachine::{ClaimedRow, FifoEmpty};
+use serde::{Deserialize, Serialize};
+
+/// `POST /v1/channels/{channel}/messages`: 201 for a new message, 200 for a duplicate of an
+/// earlier idempotency key (then `message_id` is the first message's).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Enqueued {
+    pub message_id: MessageId,
+    pub duplicate: bool,
+    /// The log index the enqueue was applied at.
+    pub index: u64,
+}
+
+/// Why a FIFO claim handed out nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FifoEmptyReason {
+    /// No pending row in the lane.
+    Empty,
+    /// The head is backing off until `due_at`; the lane waits for it (FIFO never skips it).
+    NotDue,
+    /// Another owner holds the lane until `expires_at`.
+    LaneBusy,
+}
+
+/// `POST /v1/lanes/{stage}/{lane}/claim` (and `next` of a `done` with `claim_next`): the lane's
+/// head with its fence, or why there is none. Absent members are not sent: `{"item": {...}}`, or
+/// `{"item": null, "reason": "not_due", "due_at": ...}`, or `{"item": null, "reason":
+/// "lane_busy", "holder": ..., "expires_at": ...}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FifoClaim {
+    pub item: Option<ClaimedRow>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<FifoEmptyReason>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub due_at: Option<Millis>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Millis>,
+}
+
+impl From<Result<ClaimedRow, FifoEmpty>> for FifoClaim {
+    fn from(claim: Result<ClaimedRow, FifoEmpty>) -> Self {
+        let none = FifoClaim {
+            item: None,
+            reason: None,
+            due_at: None,
+            holder: None,
+            expires_at: None,
+        };
+        match claim {
+            Ok(item) => FifoClaim {
+                item: Some(item),
+                ..none
+            },
+            Err(FifoEmpty::Empty) => FifoClaim {
+                reason: Some(FifoEmptyReason::Empty),
+                ..none
+            },
+            Err(FifoEmpty::NotDue { due_at }) => FifoClaim {
+                reason: Some(FifoEmptyReason::NotDue),
+                due_at: Some(due_at),
+                ..none
+            },
+            Err(FifoEmpty::LaneBusy { holder, expires_at }) => FifoClaim {
+                reason: Some(FifoEmptyReason::LaneBusy),
+                holder: Some(holder),
+                expires_at: Some(expires_at),
+                ..none
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use raftlane_statemachine::model::ids::{Fence, RowId};
+    use raftlane_statemachine::row::Stage;
+    use serde_json::json;
+
+    fn row() -> ClaimedRow {
+        ClaimedRow {
+            row_id: RowId(7),
+            message_id: MessageId(3),
+            stage: Stage::Outbound,
+            channel_id: "lab".into(),
+            destination_name: Some("emr".into()),
+            handler_name: None,
+            payload: "MSH|".into(),
+            attempts: 1,
+            fence: Fence(42),
+            lease_expires_at: 1_000,
+        }
+    }
+
+    /// The exact JSON each kind of answer has on the wire (what the server sent before this
+    /// type existed, so older clients keep reading it).
+    #[test]
+    fn each_answer_has_its_wire_shape() {
+        let claimed = serde_json::to_value(FifoClaim::from(Ok(row()))).unwrap();
+        assert_eq!(claimed["item"]["fence"], json!(42));
+        assert_eq!(claimed["item"]["stage"], json!("outbound"));
+        assert_eq!(claimed.as_object().map(|o| o.len()), Some(1), "{claimed}");
+
+        let empty = serde_json::to_value(FifoClaim::from(Err(FifoEmpty::Empty))).unwrap();
+        assert_eq!(empty, json!({ "item": null, "reason": "empty" }));
+
+        let not_due =
+            serde_json::to_value(FifoClaim::from(Err(FifoEmpty::NotDue { due_at: 5 }))).unwrap();
+        assert_eq!(
+            not_due,
+            json!({ "item": null, "reason": "not_due", "due_at": 5 })
+        );
+
+        let busy = serde_json::to_value(FifoClaim::from(Err(FifoEmpty::LaneBusy {
+            holder: "w1".into(),
+            expires_at: 9,
+        })))
+        .unwrap();
+        assert_eq!(
+            busy,
+            json!({ "item": null, "reason": "lane_busy", "holder": "w1", "expires_at": 9 })
+        );
+    }
+
+    #[test]
+    fn answers_round_trip() {
+        for claim in [
+            FifoClaim::from(Ok(row())),
+            FifoClaim::from(Err(FifoEmpty::NotDue { due_at: 5 })),
+        ] {
+            let text = serde_json::to_string(&claim).unwrap();
+            assert_eq!(serde_json::from_str::<FifoClaim>(&text).unwrap(), claim);
+        }
+        let e = Enqueued {
+            message_id: MessageId(4),
+            duplicate: false,
+            index: 12,
+        };
+        let v = serde_json::to_value(&e).unwrap();
+        assert_eq!(
+            v,
+            json!({ "message_id": 4, "duplicate": false, "index": 12 })
+        );
+        assert_eq!(serde_json::from_value::<Enqueued>(v).unwrap(), e);
+    }
+}

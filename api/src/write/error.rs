@@ -1,0 +1,63 @@
+//! The one error type of the write path.
+
+use crate::backend::ProposeError;
+
+/// Why a write, a linearizable read or a membership change through [`super::Proposer`] did
+/// not succeed. Each variant is one answer the HTTP layer gives (its `From<WriteError>` for
+/// `ApiError` keeps the status, code and message of each).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum WriteError {
+    /// No leader accepted the call within the retry window (leader changes, unreachable
+    /// leaders, dropped proposals); `last` is why the last attempt failed. Retrying later is
+    /// safe: a write keeps its request id, a read or a membership change is idempotent.
+    #[error("no leader accepted the {what}")]
+    NoLeader {
+        /// What was attempted: "write", "linearizable read", "membership change".
+        what: &'static str,
+        #[source]
+        last: ProposeError,
+    },
+    /// A linearizable read had its read index, but this node did not apply it in time.
+    #[error("this node did not apply the read index in time")]
+    NotApplied(#[source] ProposeError),
+    /// Refused for a reason retrying will not fix.
+    #[error("refused: {0}")]
+    Refused(String),
+    /// Raft refused the membership change (another change in progress, a voter that is not a
+    /// member yet, ...).
+    #[error("membership change refused: {0}")]
+    MembershipRefused(String),
+    /// The membership change may or may not have been made (it timed out, e.g. a learner still
+    /// catching up): unlike a write, it is not blindly retried.
+    #[error("outcome unknown: {0}")]
+    OutcomeUnknown(String),
+    /// The node cannot serve (storage failure, shutting down, no cluster secret to reach the
+    /// leader with).
+    #[error("node failure: {0}")]
+    Fatal(String),
+}
+
+impl WriteError {
+    /// The error a retry loop settled on (a fatal error, a refusal, or an unknown outcome the
+    /// caller must not repeat) while attempting `what`. The loop does not settle on a leader
+    /// change or an unavailable cluster; were it to, that is a leader not found.
+    pub(crate) fn settled(what: &'static str, e: ProposeError) -> Self {
+        match e {
+            ProposeError::Fatal(m) => WriteError::Fatal(m),
+            ProposeError::Refused(m) => WriteError::Refused(m),
+            ProposeError::Unknown(m) => WriteError::OutcomeUnknown(m),
+            last @ (ProposeError::ForwardToLeader { .. } | ProposeError::Unavailable(_)) => {
+                WriteError::NoLeader { what, last }
+            }
+        }
+    }
+
+    /// Why waiting for a read index to be applied here failed.
+    pub(crate) fn not_applied(e: ProposeError) -> Self {
+        match e {
+            ProposeError::Fatal(m) => WriteError::Fatal(m),
+            ProposeError::Refused(m) => WriteError::Refused(m),
+            other => WriteError::NotApplied(other),
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! The write path: how a proposal, a linearizable read and a membership change made at any node
+//! reach the leader and come back with their answer.
+//!
+//! This layer sits below the HTTP layer and knows nothing of it: no web framework, no
+//! application state, no HTTP status. It answers with [`WriteError`], which the HTTP layer
+//! maps to its responses in one place. A test (`api/tests/write_layer.rs`) keeps it that way.
+//!
+//! [`Proposer`] owns the pieces:
+//! - [`batch`]: group commit of this node's proposals (one Raft entry for many) and shared
+//!   read-index confirmations,
+//! - [`relay`]: a follower's forwarded writes, batched per call to the leader,
+//! - `forward`: the one retry loop (leader changes, lost answers, dropped proposals; bounded by
+//!   a retry window) and the calls to the leader's internal routes,
+//! - [`signing`]: where those routes are and how calls to them are signed with the cluster
+//!   secret.
+//!
+//! Any node accepts any request: a write is proposed here when this node leads, else sent to
+//! the leader; a linearizable read waits until this node has applied the leader's read index.
+
+pub mod batch;
+mod error;
+mod forward;
+pub mod relay;
+pub mod signing;
+
+pub use error::WriteError;
+pub use forward::membership_timeout;
+
+use crate::backend::{Backend, MembershipChange, ProposeError};
+use crate::metrics::Metrics;
+use crate::peer::PeerClient;
+use batch::Batcher;
+use forward::{until_settled, Settles, RETRY_WINDOW};
+use raftlane_raft::auth::ClusterAuth;
+use raftlane_statemachine::{Envelope, Outcome, Response};
+use relay::Relay;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How the write path reaches other nodes.
+#[derive(Clone)]
+pub struct Settings {
+    /// Signs this node's calls to the leader's internal routes (`None` without a cluster
+    /// secret: then a node that does not lead cannot forward, and says so with
+    /// [`WriteError::Fatal`]).
+    pub cluster_auth: Option<ClusterAuth>,
+    /// Timeout of one node-to-node call.
+    pub peer_timeout: Duration,
+    /// How long Raft may take to add a learner (the node's `Tuning::membership_timeout_ms`):
+    /// a forwarded membership change waits that long, plus a margin, for its answer.
+    pub membership_timeout: Duration,
+}
+
+/// The write path of one node: writes, linearizable reads and membership changes, through the
+/// leader wherever they are made.
+pub struct Proposer {
+    backend: Arc<dyn Backend>,
+    /// Group commit of this node's proposals.
+    batcher: Batcher,
+    /// Forwarded writes, batched per call to the leader (when this node does not lead).
+    relay: Relay,
+    /// For forwarded read indexes.
+    peer: PeerClient,
+    /// For forwarded membership changes: adding a learner waits until it has caught up, far
+    /// longer than any other node-to-node call may take.
+    membership_peer: PeerClient,
+    cluster_auth: Option<ClusterAuth>,
+    /// Counts the commands proposed through this node, by outcome.
+    metrics: Arc<Metrics>,
+}
+
+impl Proposer {
+    /// Start the batching and relay tasks over `backend` (must run inside a tokio runtime).
+    pub fn start(backend: Arc<dyn Backend>, settings: Settings, metrics: Arc<Metrics>) -> Self {
+        let peer = PeerClient::new(settings.peer_timeout);
+        Self {
+            batcher: Batcher::start(backend.clone()),
+            relay: Relay::start(peer.clone(), settings.cluster_auth.clone()),
+            backend,
+            peer,
+            membership_peer: PeerClient::new(membership_timeout(
+                settings.peer_timeout,
+                settings.membership_timeout,
+            )),
+            cluster_auth: settings.cluster_auth,
+            metrics,
+        }
+    }
+
+    /// The signer and verifier of node-to-node calls, when a cluster secret is configured.
+    pub fn cluster_auth(&self) -> Option<&ClusterAuth> {
+        self.cluster_auth.as_ref()
+    }
+
+    /// Propose `envelope` through the leader and return its log index and applied response.
+    ///
+    /// Leader changes, lost answers and dropped proposals are retried with the same envelope
+    /// for a bounded time; its request id makes the retry exactly-once (an entry that did
+    /// commit answers the retry with its first answer, `Outcome::Repeated`, unwrapped here).
+    pub async fn write(&self, envelope: Envelope) -> Result<(u64, Response), WriteError> {
+        let settled = until_settled("write", Settles::Applied, || async {
+            match self.batcher.propose(envelope.clone()).await {
+                Err(ProposeError::ForwardToLeader {
+                    addr: Some(addr), ..
+                }) => self.relay.propose(&addr, envelope.clone()).await,
+                other => other,
+            }
+        })
+        .await?;
+        let (index, response) = match settled {
+            (_, Ok(Outcome::Repeated { index, response })) => (index, *response),
+            other => other,
+        };
+        self.metrics
+            .record_command(envelope.command.name(), response.is_ok());
+        Ok((index, response))
+    }
+
+    /// Make the local state at least as new as the leader's commit at the time of the call.
+    pub async fn linearize(&self) -> Result<(), WriteError> {
+        let started = Instant::now();
+        let index = until_settled("linearizable read", Settles::Applied, || async {
+            // The batcher shares one leadership confirmation among concurrent readers.
+            match self.batcher.read_index().await {
+                Err(ProposeError::ForwardToLeader {
+                    addr: Some(addr), ..
+                }) => forward::read_index_at(&self.peer, self.cluster_auth(), &addr).await,
+                other => other,
+            }
+        })
+        .await?;
+        self.backend
+            .wait_applied(index, RETRY_WINDOW.saturating_sub(started.elapsed()))
+            .await
+            .map_err(WriteError::not_applied)
+    }
+
+    /// Apply a membership change through the leader, like [`Proposer::write`]: here if this
+    /// node leads, else at the leader's `/internal/membership`. Leader changes and unreachable
+    /// leaders are retried for the retry window (both changes are idempotent: re-adding a
+    /// learner or setting the same voters again changes nothing), and so is a change made while
+    /// the leader has not yet committed the previous one (the backend reports it
+    /// `Unavailable`: it will be accepted once that commits). A change Raft refuses is
+    /// [`WriteError::MembershipRefused`]; one whose outcome is unknown (it timed out, e.g. a
+    /// learner still catching up) is [`WriteError::OutcomeUnknown`] and not retried.
+    pub async fn membership(&self, change: MembershipChange) -> Result<(), WriteError> {
+        until_settled("membership change", Settles::Answered, || async {
+            match self.membership_here(change.clone()).await {
+                Err(ProposeError::ForwardToLeader {
+                    addr: Some(addr), ..
+                }) => {
+                    forward::membership_at(
+                        &self.membership_peer,
+                        self.cluster_auth(),
+                        &addr,
+                        &change,
+                    )
+                    .await
+                }
+                other => other,
+            }
+        })
+        .await
+        .map_err(|e| match e {
+            WriteError::Refused(m) => WriteError::MembershipRefused(m),
+            other => other,
+        })
+    }
+
+    /// This node's read index, shared with concurrent callers (see [`Batcher::read_index`]);
+    /// not forwarded: a follower answers `ForwardToLeader`.
+    pub async fn read_index(&self) -> Result<u64, ProposeError> {
+        self.batcher.read_index().await
+    }
+
+    /// Whether a full batch of proposals is already queued (see [`Batcher::saturated`]).
+    pub fn saturated(&self) -> bool {
+        self.batcher.saturated()
+    }
+
+    /// Calls this node made to a leader with forwarded writes, and the writes they carried.
+    pub fn relay_counts(&self) -> (u64, u64) {
+        self.relay.counts()
+    }
+
+    /// Propose `envelope` here, through this node's batcher, once and without forwarding: what
+    /// the leader does with a follower's forwarded writes.
+    pub async fn propose_here(&self, envelope: Envelope) -> Result<(u64, Response), ProposeError> {
+        self.batcher.propose(envelope).await
+    }
+
+    /// Apply `change` here, once and without forwarding (`ForwardToLeader` unless this node
+    /// leads): what the leader does with a follower's forwarded membership change.
+    pub async fn membership_here(&self, change: MembershipChange) -> Result<(), ProposeError> {
+        change.apply(self.backend.as_ref()).await
+    }
+}

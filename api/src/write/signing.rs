@@ -1,0 +1,73 @@
+//! How nodes sign their calls to each other's `/internal/...` routes, and where those routes
+//! are.
+//!
+//! A follower sends the leader the writes (`/internal/propose-batch`, or `/internal/propose` for
+//! one), read-index requests (`/internal/read-index`) and membership changes
+//! (`/internal/membership`) its clients made. These routes can write anything, so they are
+//! signed exactly like the Raft transport's RPCs, with [`ClusterAuth`]:
+//! `x-raftlane-auth: <ts>.<head MAC>.<body MAC>`, HMAC-SHA256s under the cluster secret over the
+//! route's path, the timestamp and the body. Hence:
+//! - the secret never travels (the API is plain HTTP; a secret in a header could be read off the
+//!   wire and would then let anyone write anything),
+//! - a captured request cannot be sent to another route or with another body,
+//! - the receiving node can check the signature before it reads the body, so a caller without
+//!   the secret cannot make it buffer a large body.
+//!
+//! This module signs the write path's calls to the leader ([`super::relay`]'s among them); the
+//! HTTP layer's `internal` module verifies incoming calls with the same [`ClusterAuth`].
+//!
+//! The former scheme, the secret itself in [`LEGACY_SECRET_HEADER`], is refused like any other
+//! unsigned request (401).
+//!
+//! Replays of a captured request are limited by the freshness window [`MAX_SKEW_MS`], which is
+//! shorter than the state machine's request-id memory: a replayed proposal still finds the
+//! record of its first application and is answered as a repeat, never applied twice.
+
+use crate::backend::ProposeError;
+use raftlane_raft::auth::{ClusterAuth, AUTH_HEADER};
+
+/// Where a follower forwards a write (one envelope; what nodes before the batch route sent).
+pub const PATH_PROPOSE: &str = "/internal/propose";
+/// Where a follower forwards the writes gathered by its [`super::relay`] (many envelopes).
+pub const PATH_PROPOSE_BATCH: &str = "/internal/propose-batch";
+/// Where a follower asks the leader for a read index.
+pub const PATH_READ_INDEX: &str = "/internal/read-index";
+/// Where a follower forwards a membership change (not a state-machine command, so it cannot
+/// travel as a proposal).
+pub const PATH_MEMBERSHIP: &str = "/internal/membership";
+
+/// The header of the former scheme, which carried the cluster secret itself. No longer
+/// accepted; only recognized to log that a peer still sends it.
+pub const LEGACY_SECRET_HEADER: &str = "x-raftlane-cluster-secret";
+
+/// Largest accepted difference between a signature's timestamp and this node's clock: half the
+/// state machine's request-id memory, so that a replayed proposal is either refused as stale or
+/// answered as a repeat of its first application. Far above the clock differences the chaos
+/// suite injects (a few seconds).
+pub const MAX_SKEW_MS: u64 = raftlane_statemachine::apply::request::REQUEST_TTL_MS / 2;
+
+/// The signer/verifier for `secret`; `None` when no secret is configured (then every internal
+/// request is refused and this node cannot forward).
+pub fn cluster_auth(secret: &str) -> Option<ClusterAuth> {
+    (!secret.is_empty()).then(|| ClusterAuth::new(secret, MAX_SKEW_MS))
+}
+
+/// The signature header of a request to `path` carrying `body`, stamped now.
+pub fn signature(auth: &ClusterAuth, path: &str, body: &[u8]) -> (&'static str, String) {
+    (AUTH_HEADER, auth.sign(path, raftlane_raft::now_ms(), body))
+}
+
+/// Headers of a signed call from this node, or `Fatal` when it has no secret to sign with.
+pub(crate) fn signed_headers(
+    auth: Option<&ClusterAuth>,
+    path: &str,
+    body: &[u8],
+) -> Result<Vec<(&'static str, String)>, ProposeError> {
+    let auth = auth.ok_or_else(|| {
+        ProposeError::Fatal("this node has no cluster secret: it cannot reach the leader".into())
+    })?;
+    Ok(vec![
+        signature(auth, path, body),
+        ("content-type", "application/octet-stream".to_string()),
+    ])
+}

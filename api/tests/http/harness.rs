@@ -1,0 +1,311 @@
+//! The harness every topic shares: one API over a fresh in-memory node, raw and typed
+//! requests, and assertions on the JSON error shape.
+
+pub(crate) use axum::http::{HeaderMap, Method, StatusCode};
+pub(crate) use bytes::Bytes;
+pub(crate) use raftlane_api::app::{api_routes, now_ms};
+pub(crate) use raftlane_api::client::contract::FifoEmptyReason;
+pub(crate) use raftlane_api::client::{Client, FifoClaim};
+pub(crate) use raftlane_api::peer::PeerClient;
+pub(crate) use raftlane_api::write::signing::LEGACY_SECRET_HEADER;
+pub(crate) use raftlane_api::{ApiConfig, LocalBackend, ProposeError};
+pub(crate) use raftlane_statemachine::{
+    codec, ClaimedRow, Command, Envelope, MessageId, Outcome, Response,
+};
+pub(crate) use serde_json::{json, Value};
+pub(crate) use std::sync::Arc;
+pub(crate) use std::time::Duration;
+
+pub(crate) const ADMIN: &str = "admin-secret";
+pub(crate) const CLUSTER_SECRET: &str = "cs";
+pub(crate) const MAX_BODY: usize = 64 * 1024;
+pub(crate) const LONG_TTL: u64 = 120_000;
+
+// ---------------------------------------------------------------------------------------------
+// Harness
+// ---------------------------------------------------------------------------------------------
+
+/// A running API over a fresh in-memory single node.
+pub(crate) struct Api {
+    pub(crate) base: String,
+    pub(crate) http: PeerClient,
+    /// The typed client with the bootstrap admin token.
+    pub(crate) admin: Client,
+}
+
+/// One HTTP exchange as seen on the wire.
+pub(crate) struct Resp {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    pub(crate) raw: Bytes,
+    /// The body parsed as JSON (`Null` when empty or not JSON).
+    pub(crate) body: Value,
+}
+
+impl Resp {
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8_lossy(&self.raw).into_owned()
+    }
+
+    pub(crate) fn content_type(&self) -> &str {
+        self.headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    }
+}
+
+pub(crate) async fn start() -> Api {
+    let config = ApiConfig {
+        admin_token: ADMIN.into(),
+        cluster_secret: CLUSTER_SECRET.into(),
+        max_body_bytes: MAX_BODY,
+        ..Default::default()
+    };
+    let addr = crate::support::serve(Arc::new(LocalBackend::new()), &config).await;
+    Api {
+        base: format!("http://{addr}"),
+        http: PeerClient::new(Duration::from_secs(10)),
+        admin: Client::new(vec![addr], ADMIN).with_deadline(Duration::from_secs(5)),
+    }
+}
+
+impl Api {
+    /// Send exactly these headers and bytes.
+    pub(crate) async fn send_raw(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, String)],
+        body: Vec<u8>,
+    ) -> Resp {
+        let url = format!("{}{}", self.base, path);
+        let (status, headers, raw) = self
+            .http
+            .call(method.clone(), &url, headers, body)
+            .await
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+        let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+        Resp {
+            status,
+            headers,
+            raw,
+            body,
+        }
+    }
+
+    /// A JSON call with an optional bearer token.
+    pub(crate) async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> Resp {
+        let (headers, bytes) = crate::support::json_request(token, body);
+        self.send_raw(method, path, &headers, bytes).await
+    }
+
+    pub(crate) async fn get_as(&self, token: &str, path: &str) -> Resp {
+        self.call(Method::GET, path, Some(token), None).await
+    }
+
+    pub(crate) async fn post_as(&self, token: &str, path: &str, body: Value) -> Resp {
+        self.call(Method::POST, path, Some(token), Some(body)).await
+    }
+
+    pub(crate) async fn get(&self, path: &str) -> Resp {
+        self.get_as(ADMIN, path).await
+    }
+
+    pub(crate) async fn post(&self, path: &str, body: Value) -> Resp {
+        self.post_as(ADMIN, path, body).await
+    }
+
+    /// POST a body as JSON text exactly as given (malformed JSON included).
+    pub(crate) async fn post_text(&self, path: &str, body: &str) -> Resp {
+        let headers = [
+            ("authorization", format!("Bearer {ADMIN}")),
+            ("content-type", "application/json".to_string()),
+        ];
+        self.send_raw(Method::POST, path, &headers, body.as_bytes().to_vec())
+            .await
+    }
+
+    /// `PUT /v1/config` with an optional `If-Match`.
+    pub(crate) async fn put_config(&self, if_match: Option<&str>, doc: &Value) -> Resp {
+        let mut headers = vec![
+            ("authorization", format!("Bearer {ADMIN}")),
+            ("content-type", "application/json".to_string()),
+        ];
+        if let Some(v) = if_match {
+            headers.push(("if-match", v.to_string()));
+        }
+        self.send_raw(
+            Method::PUT,
+            "/v1/config",
+            &headers,
+            doc.to_string().into_bytes(),
+        )
+        .await
+    }
+
+    /// `(last_applied, digest)` of the node.
+    pub(crate) async fn digest(&self) -> (u64, String) {
+        let r = self.get("/v1/cluster/digest").await;
+        ok(&r, 200);
+        assert_eq!(r.body["node_id"], 1);
+        let digest = r.body["digest"].as_str().expect("digest").to_string();
+        assert_eq!(digest.len(), 64, "hex SHA-256");
+        (
+            r.body["last_applied"].as_u64().expect("last_applied"),
+            digest,
+        )
+    }
+
+    /// Enqueue `raw` on `channel` as admin; returns the message id.
+    pub(crate) async fn enqueue(&self, channel: &str, raw: &str) -> u64 {
+        let r = self
+            .post(
+                &format!("/v1/channels/{channel}/messages"),
+                json!({ "raw": raw }),
+            )
+            .await;
+        ok(&r, 201);
+        assert_eq!(r.body["duplicate"], false);
+        r.body["message_id"].as_u64().expect("message_id")
+    }
+
+    /// Claim every due ingress row of `channel` (unordered claim), sorted by message id.
+    pub(crate) async fn claim_ingress(&self, channel: &str, limit: u32) -> Vec<Value> {
+        let r = self
+            .post("/v1/claims", json!({ "stage": "ingress", "limit": limit, "owner": "router", "ttl_ms": LONG_TTL, "channel": channel }))
+            .await;
+        ok(&r, 200);
+        let mut items = r.body["items"].as_array().expect("items").clone();
+        items.sort_by_key(|i| i["message_id"].as_u64());
+        items
+    }
+
+    /// Hand a claimed ingress row straight to one outbound delivery.
+    pub(crate) async fn handoff_to(&self, item: &Value, destination: &str, payload: &str) {
+        let r = self
+            .post(
+                &format!("/v1/rows/{}/handoff", item["row_id"]),
+                json!({ "fence": item["fence"], "deliveries": [{ "destination": destination, "payload": payload }] }),
+            )
+            .await;
+        ok(&r, 200);
+        assert_eq!(r.body["applied"], true);
+    }
+
+    /// Enqueue one message on `channel` and route it straight to `destination`; returns its id.
+    pub(crate) async fn message_at(&self, channel: &str, destination: &str) -> u64 {
+        let id = self.enqueue(channel, "payload").await;
+        let items = self.claim_ingress(channel, 10).await;
+        assert_eq!(items.len(), 1);
+        self.handoff_to(&items[0], destination, "payload").await;
+        id
+    }
+
+    /// Claim the head of outbound lane `lane` for `owner` (which must get one).
+    pub(crate) async fn claim_head(&self, lane: &str, owner: &str, ttl_ms: u64) -> ClaimedRow {
+        self.admin
+            .claim_fifo("outbound", lane, owner, ttl_ms)
+            .await
+            .expect("claim")
+            .item
+            .unwrap_or_else(|| panic!("{owner} should get the head of {lane}"))
+    }
+
+    /// Create a principal; returns its token.
+    pub(crate) async fn token(&self, name: &str, role: &str, channels: Option<&[&str]>) -> String {
+        let r = self
+            .post(
+                "/v1/tokens",
+                json!({ "name": name, "role": role, "channels": channels }),
+            )
+            .await;
+        ok(&r, 201);
+        assert_eq!(r.body["name"], name);
+        assert_eq!(r.body["role"], role);
+        let token = r.body["token"].as_str().expect("token").to_string();
+        assert!(token.len() > 20, "a generated token: {token}");
+        token
+    }
+}
+
+/// A successful JSON response with this status.
+#[track_caller]
+pub(crate) fn ok(r: &Resp, status: u16) {
+    assert_eq!(r.status.as_u16(), status, "body: {}", r.text());
+    assert!(
+        r.content_type().starts_with("application/json"),
+        "content-type {}",
+        r.content_type()
+    );
+    assert!(r.body.is_object(), "a JSON object: {}", r.text());
+}
+
+/// The error shape `{"error": {"code", "message", "field"?}}` with this status.
+#[track_caller]
+pub(crate) fn api_error(r: &Resp, status: u16, code: &str, field: Option<&str>) {
+    assert_eq!(r.status.as_u16(), status, "body: {}", r.text());
+    assert!(
+        r.content_type().starts_with("application/json"),
+        "content-type {:?} body {}",
+        r.content_type(),
+        r.text()
+    );
+    let obj = r
+        .body
+        .as_object()
+        .unwrap_or_else(|| panic!("a JSON object: {}", r.text()));
+    assert_eq!(obj.len(), 1, "only `error`: {}", r.text());
+    let err = &r.body["error"];
+    assert_eq!(err["code"], code, "{}", r.text());
+    assert!(
+        err["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "a message: {}",
+        r.text()
+    );
+    match field {
+        Some(f) => assert_eq!(err["field"], f, "{}", r.text()),
+        None => assert!(err.get("field").is_none(), "no field: {}", r.text()),
+    }
+}
+
+#[track_caller]
+pub(crate) fn message_contains(r: &Resp, needle: &str) {
+    let m = r.body["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        m.contains(needle),
+        "message {m:?} should contain {needle:?}"
+    );
+}
+
+pub(crate) fn event_kinds(view: &Value) -> Vec<String> {
+    view["events"]
+        .as_array()
+        .expect("events")
+        .iter()
+        .map(|e| e["event"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
+pub(crate) fn ids_of(list: &Value) -> Vec<u64> {
+    list.as_array()
+        .expect("a list")
+        .iter()
+        .map(|m| m["id"].as_u64().expect("id"))
+        .collect()
+}
+
+/// Assert that nothing at all was proposed since `before`.
+pub(crate) async fn nothing_proposed(api: &Api, before: &(u64, String), case: &str) {
+    assert_eq!(
+        &api.digest().await,
+        before,
+        "{case}: nothing may be proposed or written"
+    );
+}

@@ -1,0 +1,219 @@
+//! Handing rows out: ClaimReady (unordered), ClaimNextFifo and DoneThenClaimNext (strict
+//! per-lane FIFO, decided in [`crate::rules::fifo`]), lease renewal, reclaiming expired leases
+//! and releasing lanes.
+
+use crate::apply::complete::mark_done;
+use crate::apply::{Apply, ApplyResult, Ctx};
+use crate::model::ids::{Fence, RowId};
+use crate::model::lane::LaneKey;
+use crate::model::row::{RowStatus, Stage};
+use crate::rules::{fifo, validate};
+use crate::tables::rows;
+use crate::wire::command::{
+    ClaimNextFifo, ClaimReady, DoneThenClaimNext, ReclaimExpired, ReleaseLane, RenewLeases,
+};
+use crate::wire::outcome::Outcome;
+use crate::wire::rejection::Rejection;
+
+impl Apply for ClaimReady {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let ClaimReady {
+            stage,
+            limit,
+            channel,
+            destination,
+            owner,
+            ttl_ms,
+        } = self;
+        claim_ready(
+            cx,
+            *stage,
+            *limit,
+            channel.as_deref(),
+            destination.as_deref(),
+            owner,
+            *ttl_ms,
+        )
+    }
+}
+
+impl Apply for ClaimNextFifo {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let ClaimNextFifo {
+            stage,
+            lane,
+            owner,
+            ttl_ms,
+        } = self;
+        claim_next_fifo(cx, *stage, lane, owner, *ttl_ms)
+    }
+}
+
+impl Apply for DoneThenClaimNext {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let DoneThenClaimNext {
+            row_id,
+            fence,
+            owner,
+            ttl_ms,
+        } = self;
+        done_then_claim_next(cx, *row_id, *fence, owner, *ttl_ms)
+    }
+}
+
+impl Apply for RenewLeases {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let RenewLeases { ids, owner, ttl_ms } = self;
+        renew_leases(cx, ids, owner, *ttl_ms)
+    }
+}
+
+impl Apply for ReclaimExpired {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let ReclaimExpired { stage } = self;
+        reclaim_expired(cx, *stage)
+    }
+}
+
+impl Apply for ReleaseLane {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let ReleaseLane { stage, lane, owner } = self;
+        release_lane(cx, *stage, lane, owner)
+    }
+}
+
+fn claim_ready(
+    cx: &mut Ctx<'_, '_>,
+    stage: Stage,
+    limit: u32,
+    channel: Option<&str>,
+    destination: Option<&str>,
+    owner: &str,
+    ttl_ms: u64,
+) -> ApplyResult<Outcome> {
+    validate::name("owner", owner)?;
+    validate::ttl("ttl_ms", ttl_ms)?;
+    validate::opt_name("channel", channel)?;
+    validate::opt_name("destination", destination)?;
+    let limit = limit.min(validate::MAX_CLAIM_LIMIT) as usize;
+    // Due rows of the stage, earliest next_attempt_at first.
+    let mut picked = Vec::new();
+    for id in rows::due(cx.txn, stage, cx.t)? {
+        if picked.len() >= limit {
+            break;
+        }
+        let Some(row) = rows::get(cx.txn, id?)? else {
+            continue;
+        };
+        if !row.matches(channel, destination) {
+            continue;
+        }
+        picked.push(row);
+    }
+    let fence = Fence(cx.index);
+    let claimed = picked
+        .iter()
+        .map(|row| rows::claim(cx, row, owner, ttl_ms, fence))
+        .collect();
+    Ok(Outcome::Claimed(claimed))
+}
+
+/// docs/SPEC.md §4.3 ClaimNextFifo, once its arguments are checked: [`fifo::claim_next`], under
+/// this operation's fence.
+fn claim_next_fifo(
+    cx: &mut Ctx<'_, '_>,
+    stage: Stage,
+    lane_name: &str,
+    owner: &str,
+    ttl_ms: u64,
+) -> ApplyResult<Outcome> {
+    validate::name("lane", lane_name)?;
+    validate::name("owner", owner)?;
+    validate::ttl("ttl_ms", ttl_ms)?;
+    let lane = LaneKey::new(stage, lane_name);
+    let fence = Fence(cx.index);
+    Ok(Outcome::FifoClaimed(fifo::claim_next(
+        cx, &lane, owner, ttl_ms, fence,
+    )?))
+}
+
+/// MarkDone of `row_id`, then ClaimNextFifo of that row's lane for `owner`: the two commands
+/// composed, nothing more. The arguments are checked before anything changes, and a rejected
+/// done rejects the whole command (apply rolls back), so the claim never runs on its own.
+fn done_then_claim_next(
+    cx: &mut Ctx<'_, '_>,
+    row_id: RowId,
+    fence: Fence,
+    owner: &str,
+    ttl_ms: u64,
+) -> ApplyResult<Outcome> {
+    validate::name("owner", owner)?;
+    validate::ttl("ttl_ms", ttl_ms)?;
+    // The lane is read before the done; an unknown row is left to MarkDone to reject.
+    let lane = rows::get(cx.txn, row_id)?.map(|row| row.lane());
+    mark_done(cx, row_id, fence)?;
+    let Some(lane) = lane else {
+        return Err(Rejection::UnknownRow(row_id).into());
+    };
+    claim_next_fifo(cx, lane.stage, &lane.name, owner, ttl_ms)
+}
+
+fn renew_leases(
+    cx: &mut Ctx<'_, '_>,
+    ids: &[RowId],
+    owner: &str,
+    ttl_ms: u64,
+) -> ApplyResult<Outcome> {
+    validate::name("owner", owner)?;
+    validate::ttl("ttl_ms", ttl_ms)?;
+    let mut renewed = 0u64;
+    let mut lanes = std::collections::BTreeSet::new();
+    for id in ids {
+        let Some(row) = rows::get(cx.txn, *id)? else {
+            continue;
+        };
+        let Some(claim) = row
+            .claim
+            .as_ref()
+            .filter(|c| row.status == RowStatus::Inflight && c.owner == owner)
+        else {
+            continue;
+        };
+        rows::extend_lease(cx, &row, claim, ttl_ms);
+        lanes.insert(row.lane());
+        renewed += 1;
+    }
+    for lane in lanes {
+        fifo::renew(cx, &lane, owner, ttl_ms)?;
+    }
+    Ok(Outcome::Count(renewed))
+}
+
+fn reclaim_expired(cx: &mut Ctx<'_, '_>, stage: Option<Stage>) -> ApplyResult<Outcome> {
+    // Leases strictly before t.
+    let t = cx.t;
+    let expired = rows::leases_before(cx.txn, t)?;
+    let mut count = 0u64;
+    for id in expired {
+        let Some(row) = rows::get(cx.txn, id)? else {
+            continue;
+        };
+        if row.status != RowStatus::Inflight || stage.is_some_and(|s| s != row.stage) {
+            continue;
+        }
+        rows::to_pending(cx, &row, t);
+        count += 1;
+    }
+    Ok(Outcome::Count(count))
+}
+
+fn release_lane(
+    cx: &mut Ctx<'_, '_>,
+    stage: Stage,
+    lane_name: &str,
+    owner: &str,
+) -> ApplyResult<Outcome> {
+    validate::name("lane", lane_name)?;
+    let released = fifo::release(cx, &LaneKey::new(stage, lane_name), owner)?;
+    Ok(Outcome::Count(u64::from(released)))
+}

@@ -1,0 +1,54 @@
+//! The apply context: what one command's application may touch, and how a command applies.
+
+use crate::model::ids::{MessageId, RowId};
+use crate::model::message::Message;
+use crate::model::row::WorkRow;
+use crate::tables::{messages, rows, Db};
+use crate::wire::outcome::Outcome;
+use crate::wire::rejection::Rejection;
+use std::ops::{Deref, DerefMut};
+
+/// Why a command could not be applied (defined with the rules, the first layer that rejects).
+pub use crate::rules::{ApplyError, ApplyResult};
+
+/// Everything one command's application may touch: the tables through [`Db`] (the batch
+/// overlay, the counters, and the clamped time `t`), the operation id `index` (what fences and
+/// approval ids are made of: the log index, or a batched envelope's own id) and the acting
+/// principal. Derefs to its [`Db`], so rules and tables take a `Ctx` as they are.
+pub(crate) struct Ctx<'t, 's> {
+    pub db: Db<'t, 's>,
+    pub index: u64,
+    pub actor: &'t str,
+}
+
+impl<'t, 's> Deref for Ctx<'t, 's> {
+    type Target = Db<'t, 's>;
+
+    fn deref(&self) -> &Db<'t, 's> {
+        &self.db
+    }
+}
+
+impl DerefMut for Ctx<'_, '_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.db
+    }
+}
+
+impl Ctx<'_, '_> {
+    /// A row, or the rejection `UnknownRow`.
+    pub fn row(&self, id: RowId) -> ApplyResult<WorkRow> {
+        rows::get(self.db.txn, id)?.ok_or_else(|| Rejection::UnknownRow(id).into())
+    }
+
+    /// A message, or the rejection `UnknownMessage`.
+    pub fn message(&self, id: MessageId) -> ApplyResult<Message> {
+        messages::get(self.db.txn, id)?.ok_or_else(|| Rejection::UnknownMessage(id).into())
+    }
+}
+
+/// A command's effect on the state: implemented by each command struct, next to the rest of
+/// its family. A rejection changes nothing: the caller rolls back whatever was written.
+pub(crate) trait Apply {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome>;
+}

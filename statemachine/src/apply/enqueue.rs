@@ -1,0 +1,219 @@
+//! Producing messages: EnqueueIngress, RecordReceived, EnqueueMessage, with idempotency keys.
+
+use crate::apply::{Apply, ApplyResult, Ctx};
+use crate::model::ids::MessageId;
+use crate::model::message::{EventKind, Message, MessageStatus};
+use crate::model::row::Stage;
+use crate::rules::dedupe::{self, live_duplicate};
+use crate::rules::{fifo, validate};
+use crate::tables::messages;
+use crate::tables::rows::NewRow;
+use crate::wire::command::{
+    Delivery, EnqueueIngress, EnqueueMessage, MessageFields, ReceivedStatus, RecordReceived,
+};
+use crate::wire::outcome::Outcome;
+use crate::wire::rejection::Rejection;
+
+impl Apply for EnqueueIngress {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let EnqueueIngress {
+            channel,
+            raw,
+            fields,
+            idempotency_key,
+        } = self;
+        enqueue_ingress(cx, channel, raw, fields, idempotency_key.as_deref())
+    }
+}
+
+impl Apply for RecordReceived {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let RecordReceived {
+            channel,
+            raw,
+            fields,
+            status,
+            error,
+        } = self;
+        record_received(cx, channel, raw, fields, *status, error.as_deref())
+    }
+}
+
+impl Apply for EnqueueMessage {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let EnqueueMessage {
+            channel,
+            raw,
+            fields,
+            deliveries,
+            idempotency_key,
+        } = self;
+        enqueue_message(
+            cx,
+            channel,
+            raw,
+            fields,
+            deliveries,
+            idempotency_key.as_deref(),
+        )
+    }
+}
+
+fn new_message(
+    cx: &mut Ctx<'_, '_>,
+    channel: &str,
+    raw: &str,
+    fields: &MessageFields,
+    status: MessageStatus,
+    key: Option<&str>,
+) -> ApplyResult<Message> {
+    validate::name("channel", channel)?;
+    if let Some(k) = key {
+        if k.is_empty() || k.len() > validate::MAX_NAME_LEN {
+            return Err(Rejection::invalid("idempotency_key", "must be 1 to 200 bytes").into());
+        }
+    }
+    let id = messages::next_id(cx);
+    let message = Message {
+        id,
+        channel_id: channel.to_string(),
+        received_at: cx.t,
+        source_type: fields.source_type.clone(),
+        control_id: fields.control_id.clone(),
+        message_type: fields.message_type.clone(),
+        raw: raw.to_string(),
+        status,
+        error: None,
+        summary: fields.summary.clone(),
+        metadata: fields.metadata.clone(),
+        correlation: None,
+        idempotency_key: key.map(str::to_string),
+        purged: false,
+    };
+    if let Some(k) = key {
+        dedupe::register(cx, channel, k, id)?;
+    }
+    messages::first_event(cx, id, EventKind::Received);
+    Ok(message)
+}
+
+fn enqueue_ingress(
+    cx: &mut Ctx<'_, '_>,
+    channel: &str,
+    raw: &str,
+    fields: &MessageFields,
+    key: Option<&str>,
+) -> ApplyResult<Outcome> {
+    if let Some(id) = live_duplicate(cx, channel, key)? {
+        return Ok(Outcome::Enqueued {
+            message_id: id,
+            duplicate: true,
+        });
+    }
+    let message = new_message(cx, channel, raw, fields, MessageStatus::Received, key)?;
+    fifo::push_row(
+        cx,
+        NewRow {
+            message_id: message.id,
+            stage: Stage::Ingress,
+            channel_id: channel,
+            destination_name: None,
+            handler_name: None,
+            payload: raw,
+        },
+    )?;
+    messages::save(cx, &message);
+    Ok(Outcome::Enqueued {
+        message_id: message.id,
+        duplicate: false,
+    })
+}
+
+fn record_received(
+    cx: &mut Ctx<'_, '_>,
+    channel: &str,
+    raw: &str,
+    fields: &MessageFields,
+    status: ReceivedStatus,
+    error: Option<&str>,
+) -> ApplyResult<Outcome> {
+    let (status, kind) = match status {
+        ReceivedStatus::Filtered => (MessageStatus::Filtered, EventKind::Filtered),
+        ReceivedStatus::Error => (MessageStatus::Error, EventKind::Error),
+    };
+    let mut message = new_message(cx, channel, raw, fields, status, None)?;
+    message.error = error.map(str::to_string);
+    messages::event(cx, message.id, kind, None, message.error.clone())?;
+    messages::save(cx, &message);
+    Ok(Outcome::Enqueued {
+        message_id: message.id,
+        duplicate: false,
+    })
+}
+
+fn enqueue_message(
+    cx: &mut Ctx<'_, '_>,
+    channel: &str,
+    raw: &str,
+    fields: &MessageFields,
+    deliveries: &[Delivery],
+    key: Option<&str>,
+) -> ApplyResult<Outcome> {
+    if let Some(id) = live_duplicate(cx, channel, key)? {
+        return Ok(Outcome::Enqueued {
+            message_id: id,
+            duplicate: true,
+        });
+    }
+    let status = if deliveries.is_empty() {
+        MessageStatus::Unrouted
+    } else {
+        MessageStatus::Routed
+    };
+    let mut message = new_message(cx, channel, raw, fields, status, key)?;
+    insert_deliveries(cx, message.id, channel, deliveries)?;
+    let kind = if deliveries.is_empty() {
+        EventKind::Unrouted
+    } else {
+        EventKind::Routed
+    };
+    messages::event(
+        cx,
+        message.id,
+        kind,
+        None,
+        Some(format!("{} deliveries", deliveries.len())),
+    )?;
+    // Status set through set_status so an unrouted message starts its dedupe window at once.
+    dedupe::set_status(cx, &mut message, status)?;
+    Ok(Outcome::Enqueued {
+        message_id: message.id,
+        duplicate: false,
+    })
+}
+
+/// Insert one outbound row per delivery, in list order (their seqs keep that order in each lane).
+pub(crate) fn insert_deliveries(
+    cx: &mut Ctx<'_, '_>,
+    message: MessageId,
+    channel: &str,
+    deliveries: &[Delivery],
+) -> ApplyResult<()> {
+    for d in deliveries {
+        validate::name("deliveries.destination", &d.destination)?;
+    }
+    for d in deliveries {
+        fifo::push_row(
+            cx,
+            NewRow {
+                message_id: message,
+                stage: Stage::Outbound,
+                channel_id: channel,
+                destination_name: Some(&d.destination),
+                handler_name: None,
+                payload: &d.payload,
+            },
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,278 @@
+//! Handoffs: a claimed row is consumed and its successors inserted, in one command.
+//! RouteHandoff (ingress → routed), Handoff (ingress → outbound), TransformHandoff
+//! (routed → outbound, with transform state) and IngressHandoff (response → new message).
+
+use crate::apply::complete::dead_letter;
+use crate::apply::enqueue::insert_deliveries;
+use crate::apply::{state, Apply, ApplyResult, Ctx};
+use crate::model::ids::{Fence, MessageId, RowId};
+use crate::model::message::{Correlation, EventKind, Message, MessageStatus};
+use crate::model::response::{CapturedResponse, ResponseRef};
+use crate::model::row::{RowStatus, Stage};
+use crate::rules::fence::{self, Fenced};
+use crate::rules::finalizer::finalize;
+use crate::rules::{dedupe, fifo, validate};
+use crate::tables::rows::{self, NewRow};
+use crate::tables::{children, messages, responses};
+use crate::wire::command::{
+    Delivery, HandlerWork, Handoff, HandoffDisposition, IngressHandoff, RouteDisposition,
+    RouteHandoff, StateOp, TransformHandoff,
+};
+use crate::wire::outcome::Outcome;
+
+impl Apply for RouteHandoff {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let RouteHandoff {
+            row_id,
+            fence,
+            handlers,
+            disposition,
+        } = self;
+        route_handoff(cx, *row_id, *fence, handlers, *disposition)
+    }
+}
+
+impl Apply for Handoff {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let Handoff {
+            row_id,
+            fence,
+            deliveries,
+            disposition,
+        } = self;
+        handoff(cx, *row_id, *fence, deliveries, *disposition)
+    }
+}
+
+impl Apply for TransformHandoff {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let TransformHandoff {
+            row_id,
+            fence,
+            deliveries,
+            state_ops,
+        } = self;
+        transform_handoff(cx, *row_id, *fence, deliveries, state_ops)
+    }
+}
+
+impl Apply for IngressHandoff {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let IngressHandoff {
+            row_id,
+            fence,
+            loopback_channel,
+            depth_cap,
+        } = self;
+        ingress_handoff(cx, *row_id, *fence, loopback_channel, *depth_cap)
+    }
+}
+
+fn route_handoff(
+    cx: &mut Ctx<'_, '_>,
+    row_id: RowId,
+    fence: Fence,
+    handlers: &[HandlerWork],
+    disposition: RouteDisposition,
+) -> ApplyResult<Outcome> {
+    let row = match fence::check(cx, row_id, fence, &[Stage::Ingress])? {
+        Fenced::Consumed => return Ok(Outcome::HandedOff(false)),
+        Fenced::Held(row) => row,
+    };
+    for h in handlers {
+        validate::name("handlers.handler", &h.handler)?;
+    }
+    rows::remove(cx, &row);
+    for h in handlers {
+        fifo::push_row(
+            cx,
+            NewRow {
+                message_id: row.message_id,
+                stage: Stage::Routed,
+                channel_id: &row.channel_id,
+                destination_name: None,
+                handler_name: Some(&h.handler),
+                payload: &h.payload,
+            },
+        )?;
+    }
+    let (status, kind) = match disposition {
+        RouteDisposition::Routed => (MessageStatus::Routed, EventKind::Routed),
+        RouteDisposition::Unrouted => (MessageStatus::Unrouted, EventKind::Unrouted),
+    };
+    set_disposition(
+        cx,
+        row.message_id,
+        status,
+        kind,
+        format!("{} handler(s)", handlers.len()),
+    )?;
+    Ok(Outcome::HandedOff(true))
+}
+
+fn handoff(
+    cx: &mut Ctx<'_, '_>,
+    row_id: RowId,
+    fence: Fence,
+    deliveries: &[Delivery],
+    disposition: HandoffDisposition,
+) -> ApplyResult<Outcome> {
+    let row = match fence::check(cx, row_id, fence, &[Stage::Ingress])? {
+        Fenced::Consumed => return Ok(Outcome::HandedOff(false)),
+        Fenced::Held(row) => row,
+    };
+    rows::remove(cx, &row);
+    insert_deliveries(cx, row.message_id, &row.channel_id, deliveries)?;
+    let (status, kind) = match disposition {
+        HandoffDisposition::Routed => (MessageStatus::Routed, EventKind::Routed),
+        HandoffDisposition::Filtered => (MessageStatus::Filtered, EventKind::Filtered),
+        HandoffDisposition::Unrouted => (MessageStatus::Unrouted, EventKind::Unrouted),
+    };
+    set_disposition(
+        cx,
+        row.message_id,
+        status,
+        kind,
+        format!("{} deliveries", deliveries.len()),
+    )?;
+    Ok(Outcome::HandedOff(true))
+}
+
+fn set_disposition(
+    cx: &mut Ctx<'_, '_>,
+    id: MessageId,
+    status: MessageStatus,
+    kind: EventKind,
+    detail: String,
+) -> ApplyResult<()> {
+    let mut message = cx.message(id)?;
+    dedupe::set_status(cx, &mut message, status)?;
+    Ok(messages::event(cx, id, kind, None, Some(detail))?)
+}
+
+fn transform_handoff(
+    cx: &mut Ctx<'_, '_>,
+    row_id: RowId,
+    fence: Fence,
+    deliveries: &[Delivery],
+    state_ops: &[StateOp],
+) -> ApplyResult<Outcome> {
+    let row = match fence::check(cx, row_id, fence, &[Stage::Routed])? {
+        Fenced::Consumed => return Ok(Outcome::HandedOff(false)),
+        Fenced::Held(row) => row,
+    };
+    rows::remove(cx, &row);
+    insert_deliveries(cx, row.message_id, &row.channel_id, deliveries)?;
+    state::apply_ops(cx, row.message_id, state_ops)?;
+    messages::event(
+        cx,
+        row.message_id,
+        EventKind::Transformed,
+        None,
+        Some(format!(
+            "{}: {} deliveries",
+            row.handler_name.as_deref().unwrap_or("-"),
+            deliveries.len()
+        )),
+    )?;
+    finalize(cx, row.message_id)?;
+    Ok(Outcome::HandedOff(true))
+}
+
+fn ingress_handoff(
+    cx: &mut Ctx<'_, '_>,
+    row_id: RowId,
+    fence: Fence,
+    loopback_channel: &str,
+    depth_cap: u32,
+) -> ApplyResult<Outcome> {
+    validate::name("loopback_channel", loopback_channel)?;
+    let row = fence::held(cx, row_id, fence, &[Stage::Response])?;
+    let reference: Option<ResponseRef> = serde_json::from_str(&row.payload).ok();
+    let response: Option<CapturedResponse> = match &reference {
+        Some(r) => responses::get(cx.txn, r.message_id, &r.destination, r.seq)?,
+        None => None,
+    };
+    let (Some(reference), Some(response)) = (reference, response) else {
+        dead_letter(cx, &row, "corrupt response reference")?;
+        return Ok(Outcome::Reingressed(None));
+    };
+    let origin = cx.message(reference.message_id)?;
+    let depth = origin
+        .correlation
+        .as_ref()
+        .map_or(0, |c| c.depth)
+        .saturating_add(1);
+    if depth > depth_cap {
+        dead_letter(
+            cx,
+            &row,
+            &format!("correlation depth {depth} exceeds cap {depth_cap}"),
+        )?;
+        return Ok(Outcome::Reingressed(None));
+    }
+    let key = children::key(
+        origin.id,
+        &reference.destination,
+        reference.seq,
+        &response.body,
+    );
+    let child_id = match children::get(cx.txn, &key)? {
+        Some(existing) => existing,
+        None => {
+            let id = messages::next_id(cx);
+            let child = Message {
+                id,
+                channel_id: loopback_channel.to_string(),
+                received_at: cx.t,
+                source_type: Some("reingress".to_string()),
+                control_id: None,
+                message_type: origin.message_type.clone(),
+                raw: response.body.clone(),
+                status: MessageStatus::Received,
+                error: None,
+                summary: None,
+                metadata: None,
+                correlation: Some(Correlation {
+                    correlation_id: origin.id,
+                    root_id: origin.correlation.as_ref().map_or(origin.id, |c| c.root_id),
+                    depth,
+                    reingress_of_seq: reference.seq,
+                }),
+                idempotency_key: None,
+                purged: false,
+            };
+            messages::save(cx, &child);
+            messages::event(
+                cx,
+                id,
+                EventKind::Received,
+                None,
+                Some(format!("re-ingress of message {}", origin.id)),
+            )?;
+            fifo::push_row(
+                cx,
+                NewRow {
+                    message_id: id,
+                    stage: Stage::Ingress,
+                    channel_id: loopback_channel,
+                    destination_name: None,
+                    handler_name: None,
+                    payload: &response.body,
+                },
+            )?;
+            children::put(cx, key, id);
+            id
+        }
+    };
+    rows::finish(cx, &row, RowStatus::Done, None);
+    messages::event(
+        cx,
+        origin.id,
+        EventKind::Reingressed,
+        Some(&reference.destination),
+        Some(format!("child {child_id} on {loopback_channel}")),
+    )?;
+    finalize(cx, origin.id)?;
+    Ok(Outcome::Reingressed(Some(child_id)))
+}

@@ -1,0 +1,86 @@
+//! API principals ([`crate::model::principal`]): PutPrincipal and RevokePrincipal. A bearer token
+//! is stored only as its SHA-256 hash; the token never enters the log.
+
+use crate::apply::{audit, Apply, ApplyResult, Ctx};
+use crate::model::principal::{Principal, Role};
+use crate::rules::validate;
+use crate::tables::principals;
+use crate::wire::command::{PutPrincipal, RevokePrincipal};
+use crate::wire::outcome::Outcome;
+use crate::wire::rejection::Rejection;
+
+impl Apply for PutPrincipal {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let PutPrincipal {
+            name,
+            token_hash,
+            role,
+            channels,
+        } = self;
+        put(cx, name, token_hash, *role, channels.as_deref())
+    }
+}
+
+impl Apply for RevokePrincipal {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let RevokePrincipal { name } = self;
+        revoke(cx, name)
+    }
+}
+
+fn put(
+    cx: &mut Ctx<'_, '_>,
+    name: &str,
+    token_hash: &str,
+    role: Role,
+    channels: Option<&[String]>,
+) -> ApplyResult<Outcome> {
+    validate::name("name", name)?;
+    if token_hash.len() != 64
+        || !token_hash
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    {
+        return Err(
+            Rejection::invalid("token_hash", "must be 64 lowercase hex digits (SHA-256)").into(),
+        );
+    }
+    for c in channels.unwrap_or_default() {
+        validate::name("channels", c)?;
+    }
+    if let Some(holder) = principals::token_holder(cx.txn, token_hash)? {
+        if holder != name {
+            return Err(
+                Rejection::invalid("token_hash", "already assigned to another principal").into(),
+            );
+        }
+    }
+    if let Some(old) = principals::get(cx.txn, name)? {
+        principals::delete_token(cx, old.token_hash);
+    }
+    let principal = Principal {
+        name: name.to_string(),
+        token_hash: token_hash.to_string(),
+        role,
+        channels: channels.map(<[String]>::to_vec),
+        created_at: cx.t,
+    };
+    principals::put(cx, &principal);
+    principals::put_token(cx, token_hash, &principal.name);
+    audit::record_default(
+        cx,
+        "principal.put",
+        None,
+        format!("{name} as {}", role.as_str()),
+    )?;
+    Ok(Outcome::Done)
+}
+
+fn revoke(cx: &mut Ctx<'_, '_>, name: &str) -> ApplyResult<Outcome> {
+    let old: Principal = principals::get(cx.txn, name)?
+        .ok_or_else(|| Rejection::UnknownPrincipal(name.to_string()))?;
+    principals::delete_token(cx, old.token_hash);
+    principals::delete(cx, name);
+    audit::record_default(cx, "principal.revoke", None, name.to_string())?;
+    Ok(Outcome::Done)
+}

@@ -1,0 +1,127 @@
+//! Work rows: one unit of pipeline work at one stage.
+
+use crate::model::ids::{Fence, MessageId, Millis, RowId};
+use crate::model::lane::LaneKey;
+use serde::{Deserialize, Serialize};
+
+/// The four pipeline stages a work row can sit in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    Ingress,
+    Routed,
+    Outbound,
+    Response,
+}
+
+impl Stage {
+    pub const ALL: [Stage; 4] = [Self::Ingress, Self::Routed, Self::Outbound, Self::Response];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ingress => "ingress",
+            Self::Routed => "routed",
+            Self::Outbound => "outbound",
+            Self::Response => "response",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
+    /// One byte for ordered keys.
+    pub fn tag(self) -> u8 {
+        self as u8
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RowStatus {
+    Pending,
+    Inflight,
+    Done,
+    Dead,
+    Cancelled,
+}
+
+impl RowStatus {
+    pub const ALL: [RowStatus; 5] = [
+        Self::Pending,
+        Self::Inflight,
+        Self::Done,
+        Self::Dead,
+        Self::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Inflight => "inflight",
+            Self::Done => "done",
+            Self::Dead => "dead",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// Pending or inflight: the row still has work to do.
+    pub fn is_live(self) -> bool {
+        matches!(self, Self::Pending | Self::Inflight)
+    }
+}
+
+/// Who holds an inflight row, until when, under which fence. Present exactly when the row is
+/// inflight, so a pending row with an owner cannot be represented.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claim {
+    pub owner: String,
+    pub lease_expires_at: Millis,
+    pub fence: Fence,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkRow {
+    /// Also the global insertion `seq`.
+    pub id: RowId,
+    pub message_id: MessageId,
+    pub stage: Stage,
+    pub channel_id: String,
+    pub destination_name: Option<String>,
+    pub handler_name: Option<String>,
+    pub payload: String,
+    pub status: RowStatus,
+    pub attempts: u32,
+    pub next_attempt_at: Millis,
+    pub last_error: Option<String>,
+    pub created_at: Millis,
+    pub updated_at: Millis,
+    /// The current claim; `Some` iff `status == Inflight`.
+    pub claim: Option<Claim>,
+    /// The fence of the most recent claim, kept after completion so a late duplicate
+    /// completion can be told apart from a stale one.
+    pub last_fence: Option<Fence>,
+}
+
+impl WorkRow {
+    /// Whether the row passes the optional channel and destination filters of ClaimReady,
+    /// ReplayDead and the dead-letter view (a row without a destination fails a destination
+    /// filter).
+    pub fn matches(&self, channel: Option<&str>, destination: Option<&str>) -> bool {
+        channel.is_none_or(|c| c == self.channel_id)
+            && destination.is_none_or(|d| Some(d) == self.destination_name.as_deref())
+    }
+
+    /// The name of the FIFO lane this row belongs to: the destination for outbound rows, the
+    /// channel for every other stage.
+    pub fn lane_name(&self) -> &str {
+        match self.stage {
+            Stage::Outbound => self.destination_name.as_deref().unwrap_or(""),
+            _ => &self.channel_id,
+        }
+    }
+
+    pub fn lane(&self) -> LaneKey {
+        LaneKey::new(self.stage, self.lane_name())
+    }
+}

@@ -1,0 +1,328 @@
+//! Read-only queries over the state (the reads listed in docs/SPEC.md §10.1). The API decides
+//! consistency (linearizable or stale, §10.4) and channel scope (§9.4); this module only reads.
+
+pub mod audit;
+
+use crate::model::approval::Approval;
+use crate::model::audit::{AuditHead, AuditRow};
+use crate::model::config::ConfigVersion;
+use crate::model::ids::{ApprovalId, MessageId, Millis, RowId};
+use crate::model::lane::{LaneKey, LaneLease};
+use crate::model::message::{Event, Message, MessageStatus};
+use crate::model::meta::MetaState;
+use crate::model::principal::Principal;
+use crate::model::response::CapturedResponse;
+use crate::model::row::{RowStatus, Stage, WorkRow};
+use crate::model::state::{ReferenceSnapshot, StateEntry};
+use crate::rules::fifo;
+use crate::storage::{Direction, Store, StoreError, Txn};
+use crate::tables::{
+    approvals, config, covered, lanes, messages, principals, reference, responses, rows, state,
+};
+use crate::wire::outcome::FifoEmpty;
+use crate::wire::rewrite::ValueRef;
+use audit::Verification;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A message with everything attached to it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageView {
+    pub message: Message,
+    pub events: Vec<Event>,
+    pub rows: Vec<WorkRow>,
+    pub responses: Vec<CapturedResponse>,
+}
+
+/// Filters of the message list (all optional; newest first).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageFilter {
+    pub channel: Option<String>,
+    pub status: Option<MessageStatus>,
+    pub message_type: Option<String>,
+    pub control_id: Option<String>,
+    /// Only these channels (a channel-scoped principal); `None` = all.
+    pub allowed_channels: Option<Vec<String>>,
+    pub limit: usize,
+    pub offset: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaneView {
+    pub lane: String,
+    pub depth: u64,
+    pub oldest_created_at: Option<Millis>,
+    pub inflight: u64,
+    pub holder: Option<LaneLease>,
+}
+
+/// Whether ClaimReady would find something (see [`Reader::due_rows`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DueRows {
+    None,
+    Some,
+    /// Too many due rows that do not match the filters to tell cheaply.
+    Unknown,
+}
+
+/// Row counts by stage and status.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stats {
+    pub messages: u64,
+    pub rows: BTreeMap<String, BTreeMap<String, u64>>,
+    pub clock: Millis,
+    pub last_applied: u64,
+}
+
+pub struct Reader<'a> {
+    txn: Txn<'a, dyn Store + 'a>,
+    meta: &'a MetaState,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new<S: Store + 'static>(store: &'a S, meta: &'a MetaState) -> Self {
+        let base: &'a dyn Store = store;
+        Self {
+            txn: Txn::new(base),
+            meta,
+        }
+    }
+
+    pub fn meta(&self) -> &MetaState {
+        self.meta
+    }
+
+    pub fn message(&self, id: MessageId) -> Result<Option<MessageView>, StoreError> {
+        let Some(message) = messages::get(&self.txn, id)? else {
+            return Ok(None);
+        };
+        let responses = responses::of_message(&self.txn, id)?;
+        Ok(Some(MessageView {
+            events: messages::events(&self.txn, id)?,
+            rows: rows::of_message(&self.txn, id)?,
+            responses,
+            message,
+        }))
+    }
+
+    pub fn list_messages(&self, filter: &MessageFilter) -> Result<Vec<Message>, StoreError> {
+        let mut out = Vec::new();
+        let mut skipped = 0usize;
+        let limit = filter.limit.clamp(1, 1000);
+        for m in messages::all(&self.txn, Direction::Reverse)? {
+            let m = m?;
+            let keep = filter.channel.as_ref().is_none_or(|c| *c == m.channel_id)
+                && filter.status.is_none_or(|s| s == m.status)
+                && filter
+                    .message_type
+                    .as_ref()
+                    .is_none_or(|t| Some(t) == m.message_type.as_ref())
+                && filter
+                    .control_id
+                    .as_ref()
+                    .is_none_or(|c| Some(c) == m.control_id.as_ref())
+                && filter
+                    .allowed_channels
+                    .as_ref()
+                    .is_none_or(|a| a.contains(&m.channel_id));
+            if !keep {
+                continue;
+            }
+            if skipped < filter.offset {
+                skipped += 1;
+                continue;
+            }
+            out.push(m);
+            if out.len() >= limit {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn row(&self, id: RowId) -> Result<Option<WorkRow>, StoreError> {
+        rows::get(&self.txn, id)
+    }
+
+    /// Dead outbound rows, oldest first.
+    pub fn dead_letters(
+        &self,
+        channel: Option<&str>,
+        destination: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<WorkRow>, StoreError> {
+        let mut out = Vec::new();
+        for id in rows::dead(&self.txn, Stage::Outbound)? {
+            let Some(row) = rows::get(&self.txn, id?)? else {
+                continue;
+            };
+            if !row.matches(channel, destination) {
+                continue;
+            }
+            out.push(row);
+            if out.len() >= limit {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn lane(&self, stage: Stage, name: &str) -> Result<LaneView, StoreError> {
+        let key = LaneKey::new(stage, name);
+        let (depth, oldest) = lanes::depth(&self.txn, &key)?;
+        let state = lanes::state(&self.txn, &key)?;
+        Ok(LaneView {
+            lane: key.to_string(),
+            depth,
+            oldest_created_at: oldest,
+            inflight: lanes::inflight(&self.txn, &key)?.len() as u64,
+            holder: state
+                .lease
+                .filter(|l| fifo::lease_is_live(l, self.meta.clock)),
+        })
+    }
+
+    /// Pending rows of a lane in FIFO order (for checkers and operators).
+    pub fn lane_order(
+        &self,
+        stage: Stage,
+        name: &str,
+        limit: usize,
+    ) -> Result<Vec<RowId>, StoreError> {
+        lanes::pending(&self.txn, &LaneKey::new(stage, name))?
+            .take(limit)
+            .collect()
+    }
+
+    /// What ClaimNextFifo of the lane by `owner` at `t` would answer, when it is sure to claim
+    /// nothing (see `rules::fifo::idle_answer`): the API answers an idle worker's poll from this
+    /// instead of proposing an empty claim.
+    pub fn fifo_idle_answer(
+        &self,
+        stage: Stage,
+        name: &str,
+        owner: &str,
+        t: Millis,
+    ) -> Result<Option<FifoEmpty>, StoreError> {
+        fifo::idle_answer(&self.txn, &LaneKey::new(stage, name), owner, t)
+    }
+
+    /// Whether ClaimReady of `stage` at time `t` would find a row matching the filters,
+    /// looking at no more than `budget` due rows (beyond that: [`DueRows::Unknown`]).
+    pub fn due_rows(
+        &self,
+        stage: Stage,
+        t: Millis,
+        channel: Option<&str>,
+        destination: Option<&str>,
+        budget: usize,
+    ) -> Result<DueRows, StoreError> {
+        // The same rows as ClaimReady.
+        for (seen, id) in rows::due(&self.txn, stage, t)?.enumerate() {
+            if seen >= budget {
+                return Ok(DueRows::Unknown);
+            }
+            let Some(row) = rows::get(&self.txn, id?)? else {
+                continue;
+            };
+            // The filter of ClaimReady: the same `WorkRow::matches`.
+            if !row.matches(channel, destination) {
+                continue;
+            }
+            return Ok(DueRows::Some);
+        }
+        Ok(DueRows::None)
+    }
+
+    pub fn stats(&self) -> Stats {
+        let mut rows = BTreeMap::new();
+        for stage in Stage::ALL {
+            let mut by_status = BTreeMap::new();
+            for status in RowStatus::ALL {
+                by_status.insert(
+                    status.as_str().to_string(),
+                    self.meta.row_counts[stage as usize][status as usize],
+                );
+            }
+            rows.insert(stage.as_str().to_string(), by_status);
+        }
+        Stats {
+            messages: self.meta.next_message_id,
+            rows,
+            clock: self.meta.clock,
+            last_applied: self.meta.last_applied,
+        }
+    }
+
+    pub fn config(&self) -> Result<ConfigVersion, StoreError> {
+        config::current_version(&self.txn)
+    }
+
+    pub fn config_version(&self, v: u64) -> Result<Option<ConfigVersion>, StoreError> {
+        config::version(&self.txn, v)
+    }
+
+    pub fn state_entry(
+        &self,
+        namespace: &str,
+        key: &str,
+    ) -> Result<Option<StateEntry>, StoreError> {
+        state::get(&self.txn, namespace, key)
+    }
+
+    pub fn namespace_version(&self, namespace: &str) -> Result<u64, StoreError> {
+        state::namespace_version(&self.txn, namespace)
+    }
+
+    pub fn reference(&self, name: &str) -> Result<Option<ReferenceSnapshot>, StoreError> {
+        reference::get(&self.txn, name)
+    }
+
+    /// Up to `limit` values covered by encryption at rest, after `after` in a stable order (the
+    /// walk of key rotation; see [`crate::tables::covered`]).
+    pub fn covered_values(
+        &self,
+        after: Option<&ValueRef>,
+        limit: usize,
+    ) -> Result<Vec<(ValueRef, String)>, StoreError> {
+        covered::covered_values(&self.txn, after, limit)
+    }
+
+    pub fn audit_list(
+        &self,
+        org: &str,
+        from_seq: u64,
+        limit: usize,
+    ) -> Result<Vec<AuditRow>, StoreError> {
+        crate::tables::audit::list(&self.txn, org, from_seq, limit)
+    }
+
+    pub fn audit_anchor(&self, org: &str) -> Result<AuditHead, StoreError> {
+        crate::tables::audit::head(&self.txn, org)
+    }
+
+    pub fn audit_verify(
+        &self,
+        org: &str,
+        anchor: Option<(u64, [u8; 32])>,
+    ) -> Result<Verification, StoreError> {
+        audit::verify(&self.txn, org, anchor)
+    }
+
+    pub fn audit_orgs(&self) -> Result<Vec<String>, StoreError> {
+        crate::tables::audit::orgs(&self.txn)
+    }
+
+    pub fn approval(&self, id: ApprovalId) -> Result<Option<Approval>, StoreError> {
+        approvals::get(&self.txn, id)
+    }
+
+    pub fn principal_by_token_hash(&self, hash: &str) -> Result<Option<Principal>, StoreError> {
+        principals::by_token_hash(&self.txn, hash)
+    }
+
+    /// Every principal (admin listing).
+    pub fn principals(&self) -> Result<Vec<Principal>, StoreError> {
+        principals::all(&self.txn)
+    }
+}

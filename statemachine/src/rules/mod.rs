@@ -1,0 +1,34 @@
+//! The rules: each invariant of the pipeline, stated once, read and written through
+//! [`crate::tables`] and never through raw keys.
+//!
+//! - [`fifo`]: where FIFO is decided: lane order, the head, and who may hold a lane.
+//! - [`fence`]: a completion must present the fence of the row's current claim.
+//! - [`finalizer`]: a message's terminal status follows from its rows.
+//! - [`retry`]: the backoff of a failed attempt.
+//! - [`dedupe`]: how long an idempotency key answers with its message.
+//! - [`validate`]: the input checks every command (and the API) makes.
+//!
+//! A rule that stops a command says so with an [`ApplyError`]: a typed rejection, which the
+//! apply layer turns into a no-op, or a storage failure.
+
+pub mod dedupe;
+pub mod fence;
+pub mod fifo;
+pub mod finalizer;
+pub mod retry;
+pub mod validate;
+
+use crate::storage::StoreError;
+use crate::wire::rejection::Rejection;
+
+/// Why a command could not be applied: a typed rejection (a no-op) or a storage failure
+/// (fatal for this replica).
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error(transparent)]
+    Rejected(#[from] Rejection),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+pub type ApplyResult<T> = Result<T, ApplyError>;

@@ -1,0 +1,274 @@
+//! The small storage trait the state machine persists through, and its in-memory implementation.
+//!
+//! The state machine sees storage as a set of ordered key-value tables (RocksDB column families
+//! in production). It never writes directly: [`Txn`](crate::storage::txn::Txn) collects one
+//! applied batch of commands into a [`WriteBatch`], and the store commits that batch atomically,
+//! together with `last_applied`.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+/// The tables (column families) of the state. Keys are built with [`crate::storage::keys`], each
+/// table's layout in its module of [`crate::tables`]; the tags are positions, pinned by
+/// `tests/golden_wire.rs` (`tables.hex`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Table {
+    /// Counters, the monotonic clock, `last_applied` and opaque metadata of the Raft adapter.
+    Meta,
+    Messages,
+    Rows,
+    /// message id ‖ row id → () : the rows of a message.
+    MessageRows,
+    /// message id ‖ event no → Event.
+    Events,
+    /// lane ‖ created_at ‖ seq → () for pending rows: the FIFO order, head first.
+    LanePending,
+    /// lane ‖ seq → () for inflight rows of a lane (stranded-head recovery).
+    LaneInflight,
+    /// lane → LaneState (max created_at, lease).
+    Lanes,
+    /// stage ‖ next_attempt_at ‖ seq → () for pending rows: ClaimReady order.
+    Due,
+    /// lease_expires_at ‖ seq → () for inflight rows: ReclaimExpired order.
+    Leases,
+    /// message id ‖ destination ‖ response seq → CapturedResponse.
+    Responses,
+    /// namespace ‖ key → StateEntry.
+    State,
+    /// namespace → version.
+    StateNamespaces,
+    /// name → ReferenceSnapshot.
+    Reference,
+    /// version → ConfigDoc (all versions; the newest is current).
+    Config,
+    /// org ‖ seq → AuditRow.
+    Audit,
+    /// org → AuditHead.
+    AuditHeads,
+    /// channel ‖ key → IdempotencyRecord.
+    Idempotency,
+    /// approval id → Approval.
+    Approvals,
+    /// principal name → Principal; token hash → name lives in `PrincipalTokens`.
+    Principals,
+    PrincipalTokens,
+    /// derived child key → child message id (IngressHandoff dedupe).
+    Children,
+    /// stage ‖ seq → () for dead rows: the dead-letter view and ReplayDead.
+    DeadRows,
+    /// expires_at ‖ channel ‖ key → () : idempotency keys by expiry.
+    IdempotencyExpiry,
+    /// actor ‖ request id → RequestRecord: the remembered answer of a write (see `apply::request`).
+    Requests,
+    /// expires_at ‖ actor ‖ request id → () : remembered answers by expiry.
+    RequestExpiry,
+    /// message id → u64: how many events the message has, i.e. the next event's number
+    /// (see `tables::messages::event`).
+    EventCounts,
+}
+
+impl Table {
+    pub const ALL: [Table; 27] = [
+        Table::Meta,
+        Table::Messages,
+        Table::Rows,
+        Table::MessageRows,
+        Table::Events,
+        Table::LanePending,
+        Table::LaneInflight,
+        Table::Lanes,
+        Table::Due,
+        Table::Leases,
+        Table::Responses,
+        Table::State,
+        Table::StateNamespaces,
+        Table::Reference,
+        Table::Config,
+        Table::Audit,
+        Table::AuditHeads,
+        Table::Idempotency,
+        Table::Approvals,
+        Table::Principals,
+        Table::PrincipalTokens,
+        Table::Children,
+        Table::DeadRows,
+        Table::IdempotencyExpiry,
+        Table::Requests,
+        Table::RequestExpiry,
+        Table::EventCounts,
+    ];
+
+    /// Column family name in RocksDB.
+    pub fn name(self) -> &'static str {
+        match self {
+            Table::Meta => "meta",
+            Table::Messages => "messages",
+            Table::Rows => "rows",
+            Table::MessageRows => "message_rows",
+            Table::Events => "events",
+            Table::LanePending => "lane_pending",
+            Table::LaneInflight => "lane_inflight",
+            Table::Lanes => "lanes",
+            Table::Due => "due",
+            Table::Leases => "leases",
+            Table::Responses => "responses",
+            Table::State => "state",
+            Table::StateNamespaces => "state_namespaces",
+            Table::Reference => "reference",
+            Table::Config => "config",
+            Table::Audit => "audit",
+            Table::AuditHeads => "audit_heads",
+            Table::Idempotency => "idempotency",
+            Table::Approvals => "approvals",
+            Table::Principals => "principals",
+            Table::PrincipalTokens => "principal_tokens",
+            Table::Children => "children",
+            Table::DeadRows => "dead_rows",
+            Table::IdempotencyExpiry => "idempotency_expiry",
+            Table::Requests => "requests",
+            Table::RequestExpiry => "request_expiry",
+            Table::EventCounts => "event_counts",
+        }
+    }
+
+    /// Stable one-byte tag (used by the digest and snapshot streams).
+    pub fn tag(self) -> u8 {
+        self as u8
+    }
+
+    pub fn from_tag(tag: u8) -> Option<Table> {
+        Table::ALL.get(tag as usize).copied()
+    }
+}
+
+/// A storage failure. Fatal for the replica (it stops applying), never a panic.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("storage I/O error: {0}")]
+    Io(String),
+    #[error("corrupt value in table {table:?}: {reason}")]
+    Corrupt { table: Table, reason: String },
+}
+
+pub type KvPair = (Vec<u8>, Vec<u8>);
+/// One entry of the whole state: the unit of snapshot streams.
+pub type TableEntry = (Table, Vec<u8>, Vec<u8>);
+pub type KvIter<'a> = Box<dyn Iterator<Item = Result<KvPair, StoreError>> + 'a>;
+
+/// Iteration direction of a range scan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Forward,
+    Reverse,
+}
+
+/// One atomic set of puts and deletes.
+#[derive(Debug, Default, Clone)]
+pub struct WriteBatch {
+    pub ops: Vec<(Table, Vec<u8>, Option<Vec<u8>>)>,
+}
+
+impl WriteBatch {
+    pub fn put(&mut self, table: Table, key: Vec<u8>, value: Vec<u8>) {
+        self.ops.push((table, key, Some(value)));
+    }
+    pub fn delete(&mut self, table: Table, key: Vec<u8>) {
+        self.ops.push((table, key, None));
+    }
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+}
+
+/// Ordered key-value storage with atomic batches.
+pub trait Store: Send + Sync {
+    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// Keys in `[start, end)` (`end = None`: to the end of the table), in `dir` order.
+    fn scan<'a>(
+        &'a self,
+        table: Table,
+        start: &[u8],
+        end: Option<&[u8]>,
+        dir: Direction,
+    ) -> Result<KvIter<'a>, StoreError>;
+
+    /// Apply the batch atomically and durably enough for the caller (RocksDB: one WriteBatch).
+    fn write(&mut self, batch: WriteBatch) -> Result<(), StoreError>;
+
+    /// Remove everything (before installing a snapshot).
+    fn clear(&mut self) -> Result<(), StoreError>;
+}
+
+/// In-memory store for tests and the reference model.
+#[derive(Debug, Default, Clone)]
+pub struct MemStore {
+    tables: BTreeMap<Table, BTreeMap<Vec<u8>, Vec<u8>>>,
+}
+
+impl MemStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// Bounds of the `[start, end)` range as `BTreeMap` bounds.
+pub(crate) fn range_bounds<'k>(
+    start: &'k [u8],
+    end: Option<&'k [u8]>,
+) -> (Bound<&'k [u8]>, Bound<&'k [u8]>) {
+    (
+        Bound::Included(start),
+        match end {
+            Some(e) => Bound::Excluded(e),
+            None => Bound::Unbounded,
+        },
+    )
+}
+
+impl Store for MemStore {
+    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.tables.get(&table).and_then(|t| t.get(key)).cloned())
+    }
+
+    fn scan<'a>(
+        &'a self,
+        table: Table,
+        start: &[u8],
+        end: Option<&[u8]>,
+        dir: Direction,
+    ) -> Result<KvIter<'a>, StoreError> {
+        let Some(t) = self.tables.get(&table) else {
+            return Ok(Box::new(std::iter::empty()));
+        };
+        if end.is_some_and(|e| e <= start) {
+            return Ok(Box::new(std::iter::empty()));
+        }
+        let range = t.range::<[u8], _>(range_bounds(start, end));
+        let map = |(k, v): (&Vec<u8>, &Vec<u8>)| Ok((k.clone(), v.clone()));
+        Ok(match dir {
+            Direction::Forward => Box::new(range.map(map)),
+            Direction::Reverse => Box::new(range.rev().map(map)),
+        })
+    }
+
+    fn write(&mut self, batch: WriteBatch) -> Result<(), StoreError> {
+        for (table, key, value) in batch.ops {
+            let t = self.tables.entry(table).or_default();
+            match value {
+                Some(v) => {
+                    t.insert(key, v);
+                }
+                None => {
+                    t.remove(&key);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn clear(&mut self) -> Result<(), StoreError> {
+        self.tables.clear();
+        Ok(())
+    }
+}

@@ -1,0 +1,97 @@
+//! The audit chains: `Audit` (org ‖ seq → [`AuditRow`]) and `AuditHeads` (org → [`AuditHead`]).
+//! How a row is hashed is [`crate::model::audit`].
+
+use crate::model::audit::{row_hash, AuditHead, AuditRow};
+use crate::storage::keys::{prefix_end, Key};
+use crate::storage::{Direction, Store, StoreError, Table, Txn};
+use crate::tables::Db;
+
+fn row_key(org: &str, seq: u64) -> Vec<u8> {
+    Key::new().str(org).u64(seq).build()
+}
+
+fn head_key(org: &str) -> Vec<u8> {
+    Key::new().str(org).build()
+}
+
+pub(crate) fn head<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    org: &str,
+) -> Result<AuditHead, StoreError> {
+    Ok(txn
+        .get(Table::AuditHeads, &head_key(org))?
+        .unwrap_or_default())
+}
+
+pub(crate) fn put_head(cx: &mut Db<'_, '_>, org: &str, head: &AuditHead) {
+    cx.txn.put(Table::AuditHeads, head_key(org), head);
+}
+
+/// Append a row to `org`'s chain at `t`, by `actor` (empty: none), and move the head.
+pub(crate) fn append(
+    cx: &mut Db<'_, '_>,
+    actor: &str,
+    org: &str,
+    action: &str,
+    channel: Option<&str>,
+    detail: Option<String>,
+) -> Result<AuditRow, StoreError> {
+    let mut tip = head(cx.txn, org)?;
+    let mut row = AuditRow {
+        seq: tip.count,
+        ts: cx.t,
+        actor: (!actor.is_empty()).then(|| actor.to_string()),
+        action: action.to_string(),
+        channel_id: channel.map(str::to_string),
+        org: org.to_string(),
+        detail,
+        prev_hash: tip.head_hash,
+        hash: [0; 32],
+    };
+    row.hash = row_hash(&row.prev_hash, &row);
+    cx.txn.put(Table::Audit, row_key(org, row.seq), &row);
+    tip.count += 1;
+    tip.head_hash = row.hash;
+    put_head(cx, org, &tip);
+    Ok(row)
+}
+
+/// Rows of `org` from `from_seq`, at most `limit`.
+pub(crate) fn list<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    org: &str,
+    from_seq: u64,
+    limit: usize,
+) -> Result<Vec<AuditRow>, StoreError> {
+    let start = row_key(org, from_seq);
+    let end = prefix_end(&head_key(org));
+    let mut out = Vec::new();
+    for item in txn
+        .scan(Table::Audit, &start, end.as_deref(), Direction::Forward)?
+        .take(limit)
+    {
+        out.push(Txn::<S>::decode(Table::Audit, &item?.1)?);
+    }
+    Ok(out)
+}
+
+/// Every row of `org`'s chain in seq order, lazily.
+pub(crate) fn chain<'a, S: Store + ?Sized>(
+    txn: &'a Txn<'_, S>,
+    org: &str,
+) -> Result<impl Iterator<Item = Result<AuditRow, StoreError>> + 'a, StoreError> {
+    let scan = txn.scan_prefix(Table::Audit, &head_key(org), Direction::Forward)?;
+    Ok(scan.map(|item| item.and_then(|(_, v)| Txn::<S>::decode(Table::Audit, &v))))
+}
+
+/// Every org that has a chain.
+pub(crate) fn orgs<S: Store + ?Sized>(txn: &Txn<'_, S>) -> Result<Vec<String>, StoreError> {
+    let mut out = Vec::new();
+    for item in txn.scan(Table::AuditHeads, &[], None, Direction::Forward)? {
+        let (key, _) = item?;
+        if let Some(name) = key.get(4..).and_then(|b| std::str::from_utf8(b).ok()) {
+            out.push(name.to_string());
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,97 @@
+//! The lane tables. `Lanes`: lane → [`LaneState`]. `LanePending`: lane ‖ created_at ‖ seq → ()
+//! for pending rows, so a lane's pending rows sort in lane order and its head is the first key
+//! of its prefix (one seek, O(log n) in the lane's depth). `LaneInflight`: lane ‖ seq → () for
+//! inflight rows. The order itself (and who may claim from a lane) is
+//! [`crate::rules::fifo`]'s; this module only encodes it.
+
+use crate::model::ids::{Millis, RowId};
+use crate::model::lane::{LaneKey, LaneState};
+use crate::storage::keys::{read_u64, trailing_u64, Key};
+use crate::storage::{Direction, Store, StoreError, Table, Txn};
+use crate::tables::Db;
+
+/// The key prefix shared by every index entry of this lane (and its `Lanes` key).
+fn prefix(lane: &LaneKey) -> Vec<u8> {
+    Key::new().u8(lane.stage.tag()).str(&lane.name).build()
+}
+
+pub(crate) fn pending_key(lane: &LaneKey, created_at: Millis, row: RowId) -> Vec<u8> {
+    Key::new()
+        .bytes(&prefix(lane))
+        .u64(created_at)
+        .u64(row.0)
+        .build()
+}
+
+pub(crate) fn inflight_key(lane: &LaneKey, row: RowId) -> Vec<u8> {
+    Key::new().bytes(&prefix(lane)).u64(row.0).build()
+}
+
+pub(crate) fn state<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    lane: &LaneKey,
+) -> Result<LaneState, StoreError> {
+    Ok(txn.get(Table::Lanes, &prefix(lane))?.unwrap_or_default())
+}
+
+pub(crate) fn put_state(cx: &mut Db<'_, '_>, lane: &LaneKey, state: &LaneState) {
+    cx.txn.put(Table::Lanes, prefix(lane), state);
+}
+
+/// The first pending row of the lane in lane order: one seek.
+pub(crate) fn first_pending<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    lane: &LaneKey,
+) -> Result<Option<RowId>, StoreError> {
+    let mut it = txn.scan_prefix(Table::LanePending, &prefix(lane), Direction::Forward)?;
+    match it.next() {
+        None => Ok(None),
+        Some(Err(e)) => Err(e),
+        Some(Ok((key, _))) => Ok(trailing_u64(&key).map(RowId)),
+    }
+}
+
+/// The lane's pending rows in lane order, lazily.
+pub(crate) fn pending<'a, S: Store + ?Sized>(
+    txn: &'a Txn<'_, S>,
+    lane: &LaneKey,
+) -> Result<impl Iterator<Item = Result<RowId, StoreError>> + 'a, StoreError> {
+    let scan = txn.scan_prefix(Table::LanePending, &prefix(lane), Direction::Forward)?;
+    Ok(scan.filter_map(|item| match item {
+        Ok((key, _)) => trailing_u64(&key).map(|id| Ok(RowId(id))),
+        Err(e) => Some(Err(e)),
+    }))
+}
+
+/// Inflight rows of the lane, in seq order.
+pub(crate) fn inflight<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    lane: &LaneKey,
+) -> Result<Vec<RowId>, StoreError> {
+    let mut out = Vec::new();
+    for item in txn.scan_prefix(Table::LaneInflight, &prefix(lane), Direction::Forward)? {
+        let (key, _) = item?;
+        if let Some(id) = trailing_u64(&key) {
+            out.push(RowId(id));
+        }
+    }
+    Ok(out)
+}
+
+/// Pending count and the head's `created_at`.
+pub(crate) fn depth<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    lane: &LaneKey,
+) -> Result<(u64, Option<Millis>), StoreError> {
+    let prefix = prefix(lane);
+    let mut count = 0u64;
+    let mut oldest = None;
+    for item in txn.scan_prefix(Table::LanePending, &prefix, Direction::Forward)? {
+        let (key, _) = item?;
+        if oldest.is_none() {
+            oldest = read_u64(&key, prefix.len());
+        }
+        count += 1;
+    }
+    Ok((count, oldest))
+}

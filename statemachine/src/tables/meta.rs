@@ -1,0 +1,44 @@
+//! `Meta`: the counters ([`MetaState`] under `state`) and the Raft adapter's own entries
+//! (under `ext/`, opaque to the state machine). Read straight from the store: the state machine
+//! loads them when it opens a store or installs a snapshot.
+
+use crate::model::meta::MetaState;
+use crate::storage::keys::meta::{EXTERNAL_PREFIX, STATE};
+use crate::storage::{Store, StoreError, Table, Txn};
+
+fn external_key(key: &[u8]) -> Vec<u8> {
+    let mut k = EXTERNAL_PREFIX.to_vec();
+    k.extend_from_slice(key);
+    k
+}
+
+/// The counters kept in `store` (an empty store: all zero).
+pub(crate) fn load<S: Store + ?Sized>(store: &S) -> Result<MetaState, StoreError> {
+    match store.get(Table::Meta, STATE)? {
+        Some(bytes) => Txn::<S>::decode(Table::Meta, &bytes),
+        None => Ok(MetaState::default()),
+    }
+}
+
+pub(crate) fn save<S: Store + ?Sized>(txn: &mut Txn<'_, S>, meta: &MetaState) {
+    txn.put(Table::Meta, STATE.to_vec(), meta);
+}
+
+/// Set (`Some`) or delete an adapter-owned entry.
+pub(crate) fn put_external<S: Store + ?Sized>(
+    txn: &mut Txn<'_, S>,
+    key: &[u8],
+    value: Option<&Vec<u8>>,
+) {
+    match value {
+        Some(v) => txn.put_raw(Table::Meta, external_key(key), v.clone()),
+        None => txn.delete(Table::Meta, external_key(key)),
+    }
+}
+
+pub(crate) fn external<S: Store + ?Sized>(
+    store: &S,
+    key: &[u8],
+) -> Result<Option<Vec<u8>>, StoreError> {
+    store.get(Table::Meta, &external_key(key))
+}

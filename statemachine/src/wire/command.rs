@@ -1,0 +1,536 @@
+//! Commands: what travels in the Raft log.
+//!
+//! Every command is wrapped in an [`Envelope`] carrying the proposer's clock reading and the
+//! acting principal, so `apply` needs neither a clock nor a session. Each command is a struct of
+//! its own, carried by the [`Command`] variant of the same name; what it does is its `Apply`
+//! implementation, next to the rest of its family in [`crate::apply`].
+//!
+//! The encoding is pinned by `tests/golden_wire.rs` (golden bytes in `tests/golden/*.hex`):
+//! bincode writes a variant as its position followed by its fields in declaration order, so a
+//! new command goes at the end of [`Command`], and a struct's fields are never reordered. A
+//! newtype variant holding a struct encodes exactly like the struct variant it replaced.
+
+use crate::model::config::{ConfigDoc, RetryPolicy};
+use crate::model::ids::{ApprovalId, Fence, MessageId, Millis, RowId};
+use crate::model::principal::Role;
+use crate::model::row::Stage;
+use crate::wire::rewrite::Rewrite;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A command as proposed: stamped with the proposer's wall clock and the acting principal.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// The proposer's clock. The state machine clamps it monotonic: `t = max(now_ms, last_t)`.
+    pub now_ms: Millis,
+    /// Principal name recorded in audit rows and approvals.
+    pub actor: String,
+    /// Makes a retried write exactly-once: a second envelope with the same `(actor,
+    /// request_id)` gets the first one's answer back and changes nothing (see
+    /// [`crate::apply::request`]). The proposer sets it; `None` applies every time.
+    pub request_id: Option<String>,
+    pub command: Command,
+}
+
+impl Envelope {
+    pub fn new(now_ms: Millis, actor: impl Into<String>, command: Command) -> Self {
+        Self {
+            now_ms,
+            actor: actor.into(),
+            request_id: None,
+            command,
+        }
+    }
+
+    /// The same envelope, remembered under `request_id`.
+    pub fn with_request_id(mut self, request_id: impl Into<String>) -> Self {
+        self.request_id = Some(request_id.into());
+        self
+    }
+}
+
+/// The complete command set (docs/SPEC.md §2.7), one variant per command struct. Encoded by
+/// position: see the module docs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Command {
+    // --- producing ---
+    EnqueueIngress(EnqueueIngress),
+    RecordReceived(RecordReceived),
+    EnqueueMessage(EnqueueMessage),
+    // --- claiming ---
+    ClaimReady(ClaimReady),
+    ClaimNextFifo(ClaimNextFifo),
+    RenewLeases(RenewLeases),
+    ReclaimExpired(ReclaimExpired),
+    ReleaseLane(ReleaseLane),
+    // --- handoffs and completions (all fenced) ---
+    RouteHandoff(RouteHandoff),
+    Handoff(Handoff),
+    TransformHandoff(TransformHandoff),
+    MarkDone(MarkDone),
+    CompleteWithResponse(CompleteWithResponse),
+    IngressHandoff(IngressHandoff),
+    MarkFailed(MarkFailed),
+    DeadLetterNow(DeadLetterNow),
+    // --- operator actions ---
+    Replay(Replay),
+    ReplayDead(ReplayDead),
+    CancelQueued(CancelQueued),
+    PutConfig(PutConfig),
+    // --- state, reference, retention ---
+    WriteReferenceSnapshot(WriteReferenceSnapshot),
+    PurgeMessageBodies(PurgeMessageBodies),
+    PurgeDeadLetters(PurgeDeadLetters),
+    PurgeState(PurgeState),
+    /// Carries nothing, so it stays a unit variant; [`ExpireRecords`] is its struct for `apply`.
+    ExpireRecords,
+    // --- audit ---
+    RecordAudit(RecordAudit),
+    SealAuditEpoch(SealAuditEpoch),
+    // --- approvals ---
+    CreateApproval(CreateApproval),
+    DecideApproval(DecideApproval),
+    // --- principals ---
+    PutPrincipal(PutPrincipal),
+    RevokePrincipal(RevokePrincipal),
+    // --- group commit ---
+    Batch(Batch),
+    // --- encryption at rest (docs/SPEC.md §2.6) ---
+    RewriteValues(RewriteValues),
+    // --- claiming, continued ---
+    DoneThenClaimNext(DoneThenClaimNext),
+}
+
+impl Command {
+    /// Short name for logs and metrics.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::EnqueueIngress(_) => "enqueue_ingress",
+            Command::RecordReceived(_) => "record_received",
+            Command::EnqueueMessage(_) => "enqueue_message",
+            Command::ClaimReady(_) => "claim_ready",
+            Command::ClaimNextFifo(_) => "claim_next_fifo",
+            Command::RenewLeases(_) => "renew_leases",
+            Command::ReclaimExpired(_) => "reclaim_expired",
+            Command::ReleaseLane(_) => "release_lane",
+            Command::RouteHandoff(_) => "route_handoff",
+            Command::Handoff(_) => "handoff",
+            Command::TransformHandoff(_) => "transform_handoff",
+            Command::MarkDone(_) => "mark_done",
+            Command::CompleteWithResponse(_) => "complete_with_response",
+            Command::IngressHandoff(_) => "ingress_handoff",
+            Command::MarkFailed(_) => "mark_failed",
+            Command::DeadLetterNow(_) => "dead_letter_now",
+            Command::Replay(_) => "replay",
+            Command::ReplayDead(_) => "replay_dead",
+            Command::CancelQueued(_) => "cancel_queued",
+            Command::PutConfig(_) => "put_config",
+            Command::WriteReferenceSnapshot(_) => "write_reference_snapshot",
+            Command::PurgeMessageBodies(_) => "purge_message_bodies",
+            Command::PurgeDeadLetters(_) => "purge_dead_letters",
+            Command::PurgeState(_) => "purge_state",
+            Command::ExpireRecords => "expire_records",
+            Command::RecordAudit(_) => "record_audit",
+            Command::SealAuditEpoch(_) => "seal_audit_epoch",
+            Command::CreateApproval(_) => "create_approval",
+            Command::DecideApproval(_) => "decide_approval",
+            Command::PutPrincipal(_) => "put_principal",
+            Command::RevokePrincipal(_) => "revoke_principal",
+            Command::Batch(_) => "batch",
+            Command::RewriteValues(_) => "rewrite_values",
+            Command::DoneThenClaimNext(_) => "done_then_claim_next",
+        }
+    }
+}
+
+// --- producing ---
+
+/// A new message on `channel`, with one ingress row (docs/SPEC.md §4.1).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnqueueIngress {
+    pub channel: String,
+    pub raw: String,
+    pub fields: MessageFields,
+    pub idempotency_key: Option<String>,
+}
+
+/// A message the producer already judged (filtered or in error): recorded, no rows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordReceived {
+    pub channel: String,
+    pub raw: String,
+    pub fields: MessageFields,
+    pub status: ReceivedStatus,
+    pub error: Option<String>,
+}
+
+/// A new message already routed by its producer: one outbound row per delivery.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnqueueMessage {
+    pub channel: String,
+    pub raw: String,
+    pub fields: MessageFields,
+    pub deliveries: Vec<Delivery>,
+    pub idempotency_key: Option<String>,
+}
+
+/// Optional descriptive fields of a new message.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageFields {
+    pub control_id: Option<String>,
+    pub message_type: Option<String>,
+    pub source_type: Option<String>,
+    pub summary: Option<String>,
+    /// JSON text.
+    pub metadata: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delivery {
+    pub destination: String,
+    pub payload: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReceivedStatus {
+    Filtered,
+    Error,
+}
+
+// --- claiming ---
+
+/// Up to `limit` due rows of `stage` for `owner`, in due order, unordered across lanes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimReady {
+    pub stage: Stage,
+    pub limit: u32,
+    pub channel: Option<String>,
+    pub destination: Option<String>,
+    pub owner: String,
+    pub ttl_ms: u64,
+}
+
+/// The head of one lane for `owner`, in strict FIFO order (docs/SPEC.md §4.3).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimNextFifo {
+    pub stage: Stage,
+    pub lane: String,
+    pub owner: String,
+    pub ttl_ms: u64,
+}
+
+/// Extend `owner`'s leases on these rows and on their lanes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RenewLeases {
+    pub ids: Vec<RowId>,
+    pub owner: String,
+    pub ttl_ms: u64,
+}
+
+/// Return every row whose lease expired to pending (of one stage, or all).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReclaimExpired {
+    pub stage: Option<Stage>,
+}
+
+/// Give a lane back before its lease ends; only its owner may.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReleaseLane {
+    pub stage: Stage,
+    pub lane: String,
+    pub owner: String,
+}
+
+/// MarkDone of a row, then ClaimNextFifo of the row's own lane for `owner`, in one entry: a FIFO
+/// lane worker's "finished this one, give me the next" costs one consensus round trip instead
+/// of two. Answers like ClaimNextFifo (`Outcome::FifoClaimed`); when the done is rejected
+/// nothing is applied, the claim included.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DoneThenClaimNext {
+    pub row_id: RowId,
+    pub fence: Fence,
+    pub owner: String,
+    pub ttl_ms: u64,
+}
+
+// --- handoffs and completions (all fenced) ---
+
+/// Ingress → routed: the ingress row is consumed, one routed row per handler.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouteHandoff {
+    pub row_id: RowId,
+    pub fence: Fence,
+    pub handlers: Vec<HandlerWork>,
+    pub disposition: RouteDisposition,
+}
+
+/// Ingress → outbound: the ingress row is consumed, one outbound row per delivery.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Handoff {
+    pub row_id: RowId,
+    pub fence: Fence,
+    pub deliveries: Vec<Delivery>,
+    pub disposition: HandoffDisposition,
+}
+
+/// Routed → outbound, with the transform's state changes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TransformHandoff {
+    pub row_id: RowId,
+    pub fence: Fence,
+    pub deliveries: Vec<Delivery>,
+    pub state_ops: Vec<StateOp>,
+}
+
+/// The row's work is done.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MarkDone {
+    pub row_id: RowId,
+    pub fence: Fence,
+}
+
+/// An outbound row is done and the destination answered: the response is captured, and
+/// re-ingested on `reingress_to` if given.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompleteWithResponse {
+    pub row_id: RowId,
+    pub fence: Fence,
+    pub body: String,
+    pub outcome: String,
+    pub detail: Option<String>,
+    pub reingress_to: Option<String>,
+}
+
+/// Response → a new message on `loopback_channel`, correlated with its origin.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IngressHandoff {
+    pub row_id: RowId,
+    pub fence: Fence,
+    pub loopback_channel: String,
+    pub depth_cap: u32,
+}
+
+/// An attempt failed: retry after the policy's backoff, or dead-letter the row.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MarkFailed {
+    pub row_id: RowId,
+    pub fence: Fence,
+    pub error: String,
+    pub retry: RetryPolicy,
+}
+
+/// Dead-letter a row at once (a worker under its fence, or an operator without one).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadLetterNow {
+    pub row_id: RowId,
+    pub fence: Option<Fence>,
+    pub error: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandlerWork {
+    pub handler: String,
+    pub payload: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StateOp {
+    pub namespace: String,
+    pub key: String,
+    /// JSON text.
+    pub value: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RouteDisposition {
+    Routed,
+    Unrouted,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HandoffDisposition {
+    Routed,
+    Filtered,
+    Unrouted,
+}
+
+// --- operator actions ---
+
+/// Recover a message's stuck rows, or re-send its done ones.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Replay {
+    pub message_id: MessageId,
+}
+
+/// Requeue dead outbound rows matching the filters.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplayDead {
+    pub channel: Option<String>,
+    pub destination: Option<String>,
+}
+
+/// Cancel pending rows queued to a destination (all, or only the head).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CancelQueued {
+    pub destination: String,
+    pub channel: Option<String>,
+    pub top_only: bool,
+}
+
+/// Compare-and-set the configuration document.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PutConfig {
+    pub expected_version: u64,
+    pub config: ConfigDoc,
+}
+
+// --- state, reference, retention ---
+
+/// Replace a named reference snapshot whole.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriteReferenceSnapshot {
+    pub name: String,
+    pub version: u64,
+    pub rows: BTreeMap<String, String>,
+}
+
+/// Blank the bodies of ended messages received before `older_than`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PurgeMessageBodies {
+    pub older_than: Millis,
+}
+
+/// Blank payload and error of dead outbound rows that died before `older_than`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PurgeDeadLetters {
+    pub older_than: Millis,
+}
+
+/// Delete transform state set before `older_than`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PurgeState {
+    pub older_than: Millis,
+}
+
+/// Drop idempotency keys and decided/expired approvals whose time has passed
+/// ([`Command::ExpireRecords`], a unit variant).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExpireRecords;
+
+// --- audit ---
+
+/// Append a row to an org's audit chain.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordAudit {
+    pub action: String,
+    pub channel: Option<String>,
+    pub org: Option<String>,
+    pub detail: Option<String>,
+}
+
+/// Close the current era of an org's chain with a seal row.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SealAuditEpoch {
+    pub org: String,
+}
+
+// --- approvals ---
+
+/// Ask a second principal to approve an operation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateApproval {
+    pub operation: String,
+    pub params: String,
+    pub ttl_ms: u64,
+}
+
+/// Approve or reject a pending approval.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecideApproval {
+    pub id: ApprovalId,
+    pub approve: bool,
+}
+
+// --- principals ---
+
+/// Create or replace an API principal.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PutPrincipal {
+    pub name: String,
+    /// Hex SHA-256 of the bearer token; the token itself never enters the log.
+    pub token_hash: String,
+    pub role: Role,
+    pub channels: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RevokePrincipal {
+    pub name: String,
+}
+
+// --- group commit ---
+
+/// Many proposals in one log entry, so they share one append and one fsync. Each envelope is
+/// applied as if it had its own entry: its own clock reading, actor, rollback on rejection, and
+/// operation id (see [`op_id`]). A batch may not contain a batch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Batch {
+    pub commands: Vec<Envelope>,
+}
+
+/// Largest number of envelopes in one [`Command::Batch`].
+pub const MAX_BATCH: usize = 4096;
+
+/// Operation ids of batched envelopes start here: above any log index a cluster will reach, below
+/// 2^53 so they stay exact in JSON numbers everywhere.
+pub const BATCH_OP_BASE: u64 = 1 << 52;
+
+/// The operation id of envelope `position` of the batch at log `index`: what fences and approval
+/// ids are made of. A plain entry's operation id is its log index; a batched envelope's is
+/// `BATCH_OP_BASE + index × MAX_BATCH + position`, unique and increasing within the batch.
+pub fn op_id(index: u64, position: usize) -> u64 {
+    BATCH_OP_BASE
+        .saturating_add(index.saturating_mul(MAX_BATCH as u64))
+        .saturating_add(position as u64)
+}
+
+/// When operation `op` was applied, the inverse of [`op_id`]: `(log index, position)`, position
+/// 0 for a plain entry and `1 + position` inside a batch. Ordering these pairs orders operations
+/// by apply time; ordering raw operation ids does not once batches are involved (a batched id is
+/// larger than any plain one). Checkers of histories (the chaos suite) order fences with it.
+pub fn op_order(op: u64) -> (u64, u64) {
+    match op.checked_sub(BATCH_OP_BASE) {
+        Some(r) => (r / MAX_BATCH as u64, r % MAX_BATCH as u64 + 1),
+        None => (op, 0),
+    }
+}
+
+// --- encryption at rest (docs/SPEC.md §2.6) ---
+
+/// Key rotation: compare-and-set each covered value to its re-encryption, made by the proposer
+/// (see [`crate::wire::rewrite`] and [`crate::apply::rewrite`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RewriteValues {
+    pub items: Vec<Rewrite>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn op_ids_decode_to_apply_order() {
+        assert_eq!(op_order(1000), (1000, 0));
+        assert_eq!(op_order(op_id(500, 3)), (500, 4));
+        assert_eq!(op_order(op_id(7, MAX_BATCH - 1)), (7, MAX_BATCH as u64));
+        // A batched op at index 500 came before a plain entry at index 1000, though its id is
+        // larger; and a batch's envelopes come after a plain entry at the same index.
+        assert!(op_id(500, 3) > 1000);
+        assert!(op_order(op_id(500, 3)) < op_order(1000));
+        assert!(op_order(op_id(1000, 0)) > op_order(1000));
+        assert!(op_order(op_id(1000, 0)) < op_order(op_id(1000, 1)));
+    }
+}

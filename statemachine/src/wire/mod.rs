@@ -1,0 +1,17 @@
+//! The wire: what travels in the Raft log and back. Commands in their [`Envelope`]s, their
+//! answers ([`Outcome`], [`Rejection`], [`Response`]), the key-rotation targets, and the codec
+//! that encodes all of them (and every stored value).
+//!
+//! Built from [`crate::model`] types (ids, stages, roles, the configuration document) and from
+//! nothing else of the crate. The encoding of every type here is pinned by
+//! `tests/golden_wire.rs`.
+
+pub mod codec;
+pub mod command;
+pub mod outcome;
+pub mod rejection;
+pub mod rewrite;
+
+pub use command::{Command, Envelope};
+pub use outcome::{ClaimedRow, FifoEmpty, Outcome, Response};
+pub use rejection::Rejection;

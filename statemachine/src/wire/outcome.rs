@@ -1,0 +1,74 @@
+//! The answers of commands: what `apply` returns for each, as it travels back to the proposer
+//! and as a remembered answer is stored (see [`crate::apply::request`]). Encoded by position
+//! like commands; pinned by `tests/golden_wire.rs`.
+
+use crate::model::ids::{ApprovalId, Fence, MessageId, Millis, RowId};
+use crate::model::row::Stage;
+use crate::wire::rejection::Rejection;
+use serde::{Deserialize, Serialize};
+
+/// A claimed row as handed to a worker.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimedRow {
+    pub row_id: RowId,
+    pub message_id: MessageId,
+    pub stage: Stage,
+    pub channel_id: String,
+    pub destination_name: Option<String>,
+    pub handler_name: Option<String>,
+    pub payload: String,
+    pub attempts: u32,
+    pub fence: Fence,
+    pub lease_expires_at: Millis,
+}
+
+/// Why a FIFO claim returned nothing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FifoEmpty {
+    /// No pending row in the lane.
+    Empty,
+    /// The head is backing off until `due_at`; the lane waits for it.
+    NotDue { due_at: Millis },
+    /// Another owner holds the lane.
+    LaneBusy { holder: String, expires_at: Millis },
+}
+
+/// The successful result of a command.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Outcome {
+    Enqueued {
+        message_id: MessageId,
+        duplicate: bool,
+    },
+    Claimed(Vec<ClaimedRow>),
+    FifoClaimed(Result<ClaimedRow, FifoEmpty>),
+    /// Number of rows (or records) affected.
+    Count(u64),
+    /// A handoff; `false` when the row was already consumed under this fence (idempotent retry).
+    HandedOff(bool),
+    /// IngressHandoff: the child message, or `None` when the row was dead-lettered instead.
+    Reingressed(Option<MessageId>),
+    /// MarkFailed: the row's new status.
+    Failed {
+        dead: bool,
+        next_attempt_at: Millis,
+    },
+    ConfigVersion(u64),
+    Audit {
+        seq: u64,
+        hash: String,
+    },
+    Approval(ApprovalId),
+    Done,
+    /// The responses of a [`Command::Batch`](crate::wire::command::Command::Batch), in order.
+    Batch(Vec<Response>),
+    /// A retried request (same actor and request id) that was already applied at `index`:
+    /// its first answer, unchanged, and nothing was applied again.
+    Repeated {
+        index: u64,
+        response: Box<Response>,
+    },
+}
+
+/// What `apply` returns for one command.
+pub type Response = Result<Outcome, Rejection>;

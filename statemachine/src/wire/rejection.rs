@@ -1,0 +1,79 @@
+//! Rejections: why a command did not apply. A rejected command is a no-op (nothing changed, not
+//! even the clock). Encoded by position; pinned by `tests/golden_wire.rs`.
+
+use crate::model::ids::{ApprovalId, Fence, MessageId, Millis, RowId};
+use serde::{Deserialize, Serialize};
+
+/// A command that does not apply to the current state. Applied as a no-op: nothing changed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum Rejection {
+    #[error("{field}: {reason}")]
+    Invalid { field: String, reason: String },
+    #[error("message {0} not found")]
+    UnknownMessage(MessageId),
+    #[error("row {0} not found")]
+    UnknownRow(RowId),
+    #[error("approval {0} not found")]
+    UnknownApproval(ApprovalId),
+    #[error("principal {0} not found")]
+    UnknownPrincipal(String),
+    #[error("row {row} is {status}, expected {expected}")]
+    WrongStatus {
+        row: RowId,
+        status: String,
+        expected: String,
+    },
+    #[error("row {row} wrong stage {stage}")]
+    WrongStage { row: RowId, stage: String },
+    #[error("stale fence {presented} for row {row} (current {current:?})")]
+    StaleFence {
+        row: RowId,
+        presented: Fence,
+        current: Option<Fence>,
+    },
+    /// Never produced: a busy lane is not a rejection but an ordinary answer of a FIFO claim
+    /// ([`FifoEmpty::LaneBusy`](crate::wire::outcome::FifoEmpty::LaneBusy) inside
+    /// [`Outcome::FifoClaimed`](crate::wire::outcome::Outcome::FifoClaimed), docs/SPEC.md §4.3
+    /// step 1). It stays in place for the encoding, which `tests/golden_wire.rs` pins.
+    #[error("lane {lane} is held by {holder} until {expires_at}")]
+    LaneBusy {
+        lane: String,
+        holder: String,
+        expires_at: Millis,
+    },
+    #[error("config version mismatch: expected {expected}, current {current}")]
+    VersionMismatch { expected: u64, current: u64 },
+    #[error("approval {0} already decided")]
+    AlreadyDecided(ApprovalId),
+    #[error("approval {0} expired")]
+    ApprovalExpired(ApprovalId),
+    #[error("the approver must differ from the requester")]
+    SelfApproval,
+}
+
+impl Rejection {
+    pub fn invalid(field: &str, reason: impl Into<String>) -> Self {
+        Rejection::Invalid {
+            field: field.to_string(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Stable machine-readable code for APIs.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Rejection::Invalid { .. } => "invalid",
+            Rejection::UnknownMessage(_)
+            | Rejection::UnknownRow(_)
+            | Rejection::UnknownApproval(_)
+            | Rejection::UnknownPrincipal(_) => "not_found",
+            Rejection::WrongStatus { .. } | Rejection::WrongStage { .. } => "wrong_status",
+            Rejection::StaleFence { .. } => "stale_fence",
+            Rejection::LaneBusy { .. } => "lane_busy",
+            Rejection::VersionMismatch { .. } => "version_mismatch",
+            Rejection::AlreadyDecided(_) => "already_decided",
+            Rejection::ApprovalExpired(_) => "expired",
+            Rejection::SelfApproval => "self_approval",
+        }
+    }
+}
