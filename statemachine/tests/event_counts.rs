@@ -1,4 +1,4 @@
-#![allow(dead_code)] // shares cmd_support with commands.rs, which uses all of it
+#![allow(dead_code)] // shares cmd_support with tests/commands/, which uses all of it
 //! A message's events are numbered from its count in `Table::EventCounts` (a point read); a
 //! message stored without a count (before that table existed) is numbered after its last event.
 //! Either way a new event never overwrites an earlier one.

@@ -1,4 +1,4 @@
-//! Helpers for `tests/commands.rs`: a harness that applies commands at increasing log indexes
+//! Helpers for `tests/commands/`: a harness that applies commands at increasing log indexes
 //! under a test-controlled clock, plus short constructors for the commands the tests repeat.
 //!
 //! Named `cmd_support` so it cannot collide with helper modules of other test targets.

@@ -1,0 +1,59 @@
+//! The state machine's clock: proposer timestamps are clamped, and a rejection leaves it alone.
+
+use crate::harness::*;
+
+#[test]
+fn earlier_now_ms_is_clamped_to_the_clock_and_fifo_order_is_kept() {
+    let mut h = Harness::new();
+    h.advance(5_000);
+    let late = h.enqueue_message("orders", &[("d", "first")]);
+    // A proposer whose clock is 5 s behind.
+    let out = h.run_at(
+        T0,
+        ACTOR,
+        Command::EnqueueMessage(EnqueueMessage {
+            channel: "orders".into(),
+            raw: "second".into(),
+            fields: MessageFields::default(),
+            deliveries: vec![delivery("d", "second")],
+            idempotency_key: None,
+        }),
+    );
+    let (early, _) = enqueued(out.unwrap());
+    assert_eq!(h.clock(), T0 + 5_000);
+    assert_eq!(h.view(early).message.received_at, T0 + 5_000);
+    assert_eq!(h.view(early).events[0].ts, T0 + 5_000);
+    assert_eq!(h.row(RowId(1)).created_at, T0 + 5_000);
+    assert_eq!(h.view(late).rows[0].created_at, T0 + 5_000);
+    assert_eq!(
+        h.sm.read().lane_order(Stage::Outbound, "d", 10).unwrap(),
+        vec![RowId(0), RowId(1)]
+    );
+    // A claim proposed with the old clock gets its lease from t, not from now_ms.
+    let claimed = h
+        .run_at(T0, "a", fifo_cmd(Stage::Outbound, "d", "a", 1_000))
+        .unwrap();
+    match claimed {
+        Outcome::FifoClaimed(Ok(row)) => {
+            assert_eq!(row.row_id, RowId(0));
+            assert_eq!(row.lease_expires_at, T0 + 6_000);
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn a_rejected_command_does_not_even_advance_the_clock() {
+    let mut h = Harness::new();
+    h.enqueue("orders", "x");
+    let before = h.sm.meta().clone();
+    h.advance(500);
+    let rejected = h.run(Command::MarkDone(MarkDone {
+        row_id: RowId(77),
+        fence: Fence(1),
+    }));
+    assert_eq!(rejected, Err(Rejection::UnknownRow(RowId(77))));
+    assert_eq!(h.clock(), before.clock);
+    assert_eq!(h.sm.meta().next_message_id, before.next_message_id);
+    assert_eq!(h.sm.meta().next_row_id, before.next_row_id);
+}
