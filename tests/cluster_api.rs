@@ -2,8 +2,10 @@
 //! loopback HTTP, writes are committed by Raft, followers forward to the leader.
 
 use hyper::Method;
-use raftlane_api::client::contract::FifoEmptyReason;
-use raftlane_api::client::{Client, ClientError};
+use raftlane_api::client::contract::{
+    DeliveryBody, FifoEmptyReason, HandoffBody, RouteBody, RouteHandler, StateOpBody, TransformBody,
+};
+use raftlane_api::client::{Client, ClientError, RowAction};
 use raftlane_tests::{Http, Reply, TestCluster, ADMIN};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -29,7 +31,17 @@ async fn full_pipeline_through_a_follower_ends_processed() {
     assert_eq!(ingress.len(), 1);
     let row = &ingress[0];
     let r = c
-        .row(row.row_id.0, "route", json!({ "fence": row.fence.0, "handlers": [{ "handler": "hl7-to-fhir", "payload": row.payload }] }))
+        .row(
+            row.row_id.0,
+            RowAction::Route(RouteBody {
+                fence: row.fence,
+                handlers: vec![RouteHandler {
+                    handler: "hl7-to-fhir".into(),
+                    payload: row.payload.clone(),
+                }],
+                disposition: None,
+            }),
+        )
         .await
         .unwrap();
     assert_eq!(r["applied"], true);
@@ -43,9 +55,18 @@ async fn full_pipeline_through_a_follower_ends_processed() {
     let r = c
         .row(
             row.row_id.0,
-            "transform",
-            json!({ "fence": row.fence.0, "deliveries": [{ "destination": "ehr", "payload": "fhir-bundle" }],
-                     "state_ops": [{ "namespace": "lab", "key": "last", "value": 1 }] }),
+            RowAction::Transform(TransformBody {
+                fence: row.fence,
+                deliveries: vec![DeliveryBody {
+                    destination: "ehr".into(),
+                    payload: "fhir-bundle".into(),
+                }],
+                state_ops: vec![StateOpBody {
+                    namespace: "lab".into(),
+                    key: "last".into(),
+                    value: json!(1),
+                }],
+            }),
         )
         .await
         .unwrap();
@@ -93,9 +114,15 @@ async fn fifo_order_with_two_competing_workers_and_a_stale_fence() {
             .await
             .unwrap();
         let row = &rows[0];
-        c.row(row.row_id.0, "handoff", json!({ "fence": row.fence.0, "deliveries": [{ "destination": "billing", "payload": format!("{n}") }] }))
-            .await
-            .unwrap();
+        let handoff = RowAction::Handoff(HandoffBody {
+            fence: row.fence,
+            deliveries: vec![DeliveryBody {
+                destination: "billing".into(),
+                payload: format!("{n}"),
+            }],
+            disposition: None,
+        });
+        c.row(row.row_id.0, handoff).await.unwrap();
     }
     // Worker A takes the lane; B is refused while A's lane lease lives.
     let a = c

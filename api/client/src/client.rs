@@ -15,7 +15,8 @@ use hyper::{Method, StatusCode};
 use raftlane_contract::headers;
 use raftlane_contract::path::encode_segment;
 use raftlane_contract::{
-    ClaimedRow, ConfigWritten, Enqueued, ErrorDetail, FifoClaim, MessageId, StateDigest,
+    ClaimNext, ClaimedRow, ConfigWritten, DoneBody, Enqueued, ErrorDetail, FifoClaim, MessageId,
+    RowAction, RowActionItem, RowActionsRequest, StateDigest,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
@@ -92,6 +93,12 @@ impl ClientError {
             extra,
         }
     }
+}
+
+/// A request body that would not serialize (not expected of the contract's types; a map with
+/// non-string keys would do it).
+fn encode_error(e: serde_json::Error) -> ClientError {
+    ClientError::Decode(format!("request body: {e}"))
 }
 
 #[derive(Clone)]
@@ -309,40 +316,35 @@ impl Client {
         Self::decode(v["items"].clone())
     }
 
-    /// A fenced row action (`route`, `handoff`, `transform`, `done`, `response`, `fail`, `dead`,
-    /// `reingress`) with its JSON body.
-    pub async fn row(&self, row_id: u64, action: &str, body: Value) -> Result<Value, ClientError> {
+    /// A fenced row action: `POST /v1/rows/{row_id}/{action}` with the action's body. Answers
+    /// the action's own answer (e.g. `{"applied", "index"}` for a hand-off).
+    pub async fn row(&self, row_id: u64, action: RowAction) -> Result<Value, ClientError> {
+        let body = action.body().map_err(encode_error)?;
         self.request(
             Method::POST,
-            &format!("/v1/rows/{row_id}/{}", encode_segment(action)),
+            &format!("/v1/rows/{row_id}/{}", encode_segment(action.name())),
             Some(body),
         )
         .await
     }
 
-    /// Many fenced row actions in one request: `(row id, action, body)` each. Answers one
-    /// result per action, in order: the action's own answer, or `{"status", "error"}` for an
-    /// action the cluster refused (bad input refuses the whole request instead).
-    pub async fn row_actions(
-        &self,
-        actions: &[(u64, &str, Value)],
-    ) -> Result<Vec<Value>, ClientError> {
-        let actions: Vec<Value> = actions
-            .iter()
-            .map(|(row, action, body)| json!({ "row": row, "action": action, "body": body }))
-            .collect();
+    /// Many fenced row actions in one request (each on a different row, no `done` with
+    /// `claim_next`). Answers one result per action, in order: the action's own answer, or
+    /// `{"status", "error"}` for an action the cluster refused (bad input refuses the whole
+    /// request instead).
+    pub async fn row_actions(&self, actions: &[RowActionItem]) -> Result<Vec<Value>, ClientError> {
+        let body = serde_json::to_value(RowActionsRequest {
+            actions: actions.to_vec(),
+        })
+        .map_err(encode_error)?;
         let mut v = self
-            .request(
-                Method::POST,
-                "/v1/rows/actions",
-                Some(json!({ "actions": actions })),
-            )
+            .request(Method::POST, "/v1/rows/actions", Some(body))
             .await?;
         Self::decode(v["results"].take())
     }
 
     pub async fn done(&self, row: &ClaimedRow) -> Result<Value, ClientError> {
-        self.row(row.row_id.0, "done", json!({ "fence": row.fence.0 }))
+        self.row(row.row_id.0, RowAction::Done(DoneBody::new(row.fence)))
             .await
     }
 
@@ -353,11 +355,14 @@ impl Client {
         owner: &str,
         ttl_ms: u64,
     ) -> Result<FifoClaim, ClientError> {
-        let body = json!({
-            "fence": row.fence.0,
-            "claim_next": { "owner": owner, "ttl_ms": ttl_ms },
+        let action = RowAction::Done(DoneBody {
+            fence: row.fence,
+            claim_next: Some(ClaimNext {
+                owner: owner.to_string(),
+                ttl_ms,
+            }),
         });
-        let mut v = self.row(row.row_id.0, "done", body).await?;
+        let mut v = self.row(row.row_id.0, action).await?;
         Self::decode(v["next"].take())
     }
 

@@ -7,7 +7,7 @@ use crate::backend;
 use crate::error::{ApiError, ApiResult};
 use axum::extract::State;
 use axum::Json;
-use raftlane_contract::FifoClaim;
+use raftlane_contract::{ClaimNext, DeliveryBody, FifoClaim, RetryBody, RowAction};
 use raftlane_statemachine::model::config::RetryPolicy;
 use raftlane_statemachine::wire::command::{
     CancelQueued, ClaimNextFifo, ClaimReady, CompleteWithResponse, DeadLetterNow, Delivery,
@@ -358,105 +358,6 @@ pub async fn renew(
 
 // --- fenced row actions ---
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RouteBody {
-    fence: u64,
-    handlers: Vec<HandlerBody>,
-    disposition: Option<RouteDisposition>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct HandlerBody {
-    handler: String,
-    #[serde(default)]
-    payload: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DeliveryBody {
-    destination: String,
-    #[serde(default)]
-    payload: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct HandoffBody {
-    fence: u64,
-    deliveries: Vec<DeliveryBody>,
-    disposition: Option<HandoffDisposition>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct StateOpBody {
-    namespace: String,
-    key: String,
-    value: Value,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TransformBody {
-    fence: u64,
-    deliveries: Vec<DeliveryBody>,
-    #[serde(default)]
-    state_ops: Vec<StateOpBody>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DoneBody {
-    fence: u64,
-    /// Also claim the next row of the finished row's lane, in the same command.
-    claim_next: Option<FifoClaimBody>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ResponseBody {
-    fence: u64,
-    body: String,
-    outcome: String,
-    detail: Option<String>,
-    reingress_to: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RetryBody {
-    max_attempts: Option<u32>,
-    backoff_ms: u64,
-    multiplier: f64,
-    max_backoff_ms: u64,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FailBody {
-    fence: u64,
-    error: String,
-    retry: Option<RetryBody>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DeadBody {
-    fence: Option<u64>,
-    error: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ReingressBody {
-    fence: u64,
-    loopback_channel: String,
-    depth_cap: Option<u32>,
-}
-
 /// `done` with `claim_next`: the row is marked done and its lane's next row claimed for
 /// `next.owner` in one command (one consensus round trip instead of two for a FIFO worker).
 /// Answers `{"ok": true, "index": …, "next": <the FIFO claim's answer>}`.
@@ -465,7 +366,7 @@ async fn done_then_claim_next(
     caller: &Caller,
     row: &raftlane_statemachine::row::WorkRow,
     fence: Fence,
-    next: FifoClaimBody,
+    next: ClaimNext,
 ) -> ApiResult<Value> {
     check_name("claim_next.owner", &next.owner)?;
     checks::ttl("claim_next.ttl_ms", next.ttl_ms)?;
@@ -574,20 +475,15 @@ pub async fn row_action(
 }
 
 /// The fenced row actions, as named in `POST /v1/rows/{id}/{action}`.
-const ROW_ACTIONS: [&str; 8] = [
-    "route",
-    "handoff",
-    "transform",
-    "done",
-    "response",
-    "fail",
-    "dead",
-    "reingress",
-];
+const ROW_ACTIONS: [&str; 8] = RowAction::NAMES;
 
 /// Most actions in one `POST /v1/rows/actions`.
 pub const MAX_ROW_ACTIONS: usize = 256;
 
+/// [`raftlane_contract::RowActionsRequest`] with each item's action still a name and its body
+/// still any JSON: an item's body is parsed only after its action name is known, its row is
+/// not a repeat and the caller may act on that row, so a batch's errors come in item order and
+/// name the item (`actions[3].body.fence`), as each would from its own route.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RowActionsBody {
@@ -686,12 +582,14 @@ enum RowCommand {
     DoneThenClaim {
         row: raftlane_statemachine::row::WorkRow,
         fence: Fence,
-        next: FifoClaimBody,
+        next: ClaimNext,
     },
 }
 
-/// Check a row action against the caller's scope and turn its body into the command to
-/// propose; an action not in [`ROW_ACTIONS`] is a 404, as for an unknown route.
+/// Check a row action against the caller's scope, parse its body as the action's typed body
+/// and turn it into the command to propose; an action not in [`ROW_ACTIONS`] is a 404, as for
+/// an unknown route. The scope comes first: a caller learns nothing of a row outside it from
+/// how its body is refused.
 async fn prepare_action(
     state: &AppState,
     caller: &Caller,
@@ -699,6 +597,39 @@ async fn prepare_action(
     action: &str,
     body: &[u8],
 ) -> ApiResult<RowCommand> {
+    let row = scoped_row(state, caller, row_id).await?;
+    let action = parse_row_action(action, body)?;
+    row_command(state, row_id, row, action).await
+}
+
+/// `body` as the typed body of the action named `name` (`400` naming the member at fault), or
+/// `404` for a name not in [`ROW_ACTIONS`].
+fn parse_row_action(name: &str, body: &[u8]) -> ApiResult<RowAction> {
+    Ok(match name {
+        "route" => RowAction::Route(parse_json(body)?),
+        "handoff" => RowAction::Handoff(parse_json(body)?),
+        "transform" => RowAction::Transform(parse_json(body)?),
+        "done" => RowAction::Done(parse_json(body)?),
+        "response" => RowAction::Response(parse_json(body)?),
+        "fail" => RowAction::Fail(parse_json(body)?),
+        "dead" => RowAction::Dead(parse_json(body)?),
+        "reingress" => RowAction::Reingress(parse_json(body)?),
+        other => {
+            return Err(ApiError::not_found(format!(
+                "unknown row action '{other}' ({})",
+                ROW_ACTIONS.join(", ")
+            )))
+        }
+    })
+}
+
+/// The row a row action names, once the caller may act on it: `None` when it does not exist
+/// (for a caller scoped to channels that is a 404 already).
+async fn scoped_row(
+    state: &AppState,
+    caller: &Caller,
+    row_id: RowId,
+) -> ApiResult<Option<raftlane_statemachine::row::WorkRow>> {
     // Scope and retry defaults need the row. A local read is enough when it finds the row (a
     // row's channel and destination never change); when it does not, this node may simply lag
     // behind the claim the worker holds, so only a linearizable read may say "not found".
@@ -712,9 +643,19 @@ async fn prepare_action(
     } else if caller.channels.is_some() {
         return Err(ApiError::not_found(format!("row {row_id} not found")));
     }
+    Ok(row)
+}
+
+/// A parsed row action as the command to propose: names checked, payloads sealed, defaults
+/// filled in (a `fail`'s retry policy, a disposition, a depth cap).
+async fn row_command(
+    state: &AppState,
+    row_id: RowId,
+    row: Option<raftlane_statemachine::row::WorkRow>,
+    action: RowAction,
+) -> ApiResult<RowCommand> {
     let command = match action {
-        "route" => {
-            let b: RouteBody = parse_json(body)?;
+        RowAction::Route(b) => {
             for h in &b.handlers {
                 check_name("handlers.handler", &h.handler)?;
             }
@@ -725,7 +666,7 @@ async fn prepare_action(
             });
             Command::RouteHandoff(RouteHandoff {
                 row_id,
-                fence: Fence(b.fence),
+                fence: b.fence,
                 handlers: b
                     .handlers
                     .into_iter()
@@ -739,8 +680,7 @@ async fn prepare_action(
                 disposition,
             })
         }
-        "handoff" => {
-            let b: HandoffBody = parse_json(body)?;
+        RowAction::Handoff(b) => {
             let disposition = b.disposition.unwrap_or(if b.deliveries.is_empty() {
                 HandoffDisposition::Unrouted
             } else {
@@ -748,13 +688,12 @@ async fn prepare_action(
             });
             Command::Handoff(Handoff {
                 row_id,
-                fence: Fence(b.fence),
+                fence: b.fence,
                 deliveries: deliveries(state, b.deliveries)?,
                 disposition,
             })
         }
-        "transform" => {
-            let b: TransformBody = parse_json(body)?;
+        RowAction::Transform(b) => {
             let mut ops = Vec::with_capacity(b.state_ops.len());
             for op in b.state_ops {
                 check_name("state_ops.namespace", &op.namespace)?;
@@ -767,14 +706,13 @@ async fn prepare_action(
             }
             Command::TransformHandoff(TransformHandoff {
                 row_id,
-                fence: Fence(b.fence),
+                fence: b.fence,
                 deliveries: deliveries(state, b.deliveries)?,
                 state_ops: ops,
             })
         }
-        "done" => {
-            let b: DoneBody = parse_json(body)?;
-            let fence = Fence(b.fence);
+        RowAction::Done(b) => {
+            let fence = b.fence;
             match b.claim_next {
                 None => Command::MarkDone(MarkDone { row_id, fence }),
                 Some(next) => {
@@ -784,54 +722,42 @@ async fn prepare_action(
                 }
             }
         }
-        "response" => {
-            let b: ResponseBody = parse_json(body)?;
+        RowAction::Response(b) => {
             if let Some(c) = &b.reingress_to {
                 check_name("reingress_to", c)?;
             }
             Command::CompleteWithResponse(CompleteWithResponse {
                 row_id,
-                fence: Fence(b.fence),
+                fence: b.fence,
                 body: seal(state, b.body)?,
                 outcome: b.outcome,
                 detail: crate::crypto::seal_opt(state.keyring(), b.detail)?,
                 reingress_to: b.reingress_to,
             })
         }
-        "fail" => {
-            let b: FailBody = parse_json(body)?;
+        RowAction::Fail(b) => {
             let row = row.ok_or_else(|| ApiError::not_found(format!("row {row_id} not found")))?;
             let retry = retry_policy(state, &row, b.retry).await?;
             Command::MarkFailed(MarkFailed {
                 row_id,
-                fence: Fence(b.fence),
+                fence: b.fence,
                 error: seal(state, b.error)?,
                 retry,
             })
         }
-        "dead" => {
-            let b: DeadBody = parse_json(body)?;
-            Command::DeadLetterNow(DeadLetterNow {
-                row_id,
-                fence: b.fence.map(Fence),
-                error: seal(state, b.error)?,
-            })
-        }
-        "reingress" => {
-            let b: ReingressBody = parse_json(body)?;
+        RowAction::Dead(b) => Command::DeadLetterNow(DeadLetterNow {
+            row_id,
+            fence: b.fence,
+            error: seal(state, b.error)?,
+        }),
+        RowAction::Reingress(b) => {
             check_name("loopback_channel", &b.loopback_channel)?;
             Command::IngressHandoff(IngressHandoff {
                 row_id,
-                fence: Fence(b.fence),
+                fence: b.fence,
                 loopback_channel: b.loopback_channel,
                 depth_cap: b.depth_cap.unwrap_or(5),
             })
-        }
-        other => {
-            return Err(ApiError::not_found(format!(
-                "unknown row action '{other}' ({})",
-                ROW_ACTIONS.join(", ")
-            )))
         }
     };
     Ok(RowCommand::Plain(command))
@@ -849,4 +775,38 @@ fn action_answer(index: u64, outcome: Outcome) -> ApiResult<Value> {
         Outcome::Reingressed(child) => json!({ "child_message_id": child, "index": index }),
         other => return Err(unexpected(other)),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every action the contract names parses to its own variant, and its body's errors name
+    /// the member at fault; any other name is a 404.
+    #[test]
+    fn each_contract_action_parses_by_its_name() {
+        let minimal = |name: &str| match name {
+            "route" => json!({ "fence": 1, "handlers": [] }),
+            "handoff" | "transform" => json!({ "fence": 1, "deliveries": [] }),
+            "done" => json!({ "fence": 1 }),
+            "response" => json!({ "fence": 1, "body": "", "outcome": "ok" }),
+            "fail" | "dead" => json!({ "fence": 1, "error": "e" }),
+            "reingress" => json!({ "fence": 1, "loopback_channel": "loop" }),
+            other => panic!("no body for {other}"),
+        };
+        for name in RowAction::NAMES {
+            let body = minimal(name).to_string();
+            let action = parse_row_action(name, body.as_bytes())
+                .unwrap_or_else(|e| panic!("{name}: {}", e.message));
+            assert_eq!(action.name(), name);
+            let e = parse_row_action(name, br#"{"fence": "x"}"#).expect_err(name);
+            assert_eq!(
+                (e.status.as_u16(), e.field.as_deref()),
+                (400, Some("fence"))
+            );
+        }
+        let e = parse_row_action("explode", b"{}").expect_err("unknown");
+        assert_eq!(e.status.as_u16(), 404);
+        assert!(e.message.starts_with("unknown row action 'explode'"));
+    }
 }

@@ -7,35 +7,35 @@
 use super::Ctx;
 use crate::conn::{Attempt, Cursor};
 use crate::history::{Completion, CompletionRec, Micros};
+use raftlane_api::client::{RowAction, RowActionItem};
 use serde_json::Value;
 use std::time::Duration;
 
 pub struct Action<'a> {
     pub row: u64,
     pub fence: u64,
-    /// `done`, `handoff`, `fail`.
-    pub action: &'a str,
+    /// `done`, `handoff`, `fail`, with its body.
+    pub action: RowAction,
     pub lane: &'a str,
     pub after_stall: bool,
-    pub body: Value,
 }
 
 /// Run the action; returns what it is known to have done and, when answered, the answer's body.
 pub async fn complete(ctx: &Ctx, cursor: &Cursor, a: Action<'_>) -> (Completion, Option<Value>) {
     let invoke = ctx.history.now();
-    let request = format!("chaos-{}-{}-{}", a.row, a.fence, a.action);
+    let request = format!("chaos-{}-{}-{}", a.row, a.fence, a.action.name());
     let mut unanswered = false;
     let mut result = Completion::Refused("never sent".into());
     let mut answer = None;
     let mut node = ctx.conn.node_id(cursor.get());
     for _ in 0..4 {
         node = ctx.conn.node_id(cursor.get());
-        let (row, action, body) = (a.row, a.action.to_string(), a.body.clone());
+        let (row, action) = (a.row, a.action.clone());
         let request = request.clone();
         let attempt = ctx
             .conn
             .once(cursor.get(), move |c| async move {
-                c.for_request(request).row(row, &action, body).await
+                c.for_request(request).row(row, action).await
             })
             .await;
         match attempt {
@@ -95,9 +95,12 @@ pub async fn complete_all(ctx: &Ctx, cursor: &Cursor, actions: &[Action<'_>]) {
     };
     let invoke = ctx.history.now();
     let request = format!("chaos-batch-{}-{}", first.row, first.fence);
-    let list: Vec<(u64, String, Value)> = actions
+    let list: Vec<RowActionItem> = actions
         .iter()
-        .map(|a| (a.row, a.action.to_string(), a.body.clone()))
+        .map(|a| RowActionItem {
+            row: a.row,
+            action: a.action.clone(),
+        })
         .collect();
     let mut definite: Vec<Option<Completion>> = vec![None; actions.len()];
     let mut latest = vec![Completion::Refused("never sent".into()); actions.len()];
@@ -108,11 +111,7 @@ pub async fn complete_all(ctx: &Ctx, cursor: &Cursor, actions: &[Action<'_>]) {
         let attempt = ctx
             .conn
             .once(cursor.get(), move |c| async move {
-                let actions: Vec<(u64, &str, Value)> = list
-                    .iter()
-                    .map(|(row, action, body)| (*row, action.as_str(), body.clone()))
-                    .collect();
-                c.for_request(request).row_actions(&actions).await
+                c.for_request(request).row_actions(&list).await
             })
             .await;
         match attempt {
@@ -178,7 +177,7 @@ fn record(ctx: &Ctx, a: &Action<'_>, invoke: Micros, result: Completion, node: u
     ctx.history.completion(CompletionRec {
         row: a.row,
         fence: a.fence,
-        action: a.action.to_string(),
+        action: a.action.name().to_string(),
         lane: a.lane.to_string(),
         after_stall: a.after_stall,
         invoke,

@@ -10,9 +10,8 @@ use super::{wall_ms, Ctx};
 use crate::conn::{Attempt, Cursor};
 use crate::history::{ClaimRec, Seen};
 use crate::prng::SplitMix64;
-use raftlane_api::client::contract::FifoEmptyReason;
-use raftlane_api::client::FifoClaim;
-use serde_json::json;
+use raftlane_api::client::contract::{ClaimNext, DoneBody, FailBody, FifoEmptyReason, RetryBody};
+use raftlane_api::client::{FifoClaim, RowAction};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -89,19 +88,27 @@ pub async fn run(ctx: Arc<Ctx>, lane: &'static str, k: usize, mut rng: SplitMix6
                 .await;
         }
         let fail = !stall && rng.chance(ctx.cfg.fail_percent);
-        let (action, body) = if fail {
-            (
-                "fail",
-                json!({ "fence": fence, "error": "chaos: transient failure",
-                        "retry": { "max_attempts": 6, "backoff_ms": 100, "multiplier": 2.0, "max_backoff_ms": 800 } }),
-            )
+        let action = if fail {
+            RowAction::Fail(FailBody {
+                fence: row.fence,
+                error: "chaos: transient failure".into(),
+                retry: Some(RetryBody {
+                    max_attempts: Some(6),
+                    backoff_ms: 100,
+                    multiplier: 2.0,
+                    max_backoff_ms: 800,
+                }),
+            })
         } else if rng.chance(50) {
-            (
-                "done",
-                json!({ "fence": fence, "claim_next": { "owner": owner, "ttl_ms": ttl } }),
-            )
+            RowAction::Done(DoneBody {
+                fence: row.fence,
+                claim_next: Some(ClaimNext {
+                    owner: owner.clone(),
+                    ttl_ms: ttl,
+                }),
+            })
         } else {
-            ("done", json!({ "fence": fence }))
+            RowAction::Done(DoneBody::new(row.fence))
         };
         let action = Action {
             row: row_id,
@@ -109,7 +116,6 @@ pub async fn run(ctx: Arc<Ctx>, lane: &'static str, k: usize, mut rng: SplitMix6
             action,
             lane: &lane_key,
             after_stall: stall,
-            body,
         };
         let node = ctx.conn.node_id(cursor.get());
         if let (_, Some(answer)) = complete(&ctx, &cursor, action).await {

@@ -6,7 +6,8 @@ use super::{Ctx, DESTINATIONS};
 use crate::conn::{Attempt, Cursor};
 use crate::history::{ClaimRec, Seen};
 use crate::prng::SplitMix64;
-use serde_json::{json, Value};
+use raftlane_api::client::contract::{DeliveryBody, HandoffBody, HandoffDisposition};
+use raftlane_api::client::RowAction;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -80,22 +81,28 @@ pub async fn run(ctx: Arc<Ctx>, id: usize, mut rng: SplitMix64) {
                     .await;
             }
             let dests = destinations(row.message_id.0);
-            let deliveries: Vec<Value> = dests
+            let deliveries: Vec<DeliveryBody> = dests
                 .iter()
-                .map(|d| json!({ "destination": d, "payload": format!("m{} to {d}", row.message_id.0) }))
+                .map(|d| DeliveryBody {
+                    destination: d.to_string(),
+                    payload: format!("m{} to {d}", row.message_id.0),
+                })
                 .collect();
             let disposition = if dests.is_empty() {
-                "filtered"
+                HandoffDisposition::Filtered
             } else {
-                "routed"
+                HandoffDisposition::Routed
             };
             let action = Action {
                 row: row.row_id.0,
                 fence: row.fence.0,
-                action: "handoff",
+                action: RowAction::Handoff(HandoffBody {
+                    fence: row.fence,
+                    deliveries,
+                    disposition: Some(disposition),
+                }),
                 lane,
                 after_stall: stall,
-                body: json!({ "fence": row.fence.0, "deliveries": deliveries, "disposition": disposition }),
             };
             if batch {
                 actions.push(action);

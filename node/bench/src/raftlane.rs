@@ -4,8 +4,10 @@ use super::report::{progress, rss_bytes, Meter, Report, Sample};
 use super::{body_sent_us, make_body, Backoff, BenchArgs, Handoffs, Pacer, Workload};
 use anyhow::Context;
 use hyper::Method;
-use raftlane_api::client::contract::FifoEmptyReason;
-use raftlane_api::client::{Client, ClientError, FifoClaim};
+use raftlane_api::client::contract::{
+    DeliveryBody, FifoEmptyReason, RouteBody, RouteHandler, TransformBody,
+};
+use raftlane_api::client::{Client, ClientError, FifoClaim, RowAction, RowActionItem};
 use raftlane_api::peer::{base_url, PeerClient};
 use raftlane_node::dev::{self, DevCluster};
 use raftlane_statemachine::ClaimedRow;
@@ -575,19 +577,14 @@ async fn enqueue(
     samples
 }
 
-/// Hand on one claim's rows (`(row, action, body)` each) and count the answers.
-async fn hand_on(
-    client: &Client,
-    meter: &Meter,
-    how: Handoffs,
-    actions: Vec<(u64, &'static str, Value)>,
-) {
+/// Hand on one claim's rows (one action each) and count the answers.
+async fn hand_on(client: &Client, meter: &Meter, how: Handoffs, actions: Vec<RowActionItem>) {
     let answers: Vec<(&'static str, Result<(), String>)> = match how {
         Handoffs::Batch => match client.row_actions(&actions).await {
             Ok(results) => actions
                 .iter()
                 .zip(results)
-                .map(|((_, action, _), r)| {
+                .map(|(item, r)| {
                     let refused = r.get("error").map(|e| {
                         format!(
                             "{} {}",
@@ -595,20 +592,20 @@ async fn hand_on(
                             e["code"].as_str().unwrap_or("unknown")
                         )
                     });
-                    (*action, refused.map_or(Ok(()), Err))
+                    (item.action.name(), refused.map_or(Ok(()), Err))
                 })
                 .collect(),
             Err(e) => actions
                 .iter()
-                .map(|(_, action, _)| (*action, Err(error_kind(&e))))
+                .map(|item| (item.action.name(), Err(error_kind(&e))))
                 .collect(),
         },
         Handoffs::Sequential | Handoffs::Concurrent => {
-            let calls = actions.into_iter().map(|(row, action, body)| async move {
+            let calls = actions.into_iter().map(|item| async move {
                 (
-                    action,
+                    item.action.name(),
                     client
-                        .row(row, action, body)
+                        .row(item.row, item.action)
                         .await
                         .map(|_| ())
                         .map_err(|e| error_kind(&e)),
@@ -682,7 +679,6 @@ async fn pipeline(
             let mut backoff = Backoff::new(args);
             tasks.push(tokio::spawn(async move {
                 let owner = format!("bench-{stage}-{w}");
-                let action = if stage == "ingress" { "route" } else { "transform" };
                 while !meter.done() {
                     let items = match client.claim_ready(stage, batch, &owner, TTL_MS, None).await {
                         Ok(items) => items,
@@ -692,22 +688,40 @@ async fn pipeline(
                             continue;
                         }
                     };
-                    meter.count(if stage == "ingress" { "claim_ingress" } else { "claim_routed" });
+                    meter.count(if stage == "ingress" {
+                        "claim_ingress"
+                    } else {
+                        "claim_routed"
+                    });
                     if items.is_empty() {
                         meter.count("claim_empty");
                         backoff.idle().await;
                         continue;
                     }
                     backoff.reset();
-                    let actions: Vec<(u64, &'static str, Value)> = items
+                    let actions: Vec<RowActionItem> = items
                         .into_iter()
-                        .map(|item| {
-                            let body = if stage == "ingress" {
-                                json!({ "fence": item.fence.0, "handlers": [{ "handler": "bench", "payload": item.payload }] })
+                        .map(|item| RowActionItem {
+                            row: item.row_id.0,
+                            action: if stage == "ingress" {
+                                RowAction::Route(RouteBody {
+                                    fence: item.fence,
+                                    handlers: vec![RouteHandler {
+                                        handler: "bench".into(),
+                                        payload: item.payload,
+                                    }],
+                                    disposition: None,
+                                })
                             } else {
-                                json!({ "fence": item.fence.0, "deliveries": [{ "destination": item.channel_id, "payload": item.payload }] })
-                            };
-                            (item.row_id.0, action, body)
+                                RowAction::Transform(TransformBody {
+                                    fence: item.fence,
+                                    deliveries: vec![DeliveryBody {
+                                        destination: item.channel_id,
+                                        payload: item.payload,
+                                    }],
+                                    state_ops: Vec::new(),
+                                })
+                            },
                         })
                         .collect();
                     hand_on(&client, &meter, handoffs, actions).await;

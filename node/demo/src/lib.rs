@@ -10,7 +10,10 @@
 //! three nodes with the same head, and that all nodes report the same state digest.
 
 use anyhow::{bail, Context};
-use raftlane_api::client::{Client, FifoClaim};
+use raftlane_api::client::contract::{
+    DeliveryBody, FailBody, RouteBody, RouteHandler, StateOpBody, TransformBody,
+};
+use raftlane_api::client::{Client, FifoClaim, RowAction};
 use raftlane_statemachine::ClaimedRow;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -317,7 +320,7 @@ async fn stage_worker(
     s: Arc<Shared>,
     stage: &'static str,
     owner: &'static str,
-    step: fn(&ClaimedRow) -> (&'static str, Value),
+    step: fn(&ClaimedRow) -> RowAction,
 ) {
     while !s.stop.load(Ordering::Relaxed) {
         let items = match s.client.claim_ready(stage, 50, owner, TTL_MS, None).await {
@@ -331,8 +334,7 @@ async fn stage_worker(
             pause().await;
         }
         for item in items {
-            let (action, body) = step(&item);
-            let _ = s.client.row(item.row_id.0, action, body).await;
+            let _ = s.client.row(item.row_id.0, step(&item)).await;
         }
     }
 }
@@ -340,11 +342,14 @@ async fn stage_worker(
 /// Ingress → routed: one handler per channel.
 async fn router(s: Arc<Shared>) {
     stage_worker(s, "ingress", "demo-router", |item| {
-        let handler = format!("route-{}", item.channel_id);
-        (
-            "route",
-            json!({ "fence": item.fence.0, "handlers": [{ "handler": handler, "payload": item.payload }] }),
-        )
+        RowAction::Route(RouteBody {
+            fence: item.fence,
+            handlers: vec![RouteHandler {
+                handler: format!("route-{}", item.channel_id),
+                payload: item.payload.clone(),
+            }],
+            disposition: None,
+        })
     })
     .await;
 }
@@ -358,18 +363,21 @@ async fn transformer(s: Arc<Shared>) {
             .nth(6)
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
-        let deliveries: Vec<Value> = destinations(&item.channel_id, n)
-            .into_iter()
-            .map(|d| json!({ "destination": d, "payload": n.to_string() }))
-            .collect();
-        (
-            "transform",
-            json!({
-                "fence": item.fence.0,
-                "deliveries": deliveries,
-                "state_ops": [{ "namespace": "demo", "key": format!("last-{}", item.channel_id), "value": n }]
-            }),
-        )
+        RowAction::Transform(TransformBody {
+            fence: item.fence,
+            deliveries: destinations(&item.channel_id, n)
+                .into_iter()
+                .map(|d| DeliveryBody {
+                    destination: d.to_string(),
+                    payload: n.to_string(),
+                })
+                .collect(),
+            state_ops: vec![StateOpBody {
+                namespace: "demo".into(),
+                key: format!("last-{}", item.channel_id),
+                value: json!(n),
+            }],
+        })
     })
     .await;
 }
@@ -392,9 +400,12 @@ async fn lane_worker(s: Arc<Shared>, dest: &'static str, owner: String) {
             },
         };
         if dest == "flaky" && !s.flaky_fixed.load(Ordering::SeqCst) {
-            let body =
-                json!({ "fence": item.fence.0, "error": "connection refused by flaky.example" });
-            let _ = s.client.row(item.row_id.0, "fail", body).await;
+            let fail = RowAction::Fail(FailBody {
+                fence: item.fence,
+                error: "connection refused by flaky.example".into(),
+                retry: None,
+            });
+            let _ = s.client.row(item.row_id.0, fail).await;
             continue;
         }
         if let Ok(claim) = s.client.done_then_claim_next(&item, &owner, TTL_MS).await {

@@ -1,0 +1,457 @@
+//! The fenced row actions a worker sends: `POST /v1/rows/{id}/{action}` with the action's body,
+//! or many at once in `POST /v1/rows/actions`.
+//!
+//! Each body has exactly the members the server accepts (an unknown member is refused, `400`).
+//! Optional members that are absent are not sent; the server's default then applies (said on
+//! each member).
+
+use raftlane_statemachine::model::ids::Fence;
+use raftlane_statemachine::wire::command::{HandoffDisposition, RouteDisposition};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `route`: an ingress row's handlers.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteBody {
+    pub fence: Fence,
+    pub handlers: Vec<RouteHandler>,
+    /// Absent: `routed` when there are handlers, else `unrouted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disposition: Option<RouteDisposition>,
+}
+
+/// One handler of a `route`, with the payload its routed row gets.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteHandler {
+    pub handler: String,
+    /// Absent: empty.
+    #[serde(default)]
+    pub payload: String,
+}
+
+/// One outbound row of a `handoff` or a `transform`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeliveryBody {
+    pub destination: String,
+    /// Absent: empty.
+    #[serde(default)]
+    pub payload: String,
+}
+
+/// `handoff`: a row's outbound deliveries.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HandoffBody {
+    pub fence: Fence,
+    pub deliveries: Vec<DeliveryBody>,
+    /// Absent: `routed` when there are deliveries, else `unrouted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disposition: Option<HandoffDisposition>,
+}
+
+/// One transform-state write of a `transform`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateOpBody {
+    pub namespace: String,
+    pub key: String,
+    /// Any JSON; stored as its text.
+    pub value: Value,
+}
+
+/// `transform`: a routed row's deliveries and the transform-state writes that go with them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransformBody {
+    pub fence: Fence,
+    pub deliveries: Vec<DeliveryBody>,
+    /// Absent: none.
+    #[serde(default)]
+    pub state_ops: Vec<StateOpBody>,
+}
+
+/// `claim_next` of a `done`: the FIFO claim of the finished row's lane, for `owner`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimNext {
+    pub owner: String,
+    pub ttl_ms: u64,
+}
+
+/// `done`: the row is finished. With `claim_next` (only in `POST /v1/rows/{id}/done`, not in a
+/// batch) the answer's `next` is a [`FifoClaim`](crate::FifoClaim) of the row's lane.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DoneBody {
+    pub fence: Fence,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_next: Option<ClaimNext>,
+}
+
+impl DoneBody {
+    /// A plain `done`, without `claim_next`.
+    pub fn new(fence: Fence) -> Self {
+        DoneBody {
+            fence,
+            claim_next: None,
+        }
+    }
+}
+
+/// `response`: a handler row's answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResponseBody {
+    pub fence: Fence,
+    pub body: String,
+    pub outcome: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// The channel the response re-enters as a new message, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reingress_to: Option<String>,
+}
+
+/// The retry policy of a `fail`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryBody {
+    /// Absent: no limit. At least 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
+    pub backoff_ms: u64,
+    /// Between 1.0 and 100.0 (kept to three decimals).
+    pub multiplier: f64,
+    pub max_backoff_ms: u64,
+}
+
+/// `fail`: the attempt failed; the row is retried or, out of attempts, dead-lettered.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FailBody {
+    pub fence: Fence,
+    pub error: String,
+    /// Absent: the destination's policy, else the server's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryBody>,
+}
+
+/// `dead`: dead-letter the row now.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeadBody {
+    /// Absent: the row need not be claimed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fence: Option<Fence>,
+    pub error: String,
+}
+
+/// `reingress`: the row's message re-enters through a loopback channel.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReingressBody {
+    pub fence: Fence,
+    pub loopback_channel: String,
+    /// Absent: 5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth_cap: Option<u32>,
+}
+
+/// A fenced row action and its body. As JSON it is `{"action": <name>, "body": {...}}`, the
+/// shape of an item of `POST /v1/rows/actions`; `POST /v1/rows/{id}/{name}` takes the body alone.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", content = "body", rename_all = "snake_case")]
+pub enum RowAction {
+    Route(RouteBody),
+    Handoff(HandoffBody),
+    Transform(TransformBody),
+    Done(DoneBody),
+    Response(ResponseBody),
+    Fail(FailBody),
+    Dead(DeadBody),
+    Reingress(ReingressBody),
+}
+
+impl RowAction {
+    /// Every action's name, as [`RowAction::name`] gives it.
+    pub const NAMES: [&'static str; 8] = [
+        "route",
+        "handoff",
+        "transform",
+        "done",
+        "response",
+        "fail",
+        "dead",
+        "reingress",
+    ];
+
+    /// The action's name: the last segment of `POST /v1/rows/{id}/{action}`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            RowAction::Route(_) => "route",
+            RowAction::Handoff(_) => "handoff",
+            RowAction::Transform(_) => "transform",
+            RowAction::Done(_) => "done",
+            RowAction::Response(_) => "response",
+            RowAction::Fail(_) => "fail",
+            RowAction::Dead(_) => "dead",
+            RowAction::Reingress(_) => "reingress",
+        }
+    }
+
+    /// The fence the action carries (`dead` may carry none).
+    pub fn fence(&self) -> Option<Fence> {
+        match self {
+            RowAction::Route(b) => Some(b.fence),
+            RowAction::Handoff(b) => Some(b.fence),
+            RowAction::Transform(b) => Some(b.fence),
+            RowAction::Done(b) => Some(b.fence),
+            RowAction::Response(b) => Some(b.fence),
+            RowAction::Fail(b) => Some(b.fence),
+            RowAction::Dead(b) => b.fence,
+            RowAction::Reingress(b) => Some(b.fence),
+        }
+    }
+
+    /// The body alone, as `POST /v1/rows/{id}/{action}` takes it.
+    pub fn body(&self) -> serde_json::Result<Value> {
+        match self {
+            RowAction::Route(b) => serde_json::to_value(b),
+            RowAction::Handoff(b) => serde_json::to_value(b),
+            RowAction::Transform(b) => serde_json::to_value(b),
+            RowAction::Done(b) => serde_json::to_value(b),
+            RowAction::Response(b) => serde_json::to_value(b),
+            RowAction::Fail(b) => serde_json::to_value(b),
+            RowAction::Dead(b) => serde_json::to_value(b),
+            RowAction::Reingress(b) => serde_json::to_value(b),
+        }
+    }
+}
+
+/// One item of `POST /v1/rows/actions`: `{"row": <id>, "action": <name>, "body": {...}}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RowActionItem {
+    pub row: u64,
+    #[serde(flatten)]
+    pub action: RowAction,
+}
+
+/// `POST /v1/rows/actions`: 1 to 256 actions, each on a different row. `done` may not take
+/// `claim_next` here.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RowActionsRequest {
+    pub actions: Vec<RowActionItem>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// One of each action, with its exact JSON as an item of `POST /v1/rows/actions` (the body
+    /// members are what the server accepted before these types existed).
+    fn each_action() -> Vec<(RowAction, Value)> {
+        vec![
+            (
+                RowAction::Route(RouteBody {
+                    fence: Fence(3),
+                    handlers: vec![RouteHandler {
+                        handler: "h1".into(),
+                        payload: "p".into(),
+                    }],
+                    disposition: None,
+                }),
+                json!({ "action": "route", "body": {
+                    "fence": 3, "handlers": [{ "handler": "h1", "payload": "p" }] } }),
+            ),
+            (
+                RowAction::Route(RouteBody {
+                    fence: Fence(3),
+                    handlers: vec![],
+                    disposition: Some(RouteDisposition::Unrouted),
+                }),
+                json!({ "action": "route", "body": {
+                    "fence": 3, "handlers": [], "disposition": "unrouted" } }),
+            ),
+            (
+                RowAction::Handoff(HandoffBody {
+                    fence: Fence(4),
+                    deliveries: vec![DeliveryBody {
+                        destination: "emr".into(),
+                        payload: "x".into(),
+                    }],
+                    disposition: Some(HandoffDisposition::Filtered),
+                }),
+                json!({ "action": "handoff", "body": {
+                    "fence": 4, "deliveries": [{ "destination": "emr", "payload": "x" }],
+                    "disposition": "filtered" } }),
+            ),
+            (
+                RowAction::Transform(TransformBody {
+                    fence: Fence(5),
+                    deliveries: vec![],
+                    state_ops: vec![StateOpBody {
+                        namespace: "ns".into(),
+                        key: "k".into(),
+                        value: json!({ "n": 1 }),
+                    }],
+                }),
+                json!({ "action": "transform", "body": {
+                    "fence": 5, "deliveries": [],
+                    "state_ops": [{ "namespace": "ns", "key": "k", "value": { "n": 1 } }] } }),
+            ),
+            (
+                RowAction::Done(DoneBody::new(Fence(6))),
+                json!({ "action": "done", "body": { "fence": 6 } }),
+            ),
+            (
+                RowAction::Done(DoneBody {
+                    fence: Fence(6),
+                    claim_next: Some(ClaimNext {
+                        owner: "w".into(),
+                        ttl_ms: 500,
+                    }),
+                }),
+                json!({ "action": "done", "body": {
+                    "fence": 6, "claim_next": { "owner": "w", "ttl_ms": 500 } } }),
+            ),
+            (
+                RowAction::Response(ResponseBody {
+                    fence: Fence(7),
+                    body: "ok".into(),
+                    outcome: "success".into(),
+                    detail: Some("d".into()),
+                    reingress_to: Some("loop".into()),
+                }),
+                json!({ "action": "response", "body": {
+                    "fence": 7, "body": "ok", "outcome": "success", "detail": "d",
+                    "reingress_to": "loop" } }),
+            ),
+            (
+                RowAction::Fail(FailBody {
+                    fence: Fence(8),
+                    error: "boom".into(),
+                    retry: None,
+                }),
+                json!({ "action": "fail", "body": { "fence": 8, "error": "boom" } }),
+            ),
+            (
+                RowAction::Fail(FailBody {
+                    fence: Fence(8),
+                    error: "boom".into(),
+                    retry: Some(RetryBody {
+                        max_attempts: Some(6),
+                        backoff_ms: 100,
+                        multiplier: 2.5,
+                        max_backoff_ms: 800,
+                    }),
+                }),
+                json!({ "action": "fail", "body": { "fence": 8, "error": "boom", "retry": {
+                    "max_attempts": 6, "backoff_ms": 100, "multiplier": 2.5,
+                    "max_backoff_ms": 800 } } }),
+            ),
+            (
+                RowAction::Dead(DeadBody {
+                    fence: None,
+                    error: "poison".into(),
+                }),
+                json!({ "action": "dead", "body": { "error": "poison" } }),
+            ),
+            (
+                RowAction::Dead(DeadBody {
+                    fence: Some(Fence(9)),
+                    error: "poison".into(),
+                }),
+                json!({ "action": "dead", "body": { "fence": 9, "error": "poison" } }),
+            ),
+            (
+                RowAction::Reingress(ReingressBody {
+                    fence: Fence(10),
+                    loopback_channel: "loop".into(),
+                    depth_cap: Some(2),
+                }),
+                json!({ "action": "reingress", "body": {
+                    "fence": 10, "loopback_channel": "loop", "depth_cap": 2 } }),
+            ),
+        ]
+    }
+
+    #[test]
+    fn each_action_has_its_wire_shape() {
+        let mut names = Vec::new();
+        for (action, wire) in each_action() {
+            assert_eq!(serde_json::to_value(&action).unwrap(), wire);
+            assert_eq!(action.name(), wire["action"]);
+            assert_eq!(action.body().unwrap(), wire["body"]);
+            assert_eq!(
+                serde_json::from_value::<RowAction>(wire.clone()).unwrap(),
+                action,
+                "{wire}"
+            );
+            if !names.contains(&action.name()) {
+                names.push(action.name());
+            }
+        }
+        assert_eq!(names, RowAction::NAMES);
+    }
+
+    #[test]
+    fn a_batch_item_carries_its_row() {
+        let request = RowActionsRequest {
+            actions: vec![
+                RowActionItem {
+                    row: 11,
+                    action: RowAction::Done(DoneBody::new(Fence(6))),
+                },
+                RowActionItem {
+                    row: 12,
+                    action: RowAction::Dead(DeadBody {
+                        fence: None,
+                        error: "e".into(),
+                    }),
+                },
+            ],
+        };
+        let wire = json!({ "actions": [
+            { "row": 11, "action": "done", "body": { "fence": 6 } },
+            { "row": 12, "action": "dead", "body": { "error": "e" } },
+        ] });
+        assert_eq!(serde_json::to_value(&request).unwrap(), wire);
+        assert_eq!(
+            serde_json::from_value::<RowActionsRequest>(wire).unwrap(),
+            request
+        );
+    }
+
+    #[test]
+    fn optional_members_default_as_the_server_reads_them() {
+        let route: RouteBody =
+            serde_json::from_value(json!({ "fence": 1, "handlers": [{ "handler": "h" }] }))
+                .unwrap();
+        assert_eq!(route.handlers[0].payload, "");
+        assert_eq!(route.disposition, None);
+        let t: TransformBody =
+            serde_json::from_value(json!({ "fence": 1, "deliveries": [{ "destination": "d" }] }))
+                .unwrap();
+        assert_eq!(t.deliveries[0].payload, "");
+        assert!(t.state_ops.is_empty());
+        // An explicit null is an absent optional member.
+        let done: DoneBody =
+            serde_json::from_value(json!({ "fence": 1, "claim_next": null })).unwrap();
+        assert_eq!(done, DoneBody::new(Fence(1)));
+    }
+
+    #[test]
+    fn unknown_members_and_names_are_refused() {
+        assert!(serde_json::from_value::<DoneBody>(json!({ "fence": 1, "extra": true })).is_err());
+        assert!(serde_json::from_value::<DoneBody>(json!({})).is_err());
+        assert!(
+            serde_json::from_value::<RowAction>(json!({ "action": "explode", "body": {} }))
+                .is_err()
+        );
+    }
+}
