@@ -2,10 +2,10 @@
 //! loopback HTTP, writes are committed by Raft, followers forward to the leader.
 
 use hyper::Method;
-use raftlane_api::client::contract::{
+use raftlane_client::contract::{
     DeliveryBody, FifoEmptyReason, HandoffBody, RouteBody, RouteHandler, StateOpBody, TransformBody,
 };
-use raftlane_api::client::{Client, ClientError, RowAction};
+use raftlane_client::{Client, ClientError, RowAction};
 use raftlane_tests::{Http, Reply, TestCluster, ADMIN};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};

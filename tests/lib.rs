@@ -2,8 +2,8 @@
 //! node serving the API and the Raft transport over HTTP, data in a temporary directory.
 
 use hyper::{HeaderMap, Method, StatusCode};
-use raftlane_api::client::Client;
 use raftlane_api::peer::{base_url, PeerClient};
+use raftlane_client::Client;
 use raftlane_node::server::{self, NodeOptions, RunningNode};
 use raftlane_raft::Tuning;
 use serde_json::Value;

@@ -4,7 +4,7 @@
 //! retried on another node returns the token that was stored.
 
 use hyper::Method;
-use raftlane_api::client::{Client, ClientError};
+use raftlane_client::{Client, ClientError};
 use raftlane_node::server::{self, NodeOptions, RunningNode};
 use raftlane_raft::Tuning;
 use raftlane_tests::{TestCluster, ADMIN, SECRET};

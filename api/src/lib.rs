@@ -30,10 +30,6 @@ pub mod request_id;
 pub mod routes;
 pub mod write;
 
-/// The typed client lives in its own crate (`raftlane-client`, no RocksDB); re-exported here
-/// for code that reaches it through the server crate.
-pub use raftlane_client as client;
-
 pub use app::{router, ApiConfig, AppState};
 pub use backend::{Backend, LocalBackend, ProposeError};
 pub use error::ApiError;

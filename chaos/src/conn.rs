@@ -6,7 +6,7 @@
 //! with a zero failover deadline), under our own timeout, and the answer is one of: success,
 //! a definite refusal, "never sent" (safe to retry anywhere) or unknown.
 
-use raftlane_api::client::{Client, ClientError};
+use raftlane_client::{Client, ClientError};
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;

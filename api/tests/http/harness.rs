@@ -4,11 +4,11 @@
 pub(crate) use axum::http::{HeaderMap, Method, StatusCode};
 pub(crate) use bytes::Bytes;
 pub(crate) use raftlane_api::app::{api_routes, now_ms};
-pub(crate) use raftlane_api::client::contract::FifoEmptyReason;
-pub(crate) use raftlane_api::client::{Client, FifoClaim};
 pub(crate) use raftlane_api::peer::PeerClient;
 pub(crate) use raftlane_api::write::signing::LEGACY_SECRET_HEADER;
 pub(crate) use raftlane_api::{ApiConfig, LocalBackend, ProposeError};
+pub(crate) use raftlane_client::contract::FifoEmptyReason;
+pub(crate) use raftlane_client::{Client, FifoClaim};
 pub(crate) use raftlane_statemachine::{
     codec, ClaimedRow, Command, Envelope, MessageId, Outcome, Response,
 };

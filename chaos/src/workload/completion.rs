@@ -7,7 +7,7 @@
 use super::Ctx;
 use crate::conn::{Attempt, Cursor};
 use crate::history::{Completion, CompletionRec, Micros};
-use raftlane_api::client::{RowAction, RowActionItem};
+use raftlane_client::{RowAction, RowActionItem};
 use serde_json::Value;
 use std::time::Duration;
 

@@ -10,8 +10,8 @@ use super::{wall_ms, Ctx};
 use crate::conn::{Attempt, Cursor};
 use crate::history::{ClaimRec, Seen};
 use crate::prng::SplitMix64;
-use raftlane_api::client::contract::{ClaimNext, DoneBody, FailBody, FifoEmptyReason, RetryBody};
-use raftlane_api::client::{FifoClaim, RowAction};
+use raftlane_client::contract::{ClaimNext, DoneBody, FailBody, FifoEmptyReason, RetryBody};
+use raftlane_client::{FifoClaim, RowAction};
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -6,8 +6,8 @@ use super::{Ctx, DESTINATIONS};
 use crate::conn::{Attempt, Cursor};
 use crate::history::{ClaimRec, Seen};
 use crate::prng::SplitMix64;
-use raftlane_api::client::contract::{DeliveryBody, HandoffBody, HandoffDisposition};
-use raftlane_api::client::RowAction;
+use raftlane_client::contract::{DeliveryBody, HandoffBody, HandoffDisposition};
+use raftlane_client::RowAction;
 use std::sync::Arc;
 use std::time::Duration;
 

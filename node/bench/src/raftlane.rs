@@ -4,11 +4,11 @@ use super::report::{progress, rss_bytes, Meter, Report, Sample};
 use super::{body_sent_us, make_body, Backoff, BenchArgs, Handoffs, Pacer, Workload};
 use anyhow::Context;
 use hyper::Method;
-use raftlane_api::client::contract::{
+use raftlane_api::peer::{base_url, PeerClient};
+use raftlane_client::contract::{
     DeliveryBody, FifoEmptyReason, RouteBody, RouteHandler, TransformBody,
 };
-use raftlane_api::client::{Client, ClientError, FifoClaim, RowAction, RowActionItem};
-use raftlane_api::peer::{base_url, PeerClient};
+use raftlane_client::{Client, ClientError, FifoClaim, RowAction, RowActionItem};
 use raftlane_node::dev::{self, DevCluster};
 use raftlane_statemachine::ClaimedRow;
 use serde_json::{json, Value};

@@ -10,10 +10,10 @@
 //! three nodes with the same head, and that all nodes report the same state digest.
 
 use anyhow::{bail, Context};
-use raftlane_api::client::contract::{
+use raftlane_client::contract::{
     DeliveryBody, FailBody, RouteBody, RouteHandler, StateOpBody, TransformBody,
 };
-use raftlane_api::client::{Client, FifoClaim, RowAction};
+use raftlane_client::{Client, FifoClaim, RowAction};
 use raftlane_statemachine::ClaimedRow;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -168,7 +168,7 @@ pub async fn run(client: &Client, nodes: &[String], messages: u32) -> anyhow::Re
         let until = Instant::now() + Duration::from_secs(60);
         while Instant::now() < until {
             let m = client
-                .message(raftlane_api::client::contract::MessageId(mid))
+                .message(raftlane_client::contract::MessageId(mid))
                 .await?;
             if m["message"]["status"] == "processed" {
                 replayed_ok = true;

@@ -33,8 +33,7 @@ async fn main() -> anyhow::Result<()> {
     let args = DemoArgs::parse();
     raftlane_node::init_logging();
     let cluster = dev::start(&args.cluster).await?;
-    let client =
-        raftlane_api::client::Client::new(cluster.addrs.clone(), cluster.admin_token.clone());
+    let client = raftlane_client::Client::new(cluster.addrs.clone(), cluster.admin_token.clone());
     let mut failed = false;
     let mut interrupted = false;
     // Ctrl-C during the demo still shuts the nodes down cleanly: the signal handler is in place
