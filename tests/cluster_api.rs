@@ -6,7 +6,8 @@ use raftlane_client::contract::{
     DeliveryBody, FifoEmptyReason, HandoffBody, RouteBody, RouteHandler, StateOpBody, TransformBody,
 };
 use raftlane_client::{Client, ClientError, RowAction};
-use raftlane_tests::{Http, Reply, TestCluster, ADMIN};
+use raftlane_testkit::http::{Http, Reply};
+use raftlane_testkit::node::{NodeCluster, ADMIN};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,7 +19,7 @@ fn api_code(e: &ClientError) -> (Option<u16>, Option<&str>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn full_pipeline_through_a_follower_ends_processed() {
-    let cluster = TestCluster::start().await.unwrap();
+    let cluster = NodeCluster::start().await.unwrap();
     let c = cluster.follower_client().await.unwrap();
 
     let m = c.enqueue("lab", "MSH|^~\\&|LAB|1", None).await.unwrap();
@@ -98,7 +99,7 @@ async fn full_pipeline_through_a_follower_ends_processed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifo_order_with_two_competing_workers_and_a_stale_fence() {
-    let cluster = TestCluster::start().await.unwrap();
+    let cluster = NodeCluster::start().await.unwrap();
     let c = cluster.client();
     // Ten messages, each handed straight to the outbound lane "billing" in enqueue order.
     let mut message_ids = Vec::new();
@@ -291,7 +292,7 @@ fn claimed(r: &Reply) -> (u64, u64) {
 /// Every error status of the contract, each with its full JSON body, sent to a follower.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn idempotent_enqueue_and_every_error_status_with_its_json_body() {
-    let cluster = TestCluster::start().await.unwrap();
+    let cluster = NodeCluster::start().await.unwrap();
     let c = cluster.client();
     let one = c.enqueue("adt", "A01", Some("key-1")).await.unwrap();
     let two = c.enqueue("adt", "A01 again", Some("key-1")).await.unwrap();
@@ -512,7 +513,7 @@ async fn idempotent_enqueue_and_every_error_status_with_its_json_body() {
 /// sent to the survivor answer 503 with `Retry-After` once the node's retry window is over.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn without_a_leader_writes_and_reads_answer_503_with_retry_after() {
-    let mut cluster = TestCluster::start().await.unwrap();
+    let mut cluster = NodeCluster::start().await.unwrap();
     cluster
         .client()
         .enqueue("adt", "before", None)
@@ -579,7 +580,7 @@ async fn forbidden_post(h: &Http, path: &str, token: &str, body: Value) {
 /// neither read nor touch another channel's messages. All requests go to a follower.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn roles_and_channel_scope() {
-    let cluster = TestCluster::start().await.unwrap();
+    let cluster = NodeCluster::start().await.unwrap();
     let admin = cluster.client();
     let h = cluster.http(cluster.follower().await.unwrap());
     let operator = cluster.token("ops", "operator", None).await.unwrap();
@@ -927,7 +928,7 @@ fn matches_template(template: &str, path: &str) -> bool {
 /// operation it lists is mounted on the node (the router's fallback never answers).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn openapi_document_matches_the_routes_a_node_serves() {
-    let cluster = TestCluster::start().await.unwrap();
+    let cluster = NodeCluster::start().await.unwrap();
     let h = cluster.http(cluster.follower().await.unwrap());
     let r = h.get("/openapi.json", None).await;
     let doc = r.ok().clone();
@@ -1085,7 +1086,7 @@ async fn openapi_document_matches_the_routes_a_node_serves() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn killing_the_leader_loses_no_acknowledged_write() {
-    let mut cluster = TestCluster::start().await.unwrap();
+    let mut cluster = NodeCluster::start().await.unwrap();
     let c = cluster.client();
     let mut acked = Vec::new();
     for n in 0..20 {
@@ -1148,8 +1149,8 @@ async fn metric(client: &Client, name: &str) -> f64 {
 }
 
 /// A started cluster and a client pinned to its leader (so counters are read where writes land).
-async fn cluster_and_leader_client() -> (TestCluster, Client) {
-    let cluster = TestCluster::start().await.unwrap();
+async fn cluster_and_leader_client() -> (NodeCluster, Client) {
+    let cluster = NodeCluster::start().await.unwrap();
     let leader = cluster
         .wait_for_leader(Duration::from_secs(30))
         .await
@@ -1232,7 +1233,7 @@ async fn concurrent_writes_share_log_entries() {
 /// one is still acknowledged with its own answer and applied on every node.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_writes_through_a_follower_share_forwarding_calls() {
-    let cluster = TestCluster::start().await.unwrap();
+    let cluster = NodeCluster::start().await.unwrap();
     let c = cluster.follower_client().await.unwrap();
     let calls_before = metric(&c, "raftlane_forward_calls_total").await;
     let writes_before = metric(&c, "raftlane_forwarded_writes_total").await;

@@ -5,33 +5,9 @@
 
 use hyper::Method;
 use raftlane_client::{Client, ClientError};
-use raftlane_node::server::{self, NodeOptions, RunningNode};
-use raftlane_raft::Tuning;
-use raftlane_tests::{TestCluster, ADMIN, SECRET};
+use raftlane_testkit::node::{NodeCluster, ADMIN};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-
-/// Start a fourth node that is in no configuration yet (it does not bootstrap): it waits to be
-/// added as a learner.
-async fn start_fourth(dir: &std::path::Path) -> RunningNode {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr").to_string();
-    let opts = NodeOptions {
-        id: 4,
-        listen: addr.parse().expect("socket address"),
-        advertise: addr.clone(),
-        peers: [(4, addr)].into_iter().collect(),
-        data_dir: dir.join("node4"),
-        bootstrap: false,
-        cluster_secret: SECRET.into(),
-        admin_token: ADMIN.into(),
-        max_body_bytes: 64 * 1024,
-        tuning: Tuning::default(),
-    };
-    server::start_on(opts, listener).await.expect("node 4")
-}
 
 /// `(id, voter)` of each member, as `c`'s node sees the configuration.
 async fn members(c: &Client) -> Vec<(u64, bool)> {
@@ -73,7 +49,7 @@ fn api_error(e: &ClientError) -> (Option<u16>, Option<&str>, Option<&str>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn membership_changes_sent_to_a_follower_reach_the_leader() {
-    let cluster = TestCluster::start().await.unwrap();
+    let cluster = NodeCluster::start().await.unwrap();
     let c = cluster.follower_client().await.unwrap();
     let three = [(1, true), (2, true), (3, true)];
     assert_eq!(members(&c).await, three);
@@ -125,8 +101,8 @@ async fn membership_changes_sent_to_a_follower_reach_the_leader() {
 
     // A real change: a fourth node joins as a learner, then becomes a voter, both through the
     // follower.
-    let dir = tempfile::tempdir().unwrap();
-    let fourth = start_fourth(dir.path()).await;
+    // A fourth node in no configuration yet (it does not bootstrap): it waits to be added.
+    let fourth = cluster.start_unconfigured(4).await.expect("node 4");
     let addr = fourth.addr.to_string();
     let ok = c
         .request(
@@ -178,7 +154,7 @@ async fn membership_changes_sent_to_a_follower_reach_the_leader() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_token_creation_retried_on_another_node_returns_the_stored_token() {
-    let cluster = TestCluster::start().await.unwrap();
+    let cluster = NodeCluster::start().await.unwrap();
     let leader = cluster
         .wait_for_leader(Duration::from_secs(30))
         .await

@@ -3,8 +3,6 @@
 //! rows are contained at claim, and key rotation re-encrypts everything (or stops, writing
 //! nothing).
 
-mod support;
-
 use axum::http::Method;
 use raftlane_api::backend::{self, Backend};
 use raftlane_api::crypto::Keyring;
@@ -43,7 +41,7 @@ async fn start_on(backend: Arc<LocalBackend>, keyring: Option<Keyring>) -> Api {
         ..Default::default()
     };
     let dyn_backend: Arc<dyn Backend> = backend.clone();
-    let addr = support::serve(dyn_backend, &config).await;
+    let addr = raftlane_testkit::api::serve(dyn_backend, &config).await;
     Api {
         base: format!("http://{addr}"),
         http: PeerClient::new(Duration::from_secs(10)),
@@ -57,7 +55,7 @@ async fn start(keyring: Option<Keyring>) -> Api {
 
 impl Api {
     async fn call(&self, method: Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let (headers, bytes) = support::json_request(Some(ADMIN), body);
+        let (headers, bytes) = raftlane_testkit::http::json_request(Some(ADMIN), body);
         let url = format!("{}{}", self.base, path);
         let (status, _, raw) = self
             .http

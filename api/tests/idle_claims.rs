@@ -3,18 +3,25 @@
 //! claims that could claim something, or that the state machine must arbitrate (a lane held by
 //! another owner, a row inflight), are still proposed.
 
-mod support;
-
 use axum::http::Method;
+use raftlane_testkit::api::LocalApi;
 use serde_json::{json, Value};
 
 const ADMIN: &str = "admin-secret";
 const TTL: u64 = 120_000;
 
-type Api = support::LocalApi;
+/// The kit's API on a fresh local backend, with this file's helpers.
+struct Api(LocalApi);
+
+impl std::ops::Deref for Api {
+    type Target = LocalApi;
+    fn deref(&self) -> &LocalApi {
+        &self.0
+    }
+}
 
 async fn start() -> Api {
-    Api::start(ADMIN, "cs").await
+    Api(LocalApi::start(ADMIN, "cs").await)
 }
 
 impl Api {

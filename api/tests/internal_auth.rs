@@ -4,8 +4,6 @@
 //! refused with 401 and nothing is written. A captured signed proposal replayed is answered as a
 //! repeat, not applied again.
 
-mod support;
-
 use axum::http::Method;
 use raftlane_api::app::now_ms;
 use raftlane_api::backend::MembershipChange;
@@ -16,15 +14,24 @@ use raftlane_api::ProposeError;
 use raftlane_raft::auth::{ClusterAuth, AUTH_HEADER};
 use raftlane_statemachine::wire::command::RecordAudit;
 use raftlane_statemachine::{codec, Command, Envelope, Outcome, Response};
+use raftlane_testkit::api::LocalApi;
 use serde_json::Value;
 
 const ADMIN: &str = "admin-secret";
 const SECRET: &str = "cluster-secret";
 
-type Api = support::LocalApi;
+/// The kit's API on a fresh local backend, with this file's helpers.
+struct Api(LocalApi);
+
+impl std::ops::Deref for Api {
+    type Target = LocalApi;
+    fn deref(&self) -> &LocalApi {
+        &self.0
+    }
+}
 
 async fn start() -> Api {
-    Api::start(ADMIN, SECRET).await
+    Api(LocalApi::start(ADMIN, SECRET).await)
 }
 
 impl Api {
@@ -45,7 +52,7 @@ impl Api {
     }
 
     async fn audit_count(&self) -> u64 {
-        let (status, body) = support::call(
+        let (status, body) = raftlane_testkit::http::call(
             &self.http,
             &self.base,
             ADMIN,
@@ -200,7 +207,7 @@ async fn a_signed_membership_change_reaches_the_backend() {
     assert_eq!(body["error"]["field"], "body");
 
     // Through the public route, the refusal is a 409 with a JSON error, not a 503.
-    let (status, body) = support::call(
+    let (status, body) = raftlane_testkit::http::call(
         &api.http,
         &api.base,
         ADMIN,

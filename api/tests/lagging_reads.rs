@@ -3,8 +3,6 @@
 //! looked up locally first (cheap) and confirmed with a linearizable read before the answer
 //! depends on them.
 
-mod support;
-
 use axum::http::Method;
 use raftlane_api::backend::{BoxFuture, ClusterStatus};
 use raftlane_api::peer::PeerClient;
@@ -134,7 +132,7 @@ async fn start() -> Node {
         cluster_secret: "cs".into(),
         ..Default::default()
     };
-    let addr = support::serve(backend.clone(), &config).await;
+    let addr = raftlane_testkit::api::serve(backend.clone(), &config).await;
     Node {
         base: format!("http://{addr}"),
         http: PeerClient::new(Duration::from_secs(10)),
@@ -150,7 +148,7 @@ impl Node {
         path: &str,
         body: Option<Value>,
     ) -> (u16, Value) {
-        support::call(&self.http, &self.base, token, method, path, body).await
+        raftlane_testkit::http::call(&self.http, &self.base, token, method, path, body).await
     }
 
     /// POST as admin expecting a 2xx; returns the body.
@@ -221,7 +219,7 @@ async fn fail_uses_the_retry_policy_the_cluster_has_not_the_one_a_lagging_node_s
     let doc = json!({
         "destinations": { "slow": { "retry": { "max_attempts": 1, "backoff_ms": 100, "multiplier_milli": 2000, "max_backoff_ms": 1000 } } }
     });
-    let (mut headers, bytes) = support::json_request(Some(ADMIN), Some(doc));
+    let (mut headers, bytes) = raftlane_testkit::http::json_request(Some(ADMIN), Some(doc));
     headers.push(("if-match", "0".to_string()));
     let url = format!("{}/v1/config", node.base);
     let (status, _, raw) = node

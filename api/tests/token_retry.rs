@@ -2,17 +2,24 @@
 //! committed gets the very token that was stored (it works), and a `Request-Id` reused for
 //! another request is refused with 409 instead of showing a token that would never work.
 
-mod support;
-
 use axum::http::Method;
+use raftlane_testkit::api::LocalApi;
 use serde_json::{json, Value};
 
 const ADMIN: &str = "admin-secret";
 
-type Api = support::LocalApi;
+/// The kit's API on a fresh local backend, with this file's helpers.
+struct Api(LocalApi);
+
+impl std::ops::Deref for Api {
+    type Target = LocalApi;
+    fn deref(&self) -> &LocalApi {
+        &self.0
+    }
+}
 
 async fn start(cluster_secret: &str) -> Api {
-    Api::start(ADMIN, cluster_secret).await
+    Api(LocalApi::start(ADMIN, cluster_secret).await)
 }
 
 impl Api {
@@ -37,7 +44,7 @@ impl Api {
 
     /// The status of a read made with `token`.
     async fn works(&self, token: &str) -> u16 {
-        support::call(
+        raftlane_testkit::http::call(
             &self.http,
             &self.base,
             token,

@@ -1,7 +1,9 @@
 //! `raftlane dev`: a local three-node cluster in one process, for trying raftlane out. Stays in
 //! the foreground until SIGINT/SIGTERM, then shuts down gracefully. The demo workload is the
-//! `raftlane-demo` binary (`node/demo/`), which starts the same cluster through [`start`] and
-//! takes the same flags ([`DevArgs`]); the benchmarks' in-process cluster is [`start_cluster`].
+//! `raftlane-demo` binary (`node/demo/`), which takes the same flags ([`DevArgs`]); it and the
+//! benchmarks start the same cluster through the test kit (`raftlane-testkit`,
+//! `ClusterOptions::dev`), which cannot be used here (it depends on this crate) and so takes what
+//! must agree from this module: [`prepare`], [`kept_secrets`], [`MAX_BODY_BYTES`], [`announce`].
 
 use crate::config::generate_token;
 use crate::server::{self, NodeOptions, RunningNode};
@@ -27,6 +29,10 @@ pub struct DevArgs {
     #[arg(long, env = "RAFTLANE_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
 }
+
+/// The request body limit of a dev cluster: larger than a production default, so the demo's and
+/// the bench's payloads fit.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
 /// Read a secret kept in the data directory, or create it.
 fn stored_secret(dir: &Path, file: &str) -> anyhow::Result<String> {
@@ -61,12 +67,14 @@ impl DevCluster {
     }
 }
 
-/// Start three nodes on `base_port..base_port+2` and wait for a leader.
-pub async fn start_cluster(
-    base_port: u16,
+/// `(cluster secret, admin token)` of the dev cluster in `data_dir`: the secret generated once
+/// and kept there, the token `admin_token` if given (non-empty), else generated once and kept
+/// there too. Kept, so that a cluster restarted on the same directory keeps talking to itself
+/// and its clients' token keeps working.
+pub fn kept_secrets(
     data_dir: &Path,
     admin_token: Option<String>,
-) -> anyhow::Result<DevCluster> {
+) -> anyhow::Result<(String, String)> {
     std::fs::create_dir_all(data_dir)
         .with_context(|| format!("cannot create {}", data_dir.display()))?;
     let secret = stored_secret(data_dir, "cluster.secret")?;
@@ -74,6 +82,17 @@ pub async fn start_cluster(
         Some(t) => t,
         None => stored_secret(data_dir, "admin.token")?,
     };
+    Ok((secret, admin_token))
+}
+
+/// Start three nodes on `base_port..base_port+2` and wait for a leader. `raftlane dev`'s own:
+/// other crates start this cluster through the test kit (see the module documentation).
+async fn start_cluster(
+    base_port: u16,
+    data_dir: &Path,
+    admin_token: Option<String>,
+) -> anyhow::Result<DevCluster> {
+    let (secret, admin_token) = kept_secrets(data_dir, admin_token)?;
     let peers: BTreeMap<u64, String> = (1..=3u64)
         .map(|id| (id, format!("127.0.0.1:{}", base_port + (id as u16 - 1))))
         .collect();
@@ -90,7 +109,7 @@ pub async fn start_cluster(
             bootstrap: *id == 1,
             cluster_secret: secret.clone(),
             admin_token: admin_token.clone(),
-            max_body_bytes: 1024 * 1024,
+            max_body_bytes: MAX_BODY_BYTES,
             tuning: Tuning::default(),
         };
         nodes.push(
@@ -139,9 +158,9 @@ pub async fn wait_for_signal() {
     }
 }
 
-/// Start the cluster `args` describe (after deleting its data directory under `--fresh`) and
-/// say so: where it listens, which node leads, the admin token.
-pub async fn start(args: &DevArgs) -> anyhow::Result<DevCluster> {
+/// Get ready to start the cluster `args` describe: delete its data directory under `--fresh`,
+/// and say where it will listen.
+pub fn prepare(args: &DevArgs) -> anyhow::Result<()> {
     if args.fresh && args.data_dir.exists() {
         std::fs::remove_dir_all(&args.data_dir)
             .with_context(|| format!("cannot remove {}", args.data_dir.display()))?;
@@ -149,9 +168,26 @@ pub async fn start(args: &DevArgs) -> anyhow::Result<DevCluster> {
     println!(
         "Starting a three-node raftlane cluster on 127.0.0.1:{}-{} (data in {})",
         args.base_port,
-        args.base_port + 2,
+        args.base_port.saturating_add(2),
         args.data_dir.display()
     );
+    Ok(())
+}
+
+/// Say that the cluster is up: which node leads (0: none right now), where the nodes are, the
+/// admin token.
+pub fn announce(leader: u64, addrs: &[String], admin_token: &str) {
+    println!(
+        "Cluster up: node {leader} leads. Nodes: {}",
+        addrs.join(", ")
+    );
+    println!("Admin token: {admin_token}");
+}
+
+/// Start the cluster `args` describe (after deleting its data directory under `--fresh`) and
+/// say so: where it listens, which node leads, the admin token.
+pub async fn start(args: &DevArgs) -> anyhow::Result<DevCluster> {
+    prepare(args)?;
     let cluster = start_cluster(args.base_port, &args.data_dir, args.admin_token.clone()).await?;
     let leader = cluster
         .nodes
@@ -159,18 +195,20 @@ pub async fn start(args: &DevArgs) -> anyhow::Result<DevCluster> {
         .find(|n| n.raft.is_leader())
         .map(|n| n.raft.id())
         .unwrap_or(0);
-    println!(
-        "Cluster up: node {leader} leads. Nodes: {}",
-        cluster.addrs.join(", ")
-    );
-    println!("Admin token: {}", cluster.admin_token);
+    announce(leader, &cluster.addrs, &cluster.admin_token);
     Ok(cluster)
 }
 
 /// Shut the cluster down gracefully, saying so.
 pub async fn stop(cluster: DevCluster) {
+    stop_with(cluster.shutdown()).await;
+}
+
+/// Run `shutdown` (a cluster's graceful shutdown), saying so: the lines a user of `raftlane dev`
+/// or the demo sees, whichever started the cluster.
+pub async fn stop_with(shutdown: impl std::future::Future<Output = ()>) {
     println!("Shutting down...");
-    cluster.shutdown().await;
+    shutdown.await;
     println!("Stopped.");
 }
 

@@ -10,9 +10,8 @@
 //! info: `RUST_LOG=warn,catchup=info cargo test --release -p raftlane-raft --test catchup --
 //! --nocapture`.
 
-mod common;
-
-use common::*;
+use raftlane_testkit::raft::*;
+use raftlane_testkit::wait::*;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -38,7 +37,7 @@ async fn follower_down_for_100k_entries_catches_up_by_snapshot() {
     // The default snapshot and purge policy (tuning() only turns the housekeeping timers off).
     let t = tuning();
     assert_eq!(t.snapshot_logs_since_last, 100_000);
-    let mut c = TestCluster::start_in(3, t, test_root()).await;
+    let mut c = RaftCluster::start_in(3, t, test_root()).await;
     let mut writes = c.write_many("before", 10, 5).await;
     c.converged_digest().await;
     let leader = c.leader().await;

@@ -1,9 +1,6 @@
 //! Three-node clusters in one process over real loopback HTTP.
 
-mod common;
-
 use bytes::Bytes;
-use common::*;
 use http_body_util::{BodyExt, Full};
 use openraft::network::RPCOption;
 use openraft::raft::VoteRequest;
@@ -13,6 +10,8 @@ use raftlane_raft::network::{HttpNetwork, NetworkConfig};
 use raftlane_raft::types::Vote;
 use raftlane_raft::{now_ms, wire, ReadError, WriteError};
 use raftlane_statemachine::Outcome;
+use raftlane_testkit::raft::*;
+use raftlane_testkit::wait::*;
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -20,7 +19,7 @@ use std::time::Duration;
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn writes_reach_every_node_with_equal_digests() {
     init_tracing();
-    let c = TestCluster::start(3, tuning()).await;
+    let c = RaftCluster::start(3, tuning()).await;
     let writes = c.write_many("w", 40, 10).await;
     let digest = c.converged_digest().await;
     for node in c.nodes.values() {
@@ -59,7 +58,7 @@ async fn writes_reach_every_node_with_equal_digests() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn leader_loss_elects_a_new_leader_without_losing_writes() {
     init_tracing();
-    let mut c = TestCluster::start(3, tuning()).await;
+    let mut c = RaftCluster::start(3, tuning()).await;
     let mut writes = c.write_many("before", 40, 8).await;
     let old = c.leader().await;
     c.stop_node(old).await;
@@ -83,7 +82,7 @@ async fn leader_loss_elects_a_new_leader_without_losing_writes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_node_restarts_from_disk_with_the_same_digest() {
     init_tracing();
-    let mut c = TestCluster::start(3, tuning()).await;
+    let mut c = RaftCluster::start(3, tuning()).await;
     let writes = c.write_many("r", 50, 10).await;
     let digest = c.converged_digest().await;
     for id in 1..=3 {
@@ -123,7 +122,7 @@ async fn lagging_node_catches_up_by_snapshot() {
         snapshot_chunk_bytes: 4096,
         ..tuning()
     };
-    let mut c = TestCluster::start(3, t).await;
+    let mut c = RaftCluster::start(3, t).await;
     let mut writes = c.write_many("a", 10, 5).await;
     c.converged_digest().await;
     let leader = c.leader().await;
@@ -172,7 +171,7 @@ async fn lagging_node_catches_up_by_snapshot() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn membership_changes_from_123_to_124() {
     init_tracing();
-    let mut c = TestCluster::start(3, tuning()).await;
+    let mut c = RaftCluster::start(3, tuning()).await;
     let mut writes = c.write_many("m", 20, 5).await;
     let l4 = c.reserve(4).await;
     c.start_node_on(4, l4).await;
@@ -227,7 +226,7 @@ async fn raw_post(addr: &str, path: &str, body: Vec<u8>, auth: Option<String>) -
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn wrong_cluster_secret_is_refused() {
     init_tracing();
-    let c = TestCluster::start(3, tuning()).await;
+    let c = RaftCluster::start(3, tuning()).await;
     c.write_many("s", 5, 5).await;
     let leader = c.leader().await;
     let target = *c.nodes.keys().find(|&&id| id != leader).unwrap();
@@ -330,7 +329,7 @@ async fn only_the_leader_runs_the_housekeeping_timers() {
         expire_interval_ms: 500,
         ..tuning()
     };
-    let c = TestCluster::start(3, t).await;
+    let c = RaftCluster::start(3, t).await;
     let leader = c.leader().await;
     let term = c.node(leader).metrics().current_term;
     wait_until("the leader proposed housekeeping commands", || async {
@@ -358,7 +357,7 @@ async fn only_the_leader_runs_the_housekeeping_timers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_writes_are_batched_on_followers() {
     init_tracing();
-    let c = TestCluster::start(3, tuning()).await;
+    let c = RaftCluster::start(3, tuning()).await;
     let leader = c.leader().await;
     let writes = c.write_many("g", 300, 100).await;
     assert_eq!(writes.len(), 300);
@@ -390,7 +389,7 @@ async fn concurrent_writes_are_batched_on_followers() {
 #[ignore]
 async fn throughput() {
     init_tracing();
-    let c = TestCluster::start(3, tuning()).await;
+    let c = RaftCluster::start(3, tuning()).await;
     for (n, concurrency) in [(500, 1), (2000, 50), (4000, 200)] {
         let start = std::time::Instant::now();
         c.write_many(&format!("t{concurrency}"), n, concurrency)

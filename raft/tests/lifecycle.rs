@@ -1,11 +1,10 @@
 //! Cluster life cycle on in-process clusters: growing and shrinking the voter set, restarting a
 //! node with `bootstrap = true`, and replacing a node that is already dead.
 
-mod common;
-
-use common::*;
 use raftlane_raft::Tuning;
 use raftlane_statemachine::Outcome;
+use raftlane_testkit::raft::*;
+use raftlane_testkit::wait::*;
 use std::collections::{BTreeMap, BTreeSet};
 
 fn voters(node: &raftlane_raft::RaftNode) -> BTreeSet<u64> {
@@ -13,7 +12,7 @@ fn voters(node: &raftlane_raft::RaftNode) -> BTreeSet<u64> {
 }
 
 /// Wait until `node` sees exactly `voters` as voters, no learners and no joint config.
-async fn wait_voters(c: &TestCluster, id: u64, want: &[u64]) {
+async fn wait_voters(c: &RaftCluster, id: u64, want: &[u64]) {
     let want: BTreeSet<u64> = want.iter().copied().collect();
     wait_metrics(c.node(id), &format!("voters {want:?}"), |m| {
         let mem = m.membership_config.membership();
@@ -25,7 +24,7 @@ async fn wait_voters(c: &TestCluster, id: u64, want: &[u64]) {
 }
 
 /// Every node of `members` sees exactly `members` as voters, and no longer knows node `gone`.
-async fn wait_gone(c: &TestCluster, members: &[u64], gone: u64) {
+async fn wait_gone(c: &RaftCluster, members: &[u64], gone: u64) {
     for &id in members {
         wait_voters(c, id, members).await;
         let membership = c.node(id).metrics().membership_config;
@@ -41,7 +40,7 @@ async fn wait_gone(c: &TestCluster, members: &[u64], gone: u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn add_learner_promote_then_remove_a_voter() {
     init_tracing();
-    let mut c = TestCluster::start(3, tuning()).await;
+    let mut c = RaftCluster::start(3, tuning()).await;
     let mut writes = c.write_many("before", 20, 5).await;
 
     let l4 = c.reserve(4).await;
@@ -112,7 +111,7 @@ async fn restart_with_bootstrap_true_does_not_reinitialize() {
         purge_batch_size: 1,
         ..tuning()
     };
-    let mut c = TestCluster::start(3, t).await;
+    let mut c = RaftCluster::start(3, t).await;
     let mut writes = c.write_many("before", 60, 10).await;
     let digest = c.converged_digest().await;
     // Every node has built a snapshot and purged the log behind it.
@@ -194,7 +193,7 @@ async fn restart_with_bootstrap_true_does_not_reinitialize() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn replace_a_dead_node() {
     init_tracing();
-    let mut c = TestCluster::start(3, tuning()).await;
+    let mut c = RaftCluster::start(3, tuning()).await;
     let mut writes = c.write_many("before", 20, 5).await;
     c.converged_digest().await;
 

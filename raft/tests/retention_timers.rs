@@ -1,9 +1,6 @@
 //! The leader's retention timer: purges proposed from the replicated config's `retention`
 //! section (ages) as absolute cutoffs, on the leader only, and nothing while retention is unset.
 
-mod common;
-
-use common::*;
 use raftlane_raft::timers::TIMER_ACTOR;
 use raftlane_raft::{now_ms, RaftNode, Tuning};
 use raftlane_statemachine::model::config::{ConfigDoc, RetentionConfig};
@@ -12,6 +9,8 @@ use raftlane_statemachine::wire::command::{
     ClaimReady, Delivery, EnqueueMessage, MarkDone, MessageFields, PutConfig,
 };
 use raftlane_statemachine::{Command, Envelope, MessageId, Outcome};
+use raftlane_testkit::raft::*;
+use raftlane_testkit::wait::*;
 use std::sync::atomic::Ordering;
 
 /// Short retention ticks so the tests see several of them in well under a second.
@@ -26,7 +25,7 @@ fn env(command: Command) -> Envelope {
     Envelope::new(now_ms(), "tester", command)
 }
 
-async fn put_retention(c: &TestCluster, expected_version: u64, retention: RetentionConfig) {
+async fn put_retention(c: &RaftCluster, expected_version: u64, retention: RetentionConfig) {
     let (_, resp) = c
         .write(env(Command::PutConfig(PutConfig {
             expected_version,
@@ -41,7 +40,7 @@ async fn put_retention(c: &TestCluster, expected_version: u64, retention: Retent
 
 /// Enqueue a message with one outbound delivery, claim it and mark it done: the message ends
 /// (a terminal status, no live rows), so it is eligible for a body purge.
-async fn deliver_one(c: &TestCluster, body: &str) -> MessageId {
+async fn deliver_one(c: &RaftCluster, body: &str) -> MessageId {
     let (_, resp) = c
         .write(env(Command::EnqueueMessage(EnqueueMessage {
             channel: "orders".into(),
@@ -117,7 +116,7 @@ async fn wait_ticks(node: &RaftNode, n: u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn leader_purges_message_bodies_past_their_retention() {
     init_tracing();
-    let c = TestCluster::start(3, retention_tuning()).await;
+    let c = RaftCluster::start(3, retention_tuning()).await;
     put_retention(
         &c,
         0,
@@ -201,7 +200,7 @@ async fn leader_purges_message_bodies_past_their_retention() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn nothing_is_purged_while_retention_is_unset() {
     init_tracing();
-    let c = TestCluster::start(3, retention_tuning()).await;
+    let c = RaftCluster::start(3, retention_tuning()).await;
     // A config document whose retention section is empty (the other sections do not matter).
     put_retention(&c, 0, RetentionConfig::default()).await;
     let id = deliver_one(&c, "kept body").await;

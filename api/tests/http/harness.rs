@@ -1,19 +1,18 @@
-//! The harness every topic shares: one API over a fresh in-memory node, raw and typed
-//! requests, and assertions on the JSON error shape.
+//! The harness every topic shares: one API over a fresh in-memory node (started by the test
+//! kit, `raftlane_testkit::api`), raw and typed requests, and assertions on the JSON error shape.
 
 pub(crate) use axum::http::{HeaderMap, Method, StatusCode};
 pub(crate) use bytes::Bytes;
 pub(crate) use raftlane_api::app::{api_routes, now_ms};
 pub(crate) use raftlane_api::peer::PeerClient;
 pub(crate) use raftlane_api::write::signing::LEGACY_SECRET_HEADER;
-pub(crate) use raftlane_api::{ApiConfig, LocalBackend, ProposeError};
+pub(crate) use raftlane_api::{ApiConfig, ProposeError};
 pub(crate) use raftlane_client::contract::FifoEmptyReason;
 pub(crate) use raftlane_client::{Client, FifoClaim};
 pub(crate) use raftlane_statemachine::{
     codec, ClaimedRow, Command, Envelope, MessageId, Outcome, Response,
 };
 pub(crate) use serde_json::{json, Value};
-pub(crate) use std::sync::Arc;
 pub(crate) use std::time::Duration;
 
 pub(crate) const ADMIN: &str = "admin-secret";
@@ -56,17 +55,17 @@ impl Resp {
 }
 
 pub(crate) async fn start() -> Api {
-    let config = ApiConfig {
+    let api = raftlane_testkit::api::LocalApi::start_with(ApiConfig {
         admin_token: ADMIN.into(),
         cluster_secret: CLUSTER_SECRET.into(),
         max_body_bytes: MAX_BODY,
         ..Default::default()
-    };
-    let addr = crate::support::serve(Arc::new(LocalBackend::new()), &config).await;
+    })
+    .await;
     Api {
-        base: format!("http://{addr}"),
-        http: PeerClient::new(Duration::from_secs(10)),
-        admin: Client::new(vec![addr], ADMIN).with_deadline(Duration::from_secs(5)),
+        admin: Client::new(vec![api.addr], ADMIN).with_deadline(Duration::from_secs(5)),
+        base: api.base,
+        http: api.http,
     }
 }
 
@@ -102,7 +101,7 @@ impl Api {
         token: Option<&str>,
         body: Option<Value>,
     ) -> Resp {
-        let (headers, bytes) = crate::support::json_request(token, body);
+        let (headers, bytes) = raftlane_testkit::http::json_request(token, body);
         self.send_raw(method, path, &headers, bytes).await
     }
 

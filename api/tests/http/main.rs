@@ -9,9 +9,6 @@
 //!
 //! One module per topic; [`harness`] holds what they share.
 
-#[path = "../support/mod.rs"]
-mod support;
-
 mod harness;
 
 mod auth_config_audit;

@@ -15,8 +15,9 @@
 //!   it done. One operation = one claim + done pair.
 //!
 //! Every run is bounded in time: warm-up + duration, plus `--prefill-timeout` for prefilling.
-//! Without `--target` a three-node cluster is started in this process
-//! (`raftlane_node::dev::start_cluster`) in a temporary directory, and removed afterwards.
+//! Without `--target` a three-node cluster is started in this process (the test kit's
+//! `NodeCluster` with `ClusterOptions::dev`: the cluster `raftlane dev` starts) in a temporary
+//! directory, and removed afterwards.
 //!
 //! Until this crate was split out of `raftlane-node` (so that the server binary links neither
 //! the PostgreSQL client nor the histogram library), this was `raftlane bench`, a subcommand of

@@ -9,8 +9,8 @@ use raftlane_client::contract::{
     DeliveryBody, FifoEmptyReason, RouteBody, RouteHandler, TransformBody,
 };
 use raftlane_client::{Client, ClientError, FifoClaim, RowAction, RowActionItem};
-use raftlane_node::dev::{self, DevCluster};
 use raftlane_statemachine::ClaimedRow;
+use raftlane_testkit::node::{ClusterOptions, NodeCluster};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -202,7 +202,7 @@ async fn leader_first(client: &Client, addrs: Vec<String>) -> Vec<String> {
 struct Target {
     addrs: Vec<String>,
     token: String,
-    local: Option<(DevCluster, PathBuf, bool)>,
+    local: Option<(NodeCluster, PathBuf, bool)>,
     rss: Rss,
     description: String,
 }
@@ -237,10 +237,11 @@ async fn open_target(args: &BenchArgs) -> anyhow::Result<Target> {
         args.base_port.saturating_add(2),
         dir.display()
     );
-    let cluster = dev::start_cluster(args.base_port, &dir, args.token.clone()).await?;
+    let options = ClusterOptions::dev(args.base_port, &dir, args.token.clone())?;
+    let cluster = NodeCluster::start_with(options).await?;
     let mut addrs = cluster.addrs.clone();
-    if let Some(i) = cluster.nodes.iter().position(|n| n.raft.is_leader()) {
-        addrs.rotate_left(i);
+    if let Some(id) = cluster.leader_id() {
+        addrs.rotate_left(cluster.index_of(id));
     }
     Ok(Target {
         addrs,

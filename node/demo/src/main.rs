@@ -1,10 +1,12 @@
 //! `raftlane-demo` (the README's first command, through `scripts/demo.sh`): start a local
-//! three-node cluster in this process (`raftlane_node::dev`, the same cluster and flags as
-//! `raftlane dev`), push the demo workload through the whole pipeline, print its summary and a
-//! curl session to try, and keep the cluster running until Ctrl-C (or exit: `--exit-after-demo`).
+//! three-node cluster in this process (the test kit's `NodeCluster` with `ClusterOptions::dev`:
+//! the same cluster, data directory and flags as `raftlane dev`), push the demo workload through
+//! the whole pipeline, print its summary and a curl session to try, and keep the cluster running
+//! until Ctrl-C (or exit: `--exit-after-demo`).
 
 use clap::Parser;
 use raftlane_node::dev::{self, DevArgs};
+use raftlane_testkit::node::{ClusterOptions, NodeCluster};
 
 /// The nodes run in this process, so they allocate as `raftlane node` does (see node/src/main.rs).
 #[global_allocator]
@@ -32,7 +34,18 @@ struct DemoArgs {
 async fn main() -> anyhow::Result<()> {
     let args = DemoArgs::parse();
     raftlane_node::init_logging();
-    let cluster = dev::start(&args.cluster).await?;
+    dev::prepare(&args.cluster)?;
+    let options = ClusterOptions::dev(
+        args.cluster.base_port,
+        &args.cluster.data_dir,
+        args.cluster.admin_token.clone(),
+    )?;
+    let cluster = NodeCluster::start_with(options).await?;
+    dev::announce(
+        cluster.leader_id().unwrap_or(0),
+        &cluster.addrs,
+        &cluster.admin_token,
+    );
     let client = raftlane_client::Client::new(cluster.addrs.clone(), cluster.admin_token.clone());
     let mut failed = false;
     let mut interrupted = false;
@@ -58,7 +71,7 @@ async fn main() -> anyhow::Result<()> {
             dev::wait_for_signal().await;
         }
     }
-    dev::stop(cluster).await;
+    dev::stop_with(cluster.shutdown()).await;
     if failed {
         anyhow::bail!("the demo found a problem (see above)");
     }

@@ -1,36 +1,35 @@
-//! In-process clusters over real loopback HTTP, for the integration tests.
+//! Raft-only clusters: [`RaftNode`]s (replica, RocksDB log, state machine, node-to-node HTTP
+//! transport) on loopback ports, without the HTTP API. What the raft crate's integration tests
+//! start: they drive the replicas through [`RaftNode::client_write`] and read their metrics.
 //!
-//! Every wait is a condition polled (or awaited on the metrics channel) against a generous
-//! deadline, never a fixed sleep, so the tests hold on a slow, loaded 2-core machine.
+//! ```no_run
+//! # async fn demo() {
+//! use raftlane_testkit::raft::{audit, tuning, RaftCluster};
+//! let mut c = RaftCluster::start(3, tuning()).await; // voters 1..=3, a leader agreed on
+//! let (index, response) = c.write(audit("hello")).await; // follows the leader
+//! c.stop_node(2).await;
+//! c.start_node(2).await; // from its data directory, on its old port
+//! c.converged_digest().await; // every node applied everything, same digest
+//! c.shutdown().await;
+//! # }
+//! ```
 
-#![allow(dead_code)]
-
+use crate::wait::{bind, free_listener, WAIT};
 use futures::StreamExt;
 use raftlane_raft::types::RaftMetrics;
 use raftlane_raft::{now_ms, RaftNode, RaftNodeConfig, Tuning, WriteError};
 use raftlane_statemachine::wire::command::RecordAudit;
 use raftlane_statemachine::{Command, Envelope, Outcome, Response};
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
 use tempfile::TempDir;
 
+/// The cluster secret every node of a [`RaftCluster`] signs its Raft traffic with.
 pub const SECRET: &str = "test-cluster-secret-0123456789";
-/// Upper bound for any single wait in these tests.
-pub const WAIT: Duration = Duration::from_secs(60);
 
-/// Log to the test output, filtered by `RUST_LOG` (default: warnings).
-pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_test_writer()
-        .try_init();
-}
-
-/// Test tuning: no housekeeping timers (they would add entries), the default slow-box timing.
+/// Test tuning: no housekeeping timers (they would add entries the tests do not expect), the
+/// default timing for a slow box.
 pub fn tuning() -> Tuning {
     Tuning {
         reclaim_interval_ms: 0,
@@ -43,6 +42,8 @@ pub fn tuning() -> Tuning {
     }
 }
 
+/// An audit row tagged `tag`: the cheapest command whose effect can be found again (its row
+/// carries the tag and a hash).
 pub fn audit(tag: &str) -> Envelope {
     Envelope::new(
         now_ms(),
@@ -61,8 +62,8 @@ pub fn audit(tag: &str) -> Envelope {
 pub fn assert_writes_present(node: &RaftNode, writes: &[(String, u64, Response)]) {
     let rows = node
         .read_local(|sm| sm.read().audit_list("default", 0, usize::MAX))
-        .unwrap()
-        .unwrap();
+        .expect("read the node's state")
+        .expect("list the audit rows");
     let by_seq: BTreeMap<u64, _> = rows.into_iter().map(|r| (r.seq, r)).collect();
     for (tag, index, resp) in writes {
         let Ok(Outcome::Audit { seq, hash }) = resp else {
@@ -84,25 +85,7 @@ pub fn assert_writes_present(node: &RaftNode, writes: &[(String, u64, Response)]
     }
 }
 
-/// Poll `cond` every 50 ms until it holds or `WAIT` passes.
-pub async fn wait_until<F, Fut>(what: &str, mut cond: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        if cond().await {
-            return;
-        }
-        if tokio::time::Instant::now() >= deadline {
-            panic!("timed out waiting for: {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// Await a metrics condition on one node.
+/// Await a metrics condition on one node (on openraft's metrics channel, no polling).
 pub async fn wait_metrics(
     node: &RaftNode,
     what: &str,
@@ -115,37 +98,37 @@ pub async fn wait_metrics(
         .unwrap_or_else(|e| panic!("node {}: {what}: {e}", node.id()))
 }
 
-pub struct TestCluster {
+/// Raft-only nodes on loopback, data under one temporary directory (`node-<id>` each).
+pub struct RaftCluster {
     pub root: TempDir,
     pub tuning: Tuning,
+    /// Every node's address, started or not (a reserved one included).
     pub addrs: BTreeMap<u64, String>,
+    /// The running nodes.
     pub nodes: BTreeMap<u64, RaftNode>,
 }
 
-async fn bind(addr: &str) -> tokio::net::TcpListener {
-    // Rebinding a port a stopped node just released can race its sockets' teardown: retry.
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        match tokio::net::TcpListener::bind(addr).await {
-            Ok(l) => return l,
-            Err(e) if tokio::time::Instant::now() < deadline => {
-                eprintln!("bind {addr}: {e}; retrying");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-            Err(e) => panic!("cannot bind {addr}: {e}"),
-        }
-    }
+/// Bind `addr` for a node, waiting out a port its previous incarnation still holds.
+async fn rebind_addr(addr: &str) -> tokio::net::TcpListener {
+    bind(addr, WAIT)
+        .await
+        .unwrap_or_else(|e| panic!("cannot bind {addr}: {e}"))
 }
 
-impl TestCluster {
+impl RaftCluster {
     /// Start voters `1..=n`, node 1 bootstrapping, and wait for a leader.
-    pub async fn start(n: u64, tuning: Tuning) -> TestCluster {
-        Self::start_in(n, tuning, tempfile::tempdir().unwrap()).await
+    pub async fn start(n: u64, tuning: Tuning) -> RaftCluster {
+        Self::start_in(
+            n,
+            tuning,
+            tempfile::tempdir().expect("a temporary directory"),
+        )
+        .await
     }
 
-    /// Like [`Self::start`], with the nodes' data directories under `root`.
-    pub async fn start_in(n: u64, tuning: Tuning, root: TempDir) -> TestCluster {
-        let mut c = TestCluster {
+    /// Like [`Self::start`], with the nodes' data directories under `root` (e.g. on tmpfs).
+    pub async fn start_in(n: u64, tuning: Tuning, root: TempDir) -> RaftCluster {
+        let mut c = RaftCluster {
             root,
             tuning,
             addrs: BTreeMap::new(),
@@ -153,14 +136,15 @@ impl TestCluster {
         };
         let mut listeners = BTreeMap::new();
         for id in 1..=n {
-            let l = bind("127.0.0.1:0").await;
-            c.addrs.insert(id, l.local_addr().unwrap().to_string());
+            let l = free_listener().await;
+            c.addrs
+                .insert(id, l.local_addr().expect("local address").to_string());
             listeners.insert(id, l);
         }
         for (id, l) in listeners {
             let node = RaftNode::start_with_listener(c.config(id, id == 1), l)
                 .await
-                .unwrap();
+                .unwrap_or_else(|e| panic!("start node {id}: {e}"));
             c.nodes.insert(id, node);
         }
         c.leader().await;
@@ -171,6 +155,7 @@ impl TestCluster {
         self.root.path().join(format!("node-{id}"))
     }
 
+    /// Node `id`'s configuration: every known address as a peer, the cluster's tuning.
     pub fn config(&self, id: u64, bootstrap: bool) -> RaftNodeConfig {
         let mut cfg = RaftNodeConfig::new(id, self.addrs[&id].clone(), self.data_dir(id), SECRET);
         cfg.peers = self.addrs.clone();
@@ -181,14 +166,15 @@ impl TestCluster {
 
     /// Reserve an address for a node that is not started yet.
     pub async fn reserve(&mut self, id: u64) -> tokio::net::TcpListener {
-        let l = bind("127.0.0.1:0").await;
-        self.addrs.insert(id, l.local_addr().unwrap().to_string());
+        let l = free_listener().await;
+        self.addrs
+            .insert(id, l.local_addr().expect("local address").to_string());
         l
     }
 
     /// (Re)start node `id` from its data directory on its address.
     pub async fn start_node(&mut self, id: u64) -> RaftNode {
-        let l = bind(&self.addrs[&id]).await;
+        let l = rebind_addr(&self.addrs[&id]).await;
         self.start_node_on(id, l).await
     }
 
@@ -204,7 +190,9 @@ impl TestCluster {
         l: tokio::net::TcpListener,
     ) -> RaftNode {
         let id = cfg.id;
-        let node = RaftNode::start_with_listener(cfg, l).await.unwrap();
+        let node = RaftNode::start_with_listener(cfg, l)
+            .await
+            .unwrap_or_else(|e| panic!("start node {id}: {e}"));
         self.nodes.insert(id, node.clone());
         node
     }
@@ -212,7 +200,7 @@ impl TestCluster {
     /// Rebind node `id`'s address (after it was stopped), to restart it with
     /// [`Self::start_node_with`].
     pub async fn rebind(&self, id: u64) -> tokio::net::TcpListener {
-        bind(&self.addrs[&id]).await
+        rebind_addr(&self.addrs[&id]).await
     }
 
     pub async fn stop_node(&mut self, id: u64) {
@@ -257,11 +245,20 @@ impl TestCluster {
     /// Write through the leader, following redirects and riding out elections.
     pub async fn write(&self, env: Envelope) -> (u64, Response) {
         let deadline = tokio::time::Instant::now() + WAIT;
-        let mut target = self.nodes.keys().next().copied().unwrap();
+        let mut target = self
+            .nodes
+            .keys()
+            .next()
+            .copied()
+            .expect("a running node to write to");
         loop {
             let node = match self.nodes.get(&target) {
                 Some(n) => n,
-                None => self.nodes.values().next().unwrap(),
+                None => self
+                    .nodes
+                    .values()
+                    .next()
+                    .expect("a running node to write to"),
             };
             match node.client_write(env.clone()).await {
                 Ok(r) => return r,
@@ -358,7 +355,7 @@ impl TestCluster {
             if target.is_some() && applied.iter().all(|a| *a == target) {
                 let mut digests = Vec::new();
                 for n in self.nodes.values() {
-                    digests.push(n.digest().await.unwrap());
+                    digests.push(n.digest().await.expect("the node's digest"));
                 }
                 if digests.windows(2).all(|w| w[0] == w[1]) {
                     return digests[0].1;
