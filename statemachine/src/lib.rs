@@ -3,7 +3,8 @@
 //! The deterministic state machine that every raftlane node applies, in the same order, to the
 //! same committed log. It holds the message pipeline (messages, work rows in four stages, FIFO
 //! lanes and their leases), versioned configuration, transform state, reference snapshots,
-//! approvals, API principals and a per-org SHA-256 audit chain.
+//! approvals, API principals, a per-org SHA-256 audit chain, and the users, roles and sessions
+//! of the engine it stores for (docs/SPEC.md §13).
 //!
 //! `apply` is a pure function of (state, command): no clock (the proposer stamps `now_ms` and the
 //! state clamps it monotonic), no randomness (ids come from counters in state or the log index),
@@ -14,7 +15,7 @@
 //! Each layer uses only the layers before it (`tests/layers.rs` enforces this):
 //!
 //! 1. [`model`]: the plain types the state is made of (ids, messages, rows, lanes, config,
-//!    principals, approvals, audit rows).
+//!    principals, approvals, audit rows, users and sessions).
 //! 2. [`wire`]: what travels in the log and back: [`Envelope`], [`Command`] (one struct per
 //!    command), [`Outcome`], [`Rejection`], and the codec. Built from `model` types.
 //! 3. [`storage`]: the [`Store`] trait and its tables, the in-memory and RocksDB stores, the

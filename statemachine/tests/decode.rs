@@ -9,15 +9,18 @@
 use raftlane_statemachine::model::config::{ConfigDoc, RetryPolicy};
 use raftlane_statemachine::model::principal::Role;
 use raftlane_statemachine::model::row::Stage;
+use raftlane_statemachine::model::user::{AdGroupMap, AuthProvider};
 use raftlane_statemachine::wire::codec;
 use raftlane_statemachine::wire::command::{
-    CancelQueued, ClaimNextFifo, ClaimReady, CompleteWithResponse, CreateApproval, DeadLetterNow,
-    DecideApproval, Delivery, DoneThenClaimNext, EnqueueIngress, EnqueueMessage, HandlerWork,
-    Handoff, HandoffDisposition, IngressHandoff, MarkDone, MarkFailed, MessageFields,
-    PurgeDeadLetters, PurgeMessageBodies, PurgeState, PutConfig, PutPrincipal, ReceivedStatus,
-    ReclaimExpired, RecordAudit, RecordReceived, ReleaseLane, RenewLeases, Replay, ReplayDead,
-    RevokePrincipal, RouteDisposition, RouteHandoff, SealAuditEpoch, StateOp, TransformHandoff,
-    WriteReferenceSnapshot,
+    CancelQueued, ClaimNextFifo, ClaimReady, CompleteWithResponse, CreateApproval, CreateSession,
+    CreateUser, DeadLetterNow, DecideApproval, DeleteUser, Delivery, DoneThenClaimNext,
+    EnforceSessionCap, EnqueueIngress, EnqueueMessage, HandlerWork, Handoff, HandoffDisposition,
+    IngressHandoff, MarkDone, MarkFailed, MessageFields, PurgeDeadLetters, PurgeExpiredSessions,
+    PurgeMessageBodies, PurgeState, PutConfig, PutPrincipal, ReceivedStatus, ReclaimExpired,
+    RecordAudit, RecordReceived, ReleaseLane, RenewLeases, Replay, ReplayDead, RevokePrincipal,
+    RevokeUserSessions, RouteDisposition, RouteHandoff, SealAuditEpoch, SessionChange,
+    SetAdGroupMap, SetUserRoles, StateOp, TransformHandoff, UpdateSession, UpdateUser, UpsertRole,
+    UserChange, WriteReferenceSnapshot,
 };
 use raftlane_statemachine::{
     ApprovalId, Command, Envelope, Fence, MemStore, MessageId, RowId, StateMachine,
@@ -228,6 +231,68 @@ fn samples() -> Vec<Envelope> {
             channels: Some(vec!["c1".into()]),
         }),
         Command::RevokePrincipal(RevokePrincipal { name: "p1".into() }),
+        Command::UpsertRole(UpsertRole {
+            role_id: "admin".into(),
+            display_name: "Admin".into(),
+            description: None,
+            builtin: true,
+        }),
+        Command::CreateUser(CreateUser {
+            user_id: "u1".into(),
+            username: "alice".into(),
+            auth_provider: AuthProvider::Local,
+            display_name: Some("Alice".into()),
+            email: None,
+            password_hash: Some("hash".into()),
+            must_change_password: false,
+        }),
+        Command::UpdateUser(UpdateUser {
+            user_id: "u1".into(),
+            change: UserChange::EnableTotp {
+                recovery_code_hashes: vec!["r1".into(), "r2".into()],
+            },
+        }),
+        Command::UpdateUser(UpdateUser {
+            user_id: "u1".into(),
+            change: UserChange::LoginFailure {
+                failed_attempts: 2,
+                locked_until: Some(9000),
+            },
+        }),
+        Command::SetUserRoles(SetUserRoles {
+            user_id: "u1".into(),
+            role_ids: vec!["admin".into()],
+            assigned_by: Some("root".into()),
+        }),
+        Command::SetAdGroupMap(SetAdGroupMap {
+            map: AdGroupMap::Roles,
+            entries: vec![("Admins".into(), "admin".into())],
+        }),
+        Command::CreateSession(CreateSession {
+            token_hash: "cd".repeat(32),
+            user_id: "u1".into(),
+            expires_at: 5000,
+            client: Some("10.0.0.1".into()),
+            seed_reauth: true,
+        }),
+        Command::UpdateSession(UpdateSession {
+            token_hash: "cd".repeat(32),
+            change: SessionChange::Reauthed {
+                client: Some("10.0.0.2".into()),
+            },
+        }),
+        Command::EnforceSessionCap(EnforceSessionCap {
+            user_id: "u1".into(),
+            keep: 1,
+        }),
+        Command::RevokeUserSessions(RevokeUserSessions {
+            user_id: "u1".into(),
+            except_token_hash: None,
+        }),
+        Command::PurgeExpiredSessions(PurgeExpiredSessions),
+        Command::DeleteUser(DeleteUser {
+            user_id: "u1".into(),
+        }),
     ];
     commands
         .into_iter()

@@ -19,14 +19,17 @@ use raftlane_statemachine::model::config::{
 };
 use raftlane_statemachine::model::principal::Role;
 use raftlane_statemachine::model::row::Stage;
+use raftlane_statemachine::model::user::{AdGroupMap, AuthProvider};
 use raftlane_statemachine::wire::command::{
-    CancelQueued, ClaimNextFifo, ClaimReady, CompleteWithResponse, CreateApproval, DeadLetterNow,
-    DecideApproval, Delivery, EnqueueIngress, EnqueueMessage, HandlerWork, Handoff,
-    HandoffDisposition, IngressHandoff, MarkDone, MarkFailed, MessageFields, PurgeDeadLetters,
+    CancelQueued, ClaimNextFifo, ClaimReady, CompleteWithResponse, CreateApproval, CreateSession,
+    CreateUser, DeadLetterNow, DecideApproval, DeleteUser, Delivery, EnforceSessionCap,
+    EnqueueIngress, EnqueueMessage, HandlerWork, Handoff, HandoffDisposition, IngressHandoff,
+    MarkDone, MarkFailed, MessageFields, PurgeDeadLetters, PurgeExpiredSessions,
     PurgeMessageBodies, PurgeState, PutConfig, PutPrincipal, ReceivedStatus, ReclaimExpired,
     RecordAudit, RecordReceived, ReleaseLane, RenewLeases, Replay, ReplayDead, RevokePrincipal,
-    RouteDisposition, RouteHandoff, SealAuditEpoch, StateOp, TransformHandoff,
-    WriteReferenceSnapshot,
+    RevokeUserSessions, RouteDisposition, RouteHandoff, SealAuditEpoch, SessionChange,
+    SetAdGroupMap, SetUserRoles, StateOp, TransformHandoff, UpdateSession, UpdateUser, UpsertRole,
+    UserChange, WriteReferenceSnapshot,
 };
 use raftlane_statemachine::{
     ApprovalId, BatchItem, ClaimedRow, Command, Envelope, Fence, MemStore, MessageId, Millis,
@@ -305,8 +308,114 @@ impl Generator {
         doc
     }
 
+    /// One of the engine's user, role or session commands, aimed at a few users, roles,
+    /// groups and session hashes so that most apply and some collide or miss.
+    fn auth_command(&mut self) -> Command {
+        let user = format!("u{}", self.rng.below(5));
+        let session = format!("s{}", self.rng.below(12));
+        match self.rng.below(16) {
+            0 | 1 => Command::CreateUser(CreateUser {
+                user_id: user,
+                username: format!("name{}", self.rng.below(6)),
+                auth_provider: *self.rng.pick(&[AuthProvider::Local, AuthProvider::Ad]),
+                display_name: self.rng.pct(50).then(|| "Name".to_string()),
+                email: None,
+                password_hash: self.rng.pct(70).then(|| "hash".to_string()),
+                must_change_password: self.rng.pct(20),
+            }),
+            2..=4 => {
+                let change = match self.rng.below(11) {
+                    0 => UserChange::Password {
+                        password_hash: format!("hash{}", self.rng.below(100)),
+                        must_change_password: self.rng.pct(30),
+                    },
+                    1 => UserChange::Disabled(self.rng.pct(50)),
+                    2 => UserChange::Profile {
+                        display_name: Some("N".into()),
+                        email: self.rng.pct(50).then(|| "e@x".to_string()),
+                    },
+                    3 => UserChange::TotpSecret(self.rng.pct(80).then(|| "sealed".to_string())),
+                    4 => UserChange::EnableTotp {
+                        recovery_code_hashes: vec!["r1".into(), "r2".into(), "r3".into()],
+                    },
+                    5 => UserChange::DisableTotp,
+                    6 => UserChange::ConsumeRecoveryCode {
+                        code_hash: format!("r{}", self.rng.below(4)),
+                    },
+                    7 => UserChange::ConsumeTotpStep {
+                        step: self.now / 30_000 + self.rng.below(3),
+                    },
+                    8 => UserChange::LoginSuccess,
+                    9 => UserChange::LoginFailure {
+                        failed_attempts: self.rng.below(6) as u32,
+                        locked_until: self.rng.pct(30).then(|| self.now + 60_000),
+                    },
+                    _ => UserChange::ChannelScope(self.rng.pct(50).then(|| r#"["c1"]"#.into())),
+                };
+                Command::UpdateUser(UpdateUser {
+                    user_id: user,
+                    change,
+                })
+            }
+            5 => Command::DeleteUser(DeleteUser { user_id: user }),
+            6 => Command::UpsertRole(UpsertRole {
+                role_id: format!("role{}", self.rng.below(3)),
+                display_name: "Role".into(),
+                description: self.rng.pct(50).then(|| "d".to_string()),
+                builtin: self.rng.pct(50),
+            }),
+            7 => Command::SetUserRoles(SetUserRoles {
+                user_id: user,
+                role_ids: (0..self.rng.below(3))
+                    .map(|_| format!("role{}", self.rng.below(3)))
+                    .collect(),
+                assigned_by: Some("admin".into()),
+            }),
+            8 => Command::SetAdGroupMap(SetAdGroupMap {
+                map: *self.rng.pick(&[AdGroupMap::Roles, AdGroupMap::Scope]),
+                entries: (0..self.rng.below(4))
+                    .map(|_| {
+                        (
+                            self.rng
+                                .pick(&["Admins", " admins", "Ops", " "])
+                                .to_string(),
+                            format!("role{}", self.rng.below(3)),
+                        )
+                    })
+                    .collect(),
+            }),
+            9..=11 => Command::CreateSession(CreateSession {
+                token_hash: session,
+                user_id: user,
+                expires_at: self.now + self.rng.below(20_000),
+                client: self.rng.pct(50).then(|| "10.0.0.1".to_string()),
+                seed_reauth: self.rng.pct(70),
+            }),
+            12 => Command::UpdateSession(UpdateSession {
+                token_hash: session,
+                change: match self.rng.below(4) {
+                    0 => SessionChange::Touch,
+                    1 => SessionChange::Reauthed {
+                        client: self.rng.pct(50).then(|| "10.0.0.2".to_string()),
+                    },
+                    2 => SessionChange::MfaVerified,
+                    _ => SessionChange::Revoke,
+                },
+            }),
+            13 => Command::RevokeUserSessions(RevokeUserSessions {
+                user_id: user,
+                except_token_hash: self.rng.pct(50).then_some(session),
+            }),
+            14 => Command::EnforceSessionCap(EnforceSessionCap {
+                user_id: user,
+                keep: self.rng.below(3) as u32,
+            }),
+            _ => Command::PurgeExpiredSessions(PurgeExpiredSessions),
+        }
+    }
+
     fn command(&mut self) -> Command {
-        let roll = self.rng.below(1000);
+        let roll = self.rng.below(1100);
         match roll {
             0..=119 => Command::EnqueueIngress(EnqueueIngress {
                 channel: self.channel(),
@@ -473,6 +582,7 @@ impl Generator {
             970..=979 => Command::RevokePrincipal(RevokePrincipal {
                 name: format!("p{}", self.rng.below(6)),
             }),
+            1000.. => self.auth_command(),
             // Stale or repeated completions of rows claimed long ago.
             _ => {
                 let n = self.claims.len() as u64;
@@ -689,6 +799,17 @@ fn the_generated_log_exercises_every_command_kind() {
         "decide_approval",
         "put_principal",
         "revoke_principal",
+        "create_user",
+        "update_user",
+        "delete_user",
+        "upsert_role",
+        "set_user_roles",
+        "set_ad_group_map",
+        "create_session",
+        "update_session",
+        "revoke_user_sessions",
+        "enforce_session_cap",
+        "purge_expired_sessions",
     ] {
         let (ok, _) = kinds.get(name).copied().unwrap_or_default();
         assert!(ok > 0, "no accepted {name} in the log: {kinds:?}");

@@ -14,7 +14,8 @@
 //! Golden files (`name hexbytes`, one case a line, `#` lines are comments):
 //! - `commands.hex`: one [`Envelope`] per [`Command`] variant (fixed `now_ms`, actor and
 //!   `request_id: Some`), plus the bare encoding of every variant of the enums nested in commands
-//!   (`Stage`, `ReceivedStatus`, `RouteDisposition`, `HandoffDisposition`, `Role`, `ValueRef`).
+//!   (`Stage`, `ReceivedStatus`, `RouteDisposition`, `HandoffDisposition`, `Role`, `ValueRef`,
+//!   `UserChange`, `SessionChange`, `AdGroupMap`, `AuthProvider`).
 //! - `outcomes.hex`: every [`Outcome`] variant, and every [`FifoEmpty`] variant as it travels,
 //!   inside `Outcome::FifoClaimed(Err(..))` (`Outcome::FifoClaimed` itself carries `Ok`, and
 //!   `Outcome::Batch` / `Outcome::Repeated` carry both `Response` variants).
@@ -70,17 +71,23 @@ use raftlane_statemachine::model::message::{
 use raftlane_statemachine::model::principal::{Principal, Role};
 use raftlane_statemachine::model::response::{CapturedResponse, ResponseRef};
 use raftlane_statemachine::model::row::{Claim, RowStatus, Stage, WorkRow};
+use raftlane_statemachine::model::session::Session;
 use raftlane_statemachine::model::state::{ReferenceSnapshot, StateEntry};
+use raftlane_statemachine::model::user::{
+    AdGroupMap, AuthProvider, AuthRole, RoleAssignment, User,
+};
 use raftlane_statemachine::storage::keys::meta;
 use raftlane_statemachine::storage::store::Direction;
 use raftlane_statemachine::wire::command::{
     Batch, CancelQueued, ClaimNextFifo, ClaimReady, CompleteWithResponse, CreateApproval,
-    DeadLetterNow, DecideApproval, Delivery, DoneThenClaimNext, EnqueueIngress, EnqueueMessage,
-    HandlerWork, Handoff, HandoffDisposition, IngressHandoff, MarkDone, MarkFailed, MessageFields,
-    PurgeDeadLetters, PurgeMessageBodies, PurgeState, PutConfig, PutPrincipal, ReceivedStatus,
+    CreateSession, CreateUser, DeadLetterNow, DecideApproval, DeleteUser, Delivery,
+    DoneThenClaimNext, EnforceSessionCap, EnqueueIngress, EnqueueMessage, HandlerWork, Handoff,
+    HandoffDisposition, IngressHandoff, MarkDone, MarkFailed, MessageFields, PurgeDeadLetters,
+    PurgeExpiredSessions, PurgeMessageBodies, PurgeState, PutConfig, PutPrincipal, ReceivedStatus,
     ReclaimExpired, RecordAudit, RecordReceived, ReleaseLane, RenewLeases, Replay, ReplayDead,
-    RevokePrincipal, RewriteValues, RouteDisposition, RouteHandoff, SealAuditEpoch, StateOp,
-    TransformHandoff, WriteReferenceSnapshot,
+    RevokePrincipal, RevokeUserSessions, RewriteValues, RouteDisposition, RouteHandoff,
+    SealAuditEpoch, SessionChange, SetAdGroupMap, SetUserRoles, StateOp, TransformHandoff,
+    UpdateSession, UpdateUser, UpsertRole, UserChange, WriteReferenceSnapshot,
 };
 use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
 use raftlane_statemachine::{
@@ -252,6 +259,17 @@ fn command_variant(c: &Command) -> &'static str {
         Command::Batch(_) => "Batch",
         Command::RewriteValues(_) => "RewriteValues",
         Command::DoneThenClaimNext(_) => "DoneThenClaimNext",
+        Command::CreateUser(_) => "CreateUser",
+        Command::UpdateUser(_) => "UpdateUser",
+        Command::DeleteUser(_) => "DeleteUser",
+        Command::UpsertRole(_) => "UpsertRole",
+        Command::SetUserRoles(_) => "SetUserRoles",
+        Command::SetAdGroupMap(_) => "SetAdGroupMap",
+        Command::CreateSession(_) => "CreateSession",
+        Command::UpdateSession(_) => "UpdateSession",
+        Command::RevokeUserSessions(_) => "RevokeUserSessions",
+        Command::EnforceSessionCap(_) => "EnforceSessionCap",
+        Command::PurgeExpiredSessions(_) => "PurgeExpiredSessions",
     }
 }
 
@@ -296,6 +314,48 @@ fn rejection_variant(r: &Rejection) -> &'static str {
         Rejection::AlreadyDecided(_) => "AlreadyDecided",
         Rejection::ApprovalExpired(_) => "ApprovalExpired",
         Rejection::SelfApproval => "SelfApproval",
+        Rejection::AlreadyExists { .. } => "AlreadyExists",
+        Rejection::UnknownUser(_) => "UnknownUser",
+        Rejection::UnknownRole(_) => "UnknownRole",
+    }
+}
+
+fn user_change_variant(v: &UserChange) -> &'static str {
+    match v {
+        UserChange::Password { .. } => "Password",
+        UserChange::Disabled(_) => "Disabled",
+        UserChange::Profile { .. } => "Profile",
+        UserChange::TotpSecret(_) => "TotpSecret",
+        UserChange::EnableTotp { .. } => "EnableTotp",
+        UserChange::DisableTotp => "DisableTotp",
+        UserChange::ConsumeRecoveryCode { .. } => "ConsumeRecoveryCode",
+        UserChange::ConsumeTotpStep { .. } => "ConsumeTotpStep",
+        UserChange::LoginSuccess => "LoginSuccess",
+        UserChange::LoginFailure { .. } => "LoginFailure",
+        UserChange::ChannelScope(_) => "ChannelScope",
+    }
+}
+
+fn session_change_variant(v: &SessionChange) -> &'static str {
+    match v {
+        SessionChange::Touch => "Touch",
+        SessionChange::Reauthed { .. } => "Reauthed",
+        SessionChange::MfaVerified => "MfaVerified",
+        SessionChange::Revoke => "Revoke",
+    }
+}
+
+fn ad_group_map_variant(v: &AdGroupMap) -> &'static str {
+    match v {
+        AdGroupMap::Roles => "Roles",
+        AdGroupMap::Scope => "Scope",
+    }
+}
+
+fn auth_provider_variant(v: &AuthProvider) -> &'static str {
+    match v {
+        AuthProvider::Local => "Local",
+        AuthProvider::Ad => "Ad",
     }
 }
 
@@ -431,6 +491,14 @@ fn table_name(t: Table) -> (&'static str, &'static str) {
         Table::Requests => ("Requests", "requests"),
         Table::RequestExpiry => ("RequestExpiry", "request_expiry"),
         Table::EventCounts => ("EventCounts", "event_counts"),
+        Table::Users => ("Users", "users"),
+        Table::Usernames => ("Usernames", "usernames"),
+        Table::UserRoles => ("UserRoles", "user_roles"),
+        Table::Roles => ("Roles", "roles"),
+        Table::AdGroupMaps => ("AdGroupMaps", "ad_group_maps"),
+        Table::Sessions => ("Sessions", "sessions"),
+        Table::UserSessions => ("UserSessions", "user_sessions"),
+        Table::SessionExpiry => ("SessionExpiry", "session_expiry"),
     }
 }
 
@@ -624,6 +692,102 @@ fn command_examples() -> Vec<Command> {
             owner: s("worker-5"),
             ttl_ms: 30_005,
         }),
+        Command::CreateUser(CreateUser {
+            user_id: s("user-801"),
+            username: s("alice.801"),
+            auth_provider: AuthProvider::Ad,
+            display_name: some("Alice Example"),
+            email: some("alice@example.org"),
+            password_hash: some("$argon2id$v=19$hash-801"),
+            must_change_password: true,
+        }),
+        Command::UpdateUser(UpdateUser {
+            user_id: s("user-802"),
+            change: UserChange::LoginFailure {
+                failed_attempts: 803,
+                locked_until: Some(NOW + 804),
+            },
+        }),
+        Command::DeleteUser(DeleteUser {
+            user_id: s("user-805"),
+        }),
+        Command::UpsertRole(UpsertRole {
+            role_id: s("role-806"),
+            display_name: s("Role 806"),
+            description: some("may do 806 things"),
+            builtin: true,
+        }),
+        Command::SetUserRoles(SetUserRoles {
+            user_id: s("user-807"),
+            role_ids: vec![s("role-808"), s("role-809")],
+            assigned_by: some("admin-810"),
+        }),
+        Command::SetAdGroupMap(SetAdGroupMap {
+            map: AdGroupMap::Scope,
+            entries: vec![(s("Group-811"), s("channel-812")), (s("g-813"), s("c-814"))],
+        }),
+        Command::CreateSession(CreateSession {
+            token_hash: s(TOKEN_HASH),
+            user_id: s("user-815"),
+            expires_at: NOW + 816,
+            client: some("10.0.8.17"),
+            seed_reauth: true,
+        }),
+        Command::UpdateSession(UpdateSession {
+            token_hash: s(TOKEN_HASH),
+            change: SessionChange::Reauthed {
+                client: some("10.0.8.18"),
+            },
+        }),
+        Command::RevokeUserSessions(RevokeUserSessions {
+            user_id: s("user-819"),
+            except_token_hash: some("hash-820"),
+        }),
+        Command::EnforceSessionCap(EnforceSessionCap {
+            user_id: s("user-821"),
+            keep: 822,
+        }),
+        Command::PurgeExpiredSessions(PurgeExpiredSessions),
+    ]
+}
+
+fn user_change_examples() -> Vec<UserChange> {
+    vec![
+        UserChange::Password {
+            password_hash: s("$argon2id$v=19$hash-831"),
+            must_change_password: true,
+        },
+        UserChange::Disabled(true),
+        UserChange::Profile {
+            display_name: some("Display 832"),
+            email: some("u832@example.org"),
+        },
+        UserChange::TotpSecret(some("sealed-secret-833")),
+        UserChange::EnableTotp {
+            recovery_code_hashes: vec![s("code-hash-834"), s("code-hash-835")],
+        },
+        UserChange::DisableTotp,
+        UserChange::ConsumeRecoveryCode {
+            code_hash: s("code-hash-836"),
+        },
+        UserChange::ConsumeTotpStep { step: 56_666_837 },
+        UserChange::LoginSuccess,
+        UserChange::LoginFailure {
+            failed_attempts: 838,
+            locked_until: Some(NOW + 839),
+        },
+        UserChange::ChannelScope(some(r#"["orders","billing"]"#)),
+    ]
+}
+
+fn session_change_examples() -> Vec<SessionChange> {
+    vec![
+        SessionChange::Touch,
+        SessionChange::Reauthed {
+            client: some("10.0.8.41"),
+        },
+        SessionChange::MfaVerified,
+        SessionChange::Revoke,
     ]
 }
 
@@ -710,6 +874,12 @@ fn rejection_examples() -> Vec<Rejection> {
         Rejection::AlreadyDecided(ApprovalId(512)),
         Rejection::ApprovalExpired(ApprovalId(513)),
         Rejection::SelfApproval,
+        Rejection::AlreadyExists {
+            field: s("username"),
+            value: s("alice.851"),
+        },
+        Rejection::UnknownUser(s("user-852")),
+        Rejection::UnknownRole(s("role-853")),
     ]
 }
 
@@ -771,6 +941,32 @@ struct RequestRecordWire {
 // ------------------------------------------------------------------------------------------
 // Stored values, one per table
 // ------------------------------------------------------------------------------------------
+
+/// The stored user of `stored.hex`: every optional field set.
+fn user_example() -> User {
+    User {
+        id: s("user-874"),
+        username: s("alice.874"),
+        auth_provider: AuthProvider::Local,
+        display_name: some("Alice 874"),
+        email: some("alice874@example.org"),
+        disabled: true,
+        created_at: 875,
+        updated_at: 876,
+        last_login_at: Some(877),
+        password_hash: some("$argon2id$v=19$hash-878"),
+        password_changed_at: Some(879),
+        must_change_password: true,
+        failed_attempts: 880,
+        locked_until: Some(881),
+        channel_scope: some(r#"["orders"]"#),
+        totp_secret: some("sealed-secret-882"),
+        totp_enabled: true,
+        totp_enrolled_at: Some(883),
+        recovery_code_hashes: vec![s("code-hash-884"), s("code-hash-885")],
+        last_totp_step: Some(56_666_886),
+    }
+}
 
 /// The golden cases of the values stored in `table` (empty for index tables, whose values are
 /// always empty: everything is in the key).
@@ -966,6 +1162,39 @@ fn stored_cases(table: Table) -> Vec<Case> {
             },
         )],
         Table::EventCounts => vec![codec_case(name("u64"), 771u64)],
+        Table::Users => vec![codec_case(name("User"), user_example())],
+        Table::Usernames => vec![codec_case(name("String"), s("user-861"))],
+        Table::UserRoles => vec![codec_case(
+            name("RoleAssignment"),
+            RoleAssignment {
+                role_id: s("role-862"),
+                assigned_at: 863,
+                assigned_by: some("admin-864"),
+            },
+        )],
+        Table::Roles => vec![codec_case(
+            name("AuthRole"),
+            AuthRole {
+                id: s("role-865"),
+                display_name: s("Role 865"),
+                description: some("may do 865 things"),
+                builtin: true,
+            },
+        )],
+        Table::Sessions => vec![codec_case(
+            name("Session"),
+            Session {
+                token_hash: s(TOKEN_HASH),
+                user_id: s("user-866"),
+                created_at: 867,
+                expires_at: 868,
+                last_used_at: 869,
+                revoked_at: Some(870),
+                client: some("10.0.8.71"),
+                reauth_at: Some(872),
+                mfa_verified_at: Some(873),
+            },
+        )],
         // Index tables: key only, the value is always empty.
         Table::MessageRows
         | Table::LanePending
@@ -974,7 +1203,10 @@ fn stored_cases(table: Table) -> Vec<Case> {
         | Table::Leases
         | Table::DeadRows
         | Table::IdempotencyExpiry
-        | Table::RequestExpiry => Vec::new(),
+        | Table::RequestExpiry
+        | Table::AdGroupMaps
+        | Table::UserSessions
+        | Table::SessionExpiry => Vec::new(),
     }
 }
 
@@ -1009,6 +1241,11 @@ fn verify_live_value(table: Table, key: &[u8], value: &[u8]) -> Result<(), Strin
         Table::Children => reencodes::<MessageId>(value),
         Table::Requests => reencodes::<RequestRecordWire>(value),
         Table::EventCounts => reencodes::<u64>(value),
+        Table::Users => reencodes::<User>(value),
+        Table::Usernames => reencodes::<String>(value),
+        Table::UserRoles => reencodes::<RoleAssignment>(value),
+        Table::Roles => reencodes::<AuthRole>(value),
+        Table::Sessions => reencodes::<Session>(value),
         Table::MessageRows
         | Table::LanePending
         | Table::LaneInflight
@@ -1016,7 +1253,10 @@ fn verify_live_value(table: Table, key: &[u8], value: &[u8]) -> Result<(), Strin
         | Table::Leases
         | Table::DeadRows
         | Table::IdempotencyExpiry
-        | Table::RequestExpiry => {
+        | Table::RequestExpiry
+        | Table::AdGroupMaps
+        | Table::UserSessions
+        | Table::SessionExpiry => {
             if value.is_empty() {
                 Ok(())
             } else {
@@ -1378,6 +1618,30 @@ fn commands_cases() -> Vec<Case> {
         value_ref_variant,
         |v| v,
     ));
+    cases.extend(enum_cases(
+        "UserChange",
+        user_change_examples(),
+        user_change_variant,
+        |v| v,
+    ));
+    cases.extend(enum_cases(
+        "SessionChange",
+        session_change_examples(),
+        session_change_variant,
+        |v| v,
+    ));
+    cases.extend(enum_cases(
+        "AdGroupMap",
+        vec![AdGroupMap::Roles, AdGroupMap::Scope],
+        ad_group_map_variant,
+        |v| v,
+    ));
+    cases.extend(enum_cases(
+        "AuthProvider",
+        vec![AuthProvider::Local, AuthProvider::Ad],
+        auth_provider_variant,
+        |v| v,
+    ));
     cases
 }
 
@@ -1678,6 +1942,44 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
         rows: reference_rows(),
     }));
     live.ok(Command::SealAuditEpoch(SealAuditEpoch { org: s("org-1") }));
+    // The engine's users, roles, AD group maps and sessions.
+    live.ok(Command::UpsertRole(UpsertRole {
+        role_id: s("operator"),
+        display_name: s("Operator"),
+        description: None,
+        builtin: true,
+    }));
+    live.ok(Command::CreateUser(CreateUser {
+        user_id: s("u-1"),
+        username: s("alice"),
+        auth_provider: AuthProvider::Local,
+        display_name: some("Alice"),
+        email: None,
+        password_hash: some("hash"),
+        must_change_password: false,
+    }));
+    live.ok(Command::UpdateUser(UpdateUser {
+        user_id: s("u-1"),
+        change: UserChange::EnableTotp {
+            recovery_code_hashes: vec![s("code-1")],
+        },
+    }));
+    live.ok(Command::SetUserRoles(SetUserRoles {
+        user_id: s("u-1"),
+        role_ids: vec![s("operator")],
+        assigned_by: some("admin"),
+    }));
+    live.ok(Command::SetAdGroupMap(SetAdGroupMap {
+        map: AdGroupMap::Roles,
+        entries: vec![(s("Ops"), s("operator"))],
+    }));
+    live.ok(Command::CreateSession(CreateSession {
+        token_hash: s(TOKEN_HASH),
+        user_id: s("u-1"),
+        expires_at: NOW + 1_000_000,
+        client: some("10.0.0.1"),
+        seed_reauth: false,
+    }));
 
     let mut seen = BTreeSet::new();
     let mut errors = Vec::new();

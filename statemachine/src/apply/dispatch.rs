@@ -40,5 +40,16 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::Batch(c) => c.apply(cx),
         Command::RewriteValues(c) => c.apply(cx),
         Command::DoneThenClaimNext(c) => c.apply(cx),
+        Command::CreateUser(c) => c.apply(cx),
+        Command::UpdateUser(c) => c.apply(cx),
+        Command::DeleteUser(c) => c.apply(cx),
+        Command::UpsertRole(c) => c.apply(cx),
+        Command::SetUserRoles(c) => c.apply(cx),
+        Command::SetAdGroupMap(c) => c.apply(cx),
+        Command::CreateSession(c) => c.apply(cx),
+        Command::UpdateSession(c) => c.apply(cx),
+        Command::RevokeUserSessions(c) => c.apply(cx),
+        Command::EnforceSessionCap(c) => c.apply(cx),
+        Command::PurgeExpiredSessions(c) => c.apply(cx),
     }
 }

@@ -9,7 +9,8 @@
 //! One module per command family, each holding its commands' `Apply` implementations:
 //! [`enqueue`], [`claim`], [`handoff`], [`complete`], [`replay`], [`config`], [`state`]
 //! (transform state and reference snapshots), [`retention`], [`audit`], [`approval`],
-//! [`principal`], [`rewrite`], [`batch`]. The invariants they rely on are [`crate::rules`].
+//! [`principal`], [`rewrite`], [`batch`], and the engine's auth store: [`users`] (users, roles,
+//! AD group maps) and [`sessions`]. The invariants they rely on are [`crate::rules`].
 
 pub(crate) mod approval;
 pub(crate) mod audit;
@@ -26,7 +27,9 @@ pub(crate) mod replay;
 pub mod request;
 pub(crate) mod retention;
 pub mod rewrite;
+pub(crate) mod sessions;
 pub(crate) mod state;
+pub(crate) mod users;
 
 pub(crate) use context::{Apply, Ctx};
 pub use context::{ApplyError, ApplyResult};

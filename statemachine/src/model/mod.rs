@@ -1,7 +1,7 @@
 //! The model: the plain types the state is made of (ids, messages and their events, work rows
 //! and lanes, the configuration document, principals, approvals, audit rows, transform state,
-//! captured responses and the counters). Values only: no storage, no commands, no rules beyond
-//! what a type says about itself.
+//! captured responses, the engine's users, roles and sessions, and the counters). Values only:
+//! no storage, no commands, no rules beyond what a type says about itself.
 //!
 //! The bottom layer: it uses nothing else of the crate. [`crate::wire`] builds commands and
 //! answers from these types; [`crate::tables`] stores them.
@@ -16,4 +16,6 @@ pub mod meta;
 pub mod principal;
 pub mod response;
 pub mod row;
+pub mod session;
 pub mod state;
+pub mod user;

@@ -13,17 +13,21 @@ use crate::model::meta::MetaState;
 use crate::model::principal::Principal;
 use crate::model::response::CapturedResponse;
 use crate::model::row::{RowStatus, Stage, WorkRow};
+use crate::model::session::Session;
 use crate::model::state::{ReferenceSnapshot, StateEntry};
-use crate::rules::fifo;
+use crate::model::user::{AdGroupMap, AuthRole, RoleAssignment, User};
+use crate::rules::{ad_groups, fifo};
 use crate::storage::{Direction, Store, StoreError, Txn};
 use crate::tables::{
-    approvals, config, covered, lanes, messages, principals, reference, responses, rows, state,
+    approvals, config, covered, lanes, messages, principals, reference, responses, rows, sessions,
+    state, users,
 };
 use crate::wire::outcome::FifoEmpty;
 use crate::wire::rewrite::ValueRef;
 use audit::Verification;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A message with everything attached to it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -324,5 +328,95 @@ impl<'a> Reader<'a> {
     /// Every principal (admin listing).
     pub fn principals(&self) -> Result<Vec<Principal>, StoreError> {
         principals::all(&self.txn)
+    }
+
+    // --- the engine's users, roles and sessions (docs/SPEC.md §13) ---
+
+    pub fn user(&self, user_id: &str) -> Result<Option<User>, StoreError> {
+        users::get(&self.txn, user_id)
+    }
+
+    pub fn user_by_username(&self, username: &str) -> Result<Option<User>, StoreError> {
+        match users::id_of(&self.txn, username)? {
+            Some(id) => users::get(&self.txn, &id),
+            None => Ok(None),
+        }
+    }
+
+    /// Every user, by username (byte order).
+    pub fn users(&self) -> Result<Vec<User>, StoreError> {
+        users::all_by_username(&self.txn)
+    }
+
+    pub fn user_count(&self) -> Result<u64, StoreError> {
+        users::count(&self.txn)
+    }
+
+    /// The ids of a user's roles, sorted (empty for an unknown user).
+    pub fn user_role_ids(&self, user_id: &str) -> Result<Vec<String>, StoreError> {
+        Ok(users::assignments(&self.txn, user_id)?
+            .into_iter()
+            .map(|a| a.role_id)
+            .collect())
+    }
+
+    /// A user's role assignments with when and by whom, by role id.
+    pub fn user_role_assignments(&self, user_id: &str) -> Result<Vec<RoleAssignment>, StoreError> {
+        users::assignments(&self.txn, user_id)
+    }
+
+    pub fn role(&self, role_id: &str) -> Result<Option<AuthRole>, StoreError> {
+        users::role(&self.txn, role_id)
+    }
+
+    /// Every role, by id (byte order).
+    pub fn roles(&self) -> Result<Vec<AuthRole>, StoreError> {
+        users::roles(&self.txn)
+    }
+
+    /// The entries `(group, role id or channel)` of an AD group map, sorted.
+    pub fn ad_group_map(&self, map: AdGroupMap) -> Result<Vec<(String, String)>, StoreError> {
+        let mut entries = users::map_entries(&self.txn, map)?;
+        entries.sort();
+        Ok(entries)
+    }
+
+    /// The role ids the roles map gives any of `groups` (normalised like the map), sorted.
+    pub fn roles_for_ad_groups(&self, groups: &[String]) -> Result<Vec<String>, StoreError> {
+        self.ad_group_values(AdGroupMap::Roles, groups)
+    }
+
+    /// The channels the scope map gives any of `groups` (normalised like the map), sorted.
+    pub fn channels_for_ad_groups(&self, groups: &[String]) -> Result<Vec<String>, StoreError> {
+        self.ad_group_values(AdGroupMap::Scope, groups)
+    }
+
+    fn ad_group_values(
+        &self,
+        map: AdGroupMap,
+        groups: &[String],
+    ) -> Result<Vec<String>, StoreError> {
+        let mut out = BTreeSet::new();
+        for group in ad_groups::normalize_groups(groups.iter().map(String::as_str)) {
+            out.extend(users::group_values(&self.txn, map, &group)?);
+        }
+        Ok(out.into_iter().collect())
+    }
+
+    pub fn session(&self, token_hash: &str) -> Result<Option<Session>, StoreError> {
+        sessions::get(&self.txn, token_hash)
+    }
+
+    /// A user's sessions neither revoked nor expired at `now`, most recently used first (then
+    /// by token hash).
+    pub fn active_sessions(&self, user_id: &str, now: Millis) -> Result<Vec<Session>, StoreError> {
+        let mut out: Vec<Session> = sessions::of_user(&self.txn, user_id)?
+            .into_iter()
+            .filter(|s| s.is_active(now))
+            .collect();
+        out.sort_by(|a, b| {
+            (Reverse(a.last_used_at), &a.token_hash).cmp(&(Reverse(b.last_used_at), &b.token_hash))
+        });
+        Ok(out)
     }
 }

@@ -7,10 +7,12 @@
 //! - [`retry`]: the backoff of a failed attempt.
 //! - [`dedupe`]: how long an idempotency key answers with its message.
 //! - [`validate`]: the input checks every command (and the API) makes.
+//! - [`ad_groups`]: how the AD group maps name a group.
 //!
 //! A rule that stops a command says so with an [`ApplyError`]: a typed rejection, which the
 //! apply layer turns into a no-op, or a storage failure.
 
+pub mod ad_groups;
 pub mod dedupe;
 pub mod fence;
 pub mod fifo;

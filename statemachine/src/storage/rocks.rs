@@ -83,7 +83,7 @@ fn io(e: rocksdb::Error) -> StoreError {
 /// crash is then the state after one whole batch, never one table ahead of another.
 ///
 /// The memtables of all column families together are capped at [`MEMTABLE_BUDGET`], each at
-/// [`MEMTABLE_SIZE`]: otherwise each of the 27 tables may hold 64 MiB (×2 while flushing) and a
+/// [`MEMTABLE_SIZE`]: otherwise each of the tables may hold 64 MiB (×2 while flushing) and a
 /// node's resident size kept climbing for minutes of steady load as one table after another
 /// filled its own.
 fn options() -> Options {

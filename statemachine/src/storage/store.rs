@@ -65,10 +65,26 @@ pub enum Table {
     /// message id → u64: how many events the message has, i.e. the next event's number
     /// (see `tables::messages::event`).
     EventCounts,
+    /// user id → User (docs/SPEC.md §13).
+    Users,
+    /// username → user id: usernames are unique.
+    Usernames,
+    /// user id ‖ role id → RoleAssignment.
+    UserRoles,
+    /// role id → AuthRole.
+    Roles,
+    /// map tag ‖ AD group ‖ role id or channel → () : the AD group maps.
+    AdGroupMaps,
+    /// token hash → Session.
+    Sessions,
+    /// user id ‖ token hash → () : the sessions of a user.
+    UserSessions,
+    /// expires_at ‖ token hash → () : sessions by expiry (PurgeExpiredSessions).
+    SessionExpiry,
 }
 
 impl Table {
-    pub const ALL: [Table; 27] = [
+    pub const ALL: [Table; 35] = [
         Table::Meta,
         Table::Messages,
         Table::Rows,
@@ -96,6 +112,14 @@ impl Table {
         Table::Requests,
         Table::RequestExpiry,
         Table::EventCounts,
+        Table::Users,
+        Table::Usernames,
+        Table::UserRoles,
+        Table::Roles,
+        Table::AdGroupMaps,
+        Table::Sessions,
+        Table::UserSessions,
+        Table::SessionExpiry,
     ];
 
     /// Column family name in RocksDB.
@@ -128,6 +152,14 @@ impl Table {
             Table::Requests => "requests",
             Table::RequestExpiry => "request_expiry",
             Table::EventCounts => "event_counts",
+            Table::Users => "users",
+            Table::Usernames => "usernames",
+            Table::UserRoles => "user_roles",
+            Table::Roles => "roles",
+            Table::AdGroupMaps => "ad_group_maps",
+            Table::Sessions => "sessions",
+            Table::UserSessions => "user_sessions",
+            Table::SessionExpiry => "session_expiry",
         }
     }
 

@@ -20,7 +20,9 @@ pub(crate) mod reference;
 pub(crate) mod requests;
 pub(crate) mod responses;
 pub(crate) mod rows;
+pub(crate) mod sessions;
 pub(crate) mod state;
+pub(crate) mod users;
 
 use crate::model::ids::Millis;
 use crate::model::meta::MetaState;

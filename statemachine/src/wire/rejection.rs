@@ -49,6 +49,13 @@ pub enum Rejection {
     ApprovalExpired(ApprovalId),
     #[error("the approver must differ from the requester")]
     SelfApproval,
+    /// A unique value (a user id, a username, a session token hash) is already taken.
+    #[error("{field} {value} already exists")]
+    AlreadyExists { field: String, value: String },
+    #[error("user {0} not found")]
+    UnknownUser(String),
+    #[error("role {0} not found")]
+    UnknownRole(String),
 }
 
 impl Rejection {
@@ -66,7 +73,9 @@ impl Rejection {
             Rejection::UnknownMessage(_)
             | Rejection::UnknownRow(_)
             | Rejection::UnknownApproval(_)
-            | Rejection::UnknownPrincipal(_) => "not_found",
+            | Rejection::UnknownPrincipal(_)
+            | Rejection::UnknownUser(_)
+            | Rejection::UnknownRole(_) => "not_found",
             Rejection::WrongStatus { .. } | Rejection::WrongStage { .. } => "wrong_status",
             Rejection::StaleFence { .. } => "stale_fence",
             Rejection::LaneBusy { .. } => "lane_busy",
@@ -74,6 +83,7 @@ impl Rejection {
             Rejection::AlreadyDecided(_) => "already_decided",
             Rejection::ApprovalExpired(_) => "expired",
             Rejection::SelfApproval => "self_approval",
+            Rejection::AlreadyExists { .. } => "already_exists",
         }
     }
 }

@@ -15,16 +15,20 @@ pub(crate) use raftlane_statemachine::model::message::{Correlation, EventKind, M
 pub(crate) use raftlane_statemachine::model::principal::Role;
 pub(crate) use raftlane_statemachine::model::response::ResponseRef;
 pub(crate) use raftlane_statemachine::model::row::{Claim, RowStatus, Stage};
+pub(crate) use raftlane_statemachine::model::session::Session;
 pub(crate) use raftlane_statemachine::model::state::ReferenceSnapshot;
+pub(crate) use raftlane_statemachine::model::user::{AdGroupMap, AuthProvider, User};
 pub(crate) use raftlane_statemachine::storage::store::WriteBatch;
 pub(crate) use raftlane_statemachine::wire::command::{
-    Batch, CancelQueued, ClaimReady, CompleteWithResponse, CreateApproval, DeadLetterNow,
-    DecideApproval, DoneThenClaimNext, EnqueueIngress, EnqueueMessage, Handoff, HandoffDisposition,
-    IngressHandoff, MarkDone, MarkFailed, MessageFields, PurgeDeadLetters, PurgeMessageBodies,
+    Batch, CancelQueued, ClaimReady, CompleteWithResponse, CreateApproval, CreateSession,
+    CreateUser, DeadLetterNow, DecideApproval, DeleteUser, DoneThenClaimNext, EnforceSessionCap,
+    EnqueueIngress, EnqueueMessage, Handoff, HandoffDisposition, IngressHandoff, MarkDone,
+    MarkFailed, MessageFields, PurgeDeadLetters, PurgeExpiredSessions, PurgeMessageBodies,
     PurgeState, PutConfig, PutPrincipal, ReceivedStatus, ReclaimExpired, RecordAudit,
     RecordReceived, ReleaseLane, RenewLeases, Replay, ReplayDead, RevokePrincipal,
-    RouteDisposition, RouteHandoff, SealAuditEpoch, StateOp, TransformHandoff,
-    WriteReferenceSnapshot,
+    RevokeUserSessions, RouteDisposition, RouteHandoff, SealAuditEpoch, SessionChange,
+    SetAdGroupMap, SetUserRoles, StateOp, TransformHandoff, UpdateSession, UpdateUser, UpsertRole,
+    UserChange, WriteReferenceSnapshot,
 };
 pub(crate) use raftlane_statemachine::{
     codec, ApprovalId, ClaimedRow, Command, Fence, FifoEmpty, MessageId, Outcome, Rejection, RowId,
@@ -235,4 +239,93 @@ pub(crate) fn response_row_pending(
     let out = h.outbound_claimed("orders", destination);
     assert_eq!(h.ok(respond(&out, "reply", Some(loopback))), Outcome::Done);
     out.message_id
+}
+
+// --- the engine's users, roles and sessions ---
+
+/// A local user `id` named `username` with a password hash.
+pub(crate) fn create_user(id: &str, username: &str) -> Command {
+    Command::CreateUser(CreateUser {
+        user_id: id.into(),
+        username: username.into(),
+        auth_provider: AuthProvider::Local,
+        display_name: None,
+        email: None,
+        password_hash: Some(format!("hash-of-{id}")),
+        must_change_password: false,
+    })
+}
+
+pub(crate) fn update_user(id: &str, change: UserChange) -> Command {
+    Command::UpdateUser(UpdateUser {
+        user_id: id.into(),
+        change,
+    })
+}
+
+pub(crate) fn delete_user(id: &str) -> Command {
+    Command::DeleteUser(DeleteUser { user_id: id.into() })
+}
+
+pub(crate) fn upsert_role(id: &str, display_name: &str) -> Command {
+    Command::UpsertRole(UpsertRole {
+        role_id: id.into(),
+        display_name: display_name.into(),
+        description: None,
+        builtin: true,
+    })
+}
+
+pub(crate) fn set_user_roles(id: &str, roles: &[&str], by: Option<&str>) -> Command {
+    Command::SetUserRoles(SetUserRoles {
+        user_id: id.into(),
+        role_ids: roles.iter().map(|r| (*r).to_string()).collect(),
+        assigned_by: by.map(Into::into),
+    })
+}
+
+pub(crate) fn set_ad_map(map: AdGroupMap, entries: &[(&str, &str)]) -> Command {
+    Command::SetAdGroupMap(SetAdGroupMap {
+        map,
+        entries: entries
+            .iter()
+            .map(|(g, v)| ((*g).to_string(), (*v).to_string()))
+            .collect(),
+    })
+}
+
+/// A session of `user` with token hash `hash`, expiring at `expires_at`, reauth seeded.
+pub(crate) fn create_session(hash: &str, user: &str, expires_at: u64) -> Command {
+    Command::CreateSession(CreateSession {
+        token_hash: hash.into(),
+        user_id: user.into(),
+        expires_at,
+        client: Some("10.0.0.1".into()),
+        seed_reauth: true,
+    })
+}
+
+pub(crate) fn update_session(hash: &str, change: SessionChange) -> Command {
+    Command::UpdateSession(UpdateSession {
+        token_hash: hash.into(),
+        change,
+    })
+}
+
+pub(crate) fn user_of(h: &Harness, id: &str) -> User {
+    h.sm.read()
+        .user(id)
+        .unwrap()
+        .unwrap_or_else(|| panic!("user {id} not found"))
+}
+
+pub(crate) fn session_of(h: &Harness, hash: &str) -> Session {
+    h.sm.read()
+        .session(hash)
+        .unwrap()
+        .unwrap_or_else(|| panic!("session {hash} not found"))
+}
+
+pub(crate) fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| (*s).to_string()).collect()
 }

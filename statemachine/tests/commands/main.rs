@@ -28,3 +28,5 @@ mod replay;
 mod requests;
 mod responses;
 mod retention;
+mod sessions;
+mod users;
