@@ -5,7 +5,7 @@ use hyper::Method;
 use raftlane_client::contract::{
     DeliveryBody, FifoEmptyReason, HandoffBody, RouteBody, RouteHandler, StateOpBody, TransformBody,
 };
-use raftlane_client::{Client, ClientError, RowAction};
+use raftlane_client::{Client, ClientError, RowAction, RowAnswer};
 use raftlane_testkit::http::{Http, Reply};
 use raftlane_testkit::node::{NodeCluster, ADMIN};
 use serde_json::{json, Value};
@@ -45,7 +45,10 @@ async fn full_pipeline_through_a_follower_ends_processed() {
         )
         .await
         .unwrap();
-    assert_eq!(r["applied"], true);
+    assert!(
+        matches!(r, RowAnswer::HandedOff { applied: true, .. }),
+        "{r:?}"
+    );
 
     let routed = c
         .claim_ready("routed", 10, "transformer", 30_000, None)
@@ -71,7 +74,10 @@ async fn full_pipeline_through_a_follower_ends_processed() {
         )
         .await
         .unwrap();
-    assert_eq!(r["applied"], true);
+    assert!(
+        matches!(r, RowAnswer::HandedOff { applied: true, .. }),
+        "{r:?}"
+    );
 
     let claim = c
         .claim_fifo("outbound", "ehr", "sender", 30_000)
@@ -81,7 +87,7 @@ async fn full_pipeline_through_a_follower_ends_processed() {
     assert_eq!(item.payload, "fhir-bundle");
     c.done(&item).await.unwrap();
 
-    let view = c.message(m.message_id).await.unwrap();
+    let view = serde_json::to_value(c.message(m.message_id).await.unwrap()).unwrap();
     assert_eq!(view["message"]["status"], "processed");
     let events: Vec<&str> = view["events"]
         .as_array()
@@ -153,7 +159,7 @@ async fn fifo_order_with_two_competing_workers_and_a_stale_fence() {
     // A's old fence is refused with 409 and changes nothing: the row stays B's.
     let err = c.done(&first).await.unwrap_err();
     assert_eq!(api_code(&err), (Some(409), Some("stale_fence")));
-    let view = c.message(again.message_id).await.unwrap();
+    let view = serde_json::to_value(c.message(again.message_id).await.unwrap()).unwrap();
     let row = view["rows"]
         .as_array()
         .unwrap()
@@ -244,7 +250,7 @@ async fn fifo_order_with_two_competing_workers_and_a_stale_fence() {
     );
     // Each message was delivered exactly once: one done outbound row, one `delivered` event.
     for id in message_ids {
-        let view = c.message(id).await.unwrap();
+        let view = serde_json::to_value(c.message(id).await.unwrap()).unwrap();
         assert_eq!(view["message"]["status"], "processed", "{view}");
         let delivered_events = view["events"]
             .as_array()
@@ -855,7 +861,7 @@ async fn roles_and_channel_scope() {
         )
         .await;
     }
-    let view = admin.message(adt).await.unwrap();
+    let view = serde_json::to_value(admin.message(adt).await.unwrap()).unwrap();
     assert_eq!(view["rows"][0]["status"], "inflight", "{view}");
     assert_eq!(
         view["rows"][0]["claim"]["fence"].as_u64(),

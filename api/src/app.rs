@@ -116,6 +116,51 @@ pub struct ApiRoute {
     /// Needs `Authorization: Bearer`.
     pub auth: bool,
     pub handler: MethodRouter<Arc<AppState>>,
+    /// The request body the handler parses, for the document.
+    pub body: RouteBody,
+    /// The schema of the 2xx answer (`None`: not JSON, e.g. `/metrics`).
+    pub answer: Option<SchemaFn>,
+}
+
+/// A schema of the contract, as the document's generator produces it (usually a `$ref`).
+pub type SchemaFn = fn(&mut raftlane_contract::schema::Schemas) -> serde_json::Value;
+
+/// What a route reads from its body.
+#[derive(Clone, Copy)]
+pub enum RouteBody {
+    None,
+    /// A JSON body of this schema.
+    Json(SchemaFn),
+    /// A JSON body of this schema, or none at all (every member's default).
+    OptionalJson(SchemaFn),
+    /// A JSON body of this schema, or (any other content type) the raw text it wraps.
+    JsonOrText(SchemaFn),
+}
+
+impl ApiRoute {
+    /// The route parses a JSON body of type `T`.
+    fn takes<T: raftlane_contract::schema::JsonSchema>(mut self) -> Self {
+        self.body = RouteBody::Json(|s| s.request::<T>());
+        self
+    }
+
+    /// The route parses a JSON body of type `T`; an empty body means `T`'s defaults.
+    fn takes_optional<T: raftlane_contract::schema::JsonSchema>(mut self) -> Self {
+        self.body = RouteBody::OptionalJson(|s| s.request::<T>());
+        self
+    }
+
+    /// The route takes `T` as JSON, or its raw text under any other content type.
+    fn takes_json_or_text<T: raftlane_contract::schema::JsonSchema>(mut self) -> Self {
+        self.body = RouteBody::JsonOrText(|s| s.request::<T>());
+        self
+    }
+
+    /// The route answers `T` (with each of its 2xx statuses).
+    fn answers<T: raftlane_contract::schema::JsonSchema>(mut self) -> Self {
+        self.answer = Some(|s| s.answer::<T>());
+        self
+    }
 }
 
 fn r(
@@ -130,56 +175,59 @@ fn r(
         summary,
         auth: path.starts_with("/v1/"),
         handler,
+        body: RouteBody::None,
+        answer: None,
     }
 }
 
-/// Every public route of the API.
+/// Every public route of the API, with the contract types it reads and answers.
 pub fn api_routes() -> Vec<ApiRoute> {
+    use raftlane_contract as c;
     use routes::{admin, audit, cluster, config, keys, messages, work};
     vec![
-        r("post", "/v1/channels/{channel}/messages", "Enqueue a message (JSON body or raw body with X- headers; Idempotency-Key)", post(messages::enqueue)),
-        r("get", "/v1/messages", "List messages, newest first (channel, status, message_type, control_id, limit, offset)", get(messages::list)),
-        r("get", "/v1/messages/{id}", "A message with its events, rows and captured responses", get(messages::get_one)),
-        r("post", "/v1/messages/{id}/replay", "Replay a message (recover stuck rows, else re-send done rows)", post(messages::replay)),
-        r("get", "/v1/dead-letters", "Dead outbound rows (channel, destination, limit)", get(messages::dead_letters)),
-        r("post", "/v1/dead-letters/replay", "Requeue dead outbound rows", post(messages::replay_dead)),
-        r("get", "/v1/stats", "Row counts by stage and status", get(messages::stats)),
-        r("get", "/v1/lanes/{stage}/{name}", "Lane depth, oldest row and holder", get(work::lane)),
-        r("post", "/v1/lanes/{stage}/{name}/claim", "Claim a lane's head (strict FIFO, lane lease)", post(work::claim_fifo)),
-        r("post", "/v1/lanes/{stage}/{name}/release", "Give a lane lease back", post(work::release)),
-        r("post", "/v1/lanes/outbound/{dest}/cancel", "Cancel pending outbound rows of a destination", post(work::cancel)),
-        r("post", "/v1/claims", "Claim due rows of a stage (unordered)", post(work::claim_ready)),
-        r("post", "/v1/leases/renew", "Renew an owner's row and lane leases", post(work::renew)),
-        r("post", "/v1/rows/actions", "Many fenced row actions in one request ({actions: [{row, action, body}]}), answered one by one in order", post(work::row_actions)),
-        r("post", "/v1/rows/{id}/{action}", "Fenced row action: route, handoff, transform, done (with claim_next: also claim the lane's next row), response, fail, dead, reingress", post(work::row_action)),
-        r("get", "/v1/config", "The current configuration and its version", get(config::get_current)),
-        r("put", "/v1/config", "Replace the configuration (If-Match: version; 412 on mismatch)", put(config::put_config)),
-        r("get", "/v1/config/versions/{v}", "A configuration version", get(config::get_version)),
-        r("post", "/v1/audit", "Append an audit row", post(audit::append)),
-        r("get", "/v1/audit", "List an org's audit rows (org required)", get(audit::list)),
-        r("get", "/v1/audit/anchor", "An org's chain anchor (count, head)", get(audit::anchor)),
-        r("get", "/v1/audit/verify", "Verify an org's chain, optionally against an anchor (count, head)", get(audit::verify)),
-        r("post", "/v1/audit/seal", "Seal an org's audit era", post(audit::seal)),
-        r("get", "/v1/state/{namespace}", "A transform-state namespace's version", get(admin::namespace)),
-        r("get", "/v1/state/{namespace}/{key}", "A transform-state entry", get(admin::state_entry)),
-        r("put", "/v1/reference/{name}", "Replace a reference snapshot", put(admin::put_reference)),
-        r("get", "/v1/reference/{name}", "A reference snapshot", get(admin::get_reference)),
-        r("post", "/v1/retention/purge", "Purge bodies, dead letters or state older than an age (older_than_ms)", post(admin::purge)),
-        r("post", "/v1/approvals", "Request an approval", post(admin::create_approval)),
-        r("get", "/v1/approvals/{id}", "An approval", get(admin::get_approval)),
-        r("post", "/v1/approvals/{id}/decide", "Approve or reject (once, by another principal)", post(admin::decide_approval)),
-        r("get", "/v1/tokens", "List API principals", get(admin::list_tokens)),
-        r("post", "/v1/tokens", "Create or rotate a principal's token (shown once)", post(admin::create_token)),
-        r("delete", "/v1/tokens/{name}", "Revoke a principal", delete(admin::revoke_token)),
-        r("post", "/v1/keys/rotate", "Re-encrypt every covered value under the active key (admin; 409 names an undecryptable value)", post(keys::rotate)),
-        r("get", "/v1/cluster", "Cluster status: leader, term, indexes, membership", get(cluster::status)),
-        r("get", "/v1/cluster/digest", "This node's state digest and applied index", get(cluster::digest)),
-        r("post", "/v1/cluster/learners", "Add a learner node", post(cluster::add_learner)),
-        r("post", "/v1/cluster/membership", "Change the voter set", post(cluster::change_membership)),
-        r("get", "/healthz", "Liveness", get(cluster::healthz)),
-        r("get", "/readyz", "Readiness (leader known, self-checks passed)", get(cluster::readyz)),
+        r("post", "/v1/channels/{channel}/messages", "Enqueue a message (JSON body or raw body with X- headers; Idempotency-Key)", post(messages::enqueue)).takes_json_or_text::<c::EnqueueRequest>().answers::<c::Enqueued>(),
+        r("get", "/v1/messages", "List messages, newest first (channel, status, message_type, control_id, limit, offset)", get(messages::list)).answers::<c::MessageList>(),
+        r("get", "/v1/messages/{id}", "A message with its events, rows and captured responses", get(messages::get_one)).answers::<c::MessageDetail>(),
+        r("post", "/v1/messages/{id}/replay", "Replay a message (recover stuck rows, else re-send done rows)", post(messages::replay)).answers::<c::Requeued>(),
+        r("get", "/v1/dead-letters", "Dead outbound rows (channel, destination, limit)", get(messages::dead_letters)).answers::<c::DeadLetters>(),
+        r("post", "/v1/dead-letters/replay", "Requeue dead outbound rows", post(messages::replay_dead)).takes_optional::<c::ReplayDeadRequest>().answers::<c::Requeued>(),
+        r("get", "/v1/stats", "Row counts by stage and status", get(messages::stats)).answers::<c::Stats>(),
+        r("get", "/v1/lanes/{stage}/{name}", "Lane depth, oldest row and holder", get(work::lane)).answers::<c::LaneStatus>(),
+        r("post", "/v1/lanes/{stage}/{name}/claim", "Claim a lane's head (strict FIFO, lane lease)", post(work::claim_fifo)).takes::<c::FifoClaimRequest>().answers::<c::FifoClaim>(),
+        r("post", "/v1/lanes/{stage}/{name}/release", "Give a lane lease back", post(work::release)).takes::<c::ReleaseRequest>().answers::<c::Released>(),
+        r("post", "/v1/lanes/outbound/{dest}/cancel", "Cancel pending outbound rows of a destination", post(work::cancel)).takes_optional::<c::CancelRequest>().answers::<c::Cancelled>(),
+        r("post", "/v1/claims", "Claim due rows of a stage (unordered)", post(work::claim_ready)).takes::<c::ClaimRequest>().answers::<c::Claimed>(),
+        r("post", "/v1/leases/renew", "Renew an owner's row and lane leases", post(work::renew)).takes::<c::RenewRequest>().answers::<c::Renewed>(),
+        r("post", "/v1/rows/actions", "Many fenced row actions in one request ({actions: [{row, action, body}]}), answered one by one in order", post(work::row_actions)).takes::<c::RowActionsRequest>().answers::<c::RowActionResults>(),
+        r("post", "/v1/rows/{id}/{action}", "Fenced row action: route, handoff, transform, done (with claim_next: also claim the lane's next row), response, fail, dead, reingress", post(work::row_action)).takes::<c::RowActionBody>().answers::<c::RowAnswer>(),
+        r("get", "/v1/config", "The current configuration and its version", get(config::get_current)).answers::<c::ConfigAnswer>(),
+        r("put", "/v1/config", "Replace the configuration (If-Match: version; 412 on mismatch)", put(config::put_config)).takes::<c::config::ConfigRequest>().answers::<c::ConfigWritten>(),
+        r("get", "/v1/config/versions/{v}", "A configuration version", get(config::get_version)).answers::<c::ConfigAnswer>(),
+        r("post", "/v1/audit", "Append an audit row", post(audit::append)).takes::<c::AuditAppendRequest>().answers::<c::AuditAppended>(),
+        r("get", "/v1/audit", "List an org's audit rows (org required)", get(audit::list)).answers::<c::AuditRows>(),
+        r("get", "/v1/audit/anchor", "An org's chain anchor (count, head)", get(audit::anchor)).answers::<c::AuditAnchor>(),
+        r("get", "/v1/audit/verify", "Verify an org's chain, optionally against an anchor (count, head)", get(audit::verify)).answers::<c::AuditVerification>(),
+        r("post", "/v1/audit/seal", "Seal an org's audit era", post(audit::seal)).takes::<c::AuditSealRequest>().answers::<c::AuditAppended>(),
+        r("get", "/v1/state/{namespace}", "A transform-state namespace's version", get(admin::namespace)).answers::<c::NamespaceVersion>(),
+        r("get", "/v1/state/{namespace}/{key}", "A transform-state entry", get(admin::state_entry)).answers::<c::StateValue>(),
+        r("put", "/v1/reference/{name}", "Replace a reference snapshot", put(admin::put_reference)).takes::<c::ReferenceRequest>().answers::<c::ReferenceWritten>(),
+        r("get", "/v1/reference/{name}", "A reference snapshot", get(admin::get_reference)).answers::<c::Reference>(),
+        r("post", "/v1/retention/purge", "Purge bodies, dead letters or state older than an age (older_than_ms)", post(admin::purge)).takes::<c::PurgeRequest>().answers::<c::Purged>(),
+        r("post", "/v1/approvals", "Request an approval", post(admin::create_approval)).takes::<c::ApprovalRequest>().answers::<c::ApprovalCreated>(),
+        r("get", "/v1/approvals/{id}", "An approval", get(admin::get_approval)).answers::<c::ApprovalView>(),
+        r("post", "/v1/approvals/{id}/decide", "Approve or reject (once, by another principal)", post(admin::decide_approval)).takes::<c::DecideRequest>().answers::<c::ApprovalDecided>(),
+        r("get", "/v1/tokens", "List API principals", get(admin::list_tokens)).answers::<c::TokenList>(),
+        r("post", "/v1/tokens", "Create or rotate a principal's token (shown once)", post(admin::create_token)).takes::<c::TokenRequest>().answers::<c::TokenCreated>(),
+        r("delete", "/v1/tokens/{name}", "Revoke a principal", delete(admin::revoke_token)).answers::<c::Revoked>(),
+        r("post", "/v1/keys/rotate", "Re-encrypt every covered value under the active key (admin; 409 names an undecryptable value)", post(keys::rotate)).takes_optional::<c::RotateRequest>().answers::<c::Rotated>(),
+        r("get", "/v1/cluster", "Cluster status: leader, term, indexes, membership", get(cluster::status)).answers::<c::ClusterStatus>(),
+        r("get", "/v1/cluster/digest", "This node's state digest and applied index", get(cluster::digest)).answers::<c::StateDigest>(),
+        r("post", "/v1/cluster/learners", "Add a learner node", post(cluster::add_learner)).takes::<c::LearnerRequest>().answers::<c::Ack>(),
+        r("post", "/v1/cluster/membership", "Change the voter set", post(cluster::change_membership)).takes::<c::MembershipRequest>().answers::<c::Ack>(),
+        r("get", "/healthz", "Liveness", get(cluster::healthz)).answers::<c::Health>(),
+        r("get", "/readyz", "Readiness (leader known, self-checks passed)", get(cluster::readyz)).answers::<c::Readiness>(),
         r("get", "/metrics", "Prometheus metrics", get(cluster::metrics)),
-        r("get", "/openapi.json", "This document", get(crate::openapi::serve)),
+        r("get", "/openapi.json", "This document", get(crate::openapi::serve)).answers::<c::OpenApiDocument>(),
     ]
 }
 

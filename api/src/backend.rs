@@ -62,23 +62,8 @@ impl MembershipChange {
     }
 }
 
-/// One member of the cluster as reported by `/v1/cluster`.
-#[derive(Clone, Debug, Serialize, PartialEq, Eq)]
-pub struct Member {
-    pub id: u64,
-    pub addr: String,
-    pub voter: bool,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct ClusterStatus {
-    pub node_id: u64,
-    pub leader_id: Option<u64>,
-    pub term: u64,
-    pub last_log_index: u64,
-    pub last_applied: u64,
-    pub membership: Vec<Member>,
-}
+/// What a node reports of the cluster; `GET /v1/cluster` serves it as it is.
+pub use raftlane_contract::cluster::{ClusterStatus, Member};
 
 pub trait Backend: Send + Sync + 'static {
     fn node_id(&self) -> u64;

@@ -95,11 +95,27 @@ impl ApiError {
         self
     }
 
-    /// The error as one answer in a list of answers: `{"status", "error": {...}}`.
-    pub fn to_json(&self) -> serde_json::Value {
-        let mut v = serde_json::to_value(self.body()).unwrap_or_default();
-        v["status"] = self.status.as_u16().into();
-        v
+    /// The error as one answer in a list of answers: `{"error": {...}, "status"}`.
+    pub fn to_item(&self) -> raftlane_contract::ItemError {
+        raftlane_contract::ItemError {
+            error: self.detail(),
+            status: self.status.as_u16(),
+        }
+    }
+
+    /// The error object of the body; `extra` is always built as a JSON object.
+    fn detail(&self) -> raftlane_contract::ErrorDetail {
+        raftlane_contract::ErrorDetail {
+            code: self.code.to_string(),
+            message: self.message.clone(),
+            field: self.field.clone(),
+            extra: self
+                .extra
+                .as_ref()
+                .and_then(serde_json::Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
+        }
     }
 
     fn body(&self) -> Body<'_> {

@@ -252,9 +252,7 @@ pub async fn leader_of(addrs: &[String], token: &str) -> Option<u64> {
     let mut self_claimed = Vec::new();
     let answers = futures_join(&conn).await;
     for v in answers.into_iter().flatten() {
-        let (Some(me), leader) = (v["node_id"].as_u64(), v["leader_id"].as_u64()) else {
-            continue;
-        };
+        let (me, leader) = (v.node_id, v.leader_id);
         if let Some(l) = leader {
             *named.entry(l).or_default() += 1;
             if l == me {
@@ -267,7 +265,7 @@ pub async fn leader_of(addrs: &[String], token: &str) -> Option<u64> {
         .max_by_key(|n| named.get(n).copied().unwrap_or(0))
 }
 
-async fn futures_join(conn: &Conn) -> Vec<Option<serde_json::Value>> {
+async fn futures_join(conn: &Conn) -> Vec<Option<raftlane_client::contract::ClusterStatus>> {
     let mut handles = Vec::new();
     for i in 0..conn.len() {
         let c = conn.clone();

@@ -176,7 +176,7 @@ async fn probe_skew(conn: &Conn, node: u64, offset_ms: i64) -> String {
         .await
     {
         Attempt::Ok(v) => {
-            let observed = v["message"]["received_at"].as_u64().unwrap_or(0) as i64 - sent as i64;
+            let observed = v.message.received_at as i64 - sent as i64;
             let verdict = if offset_ms <= 0 {
                 "not observable (negative offsets are absorbed by the monotonic clock)"
             } else if observed >= offset_ms / 2 {
@@ -256,8 +256,8 @@ pub async fn run_suite(opts: ChaosOptions) -> anyhow::Result<Report> {
     // The register's state before any workload runs (a long-lived cluster has versions).
     match conn.once(0, |c| async move { c.config().await }).await {
         Attempt::Ok(v) => history.register_init(RegState {
-            version: v["version"].as_u64().unwrap_or(0),
-            value: register_value(&v["config"]),
+            version: v.version,
+            value: register_value(&serde_json::to_value(&v.config).unwrap_or_default()),
         }),
         other => {
             cluster.shutdown().await;

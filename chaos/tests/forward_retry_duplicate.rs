@@ -94,8 +94,9 @@ async fn a_forwarded_write_is_applied_once_when_the_leaders_answer_is_lost() {
     let Attempt::Ok(current) = conn.once(via, |c| async move { c.config().await }).await else {
         panic!("cannot read the config")
     };
-    let version = current["version"].as_u64().unwrap();
-    let doc = raftlane_chaos::workload::config_cas::with_value(&current["config"], "cas-once");
+    let version = current.version;
+    let config = serde_json::to_value(&current.config).unwrap();
+    let doc = raftlane_chaos::workload::config_cas::with_value(&config, "cas-once");
     cluster.proxy.delay(leader, follower, 300);
     let c2 = conn.clone();
     let answer = tokio::spawn(async move {

@@ -15,11 +15,14 @@ use hyper::{Method, StatusCode};
 use raftlane_contract::headers;
 use raftlane_contract::path::encode_segment;
 use raftlane_contract::{
-    ClaimNext, ClaimedRow, ConfigWritten, DoneBody, Enqueued, ErrorDetail, FifoClaim, MessageId,
-    RowAction, RowActionItem, RowActionsRequest, StateDigest,
+    AuditAppendRequest, AuditAppended, AuditVerification, ClaimNext, ClaimRequest, Claimed,
+    ClaimedRow, ClusterStatus, ConfigAnswer, ConfigWritten, DoneBody, EnqueueRequest, Enqueued,
+    ErrorDetail, FifoClaim, FifoClaimRequest, MessageDetail, MessageId, RowAction, RowActionItem,
+    RowActionResult, RowActionResults, RowActionsRequest, RowAnswer, StateDigest,
 };
 use serde::de::DeserializeOwned;
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -99,6 +102,11 @@ impl ClientError {
 /// non-string keys would do it).
 fn encode_error(e: serde_json::Error) -> ClientError {
     ClientError::Decode(format!("request body: {e}"))
+}
+
+/// A request body as the JSON [`Client::request`] sends.
+fn encode<T: Serialize>(body: &T) -> Result<Value, ClientError> {
+    serde_json::to_value(body).map_err(encode_error)
 }
 
 #[derive(Clone)]
@@ -270,7 +278,7 @@ impl Client {
             .send(
                 Method::POST,
                 &format!("/v1/channels/{}/messages", encode_segment(channel)),
-                Some(json!({ "raw": raw })),
+                Some(encode(&EnqueueRequest::raw(raw))?),
                 &headers,
             )
             .await?;
@@ -292,7 +300,10 @@ impl Client {
                     encode_segment(stage),
                     encode_segment(lane)
                 ),
-                Some(json!({ "owner": owner, "ttl_ms": ttl_ms })),
+                Some(encode(&FifoClaimRequest {
+                    owner: owner.to_string(),
+                    ttl_ms,
+                })?),
             )
             .await?;
         Self::decode(v)
@@ -306,44 +317,52 @@ impl Client {
         ttl_ms: u64,
         channel: Option<&str>,
     ) -> Result<Vec<ClaimedRow>, ClientError> {
+        let body = ClaimRequest {
+            stage: stage.to_string(),
+            limit,
+            owner: owner.to_string(),
+            ttl_ms,
+            channel: channel.map(str::to_string),
+            destination: None,
+        };
         let v = self
-            .request(
-                Method::POST,
-                "/v1/claims",
-                Some(json!({ "stage": stage, "limit": limit, "owner": owner, "ttl_ms": ttl_ms, "channel": channel })),
-            )
+            .request(Method::POST, "/v1/claims", Some(encode(&body)?))
             .await?;
-        Self::decode(v["items"].clone())
+        Ok(Self::decode::<Claimed>(v)?.items)
     }
 
     /// A fenced row action: `POST /v1/rows/{row_id}/{action}` with the action's body. Answers
-    /// the action's own answer (e.g. `{"applied", "index"}` for a hand-off).
-    pub async fn row(&self, row_id: u64, action: RowAction) -> Result<Value, ClientError> {
+    /// the action's own answer (e.g. [`RowAnswer::HandedOff`] for a hand-off).
+    pub async fn row(&self, row_id: u64, action: RowAction) -> Result<RowAnswer, ClientError> {
         let body = action.body().map_err(encode_error)?;
-        self.request(
-            Method::POST,
-            &format!("/v1/rows/{row_id}/{}", encode_segment(action.name())),
-            Some(body),
-        )
-        .await
+        let v = self
+            .request(
+                Method::POST,
+                &format!("/v1/rows/{row_id}/{}", encode_segment(action.name())),
+                Some(body),
+            )
+            .await?;
+        Self::decode(v)
     }
 
     /// Many fenced row actions in one request (each on a different row, no `done` with
     /// `claim_next`). Answers one result per action, in order: the action's own answer, or
-    /// `{"status", "error"}` for an action the cluster refused (bad input refuses the whole
-    /// request instead).
-    pub async fn row_actions(&self, actions: &[RowActionItem]) -> Result<Vec<Value>, ClientError> {
-        let body = serde_json::to_value(RowActionsRequest {
+    /// [`RowActionResult::Refused`] for an action the cluster refused (bad input refuses the
+    /// whole request instead).
+    pub async fn row_actions(
+        &self,
+        actions: &[RowActionItem],
+    ) -> Result<Vec<RowActionResult>, ClientError> {
+        let body = encode(&RowActionsRequest {
             actions: actions.to_vec(),
-        })
-        .map_err(encode_error)?;
-        let mut v = self
+        })?;
+        let v = self
             .request(Method::POST, "/v1/rows/actions", Some(body))
             .await?;
-        Self::decode(v["results"].take())
+        Ok(Self::decode::<RowActionResults>(v)?.results)
     }
 
-    pub async fn done(&self, row: &ClaimedRow) -> Result<Value, ClientError> {
+    pub async fn done(&self, row: &ClaimedRow) -> Result<RowAnswer, ClientError> {
         self.row(row.row_id.0, RowAction::Done(DoneBody::new(row.fence)))
             .await
     }
@@ -362,13 +381,21 @@ impl Client {
                 ttl_ms,
             }),
         });
-        let mut v = self.row(row.row_id.0, action).await?;
-        Self::decode(v["next"].take())
+        match self.row(row.row_id.0, action).await? {
+            RowAnswer::Done {
+                next: Some(next), ..
+            } => Ok(next),
+            other => Err(ClientError::Decode(format!(
+                "a done with claim_next answered without next: {other:?}"
+            ))),
+        }
     }
 
-    pub async fn message(&self, id: MessageId) -> Result<Value, ClientError> {
-        self.request(Method::GET, &format!("/v1/messages/{id}"), None)
-            .await
+    pub async fn message(&self, id: MessageId) -> Result<MessageDetail, ClientError> {
+        let v = self
+            .request(Method::GET, &format!("/v1/messages/{id}"), None)
+            .await?;
+        Self::decode(v)
     }
 
     /// `(last_applied, digest)` of the node that answers.
@@ -380,8 +407,9 @@ impl Client {
         Ok((d.last_applied, d.digest))
     }
 
-    pub async fn cluster(&self) -> Result<Value, ClientError> {
-        self.request(Method::GET, "/v1/cluster", None).await
+    pub async fn cluster(&self) -> Result<ClusterStatus, ClientError> {
+        let v = self.request(Method::GET, "/v1/cluster", None).await?;
+        Self::decode(v)
     }
 
     pub async fn audit_append(
@@ -389,40 +417,47 @@ impl Client {
         action: &str,
         org: Option<&str>,
         detail: Option<&str>,
-    ) -> Result<Value, ClientError> {
-        self.request(
-            Method::POST,
-            "/v1/audit",
-            Some(json!({ "action": action, "org": org, "detail": detail })),
-        )
-        .await
+    ) -> Result<AuditAppended, ClientError> {
+        let body = AuditAppendRequest {
+            action: action.to_string(),
+            channel: None,
+            org: org.map(str::to_string),
+            detail: detail.map(str::to_string),
+        };
+        let v = self
+            .request(Method::POST, "/v1/audit", Some(encode(&body)?))
+            .await?;
+        Self::decode(v)
     }
 
-    pub async fn audit_verify(&self, org: &str) -> Result<Value, ClientError> {
-        self.request(
-            Method::GET,
-            &format!("/v1/audit/verify?org={}", encode_segment(org)),
-            None,
-        )
-        .await
+    pub async fn audit_verify(&self, org: &str) -> Result<AuditVerification, ClientError> {
+        let v = self
+            .request(
+                Method::GET,
+                &format!("/v1/audit/verify?org={}", encode_segment(org)),
+                None,
+            )
+            .await?;
+        Self::decode(v)
     }
 
-    pub async fn config(&self) -> Result<Value, ClientError> {
-        self.request(Method::GET, "/v1/config", None).await
+    pub async fn config(&self) -> Result<ConfigAnswer, ClientError> {
+        let v = self.request(Method::GET, "/v1/config", None).await?;
+        Self::decode(v)
     }
 
-    /// Compare-and-set the config; `Err` with status 412 carries the current version
-    /// ([`ClientError::current_version`]).
+    /// Compare-and-set the config (a [`raftlane_contract::ConfigDoc`], or JSON of its shape);
+    /// `Err` with status 412 carries the current version ([`ClientError::current_version`]).
     pub async fn put_config(
         &self,
         expected_version: u64,
-        config: Value,
+        config: impl Serialize,
     ) -> Result<u64, ClientError> {
         let (_, v) = self
             .send(
                 Method::PUT,
                 "/v1/config",
-                Some(config),
+                Some(encode(&config)?),
                 &[(headers::IF_MATCH, expected_version.to_string())],
             )
             .await?;
@@ -434,6 +469,7 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn an_error_keeps_its_extra_members() {

@@ -13,4 +13,6 @@ pub mod transport;
 
 pub use client::{Client, ClientError};
 pub use raftlane_contract as contract;
-pub use raftlane_contract::{ClaimedRow, Enqueued, FifoClaim, RowAction, RowActionItem};
+pub use raftlane_contract::{
+    ClaimedRow, Enqueued, FifoClaim, RowAction, RowActionItem, RowActionResult, RowAnswer,
+};

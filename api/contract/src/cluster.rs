@@ -1,11 +1,13 @@
-//! Answers about the cluster and its configuration.
+//! The cluster: status, digest, membership changes, and the unauthenticated probes.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 /// `GET /v1/cluster/digest`: the SHA-256 of this node's whole applied state at `last_applied`.
 /// Two nodes at the same `last_applied` must answer the same digest (the chaos suite and the
 /// compose test compare them).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct StateDigest {
     pub node_id: u64,
     pub last_applied: u64,
@@ -13,9 +15,68 @@ pub struct StateDigest {
     pub digest: String,
 }
 
-/// `PUT /v1/config`: the version the new configuration got, and the log index it was applied at.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ConfigWritten {
-    pub version: u64,
-    pub index: u64,
+/// `GET /v1/cluster`: what this node knows of the cluster (also how a client finds the leader).
+///
+/// Members in the order the server has always sent them (alphabetical: this answer used to be
+/// built as a JSON map).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ClusterStatus {
+    pub last_applied: u64,
+    pub last_log_index: u64,
+    /// `null` while no leader is known.
+    pub leader_id: Option<u64>,
+    pub membership: Vec<Member>,
+    pub node_id: u64,
+    pub term: u64,
 }
+
+/// One member of the cluster (members alphabetical, as always sent).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Member {
+    /// Its HTTP address.
+    pub addr: String,
+    pub id: u64,
+    /// A voter, or a learner.
+    pub voter: bool,
+}
+
+/// `POST /v1/cluster/learners`: add (or re-address) a learner; answered once it caught up.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LearnerRequest {
+    pub id: u64,
+    /// `host:port`, optionally with `http://`.
+    pub addr: String,
+}
+
+/// `POST /v1/cluster/membership`: make the voter set exactly these nodes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MembershipRequest {
+    pub voters: Vec<u64>,
+}
+
+/// A change that took effect (`{"ok": true}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Ack {
+    pub ok: bool,
+}
+
+/// `GET /healthz`: the process answers (`{"status": "ok"}`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Health {
+    pub status: String,
+}
+
+/// `GET /readyz`: 200 `{"ready": true}`, or 503 `{"ready": false, "reason": ...}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Readiness {
+    pub ready: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `GET /openapi.json`: the OpenAPI 3.0 document of this API.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub struct OpenApiDocument(pub Map<String, Value>);

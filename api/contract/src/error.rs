@@ -1,9 +1,11 @@
 //! The one error shape every route answers with: `{"error": {"code", "message", "field"?, ...}}`.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The body of every non-2xx answer.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// The body of every non-2xx answer (the schema component `Error`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "Error")]
 pub struct ErrorBody {
     pub error: ErrorDetail,
 }
@@ -12,7 +14,7 @@ pub struct ErrorBody {
 /// `version_mismatch`, `unavailable`, ...), a human `message`, the request `field` a 400 blames,
 /// and any extra members a caller can act on without another request (e.g. `current_version` on
 /// a 412), kept as they came.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorDetail {
     pub code: String,
     pub message: String,

@@ -1,29 +1,65 @@
 //! # raftlane-contract
 //!
 //! What a raftlane node and its clients agree on over HTTP, in one place: header names, how a
-//! name becomes a path segment, the error body, and the typed requests and answers of the
-//! routes a worker calls. The server parses and answers with these types and the Rust client
-//! sends and decodes them, so a change to a field shows up on both sides at compile time.
+//! name becomes a path segment, the error body, and every route's request body and answer as a
+//! named type, grouped by area ([`messages`], [`work`], [`rows`], [`config`], [`audit`],
+//! [`admin`], [`tokens`], [`keys`], [`cluster`]). The server parses and answers with these
+//! types, the Rust client sends and decodes them, and the OpenAPI document's schemas are
+//! derived from them ([`schema`]), so a change to a member shows up on all three at compile
+//! time.
 //!
-//! It depends only on the state machine's plain types (ids, stages, claimed rows), not on
-//! storage or Raft, so a program that only calls the API never compiles RocksDB.
+//! Answers may carry the state machine's plain types as they are (a claimed row, a message, a
+//! work row, the configuration document); their schemas are in [`model`]. The crate depends
+//! only on those plain types, not on storage or Raft, so a program that only calls the API
+//! never compiles RocksDB.
 
+pub mod admin;
+pub mod audit;
 pub mod cluster;
+pub mod config;
 pub mod error;
 pub mod headers;
+pub mod keys;
+pub mod messages;
+pub mod model;
 pub mod path;
 pub mod rows;
+pub mod schema;
+pub mod tokens;
 pub mod work;
 
-pub use cluster::{ConfigWritten, StateDigest};
+pub use admin::{
+    ApprovalCreated, ApprovalDecided, ApprovalRequest, ApprovalView, DecideRequest,
+    NamespaceVersion, PurgeRequest, Purged, Reference, ReferenceRequest, ReferenceWritten,
+    StateValue,
+};
+pub use audit::{
+    AuditAnchor, AuditAppendRequest, AuditAppended, AuditEntry, AuditRows, AuditSealRequest,
+    AuditVerification,
+};
+pub use cluster::{
+    Ack, ClusterStatus, Health, LearnerRequest, Member, MembershipRequest, OpenApiDocument,
+    Readiness, StateDigest,
+};
+pub use config::{ConfigAnswer, ConfigWritten};
 pub use error::{ErrorBody, ErrorDetail};
+pub use keys::{RotateRequest, Rotated};
+pub use messages::{
+    DeadLetters, EnqueueRequest, Enqueued, MessageDetail, MessageList, ReplayDeadRequest, Requeued,
+    Stats,
+};
+pub use raftlane_statemachine::model::config::ConfigDoc;
 pub use raftlane_statemachine::model::ids::{ApprovalId, Fence, MessageId, Millis, RowId};
 pub use raftlane_statemachine::row::{RowStatus, Stage};
 pub use raftlane_statemachine::wire::command::{HandoffDisposition, RouteDisposition};
 pub use raftlane_statemachine::ClaimedRow;
 pub use rows::{
-    ClaimNext, DeadBody, DeliveryBody, DoneBody, FailBody, HandoffBody, ReingressBody,
-    ResponseBody, RetryBody, RouteBody, RouteHandler, RowAction, RowActionItem, RowActionsRequest,
-    StateOpBody, TransformBody,
+    ClaimNext, DeadBody, DeliveryBody, DoneBody, FailBody, HandoffBody, ItemError, ReingressBody,
+    ResponseBody, RetryBody, RouteBody, RouteHandler, RowAction, RowActionBody, RowActionItem,
+    RowActionResult, RowActionResults, RowActionsRequest, RowAnswer, StateOpBody, TransformBody,
 };
-pub use work::{Enqueued, FifoClaim, FifoEmptyReason};
+pub use tokens::{Revoked, TokenCreated, TokenInfo, TokenList, TokenRequest};
+pub use work::{
+    CancelRequest, Cancelled, ClaimRequest, Claimed, FifoClaim, FifoClaimRequest, FifoEmptyReason,
+    LaneStatus, ReleaseRequest, Released, RenewRequest, Renewed,
+};

@@ -5,24 +5,30 @@
 //! Optional members that are absent are not sent; the server's default then applies (said on
 //! each member).
 
+use crate::model;
+use crate::{ErrorDetail, FifoClaim};
 use raftlane_statemachine::model::ids::Fence;
+use raftlane_statemachine::model::ids::{MessageId, Millis};
 use raftlane_statemachine::wire::command::{HandoffDisposition, RouteDisposition};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// `route`: an ingress row's handlers.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RouteBody {
+    #[schemars(with = "u64")]
     pub fence: Fence,
     pub handlers: Vec<RouteHandler>,
     /// Absent: `routed` when there are handlers, else `unrouted`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<model::RouteDisposition>")]
     pub disposition: Option<RouteDisposition>,
 }
 
 /// One handler of a `route`, with the payload its routed row gets.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RouteHandler {
     pub handler: String,
@@ -32,7 +38,7 @@ pub struct RouteHandler {
 }
 
 /// One outbound row of a `handoff` or a `transform`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeliveryBody {
     pub destination: String,
@@ -42,18 +48,20 @@ pub struct DeliveryBody {
 }
 
 /// `handoff`: a row's outbound deliveries.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HandoffBody {
+    #[schemars(with = "u64")]
     pub fence: Fence,
     pub deliveries: Vec<DeliveryBody>,
     /// Absent: `routed` when there are deliveries, else `unrouted`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<model::HandoffDisposition>")]
     pub disposition: Option<HandoffDisposition>,
 }
 
 /// One transform-state write of a `transform`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StateOpBody {
     pub namespace: String,
@@ -63,9 +71,10 @@ pub struct StateOpBody {
 }
 
 /// `transform`: a routed row's deliveries and the transform-state writes that go with them.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TransformBody {
+    #[schemars(with = "u64")]
     pub fence: Fence,
     pub deliveries: Vec<DeliveryBody>,
     /// Absent: none.
@@ -74,7 +83,7 @@ pub struct TransformBody {
 }
 
 /// `claim_next` of a `done`: the FIFO claim of the finished row's lane, for `owner`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClaimNext {
     pub owner: String,
@@ -83,9 +92,10 @@ pub struct ClaimNext {
 
 /// `done`: the row is finished. With `claim_next` (only in `POST /v1/rows/{id}/done`, not in a
 /// batch) the answer's `next` is a [`FifoClaim`](crate::FifoClaim) of the row's lane.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DoneBody {
+    #[schemars(with = "u64")]
     pub fence: Fence,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claim_next: Option<ClaimNext>,
@@ -102,9 +112,10 @@ impl DoneBody {
 }
 
 /// `response`: a handler row's answer.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResponseBody {
+    #[schemars(with = "u64")]
     pub fence: Fence,
     pub body: String,
     pub outcome: String,
@@ -116,7 +127,7 @@ pub struct ResponseBody {
 }
 
 /// The retry policy of a `fail`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetryBody {
     /// Absent: no limit. At least 1.
@@ -129,9 +140,10 @@ pub struct RetryBody {
 }
 
 /// `fail`: the attempt failed; the row is retried or, out of attempts, dead-lettered.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FailBody {
+    #[schemars(with = "u64")]
     pub fence: Fence,
     pub error: String,
     /// Absent: the destination's policy, else the server's default.
@@ -140,19 +152,21 @@ pub struct FailBody {
 }
 
 /// `dead`: dead-letter the row now.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DeadBody {
     /// Absent: the row need not be claimed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<u64>")]
     pub fence: Option<Fence>,
     pub error: String,
 }
 
 /// `reingress`: the row's message re-enters through a loopback channel.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReingressBody {
+    #[schemars(with = "u64")]
     pub fence: Fence,
     pub loopback_channel: String,
     /// Absent: 5.
@@ -162,7 +176,7 @@ pub struct ReingressBody {
 
 /// A fenced row action and its body. As JSON it is `{"action": <name>, "body": {...}}`, the
 /// shape of an item of `POST /v1/rows/actions`; `POST /v1/rows/{id}/{name}` takes the body alone.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "action", content = "body", rename_all = "snake_case")]
 pub enum RowAction {
     Route(RouteBody),
@@ -232,7 +246,7 @@ impl RowAction {
 }
 
 /// One item of `POST /v1/rows/actions`: `{"row": <id>, "action": <name>, "body": {...}}`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RowActionItem {
     pub row: u64,
     #[serde(flatten)]
@@ -241,10 +255,89 @@ pub struct RowActionItem {
 
 /// `POST /v1/rows/actions`: 1 to 256 actions, each on a different row. `done` may not take
 /// `claim_next` here.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RowActionsRequest {
     pub actions: Vec<RowActionItem>,
+}
+
+/// The answer of a row action that took effect. Untagged: the kinds are told apart by their
+/// members, each answer's members in the order the server has always sent them (alphabetical:
+/// they used to be built as JSON maps).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum RowAnswer {
+    /// `route`, `handoff`, `transform`, `response`: `applied` is `false` when the row was
+    /// already consumed under this fence (a retry).
+    HandedOff { applied: bool, index: u64 },
+    /// `done` (and `dead`); with `claim_next`, `next` is the lane's FIFO claim.
+    Done {
+        index: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next: Option<FifoClaim>,
+        ok: bool,
+    },
+    /// `fail`: dead-lettered, or due again at `next_attempt_at`.
+    Failed {
+        dead: bool,
+        index: u64,
+        next_attempt_at: Millis,
+    },
+    /// `reingress`: the child message, or `null` when the depth cap dead-lettered the row.
+    Reingressed {
+        #[schemars(with = "Option<u64>")]
+        child_message_id: Option<MessageId>,
+        index: u64,
+    },
+}
+
+impl RowAnswer {
+    /// The log index the action was applied at.
+    pub fn index(&self) -> u64 {
+        match self {
+            RowAnswer::HandedOff { index, .. }
+            | RowAnswer::Done { index, .. }
+            | RowAnswer::Failed { index, .. }
+            | RowAnswer::Reingressed { index, .. } => *index,
+        }
+    }
+}
+
+/// One refused action of `POST /v1/rows/actions`: the status and error body its own route
+/// would have answered.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ItemError {
+    pub error: ErrorDetail,
+    pub status: u16,
+}
+
+/// One answer of `POST /v1/rows/actions`, in request order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum RowActionResult {
+    Refused(ItemError),
+    Applied(RowAnswer),
+}
+
+/// `POST /v1/rows/actions`: one result per action, in request order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RowActionResults {
+    pub results: Vec<RowActionResult>,
+}
+
+/// The body of `POST /v1/rows/{id}/{action}`: the body of the action the path names. Only for
+/// the schema (the server parses the body as the named action's type).
+#[derive(JsonSchema)]
+#[serde(untagged)]
+pub enum RowActionBody {
+    Route(RouteBody),
+    Handoff(HandoffBody),
+    Transform(TransformBody),
+    Done(DoneBody),
+    Response(ResponseBody),
+    Fail(FailBody),
+    Dead(DeadBody),
+    Reingress(ReingressBody),
 }
 
 #[cfg(test)]

@@ -1,21 +1,22 @@
-//! The answers a producer and a worker read: an enqueue's receipt and a FIFO claim.
+//! Workers' routes: FIFO and unordered claims, lanes, leases.
 
-use raftlane_statemachine::model::ids::{MessageId, Millis};
+use crate::model;
+use raftlane_statemachine::model::ids::Millis;
 use raftlane_statemachine::{ClaimedRow, FifoEmpty};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// `POST /v1/channels/{channel}/messages`: 201 for a new message, 200 for a duplicate of an
-/// earlier idempotency key (then `message_id` is the first message's).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Enqueued {
-    pub message_id: MessageId,
-    pub duplicate: bool,
-    /// The log index the enqueue was applied at.
-    pub index: u64,
+/// `POST /v1/lanes/{stage}/{name}/claim`: claim the lane's head for `owner`, holding the lane
+/// for `ttl_ms`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FifoClaimRequest {
+    pub owner: String,
+    pub ttl_ms: u64,
 }
 
 /// Why a FIFO claim handed out nothing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FifoEmptyReason {
     /// No pending row in the lane.
@@ -30,8 +31,9 @@ pub enum FifoEmptyReason {
 /// head with its fence, or why there is none. Absent members are not sent: `{"item": {...}}`, or
 /// `{"item": null, "reason": "not_due", "due_at": ...}`, or `{"item": null, "reason":
 /// "lane_busy", "holder": ..., "expires_at": ...}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct FifoClaim {
+    #[schemars(with = "Option<model::ClaimedRow>")]
     pub item: Option<ClaimedRow>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<FifoEmptyReason>,
@@ -76,10 +78,110 @@ impl From<Result<ClaimedRow, FifoEmpty>> for FifoClaim {
     }
 }
 
+/// `POST /v1/lanes/{stage}/{name}/release`: give the lane lease back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReleaseRequest {
+    pub owner: String,
+}
+
+/// `POST /v1/lanes/{stage}/{name}/release`: whether `owner` held the lane (and now does not).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Released {
+    pub released: bool,
+}
+
+/// `POST /v1/lanes/outbound/{dest}/cancel` (an empty body is `{}`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CancelRequest {
+    /// Only this channel's rows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    /// Only the lane's head.
+    #[serde(default)]
+    pub top_only: bool,
+}
+
+/// `POST /v1/lanes/outbound/{dest}/cancel`: how many pending rows were cancelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Cancelled {
+    pub cancelled: u64,
+}
+
+/// `POST /v1/claims`: up to `limit` due rows of `stage` (unordered), each leased to `owner`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimRequest {
+    /// A stage name (`ingress`, `routed`, `outbound`, `response`).
+    #[schemars(with = "model::Stage")]
+    pub stage: String,
+    /// 1 to the server's claim limit.
+    pub limit: u32,
+    pub owner: String,
+    pub ttl_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
+}
+
+/// `POST /v1/claims`: the rows claimed, payloads decrypted (possibly none).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Claimed {
+    #[schemars(with = "Vec<model::ClaimedRow>")]
+    pub items: Vec<ClaimedRow>,
+}
+
+/// `POST /v1/leases/renew`: extend `owner`'s leases on these rows (and their lanes).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RenewRequest {
+    pub owner: String,
+    /// Row ids.
+    pub ids: Vec<u64>,
+    pub ttl_ms: u64,
+}
+
+/// `POST /v1/leases/renew`: how many leases were extended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Renewed {
+    pub renewed: u64,
+}
+
+/// `GET /v1/lanes/{stage}/{name}`: the lane's depth, oldest row and holder.
+///
+/// Members in the order the server has always sent them (alphabetical: this answer used to be
+/// built as a JSON map); absent values are `null`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LaneStatus {
+    /// Pending and inflight rows.
+    pub depth: u64,
+    #[schemars(with = "Option<model::LaneLease>")]
+    pub holder: Option<raftlane_statemachine::model::lane::LaneLease>,
+    pub inflight: u64,
+    pub lane: String,
+    /// `created_at` of the oldest row.
+    pub oldest: Option<Millis>,
+}
+
+impl From<raftlane_statemachine::query::LaneView> for LaneStatus {
+    fn from(v: raftlane_statemachine::query::LaneView) -> Self {
+        LaneStatus {
+            depth: v.depth,
+            holder: v.holder,
+            inflight: v.inflight,
+            lane: v.lane,
+            oldest: v.oldest_created_at,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use raftlane_statemachine::model::ids::{Fence, RowId};
+    use crate::Enqueued;
+    use raftlane_statemachine::model::ids::{Fence, MessageId, RowId};
     use raftlane_statemachine::row::Stage;
     use serde_json::json;
 

@@ -9,6 +9,11 @@ use crate::error::{ApiError, ApiResult};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
+use raftlane_contract::{
+    ApprovalCreated, ApprovalDecided, ApprovalRequest, ApprovalView, DecideRequest,
+    NamespaceVersion, PurgeRequest, Purged, Reference, ReferenceRequest, ReferenceWritten, Revoked,
+    StateValue, TokenCreated, TokenInfo, TokenList, TokenRequest,
+};
 use raftlane_statemachine::model::principal::Role;
 use raftlane_statemachine::wire::command::{
     CreateApproval, DecideApproval, PurgeDeadLetters, PurgeMessageBodies, PurgeState, PutPrincipal,
@@ -16,8 +21,7 @@ use raftlane_statemachine::wire::command::{
 };
 use raftlane_statemachine::{ApprovalId, Command, Outcome};
 use rand::RngCore;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -26,11 +30,14 @@ pub async fn namespace(
     caller: Caller,
     Path(ns): Path<String>,
     Query(opts): Query<ReadOpts>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<NamespaceVersion>> {
     caller.require(Permission::Read)?;
     check_name("namespace", &ns)?;
     let version = read_state(&state, &opts, |r| r.namespace_version(&ns)).await?;
-    Ok(Json(json!({ "namespace": ns, "version": version })))
+    Ok(Json(NamespaceVersion {
+        namespace: ns,
+        version,
+    }))
 }
 
 pub async fn state_entry(
@@ -38,7 +45,7 @@ pub async fn state_entry(
     caller: Caller,
     Path((ns, key)): Path<(String, String)>,
     Query(opts): Query<ReadOpts>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<StateValue>> {
     caller.require(Permission::Read)?;
     check_name("namespace", &ns)?;
     check_name("key", &key)?;
@@ -46,27 +53,24 @@ pub async fn state_entry(
         Some(mut e) => {
             crate::crypto::open(state.keyring(), &mut e.value);
             let value: Value = serde_json::from_str(&e.value).unwrap_or(Value::String(e.value));
-            Ok(Json(
-                json!({ "namespace": ns, "key": key, "value": value, "set_at": e.set_at, "message_id": e.message_id }),
-            ))
+            Ok(Json(StateValue {
+                key,
+                message_id: e.message_id,
+                namespace: ns,
+                set_at: e.set_at,
+                value,
+            }))
         }
         None => Err(ApiError::not_found(format!("no state {ns}/{key}"))),
     }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReferenceBody {
-    version: u64,
-    rows: BTreeMap<String, String>,
 }
 
 pub async fn put_reference(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(name): Path<String>,
-    JsonBody(b): JsonBody<ReferenceBody>,
-) -> ApiResult<Json<Value>> {
+    JsonBody(b): JsonBody<ReferenceRequest>,
+) -> ApiResult<Json<ReferenceWritten>> {
     caller.require(Permission::Operate)?;
     check_name("name", &name)?;
     let mut rows = BTreeMap::new();
@@ -79,7 +83,10 @@ pub async fn put_reference(
         rows,
     });
     match propose(&state, &caller, command).await? {
-        (index, Outcome::Count(n)) => Ok(Json(json!({ "row_count": n, "index": index }))),
+        (index, Outcome::Count(n)) => Ok(Json(ReferenceWritten {
+            index,
+            row_count: n,
+        })),
         (_, other) => Err(unexpected(other)),
     }
 }
@@ -89,7 +96,7 @@ pub async fn get_reference(
     caller: Caller,
     Path(name): Path<String>,
     Query(opts): Query<ReadOpts>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Reference>> {
     caller.require(Permission::Read)?;
     check_name("name", &name)?;
     match read_state(&state, &opts, |r| r.reference(&name)).await? {
@@ -97,29 +104,20 @@ pub async fn get_reference(
             for v in s.rows.values_mut() {
                 crate::crypto::open(state.keyring(), v);
             }
-            Ok(Json(
-                serde_json::to_value(s).map_err(|e| ApiError::internal(e.to_string()))?,
-            ))
+            Ok(Json(Reference::from(s)))
         }
         None => Err(ApiError::not_found(format!("no reference snapshot {name}"))),
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PurgeBody {
-    kind: String,
-    /// An age: purge what is older than this many ms. The handler turns it into the absolute
-    /// cutoff the state machine takes (`now − age`), since `apply` has no clock.
-    older_than_ms: u64,
-}
-
 pub async fn purge(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    JsonBody(b): JsonBody<PurgeBody>,
-) -> ApiResult<Json<Value>> {
+    JsonBody(b): JsonBody<PurgeRequest>,
+) -> ApiResult<Json<Purged>> {
     caller.require(Permission::Operate)?;
+    // `older_than_ms` is an age; the state machine takes the absolute cutoff, since `apply`
+    // has no clock.
     let older_than = now_ms().saturating_sub(b.older_than_ms);
     let command = match b.kind.as_str() {
         "bodies" => Command::PurgeMessageBodies(PurgeMessageBodies { older_than }),
@@ -133,25 +131,16 @@ pub async fn purge(
         }
     };
     match propose(&state, &caller, command).await? {
-        (index, Outcome::Count(n)) => Ok(Json(json!({ "purged": n, "index": index }))),
+        (index, Outcome::Count(n)) => Ok(Json(Purged { index, purged: n })),
         (_, other) => Err(unexpected(other)),
     }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ApprovalBody {
-    operation: String,
-    #[serde(default)]
-    params: Value,
-    ttl_ms: Option<u64>,
 }
 
 pub async fn create_approval(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    JsonBody(b): JsonBody<ApprovalBody>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+    JsonBody(b): JsonBody<ApprovalRequest>,
+) -> ApiResult<(StatusCode, Json<ApprovalCreated>)> {
     caller.require(Permission::Operate)?;
     check_name("operation", &b.operation)?;
     let command = Command::CreateApproval(CreateApproval {
@@ -160,10 +149,9 @@ pub async fn create_approval(
         ttl_ms: b.ttl_ms.unwrap_or(24 * 60 * 60 * 1000),
     });
     match propose(&state, &caller, command).await? {
-        (index, Outcome::Approval(id)) => Ok((
-            StatusCode::CREATED,
-            Json(json!({ "id": id, "index": index })),
-        )),
+        (index, Outcome::Approval(id)) => {
+            Ok((StatusCode::CREATED, Json(ApprovalCreated { id, index })))
+        }
         (_, other) => Err(unexpected(other)),
     }
 }
@@ -179,7 +167,7 @@ pub async fn get_approval(
     caller: Caller,
     Path(id): Path<String>,
     Query(opts): Query<ReadOpts>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ApprovalView>> {
     caller.require(Permission::Read)?;
     let id = approval_id(&id)?;
     prepare_read(&state, &opts).await?;
@@ -187,28 +175,17 @@ pub async fn get_approval(
         Ok((r.approval(id)?, r.meta().clock))
     })?;
     match approval {
-        Some(a) => {
-            let status = a.status_at(t);
-            let mut v = serde_json::to_value(&a).map_err(|e| ApiError::internal(e.to_string()))?;
-            v["status"] = serde_json::to_value(status).unwrap_or(Value::Null);
-            Ok(Json(v))
-        }
+        Some(a) => Ok(Json(ApprovalView::at(a, t))),
         None => Err(ApiError::not_found(format!("approval {id} not found"))),
     }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DecideBody {
-    approve: bool,
 }
 
 pub async fn decide_approval(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(id): Path<String>,
-    JsonBody(b): JsonBody<DecideBody>,
-) -> ApiResult<Json<Value>> {
+    JsonBody(b): JsonBody<DecideRequest>,
+) -> ApiResult<Json<ApprovalDecided>> {
     caller.require(Permission::Operate)?;
     let id = approval_id(&id)?;
     match propose(
@@ -221,9 +198,11 @@ pub async fn decide_approval(
     )
     .await?
     {
-        (index, Outcome::Approval(id)) => Ok(Json(
-            json!({ "id": id, "approved": b.approve, "index": index }),
-        )),
+        (index, Outcome::Approval(id)) => Ok(Json(ApprovalDecided {
+            approved: b.approve,
+            id,
+            index,
+        })),
         (_, other) => Err(unexpected(other)),
     }
 }
@@ -232,22 +211,11 @@ pub async fn list_tokens(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Query(opts): Query<ReadOpts>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TokenList>> {
     caller.require(Permission::Admin)?;
     let principals = read_state(&state, &opts, |r| r.principals()).await?;
-    let list: Vec<Value> = principals
-        .into_iter()
-        .map(|p| json!({ "name": p.name, "role": p.role, "channels": p.channels, "created_at": p.created_at }))
-        .collect();
-    Ok(Json(json!({ "tokens": list })))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TokenBody {
-    name: String,
-    role: String,
-    channels: Option<Vec<String>>,
+    let tokens = principals.into_iter().map(TokenInfo::from).collect();
+    Ok(Json(TokenList { tokens }))
 }
 
 /// Create (or rotate) a principal's token, shown once in the response; only its hash enters
@@ -275,8 +243,8 @@ pub struct TokenBody {
 pub async fn create_token(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    JsonBody(b): JsonBody<TokenBody>,
-) -> ApiResult<(StatusCode, Json<Value>)> {
+    JsonBody(b): JsonBody<TokenRequest>,
+) -> ApiResult<(StatusCode, Json<TokenCreated>)> {
     caller.require(Permission::Admin)?;
     check_name("name", &b.name)?;
     let role = Role::parse(&b.role)
@@ -331,7 +299,12 @@ pub async fn create_token(
     }
     Ok((
         StatusCode::CREATED,
-        Json(json!({ "name": b.name, "role": b.role, "token": token, "index": index })),
+        Json(TokenCreated {
+            index,
+            name: b.name,
+            role: b.role,
+            token,
+        }),
     ))
 }
 
@@ -375,7 +348,7 @@ pub async fn revoke_token(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(name): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Revoked>> {
     caller.require(Permission::Admin)?;
     check_name("name", &name)?;
     match propose(
@@ -385,7 +358,10 @@ pub async fn revoke_token(
     )
     .await?
     {
-        (index, Outcome::Done) => Ok(Json(json!({ "revoked": true, "index": index }))),
+        (index, Outcome::Done) => Ok(Json(Revoked {
+            index,
+            revoked: true,
+        })),
         (_, other) => Err(unexpected(other)),
     }
 }

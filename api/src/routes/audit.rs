@@ -7,26 +7,20 @@ use crate::backend;
 use crate::error::{ApiError, ApiResult};
 use axum::extract::State;
 use axum::Json;
+use raftlane_contract::{
+    AuditAnchor, AuditAppendRequest, AuditAppended, AuditEntry, AuditRows, AuditSealRequest,
+    AuditVerification,
+};
 use raftlane_statemachine::wire::command::{RecordAudit, SealAuditEpoch};
 use raftlane_statemachine::{Command, Outcome};
 use serde::Deserialize;
-use serde_json::{json, Value};
 use std::sync::Arc;
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AppendBody {
-    action: String,
-    channel: Option<String>,
-    org: Option<String>,
-    detail: Option<String>,
-}
 
 pub async fn append(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    JsonBody(b): JsonBody<AppendBody>,
-) -> ApiResult<Json<Value>> {
+    JsonBody(b): JsonBody<AuditAppendRequest>,
+) -> ApiResult<Json<AuditAppended>> {
     caller.require(Permission::Operate)?;
     check_name("action", &b.action)?;
     if let Some(c) = &b.channel {
@@ -39,9 +33,7 @@ pub async fn append(
         detail: b.detail,
     });
     match propose(&state, &caller, command).await? {
-        (index, Outcome::Audit { seq, hash }) => {
-            Ok(Json(json!({ "seq": seq, "hash": hash, "index": index })))
-        }
+        (index, Outcome::Audit { seq, hash }) => Ok(Json(AuditAppended { hash, index, seq })),
         (_, other) => Err(unexpected(other)),
     }
 }
@@ -86,43 +78,40 @@ pub async fn list(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Query(q): Query<AuditQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<AuditRows>> {
     let org = readable_org(&state, &caller, &q).await?;
     let limit = q.limit.unwrap_or(100).clamp(1, 1000);
     let rows = backend::read(state.backend.as_ref(), |r| {
         r.audit_list(&org, q.from.unwrap_or(0), limit)
     })?;
-    let rows: Vec<Value> = rows
+    let rows = rows
         .into_iter()
         .filter(|row| row.channel_id.as_deref().is_none_or(|c| caller.may_see(c)))
-        .map(|row| {
-            json!({
-                "seq": row.seq, "ts": row.ts, "actor": row.actor, "action": row.action,
-                "channel": row.channel_id, "org": row.org, "detail": row.detail,
-                "prev_hash": hex::encode(row.prev_hash), "hash": hex::encode(row.hash),
-            })
-        })
+        .map(AuditEntry::from)
         .collect();
-    Ok(Json(json!({ "org": org, "rows": rows })))
+    Ok(Json(AuditRows { org, rows }))
 }
 
 pub async fn anchor(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Query(q): Query<AuditQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<AuditAnchor>> {
     let org = readable_org(&state, &caller, &q).await?;
     let head = backend::read(state.backend.as_ref(), |r| r.audit_anchor(&org))?;
-    Ok(Json(
-        json!({ "org": org, "count": head.count, "head": hex::encode(head.head_hash), "era": head.era }),
-    ))
+    Ok(Json(AuditAnchor {
+        count: head.count,
+        era: head.era,
+        head: hex::encode(head.head_hash),
+        org,
+    }))
 }
 
 pub async fn verify(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Query(q): Query<AuditQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<AuditVerification>> {
     caller.require(Permission::Read)?;
     let org = org(&q)?.to_string();
     let anchor = match (q.count, &q.head) {
@@ -139,22 +128,14 @@ pub async fn verify(
     };
     read_ready(&state, &q).await?;
     let v = backend::read(state.backend.as_ref(), |r| r.audit_verify(&org, anchor))?;
-    Ok(Json(
-        serde_json::to_value(v).map_err(|e| ApiError::internal(e.to_string()))?,
-    ))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SealBody {
-    org: String,
+    Ok(Json(AuditVerification::from(v)))
 }
 
 pub async fn seal(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    JsonBody(b): JsonBody<SealBody>,
-) -> ApiResult<Json<Value>> {
+    JsonBody(b): JsonBody<AuditSealRequest>,
+) -> ApiResult<Json<AuditAppended>> {
     caller.require(Permission::Operate)?;
     check_name("org", &b.org)?;
     match propose(
@@ -164,9 +145,7 @@ pub async fn seal(
     )
     .await?
     {
-        (index, Outcome::Audit { seq, hash }) => {
-            Ok(Json(json!({ "seq": seq, "hash": hash, "index": index })))
-        }
+        (index, Outcome::Audit { seq, hash }) => Ok(Json(AuditAppended { hash, index, seq })),
         (_, other) => Err(unexpected(other)),
     }
 }

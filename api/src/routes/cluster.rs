@@ -11,22 +11,17 @@ use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::Json;
-use raftlane_contract::StateDigest;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use raftlane_contract::{
+    Ack, ClusterStatus, Health, LearnerRequest, MembershipRequest, Readiness, StateDigest,
+};
 use std::sync::Arc;
 
-pub async fn status(State(state): State<Arc<AppState>>, caller: Caller) -> ApiResult<Json<Value>> {
+pub async fn status(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+) -> ApiResult<Json<ClusterStatus>> {
     caller.require(Permission::Read)?;
-    let s = state.backend.status();
-    Ok(Json(json!({
-        "node_id": s.node_id,
-        "leader_id": s.leader_id,
-        "term": s.term,
-        "last_log_index": s.last_log_index,
-        "last_applied": s.last_applied,
-        "membership": s.membership,
-    })))
+    Ok(Json(state.backend.status()))
 }
 
 pub async fn digest(
@@ -42,18 +37,11 @@ pub async fn digest(
     }))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LearnerBody {
-    id: u64,
-    addr: String,
-}
-
 pub async fn add_learner(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    JsonBody(b): JsonBody<LearnerBody>,
-) -> ApiResult<Json<Value>> {
+    JsonBody(b): JsonBody<LearnerRequest>,
+) -> ApiResult<Json<Ack>> {
     caller.require(Permission::Admin)?;
     check_addr(&b.addr)?;
     state
@@ -63,20 +51,14 @@ pub async fn add_learner(
             addr: b.addr,
         })
         .await?;
-    Ok(Json(json!({ "ok": true })))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MembershipBody {
-    voters: Vec<u64>,
+    Ok(Json(Ack { ok: true }))
 }
 
 pub async fn change_membership(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    JsonBody(b): JsonBody<MembershipBody>,
-) -> ApiResult<Json<Value>> {
+    JsonBody(b): JsonBody<MembershipRequest>,
+) -> ApiResult<Json<Ack>> {
     caller.require(Permission::Admin)?;
     if b.voters.is_empty() {
         return Err(ApiError::invalid("voters", "must name at least one node"));
@@ -85,7 +67,7 @@ pub async fn change_membership(
         .writes
         .membership(MembershipChange::SetVoters(b.voters))
         .await?;
-    Ok(Json(json!({ "ok": true })))
+    Ok(Json(Ack { ok: true }))
 }
 
 /// A learner's address is what every node will dial (`host:port`, optionally `http://`): refuse
@@ -111,16 +93,28 @@ fn check_addr(addr: &str) -> ApiResult<()> {
     }
 }
 
-pub async fn healthz() -> Json<Value> {
-    Json(json!({ "status": "ok" }))
+pub async fn healthz() -> Json<Health> {
+    Json(Health {
+        status: "ok".into(),
+    })
 }
 
 pub async fn readyz(State(state): State<Arc<AppState>>) -> axum::response::Response {
     match state.backend.ready() {
-        Ok(()) => (StatusCode::OK, Json(json!({ "ready": true }))).into_response(),
+        Ok(()) => (
+            StatusCode::OK,
+            Json(Readiness {
+                ready: true,
+                reason: None,
+            }),
+        )
+            .into_response(),
         Err(reason) => (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({ "ready": false, "reason": reason })),
+            Json(Readiness {
+                ready: false,
+                reason: Some(reason),
+            }),
         )
             .into_response(),
     }

@@ -7,23 +7,20 @@ use crate::error::{ApiError, ApiResult};
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::Json;
-use raftlane_contract::ConfigWritten;
+use raftlane_contract::{ConfigAnswer, ConfigWritten};
 use raftlane_statemachine::model::config::ConfigDoc;
 use raftlane_statemachine::wire::command::PutConfig;
 use raftlane_statemachine::{Command, Outcome};
-use serde_json::{json, Value};
 use std::sync::Arc;
 
 pub async fn get_current(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Query(opts): Query<ReadOpts>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ConfigAnswer>> {
     caller.require(Permission::Read)?;
     let v = read_state(&state, &opts, |r| r.config()).await?;
-    Ok(Json(
-        json!({ "version": v.version, "config": v.doc, "set_at": v.set_at, "set_by": v.set_by }),
-    ))
+    Ok(Json(ConfigAnswer::from(v)))
 }
 
 pub async fn get_version(
@@ -31,15 +28,13 @@ pub async fn get_version(
     caller: Caller,
     Path(v): Path<String>,
     Query(opts): Query<ReadOpts>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ConfigAnswer>> {
     caller.require(Permission::Read)?;
     let v: u64 = v
         .parse()
         .map_err(|_| ApiError::invalid("version", "must be an integer"))?;
     match read_state(&state, &opts, |r| r.config_version(v)).await? {
-        Some(c) => Ok(Json(
-            json!({ "version": c.version, "config": c.doc, "set_at": c.set_at, "set_by": c.set_by }),
-        )),
+        Some(c) => Ok(Json(ConfigAnswer::from(c))),
         None => Err(ApiError::not_found(format!("config version {v} not found"))),
     }
 }

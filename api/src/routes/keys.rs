@@ -9,11 +9,11 @@ use crate::error::{ApiError, ApiResult};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
+use raftlane_contract::{RotateRequest, Rotated};
 use raftlane_statemachine::wire::command::{DeadLetterNow, RewriteValues};
 use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
 use raftlane_statemachine::{ClaimedRow, Command, Outcome};
-use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::sync::Arc;
 
 /// Covered values read per batch of a rotation, by default.
@@ -55,13 +55,6 @@ pub(crate) async fn open_claimed(
         tracing::warn!(row = item.row_id.0, %rejection, "dead-lettering an undecryptable row was rejected");
     }
     Ok(None)
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct RotateBody {
-    /// Covered values read (and at most proposed) per batch; default 500.
-    batch_size: Option<usize>,
 }
 
 fn undecryptable(target: &ValueRef, value: &str, err: &crypto::CryptoError) -> ApiError {
@@ -125,10 +118,10 @@ pub async fn rotate(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     RawBody(body): RawBody,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Rotated>> {
     caller.require(Permission::Admin)?;
-    let body: RotateBody = if body.is_empty() {
-        RotateBody::default()
+    let body: RotateRequest = if body.is_empty() {
+        RotateRequest::default()
     } else {
         parse_json(&body)?
     };
@@ -213,11 +206,11 @@ pub async fn rotate(
         }
     }
     tracing::info!(active = %active, rewritten, skipped, conflicts, batches, "key rotation done");
-    Ok(Json(json!({
-        "active_key": active,
-        "rewritten": rewritten,
-        "skipped": skipped,
-        "conflicts": conflicts,
-        "batches": batches,
-    })))
+    Ok(Json(Rotated {
+        active_key: active,
+        batches,
+        conflicts,
+        rewritten,
+        skipped,
+    }))
 }

@@ -9,25 +9,17 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
-use raftlane_contract::Enqueued;
+use raftlane_contract::{
+    DeadLetters, EnqueueRequest, Enqueued, MessageDetail, MessageList, ReplayDeadRequest, Requeued,
+    Stats,
+};
 use raftlane_statemachine::model::message::MessageStatus;
 use raftlane_statemachine::query::MessageFilter;
 use raftlane_statemachine::wire::command::{EnqueueIngress, MessageFields, Replay, ReplayDead};
 use raftlane_statemachine::{Command, MessageId, Outcome};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::Arc;
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct EnqueueBody {
-    raw: String,
-    control_id: Option<String>,
-    message_type: Option<String>,
-    source_type: Option<String>,
-    summary: Option<String>,
-    metadata: Option<Value>,
-}
 
 fn header(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
@@ -50,7 +42,7 @@ pub async fn enqueue(
     let is_json =
         header(&headers, "content-type").is_some_and(|c| c.starts_with("application/json"));
     let bytes = Bytes::from_request(req, &()).await.map_err(body_error)?;
-    let body: EnqueueBody = if is_json {
+    let body: EnqueueRequest = if is_json {
         parse_json(&bytes)?
     } else {
         let raw = String::from_utf8(bytes.to_vec())
@@ -62,7 +54,7 @@ pub async fn enqueue(
             ),
             None => None,
         };
-        EnqueueBody {
+        EnqueueRequest {
             raw,
             control_id: header(&headers, "x-control-id"),
             message_type: header(&headers, "x-message-type"),
@@ -136,7 +128,7 @@ pub async fn list(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Query(q): Query<ListQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<MessageList>> {
     caller.require(Permission::Read)?;
     let status = match q.status.as_deref() {
         None => None,
@@ -168,7 +160,7 @@ pub async fn list(
     for m in &mut messages {
         crate::crypto::open_message(state.keyring(), m);
     }
-    Ok(Json(json!({ "messages": messages })))
+    Ok(Json(MessageList { messages }))
 }
 
 pub async fn get_one(
@@ -176,16 +168,14 @@ pub async fn get_one(
     caller: Caller,
     Path(id): Path<String>,
     Query(opts): Query<ReadOpts>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<MessageDetail>> {
     caller.require(Permission::Read)?;
     let id = parse_message_id(&id)?;
     let view = read_state(&state, &opts, |r| r.message(id)).await?;
     match view {
         Some(mut v) if caller.may_see(&v.message.channel_id) => {
             crate::crypto::open_view(state.keyring(), &mut v);
-            Ok(Json(
-                serde_json::to_value(v).map_err(|e| ApiError::internal(e.to_string()))?,
-            ))
+            Ok(Json(MessageDetail::from(v)))
         }
         _ => Err(ApiError::not_found(format!("message {id} not found"))),
     }
@@ -208,14 +198,14 @@ pub async fn replay(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(id): Path<String>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Requeued>> {
     caller.require(Permission::Operate)?;
     let id = parse_message_id(&id)?;
     if caller.channels.is_some() {
         caller.require_channel(&message_channel(&state, id)?)?;
     }
     match propose(&state, &caller, Command::Replay(Replay { message_id: id })).await? {
-        (index, Outcome::Count(n)) => Ok(Json(json!({ "requeued": n, "index": index }))),
+        (index, Outcome::Count(n)) => Ok(Json(Requeued { index, requeued: n })),
         (_, other) => Err(unexpected(other)),
     }
 }
@@ -232,7 +222,7 @@ pub async fn dead_letters(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Query(q): Query<DeadQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<DeadLetters>> {
     caller.require(Permission::Read)?;
     if let Some(c) = &q.channel {
         caller.require_channel(c)?;
@@ -248,7 +238,7 @@ pub async fn dead_letters(
     let rows = backend::read(state.backend.as_ref(), |r| {
         r.dead_letters(q.channel.as_deref(), q.destination.as_deref(), limit * 4)
     })?;
-    let rows: Vec<_> = rows
+    let dead_letters = rows
         .into_iter()
         .filter(|r| caller.may_see(&r.channel_id))
         .take(limit)
@@ -257,30 +247,23 @@ pub async fn dead_letters(
             r
         })
         .collect();
-    Ok(Json(json!({ "dead_letters": rows })))
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct ReplayDeadBody {
-    channel: Option<String>,
-    destination: Option<String>,
+    Ok(Json(DeadLetters { dead_letters }))
 }
 
 pub async fn replay_dead(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     RawBody(body): RawBody,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Requeued>> {
     caller.require(Permission::Operate)?;
-    let body: ReplayDeadBody = parse_json_or_default(&body)?;
+    let body: ReplayDeadRequest = parse_json_or_default(&body)?;
     caller.require_channel_filter(body.channel.as_deref())?;
     let command = Command::ReplayDead(ReplayDead {
         channel: body.channel,
         destination: body.destination,
     });
     match propose(&state, &caller, command).await? {
-        (index, Outcome::Count(n)) => Ok(Json(json!({ "requeued": n, "index": index }))),
+        (index, Outcome::Count(n)) => Ok(Json(Requeued { index, requeued: n })),
         (_, other) => Err(unexpected(other)),
     }
 }
@@ -289,7 +272,7 @@ pub async fn stats(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Query(opts): Query<ReadOpts>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Stats>> {
     caller.require(Permission::Read)?;
     // The counts span every channel: a channel-scoped token would learn the other channels'
     // volumes from them.
@@ -299,7 +282,5 @@ pub async fn stats(
         ));
     }
     let stats = read_state(&state, &opts, |r| Ok(r.stats())).await?;
-    Ok(Json(
-        serde_json::to_value(stats).map_err(|e| ApiError::internal(e.to_string()))?,
-    ))
+    Ok(Json(Stats::from(stats)))
 }

@@ -7,7 +7,11 @@ use crate::backend;
 use crate::error::{ApiError, ApiResult};
 use axum::extract::State;
 use axum::Json;
-use raftlane_contract::{ClaimNext, DeliveryBody, FifoClaim, RetryBody, RowAction};
+use raftlane_contract::{
+    CancelRequest, Cancelled, ClaimNext, ClaimRequest, Claimed, DeliveryBody, FifoClaim,
+    FifoClaimRequest, LaneStatus, ReleaseRequest, Released, RenewRequest, Renewed, RetryBody,
+    RowAction, RowActionResult, RowActionResults, RowAnswer,
+};
 use raftlane_statemachine::model::config::RetryPolicy;
 use raftlane_statemachine::wire::command::{
     CancelQueued, ClaimNextFifo, ClaimReady, CompleteWithResponse, DeadLetterNow, Delivery,
@@ -17,7 +21,7 @@ use raftlane_statemachine::wire::command::{
 };
 use raftlane_statemachine::{checks, Command, Fence, Outcome, RowId};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// Default retry policy when neither the request nor the destination's config names one.
@@ -28,18 +32,11 @@ pub const DEFAULT_RETRY: RetryPolicy = RetryPolicy {
     max_backoff_ms: 60_000,
 };
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FifoClaimBody {
-    owner: String,
-    ttl_ms: u64,
-}
-
 pub async fn claim_fifo(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path((stage, name)): Path<(String, String)>,
-    JsonBody(body): JsonBody<FifoClaimBody>,
+    JsonBody(body): JsonBody<FifoClaimRequest>,
 ) -> ApiResult<Json<FifoClaim>> {
     caller.require(Permission::Work)?;
     let stage = parse_stage(&stage)?;
@@ -175,7 +172,7 @@ pub async fn lane(
     caller: Caller,
     Path((stage, name)): Path<(String, String)>,
     Query(opts): Query<ReadOpts>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<LaneStatus>> {
     caller.require(Permission::Read)?;
     let stage = parse_stage(&stage)?;
     check_name("name", &name)?;
@@ -186,27 +183,15 @@ pub async fn lane(
     }
     prepare_read(&state, &opts).await?;
     let view = backend::read(state.backend.as_ref(), |r| r.lane(stage, &name))?;
-    Ok(Json(json!({
-        "lane": view.lane,
-        "depth": view.depth,
-        "oldest": view.oldest_created_at,
-        "inflight": view.inflight,
-        "holder": view.holder,
-    })))
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReleaseBody {
-    owner: String,
+    Ok(Json(LaneStatus::from(view)))
 }
 
 pub async fn release(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path((stage, name)): Path<(String, String)>,
-    JsonBody(body): JsonBody<ReleaseBody>,
-) -> ApiResult<Json<Value>> {
+    JsonBody(body): JsonBody<ReleaseRequest>,
+) -> ApiResult<Json<Released>> {
     caller.require(Permission::Work)?;
     let stage = parse_stage(&stage)?;
     check_name("name", &name)?;
@@ -217,17 +202,9 @@ pub async fn release(
         owner: body.owner,
     });
     match propose(&state, &caller, command).await? {
-        (_, Outcome::Count(n)) => Ok(Json(json!({ "released": n == 1 }))),
+        (_, Outcome::Count(n)) => Ok(Json(Released { released: n == 1 })),
         (_, other) => Err(unexpected(other)),
     }
-}
-
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct CancelBody {
-    channel: Option<String>,
-    #[serde(default)]
-    top_only: bool,
 }
 
 pub async fn cancel(
@@ -235,10 +212,10 @@ pub async fn cancel(
     caller: Caller,
     Path(dest): Path<String>,
     RawBody(body): RawBody,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Cancelled>> {
     caller.require(Permission::Operate)?;
     check_name("destination", &dest)?;
-    let body: CancelBody = parse_json_or_default(&body)?;
+    let body: CancelRequest = parse_json_or_default(&body)?;
     caller.require_channel_filter(body.channel.as_deref())?;
     let command = Command::CancelQueued(CancelQueued {
         destination: dest,
@@ -246,27 +223,16 @@ pub async fn cancel(
         top_only: body.top_only,
     });
     match propose(&state, &caller, command).await? {
-        (_, Outcome::Count(n)) => Ok(Json(json!({ "cancelled": n }))),
+        (_, Outcome::Count(n)) => Ok(Json(Cancelled { cancelled: n })),
         (_, other) => Err(unexpected(other)),
     }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ClaimBody {
-    stage: String,
-    limit: u32,
-    owner: String,
-    ttl_ms: u64,
-    channel: Option<String>,
-    destination: Option<String>,
 }
 
 pub async fn claim_ready(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    JsonBody(body): JsonBody<ClaimBody>,
-) -> ApiResult<Json<Value>> {
+    JsonBody(body): JsonBody<ClaimRequest>,
+) -> ApiResult<Json<Claimed>> {
     caller.require(Permission::Work)?;
     let stage = parse_stage(&body.stage)?;
     check_name("owner", &body.owner)?;
@@ -282,7 +248,7 @@ pub async fn claim_ready(
     }
     caller.require_channel_filter(body.channel.as_deref())?;
     if nothing_due(&state, stage, &body).await? {
-        return Ok(Json(json!({ "items": [] })));
+        return Ok(Json(Claimed { items: Vec::new() }));
     }
     let command = Command::ClaimReady(ClaimReady {
         stage,
@@ -300,7 +266,7 @@ pub async fn claim_ready(
                     items.push(item);
                 }
             }
-            Ok(Json(json!({ "items": items })))
+            Ok(Json(Claimed { items }))
         }
         (_, other) => Err(unexpected(other)),
     }
@@ -312,7 +278,7 @@ pub async fn claim_ready(
 async fn nothing_due(
     state: &AppState,
     stage: raftlane_statemachine::row::Stage,
-    body: &ClaimBody,
+    body: &ClaimRequest,
 ) -> ApiResult<bool> {
     if checks::opt_name("channel", body.channel.as_deref()).is_err()
         || checks::opt_name("destination", body.destination.as_deref()).is_err()
@@ -329,19 +295,11 @@ async fn nothing_due(
     Ok(nothing.is_some())
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RenewBody {
-    owner: String,
-    ids: Vec<u64>,
-    ttl_ms: u64,
-}
-
 pub async fn renew(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    JsonBody(body): JsonBody<RenewBody>,
-) -> ApiResult<Json<Value>> {
+    JsonBody(body): JsonBody<RenewRequest>,
+) -> ApiResult<Json<Renewed>> {
     caller.require(Permission::Work)?;
     check_name("owner", &body.owner)?;
     checks::ttl("ttl_ms", body.ttl_ms)?;
@@ -351,7 +309,7 @@ pub async fn renew(
         ttl_ms: body.ttl_ms,
     });
     match propose(&state, &caller, command).await? {
-        (_, Outcome::Count(n)) => Ok(Json(json!({ "renewed": n }))),
+        (_, Outcome::Count(n)) => Ok(Json(Renewed { renewed: n })),
         (_, other) => Err(unexpected(other)),
     }
 }
@@ -360,14 +318,14 @@ pub async fn renew(
 
 /// `done` with `claim_next`: the row is marked done and its lane's next row claimed for
 /// `next.owner` in one command (one consensus round trip instead of two for a FIFO worker).
-/// Answers `{"ok": true, "index": …, "next": <the FIFO claim's answer>}`.
+/// Answers [`RowAnswer::Done`] with `next`, the FIFO claim's answer.
 async fn done_then_claim_next(
     state: &AppState,
     caller: &Caller,
     row: &raftlane_statemachine::row::WorkRow,
     fence: Fence,
     next: ClaimNext,
-) -> ApiResult<Value> {
+) -> ApiResult<RowAnswer> {
     check_name("claim_next.owner", &next.owner)?;
     checks::ttl("claim_next.ttl_ms", next.ttl_ms)?;
     // The same scope rule as a FIFO claim: a whole outbound lane is not one channel's.
@@ -390,7 +348,11 @@ async fn done_then_claim_next(
         ttl_ms: next.ttl_ms,
     });
     let next = fifo_answer(state, caller, outcome, again).await?;
-    Ok(json!({ "ok": true, "index": index, "next": next }))
+    Ok(RowAnswer::Done {
+        index,
+        next: Some(next),
+        ok: true,
+    })
 }
 
 fn deliveries(state: &AppState, list: Vec<DeliveryBody>) -> ApiResult<Vec<Delivery>> {
@@ -455,7 +417,7 @@ pub async fn row_action(
     caller: Caller,
     Path((id, action)): Path<(String, String)>,
     RawBody(body): RawBody,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RowAnswer>> {
     caller.require(Permission::Work)?;
     let row_id = RowId(
         id.parse::<u64>()
@@ -501,14 +463,14 @@ struct RowActionItem {
 /// `POST /v1/rows/actions`: many fenced row actions in one request, e.g. a router handing on
 /// every row of its claimed batch. Each action is its own proposal (they share the batcher's
 /// log entry) and gets its own answer in `results`, in request order: the answer its own
-/// route would give, or `{"status", "error"}`. Bad input (400) or a row outside the caller's
+/// route would give, or `{"error", "status"}`. Bad input (400) or a row outside the caller's
 /// scope (403) fails the whole request and proposes nothing. `done` cannot take `claim_next`
 /// here, and a row may appear once, so the answers do not depend on the actions' order.
 pub async fn row_actions(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     RawBody(body): RawBody,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RowActionResults>> {
     caller.require(Permission::Work)?;
     let b: RowActionsBody = parse_json(&body)?;
     if b.actions.is_empty() || b.actions.len() > MAX_ROW_ACTIONS {
@@ -566,12 +528,15 @@ pub async fn row_actions(
             action_answer(index, response?)
         }
     });
-    let results: Vec<Value> = futures::future::join_all(writes)
+    let results = futures::future::join_all(writes)
         .await
         .into_iter()
-        .map(|answer| answer.unwrap_or_else(|e| e.to_json()))
+        .map(|answer| match answer {
+            Ok(a) => RowActionResult::Applied(a),
+            Err(e) => RowActionResult::Refused(e.to_item()),
+        })
         .collect();
-    Ok(Json(json!({ "results": results })))
+    Ok(Json(RowActionResults { results }))
 }
 
 /// A row action once its body is checked.
@@ -763,16 +728,27 @@ async fn row_command(
     Ok(RowCommand::Plain(command))
 }
 
-/// The JSON answer of a row action that took effect.
-fn action_answer(index: u64, outcome: Outcome) -> ApiResult<Value> {
+/// The answer of a row action that took effect.
+fn action_answer(index: u64, outcome: Outcome) -> ApiResult<RowAnswer> {
     Ok(match outcome {
-        Outcome::HandedOff(applied) => json!({ "applied": applied, "index": index }),
-        Outcome::Done => json!({ "ok": true, "index": index }),
+        Outcome::HandedOff(applied) => RowAnswer::HandedOff { applied, index },
+        Outcome::Done => RowAnswer::Done {
+            index,
+            next: None,
+            ok: true,
+        },
         Outcome::Failed {
             dead,
             next_attempt_at,
-        } => json!({ "dead": dead, "next_attempt_at": next_attempt_at, "index": index }),
-        Outcome::Reingressed(child) => json!({ "child_message_id": child, "index": index }),
+        } => RowAnswer::Failed {
+            dead,
+            index,
+            next_attempt_at,
+        },
+        Outcome::Reingressed(child_message_id) => RowAnswer::Reingressed {
+            child_message_id,
+            index,
+        },
         other => return Err(unexpected(other)),
     })
 }
@@ -780,6 +756,7 @@ fn action_answer(index: u64, outcome: Outcome) -> ApiResult<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     /// Every action the contract names parses to its own variant, and its body's errors name
     /// the member at fault; any other name is a 404.

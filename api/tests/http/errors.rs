@@ -255,7 +255,8 @@ async fn every_error_status_with_its_json_body() {
         before.1,
         "a second done wrote nothing"
     );
-    let view = api.admin.message(MessageId(mid)).await.expect("message");
+    let view = serde_json::to_value(api.admin.message(MessageId(mid)).await.expect("message"))
+        .expect("json");
     assert_eq!(
         event_kinds(&view),
         ["received", "routed", "delivered"],

@@ -24,6 +24,52 @@ pub(crate) const LONG_TTL: u64 = 120_000;
 // Harness
 // ---------------------------------------------------------------------------------------------
 
+/// Every 2xx JSON answer any test gets is checked against the schema the OpenAPI document gives
+/// its route, so a route that answers another type than the one its entry in the route list
+/// names (or a schema that forgot a member) fails whichever test calls it.
+fn answer_fits_the_document(method: &Method, path: &str, body: &Value) {
+    static DOC: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    let doc = DOC.get_or_init(raftlane_api::openapi::document);
+    let path = path.split('?').next().unwrap_or(path);
+    let segments: Vec<&str> = path.split('/').collect();
+    let method = method.as_str().to_ascii_lowercase();
+    // The template with the most literal segments that matches (`/v1/rows/actions` over
+    // `/v1/rows/{id}/{action}`).
+    let template = doc["paths"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(_, ops)| ops.get(&method).is_some())
+        .filter_map(|(t, _)| {
+            let parts: Vec<&str> = t.split('/').collect();
+            let fits = parts.len() == segments.len()
+                && parts
+                    .iter()
+                    .zip(&segments)
+                    .all(|(p, s)| p.starts_with('{') || p == s);
+            fits.then(|| (parts.iter().filter(|p| !p.starts_with('{')).count(), t))
+        })
+        .max_by_key(|(literal, _)| *literal)
+        .map(|(_, t)| t.clone());
+    let Some(template) = template else {
+        return; // Not a documented route (the internal ones).
+    };
+    let responses = &doc["paths"][&template][&method]["responses"];
+    let Some(schema) = responses
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(status, _)| status.starts_with('2'))
+        .find_map(|(_, r)| r["content"]["application/json"].get("schema"))
+    else {
+        panic!("{method} {template} answered JSON but documents no JSON answer: {body}");
+    };
+    if let Err(e) = raftlane_contract::schema::conforms(body, schema, &doc["components"]["schemas"])
+    {
+        panic!("{method} {path} ({template}) answered what its schema does not say: {e}\n{body}");
+    }
+}
+
 /// A running API over a fresh in-memory single node.
 pub(crate) struct Api {
     pub(crate) base: String,
@@ -85,6 +131,9 @@ impl Api {
             .await
             .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
         let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
+        if status.is_success() && !body.is_null() {
+            answer_fits_the_document(&method, path, &body);
+        }
         Resp {
             status,
             headers,

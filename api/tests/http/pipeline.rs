@@ -486,11 +486,13 @@ async fn row_actions_hand_on_a_claimed_batch_in_one_request() {
         .item
         .expect("the second row");
     assert_eq!(next.message_id.0, enqueued[1]);
-    let view = api
-        .admin
-        .message(MessageId(enqueued[2]))
-        .await
-        .expect("message");
+    let view = serde_json::to_value(
+        api.admin
+            .message(MessageId(enqueued[2]))
+            .await
+            .expect("message"),
+    )
+    .expect("json");
     assert_eq!(view["rows"][0]["stage"], "ingress");
     assert_eq!(view["rows"][0]["status"], "inflight");
 }
@@ -531,7 +533,8 @@ async fn stale_fence_is_refused_and_changes_nothing() {
         assert_eq!(after.1, before.1, "a stale {action} changed the state");
         assert!(after.0 > before.0, "it was proposed and applied as a no-op");
     }
-    let view = client.message(MessageId(mid)).await.expect("message");
+    let view =
+        serde_json::to_value(client.message(MessageId(mid)).await.expect("message")).expect("json");
     let row = &view["rows"][0];
     assert_eq!(row["status"], "inflight");
     assert_eq!(row["claim"]["owner"], "new-worker");
@@ -547,7 +550,8 @@ async fn stale_fence_is_refused_and_changes_nothing() {
         )
         .await;
     ok(&r, 200);
-    let view = client.message(MessageId(mid)).await.expect("message");
+    let view =
+        serde_json::to_value(client.message(MessageId(mid)).await.expect("message")).expect("json");
     assert_eq!(view["message"]["status"], "processed");
 }
 

@@ -23,10 +23,7 @@ pub async fn run(ctx: Arc<Ctx>, mut rng: SplitMix64) {
             })
             .await;
         let result = match attempt {
-            Attempt::Ok(v) => match (v["seq"].as_u64(), v["hash"].as_str()) {
-                (Some(seq), Some(hash)) => Seen::Ok((seq, hash.to_string())),
-                _ => Seen::Unknown(format!("unexpected answer {v}")),
-            },
+            Attempt::Ok(v) => Seen::Ok((v.seq, v.hash)),
             Attempt::Refused { code, .. } => Seen::Refused(code),
             Attempt::NotSent(e) => {
                 cursor.advance();

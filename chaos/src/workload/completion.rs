@@ -7,8 +7,7 @@
 use super::Ctx;
 use crate::conn::{Attempt, Cursor};
 use crate::history::{Completion, CompletionRec, Micros};
-use raftlane_client::{RowAction, RowActionItem};
-use serde_json::Value;
+use raftlane_client::{RowAction, RowActionItem, RowActionResult, RowAnswer};
 use std::time::Duration;
 
 pub struct Action<'a> {
@@ -21,7 +20,11 @@ pub struct Action<'a> {
 }
 
 /// Run the action; returns what it is known to have done and, when answered, the answer's body.
-pub async fn complete(ctx: &Ctx, cursor: &Cursor, a: Action<'_>) -> (Completion, Option<Value>) {
+pub async fn complete(
+    ctx: &Ctx,
+    cursor: &Cursor,
+    a: Action<'_>,
+) -> (Completion, Option<RowAnswer>) {
     let invoke = ctx.history.now();
     let request = format!("chaos-{}-{}-{}", a.row, a.fence, a.action.name());
     let mut unanswered = false;
@@ -74,13 +77,12 @@ pub async fn complete(ctx: &Ctx, cursor: &Cursor, a: Action<'_>) -> (Completion,
 
 /// What a row action's answer says it did: `applied: false` is a handoff already consumed
 /// under this fence by another (not ours).
-fn accepted(answer: &Value) -> Completion {
-    if answer["applied"] == Value::Bool(false) {
-        Completion::NoOp
-    } else {
-        Completion::Accepted {
-            index: answer["index"].as_u64(),
-        }
+fn accepted(answer: &RowAnswer) -> Completion {
+    match answer {
+        RowAnswer::HandedOff { applied: false, .. } => Completion::NoOp,
+        other => Completion::Accepted {
+            index: Some(other.index()),
+        },
     }
 }
 
@@ -120,14 +122,11 @@ pub async fn complete_all(ctx: &Ctx, cursor: &Cursor, actions: &[Action<'_>]) {
                     if definite[i].is_some() {
                         continue;
                     }
-                    match answer.get("error") {
-                        None => definite[i] = Some(accepted(answer)),
-                        Some(e) => {
-                            let code = e["code"].as_str().unwrap_or("unknown").to_string();
-                            if answer["status"]
-                                .as_u64()
-                                .is_some_and(|s| (400..500).contains(&s))
-                            {
+                    match answer {
+                        RowActionResult::Applied(a) => definite[i] = Some(accepted(a)),
+                        RowActionResult::Refused(refused) => {
+                            let code = refused.error.code.clone();
+                            if (400..500).contains(&refused.status) {
                                 definite[i] = Some(Completion::Refused(code));
                             } else {
                                 latest[i] = Completion::Unknown(code);

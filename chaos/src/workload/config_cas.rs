@@ -38,9 +38,10 @@ pub async fn run(ctx: Arc<Ctx>, client: usize, mut rng: SplitMix64) {
         let complete = ctx.history.now();
         let (version, doc) = match attempt {
             Attempt::Ok(v) => {
+                let config = serde_json::to_value(&v.config).unwrap_or_default();
                 let state = RegState {
-                    version: v["version"].as_u64().unwrap_or(0),
-                    value: register_value(&v["config"]),
+                    version: v.version,
+                    value: register_value(&config),
                 };
                 let version = state.version;
                 ctx.history.register(RegOp {
@@ -51,7 +52,7 @@ pub async fn run(ctx: Arc<Ctx>, client: usize, mut rng: SplitMix64) {
                     call: RegCall::Read,
                     ret: RegReturn::Read(state),
                 });
-                (version, v["config"].clone())
+                (version, config)
             }
             Attempt::Refused { code, .. } => {
                 ctx.history.count("config-read", &Seen::<()>::Refused(code));

@@ -11,7 +11,7 @@ use crate::conn::{Attempt, Cursor};
 use crate::history::{ClaimRec, Seen};
 use crate::prng::SplitMix64;
 use raftlane_client::contract::{ClaimNext, DoneBody, FailBody, FifoEmptyReason, RetryBody};
-use raftlane_client::{FifoClaim, RowAction};
+use raftlane_client::{FifoClaim, RowAction, RowAnswer};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -118,10 +118,14 @@ pub async fn run(ctx: Arc<Ctx>, lane: &'static str, k: usize, mut rng: SplitMix6
             after_stall: stall,
         };
         let node = ctx.conn.node_id(cursor.get());
-        if let (_, Some(answer)) = complete(&ctx, &cursor, action).await {
-            if let Ok(next) = serde_json::from_value::<FifoClaim>(answer["next"].clone()) {
-                chained = Some((next, node));
-            }
+        if let (
+            _,
+            Some(RowAnswer::Done {
+                next: Some(next), ..
+            }),
+        ) = complete(&ctx, &cursor, action).await
+        {
+            chained = Some((next, node));
         }
     }
 }

@@ -8,7 +8,7 @@ use raftlane_api::peer::{base_url, PeerClient};
 use raftlane_client::contract::{
     DeliveryBody, FifoEmptyReason, RouteBody, RouteHandler, TransformBody,
 };
-use raftlane_client::{Client, ClientError, FifoClaim, RowAction, RowActionItem};
+use raftlane_client::{Client, ClientError, FifoClaim, RowAction, RowActionItem, RowActionResult};
 use raftlane_statemachine::ClaimedRow;
 use raftlane_testkit::node::{ClusterOptions, NodeCluster};
 use serde_json::{json, Value};
@@ -181,14 +181,14 @@ async fn leader_first(client: &Client, addrs: Vec<String>) -> Vec<String> {
     let Ok(status) = client.cluster().await else {
         return addrs;
     };
-    let Some(leader) = status["leader_id"].as_u64() else {
+    let Some(leader) = status.leader_id else {
         return addrs;
     };
-    let leader_addr = status["membership"]
-        .as_array()
-        .and_then(|m| m.iter().find(|n| n["id"].as_u64() == Some(leader)))
-        .and_then(|n| n["addr"].as_str())
-        .map(base_url);
+    let leader_addr = status
+        .membership
+        .iter()
+        .find(|n| n.id == leader)
+        .map(|n| base_url(&n.addr));
     let Some(leader_addr) = leader_addr else {
         return addrs;
     };
@@ -586,14 +586,13 @@ async fn hand_on(client: &Client, meter: &Meter, how: Handoffs, actions: Vec<Row
                 .iter()
                 .zip(results)
                 .map(|(item, r)| {
-                    let refused = r.get("error").map(|e| {
-                        format!(
-                            "{} {}",
-                            r["status"],
-                            e["code"].as_str().unwrap_or("unknown")
-                        )
-                    });
-                    (item.action.name(), refused.map_or(Ok(()), Err))
+                    let answer = match r {
+                        RowActionResult::Applied(_) => Ok(()),
+                        RowActionResult::Refused(e) => {
+                            Err(format!("{} {}", e.status, e.error.code))
+                        }
+                    };
+                    (item.action.name(), answer)
                 })
                 .collect(),
             Err(e) => actions

@@ -73,7 +73,7 @@ pub async fn run(client: &Client, nodes: &[String], messages: u32) -> anyhow::Re
         "retention": {},
         "approvals_required": []
     });
-    let current = client.config().await?["version"].as_u64().unwrap_or(0);
+    let current = client.config().await?.version;
     client
         .put_config(current, config)
         .await
@@ -170,7 +170,7 @@ pub async fn run(client: &Client, nodes: &[String], messages: u32) -> anyhow::Re
             let m = client
                 .message(raftlane_client::contract::MessageId(mid))
                 .await?;
-            if m["message"]["status"] == "processed" {
+            if m.message.status.as_str() == "processed" {
                 replayed_ok = true;
                 break;
             }
@@ -221,8 +221,8 @@ pub async fn run(client: &Client, nodes: &[String], messages: u32) -> anyhow::Re
             .audit_verify("default")
             .await
             .with_context(|| format!("verify on {addr}"))?;
-        audit_verified &= v["ok"] == Value::Bool(true);
-        heads.push(v["head_hash"].as_str().unwrap_or("").to_string());
+        audit_verified &= v.ok;
+        heads.push(v.head_hash);
     }
     audit_verified &= heads.windows(2).all(|w| w[0] == w[1]);
     let digests_equal = wait_for_equal_digests(client, nodes.len()).await;

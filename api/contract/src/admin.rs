@@ -1,0 +1,169 @@
+//! Administration: transform state, reference snapshots, retention, approvals.
+
+use crate::model;
+use raftlane_statemachine::model::approval::{Approval, ApprovalStatus};
+use raftlane_statemachine::model::ids::{ApprovalId, MessageId};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// `GET /v1/state/{namespace}`: the namespace's version (bumped by every write to it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NamespaceVersion {
+    pub namespace: String,
+    pub version: u64,
+}
+
+/// `GET /v1/state/{namespace}/{key}`: one transform-state entry. Members in the order the
+/// server has always sent them (alphabetical).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StateValue {
+    pub key: String,
+    /// The message whose transform wrote it.
+    #[schemars(with = "u64")]
+    pub message_id: MessageId,
+    pub namespace: String,
+    pub set_at: u64,
+    /// The JSON the transform wrote (a string when the stored text is not JSON).
+    pub value: Value,
+}
+
+/// `PUT /v1/reference/{name}`: replace a reference snapshot.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReferenceRequest {
+    pub version: u64,
+    pub rows: BTreeMap<String, String>,
+}
+
+/// `PUT /v1/reference/{name}`: rows written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReferenceWritten {
+    pub index: u64,
+    pub row_count: u64,
+}
+
+/// `GET /v1/reference/{name}`: a reference snapshot, values decrypted. Members in the order
+/// the server has always sent them (alphabetical).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Reference {
+    pub row_count: u64,
+    pub rows: BTreeMap<String, String>,
+    pub synced_at: u64,
+    pub version: u64,
+}
+
+impl From<raftlane_statemachine::model::state::ReferenceSnapshot> for Reference {
+    fn from(s: raftlane_statemachine::model::state::ReferenceSnapshot) -> Self {
+        Reference {
+            row_count: s.row_count,
+            rows: s.rows,
+            synced_at: s.synced_at,
+            version: s.version,
+        }
+    }
+}
+
+/// What `POST /v1/retention/purge` purges.
+#[derive(JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PurgeKind {
+    /// Message bodies (the messages stay, marked purged).
+    Bodies,
+    DeadLetters,
+    /// Transform state.
+    State,
+}
+
+/// `POST /v1/retention/purge`: purge what is older than an age.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PurgeRequest {
+    #[schemars(with = "PurgeKind")]
+    pub kind: String,
+    /// The age in ms: the server turns it into `now − age`, since the state machine has no clock.
+    pub older_than_ms: u64,
+}
+
+/// `POST /v1/retention/purge`: how many records were purged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Purged {
+    pub index: u64,
+    pub purged: u64,
+}
+
+/// `POST /v1/approvals`: ask another principal to approve `operation`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalRequest {
+    pub operation: String,
+    /// Any JSON; absent: `null`.
+    #[serde(default)]
+    pub params: Value,
+    /// Absent: 24 h.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+}
+
+/// `POST /v1/approvals` (201): the approval's id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ApprovalCreated {
+    #[schemars(with = "u64")]
+    pub id: ApprovalId,
+    pub index: u64,
+}
+
+/// `GET /v1/approvals/{id}`: an approval, its `status` as of the read (`expired` once past
+/// `expires_at`). Members in the order the server has always sent them (alphabetical);
+/// absent values are `null`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ApprovalView {
+    pub approver: Option<String>,
+    pub decided_at: Option<u64>,
+    pub expires_at: u64,
+    #[schemars(with = "u64")]
+    pub id: ApprovalId,
+    pub operation: String,
+    /// The request's `params`, as JSON text.
+    pub params: String,
+    pub requested_at: u64,
+    pub requester: String,
+    #[schemars(with = "model::ApprovalStatus")]
+    pub status: ApprovalStatus,
+}
+
+impl ApprovalView {
+    /// `a` with its status as of `now` (the state machine's clock).
+    pub fn at(a: Approval, now: u64) -> Self {
+        let status = a.status_at(now);
+        ApprovalView {
+            approver: a.approver,
+            decided_at: a.decided_at,
+            expires_at: a.expires_at,
+            id: a.id,
+            operation: a.operation,
+            params: a.params,
+            requested_at: a.requested_at,
+            requester: a.requester,
+            status,
+        }
+    }
+}
+
+/// `POST /v1/approvals/{id}/decide`: approve or reject (once, by a principal other than the
+/// requester).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecideRequest {
+    pub approve: bool,
+}
+
+/// `POST /v1/approvals/{id}/decide`: the decision taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ApprovalDecided {
+    pub approved: bool,
+    #[schemars(with = "u64")]
+    pub id: ApprovalId,
+    pub index: u64,
+}

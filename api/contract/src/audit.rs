@@ -1,0 +1,119 @@
+//! The audit chain: append, list, anchor, verify, seal.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// `POST /v1/audit`: append a row to an org's chain.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AuditAppendRequest {
+    pub action: String,
+    /// A channel the row is about (the token must be allowed it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    /// Absent: the default org.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub org: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// `POST /v1/audit` and `POST /v1/audit/seal`: the row's place in the chain.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AuditAppended {
+    /// Hex SHA-256 of the row.
+    pub hash: String,
+    pub index: u64,
+    pub seq: u64,
+}
+
+/// `POST /v1/audit/seal`: close the org's era.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AuditSealRequest {
+    pub org: String,
+}
+
+/// `GET /v1/audit`: an org's rows from `from`, those about channels the token may see.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AuditRows {
+    pub org: String,
+    pub rows: Vec<AuditEntry>,
+}
+
+/// One audit row. Members in the order the server has always sent them (alphabetical: rows
+/// used to be built as JSON maps); absent values are `null`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AuditEntry {
+    pub action: String,
+    pub actor: Option<String>,
+    pub channel: Option<String>,
+    pub detail: Option<String>,
+    /// Hex SHA-256.
+    pub hash: String,
+    pub org: String,
+    /// Hex SHA-256 of the previous row.
+    pub prev_hash: String,
+    pub seq: u64,
+    pub ts: u64,
+}
+
+impl From<raftlane_statemachine::model::audit::AuditRow> for AuditEntry {
+    fn from(row: raftlane_statemachine::model::audit::AuditRow) -> Self {
+        AuditEntry {
+            action: row.action,
+            actor: row.actor,
+            channel: row.channel_id,
+            detail: row.detail,
+            hash: hex(&row.hash),
+            org: row.org,
+            prev_hash: hex(&row.prev_hash),
+            seq: row.seq,
+            ts: row.ts,
+        }
+    }
+}
+
+/// `GET /v1/audit/anchor`: the chain's tip, to keep elsewhere and verify against later.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AuditAnchor {
+    /// Rows in the chain.
+    pub count: u64,
+    /// Seals so far.
+    pub era: u64,
+    /// Hex SHA-256 of the last row.
+    pub head: String,
+    pub org: String,
+}
+
+/// `GET /v1/audit/verify`: the result of recomputing the chain. Members in the order the
+/// server has always sent them (alphabetical); absent values are `null`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AuditVerification {
+    pub count: u64,
+    pub eras: u64,
+    /// The first row that failed.
+    pub first_bad_seq: Option<u64>,
+    pub head_hash: String,
+    pub ok: bool,
+    /// Why it failed.
+    pub reason: Option<String>,
+}
+
+impl From<raftlane_statemachine::query::audit::Verification> for AuditVerification {
+    fn from(v: raftlane_statemachine::query::audit::Verification) -> Self {
+        AuditVerification {
+            count: v.count,
+            eras: v.eras,
+            first_bad_seq: v.first_bad_seq,
+            head_hash: v.head_hash,
+            ok: v.ok,
+            reason: v.reason,
+        }
+    }
+}
+
+/// Lower-case hex, as the chain's hashes are shown.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,45 @@
+//! The versioned configuration: read the current or any version, replace it with `If-Match`.
+
+use crate::model;
+use raftlane_statemachine::model::config::{ConfigDoc, ConfigVersion};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The body of `PUT /v1/config` is a [`ConfigDoc`] (re-exported at the crate root).
+///
+/// `GET /v1/config` and `GET /v1/config/versions/{v}`: a configuration version.
+///
+/// Members in the order the server has always sent them (alphabetical: this answer used to be
+/// built as a JSON map).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ConfigAnswer {
+    #[schemars(with = "model::ConfigDoc")]
+    pub config: ConfigDoc,
+    /// When it was written (ms since the epoch).
+    pub set_at: u64,
+    /// The principal that wrote it.
+    pub set_by: String,
+    pub version: u64,
+}
+
+impl From<ConfigVersion> for ConfigAnswer {
+    fn from(v: ConfigVersion) -> Self {
+        ConfigAnswer {
+            config: v.doc,
+            set_at: v.set_at,
+            set_by: v.set_by,
+            version: v.version,
+        }
+    }
+}
+
+/// `PUT /v1/config`: the version the new configuration got, and the log index it was applied at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ConfigWritten {
+    pub version: u64,
+    pub index: u64,
+}
+
+/// The request schema of `PUT /v1/config` (the server parses the state machine's own
+/// [`ConfigDoc`], which has no schema derive).
+pub type ConfigRequest = model::ConfigDoc;

@@ -1,0 +1,63 @@
+//! API principals and their tokens.
+
+use crate::model;
+use raftlane_statemachine::model::principal::{Principal, Role};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// `GET /v1/tokens`: every principal (never a token or its hash).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TokenList {
+    pub tokens: Vec<TokenInfo>,
+}
+
+/// One principal. Members in the order the server has always sent them (alphabetical).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TokenInfo {
+    /// `null`: every channel.
+    pub channels: Option<Vec<String>>,
+    pub created_at: u64,
+    pub name: String,
+    #[schemars(with = "model::Role")]
+    pub role: Role,
+}
+
+impl From<Principal> for TokenInfo {
+    fn from(p: Principal) -> Self {
+        TokenInfo {
+            channels: p.channels,
+            created_at: p.created_at,
+            name: p.name,
+            role: p.role,
+        }
+    }
+}
+
+/// `POST /v1/tokens`: create or rotate `name`'s token.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TokenRequest {
+    pub name: String,
+    #[schemars(with = "model::Role")]
+    pub role: String,
+    /// Absent: every channel.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channels: Option<Vec<String>>,
+}
+
+/// `POST /v1/tokens` (201): the token, shown this once (only its hash is kept).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TokenCreated {
+    pub index: u64,
+    pub name: String,
+    #[schemars(with = "model::Role")]
+    pub role: String,
+    pub token: String,
+}
+
+/// `DELETE /v1/tokens/{name}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Revoked {
+    pub index: u64,
+    pub revoked: bool,
+}
