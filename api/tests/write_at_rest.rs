@@ -6,6 +6,7 @@
 use raftlane_api::backend;
 use raftlane_api::crypto::Keyring;
 use raftlane_api::metrics::Metrics;
+use raftlane_api::write::claim::MAX_CONTAINED_PER_CLAIM;
 use raftlane_api::write::policy::DEFAULT_RETRY;
 use raftlane_api::write::{Settings, WriteError};
 use raftlane_api::{Backend, LocalBackend, Proposer};
@@ -385,20 +386,25 @@ async fn without_a_keyring_values_are_stored_as_sent() {
 async fn a_fifo_claim_moves_past_poison_heads() {
     let backend = Arc::new(LocalBackend::new());
     let old = Node::start(backend.clone(), Some(keyring("k0", 7)), "old");
-    let fifo_row = |payload: &str| {
+    let lane_row = |lane: &str, payload: &str| {
         Command::EnqueueMessage(EnqueueMessage {
             channel: "c".into(),
             raw: format!("raw of {payload}"),
             fields: MessageFields::default(),
             deliveries: vec![Delivery {
-                destination: "fifo".into(),
+                destination: lane.into(),
                 payload: payload.into(),
             }],
             idempotency_key: None,
         })
     };
+    let fifo_row = |payload: &str| lane_row("fifo", payload);
     for i in 0..2 {
         old.propose(fifo_row(&format!("lost-{i}"))).await;
+    }
+    for i in 0..MAX_CONTAINED_PER_CLAIM + 1 {
+        old.propose(lane_row("poison", &format!("poison-{i}")))
+            .await;
     }
     let node = Node::start(backend, Some(keyring("k1", 1)), "new");
     node.propose(fifo_row("good")).await;
@@ -444,6 +450,26 @@ async fn a_fifo_claim_moves_past_poison_heads() {
         stored_errors.iter().all(|e| e.starts_with("enc:v1:k1:")),
         "the containment's error is sealed too: {stored_errors:?}"
     );
+
+    // A lane of nothing but poison: the request gives up, bounded; the next one moves on.
+    let claim = Command::ClaimNextFifo(ClaimNextFifo {
+        stage: Stage::Outbound,
+        lane: "poison".into(),
+        owner: "w".into(),
+        ttl_ms: TTL,
+    });
+    let first = node.propose(claim.clone()).await;
+    match node.writes.fifo_claim(first, &claim, &envelope).await {
+        Err(WriteError::PoisonLane { contained }) => {
+            assert_eq!(contained, MAX_CONTAINED_PER_CLAIM)
+        }
+        other => panic!("expected the request to give up, got {other:?}"),
+    }
+    let first = node.propose(claim.clone()).await;
+    match node.writes.fifo_claim(first, &claim, &envelope).await {
+        Ok(Ok(Outcome::FifoClaimed(Err(_)))) => {}
+        other => panic!("the lane is empty once the last head is contained: {other:?}"),
+    }
 }
 
 #[test]
