@@ -61,8 +61,6 @@ pub struct AppState {
     /// The write path: writes, linearizable reads and membership changes through the leader.
     /// Also holds the cluster signer that verifies other nodes' `/internal/...` calls.
     pub writes: Proposer,
-    /// Encryption at rest: this node encrypts what it proposes and decrypts what it serves.
-    pub keyring: Option<crate::crypto::Keyring>,
 }
 
 impl AppState {
@@ -72,6 +70,7 @@ impl AppState {
             cluster_auth: signing::cluster_auth(&config.cluster_secret),
             peer_timeout: config.peer_timeout,
             membership_timeout: config.membership_timeout,
+            keyring: config.keyring.clone(),
         };
         Arc::new(Self {
             writes: Proposer::start(backend.clone(), settings, metrics.clone()),
@@ -80,13 +79,13 @@ impl AppState {
             token_key: crate::routes::admin::token_key(&config.cluster_secret),
             max_body_bytes: config.max_body_bytes,
             metrics,
-            keyring: config.keyring.clone(),
         })
     }
 
-    /// The keyring, when encryption at rest is on.
+    /// The keyring, when encryption at rest is on. The write path holds it: it encrypts what
+    /// this node proposes and decrypts what it serves ([`crate::write::at_rest`]).
     pub fn keyring(&self) -> Option<&crate::crypto::Keyring> {
-        self.keyring.as_ref()
+        self.writes.keyring()
     }
 
     /// Wrap a command with the proposer's clock, the caller's name and the request id of

@@ -4,6 +4,8 @@
 //! implement it over the Raft node (in the `node` crate's wiring); [`LocalBackend`] implements it
 //! over an in-memory state machine, so the HTTP contract can be tested without a cluster.
 
+use raftlane_raft as raft;
+use raftlane_raft::NotLeader;
 use raftlane_statemachine::query::Reader;
 use raftlane_statemachine::{Envelope, MemStore, Response, StateMachine, StoreError};
 use serde::Serialize;
@@ -16,14 +18,17 @@ use std::time::Duration;
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Why a proposal or a read index could not be served here.
+///
+/// Also what a leader answers a follower's forwarded call with (encoded, `/internal/...`), so
+/// every variant but [`ProposeError::ForwardToLeader`] carries its cause as a message: the
+/// causes (openraft's errors, storage errors) do not cross the network. A cause's own type
+/// goes no further than the conversions below, which keep its message.
 #[derive(Debug, Clone, thiserror::Error, Serialize, serde::Deserialize)]
 pub enum ProposeError {
-    /// This node does not lead; `addr` is the leader's HTTP address when known.
-    #[error("not the leader (leader: {leader_id:?})")]
-    ForwardToLeader {
-        leader_id: Option<u64>,
-        addr: Option<String>,
-    },
+    /// This node does not lead; [`NotLeader::addr`] is the leader's HTTP address when known.
+    /// Raft's own answer, unchanged (one type from `raftlane-raft` up to the retry loop).
+    #[error(transparent)]
+    ForwardToLeader(#[from] NotLeader),
     /// No quorum or a leader change in progress: try again shortly.
     #[error("cluster unavailable: {0}")]
     Unavailable(String),
@@ -40,6 +45,50 @@ pub enum ProposeError {
     /// still decode the other variants of a forwarded answer.
     #[error("refused: {0}")]
     Refused(String),
+}
+
+/// A proposal Raft did not commit: a leader elsewhere is forwarded to, a refusal (a
+/// membership change in progress) is worth retrying shortly, a stopped node is fatal.
+impl From<raft::WriteError> for ProposeError {
+    fn from(e: raft::WriteError) -> Self {
+        match e {
+            raft::WriteError::ForwardToLeader(not_leader) => not_leader.into(),
+            raft::WriteError::Refused(m) => ProposeError::Unavailable(m),
+            raft::WriteError::Stopped(m) => ProposeError::Fatal(m),
+        }
+    }
+}
+
+/// A read index Raft could not confirm: a leader elsewhere is asked instead, a missing quorum
+/// or a timeout is retried, a stopped node or a failed state read is fatal.
+impl From<raft::ReadError> for ProposeError {
+    fn from(e: raft::ReadError) -> Self {
+        match e {
+            raft::ReadError::ForwardToLeader(not_leader) => not_leader.into(),
+            raft::ReadError::NoQuorum(m) => ProposeError::Unavailable(m),
+            raft::ReadError::Timeout => ProposeError::Unavailable("read index timed out".into()),
+            raft::ReadError::Stopped(m) | raft::ReadError::State(m) => ProposeError::Fatal(m),
+        }
+    }
+}
+
+/// A membership operation's failure, as the API must answer it: `ForwardToLeader` so that the
+/// API forwards it to the leader, Raft's refusals (a voter that is not a member yet, an empty
+/// voter set) as `Refused` (409), a change in progress as `Unavailable` (retried by the write
+/// path for a few seconds, then a 503 with Retry-After), a timeout as `Unknown` (it may still
+/// complete, e.g. a learner that has not caught up yet).
+impl From<raft::ClusterError> for ProposeError {
+    fn from(e: raft::ClusterError) -> Self {
+        match e {
+            raft::ClusterError::ForwardToLeader(not_leader) => not_leader.into(),
+            raft::ClusterError::Refused(m) => ProposeError::Refused(m),
+            raft::ClusterError::Busy(m) => ProposeError::Unavailable(m),
+            e @ raft::ClusterError::Timeout => ProposeError::Unknown(e.to_string()),
+            raft::ClusterError::Stopped(m) | raft::ClusterError::Initialize(m) => {
+                ProposeError::Fatal(m)
+            }
+        }
+    }
 }
 
 /// A membership change, as a follower forwards it to the leader. Not a state-machine command:
@@ -231,5 +280,83 @@ impl Backend for LocalBackend {
 
     fn ready(&self) -> Result<(), String> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use raftlane_statemachine::codec;
+
+    /// [`ProposeError`] as nodes before 2026-12-05 encode it (a struct variant where
+    /// [`NotLeader`] is now).
+    #[derive(Debug, PartialEq, Serialize, serde::Deserialize)]
+    enum Before {
+        ForwardToLeader {
+            leader_id: Option<u64>,
+            addr: Option<String>,
+        },
+        Unavailable(String),
+        Unknown(String),
+        Fatal(String),
+        Refused(String),
+    }
+
+    /// A forwarded answer decodes the same on nodes of either version, in both directions.
+    #[test]
+    fn not_leader_keeps_the_encoding_of_forwarded_answers() {
+        let before = Before::ForwardToLeader {
+            leader_id: Some(2),
+            addr: Some("10.0.0.2:7000".into()),
+        };
+        let now = ProposeError::ForwardToLeader(NotLeader {
+            leader_id: Some(2),
+            addr: Some("10.0.0.2:7000".into()),
+        });
+        assert_eq!(codec::encode(&before), codec::encode(&now));
+        let decoded: ProposeError = codec::decode(&codec::encode(&before)).expect("decodes");
+        assert!(matches!(
+            decoded,
+            ProposeError::ForwardToLeader(NotLeader {
+                leader_id: Some(2),
+                ..
+            })
+        ));
+        let back: Before = codec::decode(&codec::encode(&now)).expect("decodes");
+        assert_eq!(back, before);
+        let refused: Before =
+            codec::decode(&codec::encode(&ProposeError::Refused("no".into()))).expect("decodes");
+        assert_eq!(refused, Before::Refused("no".into()));
+    }
+
+    /// Raft's "not the leader" reaches the API's error unchanged from each of its three
+    /// operations, and the API's message is Raft's.
+    #[test]
+    fn each_raft_not_leader_converts_once() {
+        let not_leader = NotLeader {
+            leader_id: Some(3),
+            addr: None,
+        };
+        let from = [
+            ProposeError::from(raft::WriteError::ForwardToLeader(not_leader.clone())),
+            ProposeError::from(raft::ReadError::ForwardToLeader(not_leader.clone())),
+            ProposeError::from(raft::ClusterError::ForwardToLeader(not_leader.clone())),
+        ];
+        for e in from {
+            assert_eq!(e.to_string(), not_leader.to_string());
+            assert!(matches!(e, ProposeError::ForwardToLeader(ref n) if *n == not_leader));
+        }
+        assert!(matches!(
+            ProposeError::from(raft::ReadError::Timeout),
+            ProposeError::Unavailable(m) if m == "read index timed out"
+        ));
+        assert!(matches!(
+            ProposeError::from(raft::ClusterError::Busy("joint".into())),
+            ProposeError::Unavailable(_)
+        ));
+        assert!(matches!(
+            ProposeError::from(raft::ClusterError::Timeout),
+            ProposeError::Unknown(m) if m == "membership operation timed out"
+        ));
     }
 }

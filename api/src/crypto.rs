@@ -1,9 +1,11 @@
-//! Encryption at rest (docs/SPEC.md §2.6), done by the proposer.
+//! Encryption at rest (docs/SPEC.md §2.6): the keyring and the value encoding.
 //!
 //! Covered values (message raw/error, work-row payload/last_error, event detail, state values,
-//! reference values, captured response body/detail) are encrypted here, once, before the command
-//! is proposed, so the Raft log, snapshots and every replica's state hold the same ciphertext and
-//! `apply` stays free of cryptography. Reads decrypt here on the way out.
+//! reference values, captured response body/detail) are encrypted with this keyring, once,
+//! before the command is proposed, so the Raft log, snapshots and every replica's state hold the
+//! same ciphertext and `apply` stays free of cryptography; reads decrypt on the way out. Which
+//! values those are, and the one place both happen, is the write path's
+//! [`crate::write::at_rest`].
 //!
 //! Encoded value: `enc:v1:{key_id}:{base64(nonce ‖ ciphertext ‖ tag)}` with AES-256-GCM, a random
 //! 96-bit nonce per value and the standard base64 alphabet with padding. A value that does not
@@ -21,9 +23,6 @@ use aes_gcm::aead::{Aead, KeyInit};
 use aes_gcm::{Aes256Gcm, Nonce};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
-use raftlane_statemachine::model::message::Message;
-use raftlane_statemachine::query::MessageView;
-use raftlane_statemachine::row::WorkRow;
 use rand::RngCore;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -257,70 +256,6 @@ impl Keyring {
         }
         let plain = self.open(value)?;
         self.encrypt(&plain).map(Some)
-    }
-}
-
-// --- helpers for the routes: `None` = encryption off, values pass through untouched ---
-
-/// Encrypt a value before it is proposed (empty values stay empty: nothing to hide).
-pub fn seal(keyring: Option<&Keyring>, value: String) -> Result<String, crate::error::ApiError> {
-    match keyring {
-        Some(k) if !value.is_empty() => k
-            .encrypt(&value)
-            .map_err(|e| crate::error::ApiError::internal(e.to_string())),
-        _ => Ok(value),
-    }
-}
-
-pub fn seal_opt(
-    keyring: Option<&Keyring>,
-    value: Option<String>,
-) -> Result<Option<String>, crate::error::ApiError> {
-    value.map(|v| seal(keyring, v)).transpose()
-}
-
-/// Decrypt a stored value for a reader. A value no configured key can decrypt is shown as
-/// stored (the ciphertext names its key id) rather than failing the whole read.
-pub fn open(keyring: Option<&Keyring>, value: &mut String) {
-    if let Some(k) = keyring {
-        if value.contains(PREFIX) {
-            match k.open(value) {
-                Ok(plain) => *value = plain,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot decrypt a stored value; shown as stored")
-                }
-            }
-        }
-    }
-}
-
-pub fn open_opt(keyring: Option<&Keyring>, value: &mut Option<String>) {
-    if let Some(v) = value {
-        open(keyring, v);
-    }
-}
-
-pub fn open_message(keyring: Option<&Keyring>, m: &mut Message) {
-    open(keyring, &mut m.raw);
-    open_opt(keyring, &mut m.error);
-}
-
-pub fn open_row(keyring: Option<&Keyring>, r: &mut WorkRow) {
-    open(keyring, &mut r.payload);
-    open_opt(keyring, &mut r.last_error);
-}
-
-pub fn open_view(keyring: Option<&Keyring>, v: &mut MessageView) {
-    open_message(keyring, &mut v.message);
-    for e in &mut v.events {
-        open_opt(keyring, &mut e.detail);
-    }
-    for r in &mut v.rows {
-        open_row(keyring, r);
-    }
-    for r in &mut v.responses {
-        open(keyring, &mut r.body);
-        open_opt(keyring, &mut r.detail);
     }
 }
 

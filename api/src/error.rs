@@ -192,6 +192,10 @@ impl From<WriteError> for ApiError {
                 ApiError::unavailable(format!("{e}; check /v1/cluster before retrying"))
             }
             WriteError::Fatal(m) => ApiError::internal(m),
+            WriteError::Seal(e) => ApiError::internal(e.to_string()),
+            WriteError::Read(e) => ApiError::internal(e.to_string()),
+            WriteError::Invalid(rejection) => rejection.into(),
+            e @ WriteError::PoisonLane { .. } => ApiError::unavailable(e.to_string()),
         }
     }
 }

@@ -10,12 +10,15 @@
 //! - **Write path** ([`mod@write`]), below it and knowing nothing of HTTP serving: the
 //!   [`write::Proposer`] takes a command's envelope, a linearizable read or a membership change
 //!   made at this node to the leader (group commit, batched forwarding from followers, signed
-//!   node-to-node calls, one bounded retry loop) and answers with [`write::WriteError`].
+//!   node-to-node calls, one bounded retry loop) and answers with [`write::WriteError`]; it also
+//!   holds what every proposal gets on its way (encryption at rest, row-action defaults, claim
+//!   containment of poison rows, idle claims answered without a write).
 //!
 //! Both talk to replication only through the [`backend::Backend`] trait, so nothing here
-//! depends on how a command reaches a majority. [`crypto`] (encryption at rest) is used by the
-//! HTTP layer, which seals what it proposes and opens what it serves. The typed Rust client is
-//! the `raftlane-client` crate.
+//! depends on how a command reaches a majority. Encryption at rest is the write path's
+//! ([`write::at_rest`], with the keyring of [`crypto`]): it seals what this node proposes and
+//! opens what it serves, so the HTTP layer only ever handles plaintext. The typed Rust client
+//! is the `raftlane-client` crate.
 
 pub mod app;
 pub mod auth;

@@ -7,6 +7,7 @@ use raftlane_api::backend::{BoxFuture, ClusterStatus, MembershipChange};
 use raftlane_api::metrics::Metrics;
 use raftlane_api::write::{Settings, WriteError};
 use raftlane_api::{ApiError, Backend, LocalBackend, ProposeError, Proposer};
+use raftlane_raft::NotLeader;
 use raftlane_statemachine::query::Reader;
 use raftlane_statemachine::{Command, Envelope, Response, StoreError};
 use std::collections::BTreeMap;
@@ -19,6 +20,7 @@ fn settings() -> Settings {
         cluster_auth: None,
         peer_timeout: Duration::from_secs(2),
         membership_timeout: Duration::from_secs(2),
+        keyring: None,
     }
 }
 
@@ -91,10 +93,10 @@ async fn a_write_through_the_proposer_is_applied_on_a_local_backend() {
 struct Follower(LocalBackend);
 
 fn not_here() -> ProposeError {
-    ProposeError::ForwardToLeader {
+    ProposeError::ForwardToLeader(NotLeader {
         leader_id: Some(2),
         addr: Some("127.0.0.1:9".into()),
-    }
+    })
 }
 
 impl Backend for Follower {

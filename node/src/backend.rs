@@ -3,7 +3,7 @@
 
 use raftlane_api::backend::{BoxFuture, ClusterStatus, Member, ProposeError};
 use raftlane_api::Backend;
-use raftlane_raft::{ClusterError, RaftNode, ReadError, WriteError};
+use raftlane_raft::RaftNode;
 use raftlane_statemachine::query::Reader;
 use raftlane_statemachine::{Envelope, Response, StoreError};
 use std::collections::BTreeMap;
@@ -20,56 +20,27 @@ impl RaftBackend {
     }
 }
 
-fn from_write(e: WriteError) -> ProposeError {
-    match e {
-        WriteError::ForwardToLeader { leader_id, addr } => {
-            ProposeError::ForwardToLeader { leader_id, addr }
-        }
-        WriteError::Refused(m) => ProposeError::Unavailable(m),
-        WriteError::Stopped(m) => ProposeError::Fatal(m),
-    }
-}
-
-fn from_read(e: ReadError) -> ProposeError {
-    match e {
-        ReadError::ForwardToLeader { leader_id, addr } => {
-            ProposeError::ForwardToLeader { leader_id, addr }
-        }
-        ReadError::NoQuorum(m) => ProposeError::Unavailable(m),
-        ReadError::Timeout => ProposeError::Unavailable("read index timed out".into()),
-        ReadError::Stopped(m) | ReadError::State(m) => ProposeError::Fatal(m),
-    }
-}
-
-/// A membership operation's failure, as the API must answer it: `ForwardToLeader` so that the
-/// API forwards it to the leader, Raft's refusals (a change in progress, a voter that is not a
-/// member yet, an empty voter set) as `Refused` (409), a timeout as `Unknown` (it may still
-/// complete, e.g. a learner that has not caught up yet).
-fn from_cluster(e: ClusterError) -> ProposeError {
-    match e {
-        ClusterError::ForwardToLeader { leader_id, addr } => {
-            ProposeError::ForwardToLeader { leader_id, addr }
-        }
-        ClusterError::Refused(m) => ProposeError::Refused(m),
-        // Retried by the API for a few seconds, then a 503 with Retry-After.
-        ClusterError::Busy(m) => ProposeError::Unavailable(m),
-        ClusterError::Timeout => ProposeError::Unknown(ClusterError::Timeout.to_string()),
-        ClusterError::Stopped(m) | ClusterError::Initialize(m) => ProposeError::Fatal(m),
-    }
-}
-
 impl Backend for RaftBackend {
     fn node_id(&self) -> u64 {
         self.node.id()
     }
 
     fn propose(&self, envelope: Envelope) -> BoxFuture<'_, Result<(u64, Response), ProposeError>> {
-        Box::pin(async move { self.node.client_write(envelope).await.map_err(from_write) })
+        Box::pin(async move {
+            self.node
+                .client_write(envelope)
+                .await
+                .map_err(ProposeError::from)
+        })
     }
 
     fn read_index(&self) -> BoxFuture<'_, Result<u64, ProposeError>> {
         Box::pin(async move {
-            let log_id = self.node.ensure_linearizable().await.map_err(from_read)?;
+            let log_id = self
+                .node
+                .ensure_linearizable()
+                .await
+                .map_err(ProposeError::from)?;
             Ok(log_id.map_or(0, |l| l.index))
         })
     }
@@ -177,7 +148,12 @@ impl Backend for RaftBackend {
     }
 
     fn add_learner(&self, id: u64, addr: String) -> BoxFuture<'_, Result<(), ProposeError>> {
-        Box::pin(async move { self.node.add_learner(id, addr).await.map_err(from_cluster) })
+        Box::pin(async move {
+            self.node
+                .add_learner(id, addr)
+                .await
+                .map_err(ProposeError::from)
+        })
     }
 
     fn change_membership(&self, voters: Vec<u64>) -> BoxFuture<'_, Result<(), ProposeError>> {
@@ -185,7 +161,7 @@ impl Backend for RaftBackend {
             self.node
                 .set_voters(voters.into_iter().collect())
                 .await
-                .map_err(from_cluster)
+                .map_err(ProposeError::from)
         })
     }
 

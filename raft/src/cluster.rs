@@ -6,7 +6,7 @@
 //! Raft itself: only the leader accepts them, and it refuses a second one while the first is in
 //! progress.) They must run on the leader; elsewhere they return `ForwardToLeader`.
 
-use crate::node::RaftNode;
+use crate::node::{NotLeader, RaftNode};
 use crate::types::{Node, NodeId};
 use openraft::error::{ChangeMembershipError, ClientWriteError, InitializeError, RaftError};
 use openraft::ChangeMembers;
@@ -16,11 +16,9 @@ use std::time::Duration;
 /// A cluster operation failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ClusterError {
-    #[error("not the leader; forward to {leader_id:?} at {addr:?}")]
-    ForwardToLeader {
-        leader_id: Option<NodeId>,
-        addr: Option<String>,
-    },
+    /// Membership changes are made by the leader only: ask the leader [`NotLeader`] names.
+    #[error(transparent)]
+    ForwardToLeader(#[from] NotLeader),
     /// Refused by Raft for good: unknown learner, empty voter set, ...
     #[error("membership change refused: {0}")]
     Refused(String),
@@ -41,10 +39,7 @@ pub enum ClusterError {
 fn from_write(e: RaftError<NodeId, ClientWriteError<NodeId, Node>>) -> ClusterError {
     match e {
         RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => {
-            ClusterError::ForwardToLeader {
-                leader_id: f.leader_id,
-                addr: f.leader_node.map(|n| n.addr),
-            }
+            ClusterError::ForwardToLeader(f.into())
         }
         RaftError::APIError(ClientWriteError::ChangeMembershipError(
             ChangeMembershipError::InProgress(e),

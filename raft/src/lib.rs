@@ -43,7 +43,7 @@ pub mod wire;
 
 pub use cluster::ClusterError;
 pub use config::{RaftNodeConfig, Tuning};
-pub use node::{NodeError, RaftNode, ReadError, StartError, WriteError};
+pub use node::{NodeError, NotLeader, RaftNode, ReadError, StartError, WriteError};
 pub use server::{serve_raft, RaftHttpService};
 pub use types::{NodeId, TypeConfig};
 pub use util::now_ms;

@@ -45,13 +45,9 @@ pub enum StartError {
 /// A write was not committed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WriteError {
-    /// This node is not the leader. `leader_id`/`addr` name the leader if known (during an
-    /// election neither is): retry there, or here later.
-    #[error("not the leader; forward to {leader_id:?} at {addr:?}")]
-    ForwardToLeader {
-        leader_id: Option<NodeId>,
-        addr: Option<String>,
-    },
+    /// This node is not the leader: retry at the leader [`NotLeader`] names, or here later.
+    #[error(transparent)]
+    ForwardToLeader(#[from] NotLeader),
     /// Raft refused the proposal for another reason (e.g. a membership change in progress).
     #[error("write refused: {0}")]
     Refused(String),
@@ -63,11 +59,9 @@ pub enum WriteError {
 /// A linearizable read could not be served here.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ReadError {
-    #[error("not the leader; forward to {leader_id:?} at {addr:?}")]
-    ForwardToLeader {
-        leader_id: Option<NodeId>,
-        addr: Option<String>,
-    },
+    /// Only the leader confirms a read index: ask the leader [`NotLeader`] names.
+    #[error(transparent)]
+    ForwardToLeader(#[from] NotLeader),
     /// Leadership could not be confirmed by a quorum (partition, peers down).
     #[error("leadership not confirmed by a quorum: {0}")]
     NoQuorum(String),
@@ -88,10 +82,28 @@ pub enum NodeError {
     State(#[from] SmError),
 }
 
-fn forward(
-    f: openraft::error::ForwardToLeader<NodeId, crate::types::Node>,
-) -> (Option<NodeId>, Option<String>) {
-    (f.leader_id, f.leader_node.map(|n| n.addr))
+/// This node does not lead: the one answer of every operation only a leader performs
+/// (a write, a read index, a membership change), wrapped by [`WriteError`], [`ReadError`] and
+/// [`ClusterError`](crate::ClusterError) alike, so the layers above convert it once.
+///
+/// `leader_id` and `addr` (the leader's `host:port`) name the leader when this node knows it;
+/// during an election neither is known. Serializable: the API forwards it between nodes, and
+/// its encoding is that of the struct variants the three enums had before it existed
+/// (2026-12-05), so nodes of either version decode each other's answers.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, thiserror::Error)]
+#[error("not the leader; forward to {leader_id:?} at {addr:?}")]
+pub struct NotLeader {
+    pub leader_id: Option<NodeId>,
+    pub addr: Option<String>,
+}
+
+impl From<openraft::error::ForwardToLeader<NodeId, crate::types::Node>> for NotLeader {
+    fn from(f: openraft::error::ForwardToLeader<NodeId, crate::types::Node>) -> Self {
+        NotLeader {
+            leader_id: f.leader_id,
+            addr: f.leader_node.map(|n| n.addr),
+        }
+    }
 }
 
 pub(crate) struct NodeInner {
@@ -375,8 +387,7 @@ impl RaftNode {
         match self.inner.raft.client_write(envelope).await {
             Ok(resp) => Ok((resp.log_id.index, resp.data)),
             Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
-                let (leader_id, addr) = forward(f);
-                Err(WriteError::ForwardToLeader { leader_id, addr })
+                Err(WriteError::ForwardToLeader(f.into()))
             }
             Err(RaftError::APIError(ClientWriteError::ChangeMembershipError(e))) => {
                 Err(WriteError::Refused(e.to_string()))
@@ -394,8 +405,7 @@ impl RaftNode {
             Err(_) => Err(ReadError::Timeout),
             Ok(Ok(read_log_id)) => Ok(read_log_id),
             Ok(Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)))) => {
-                let (leader_id, addr) = forward(f);
-                Err(ReadError::ForwardToLeader { leader_id, addr })
+                Err(ReadError::ForwardToLeader(f.into()))
             }
             Ok(Err(RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(q)))) => {
                 Err(ReadError::NoQuorum(q.to_string()))

@@ -8,7 +8,7 @@ use openraft::RaftNetwork;
 use raftlane_raft::auth::{ClusterAuth, AUTH_HEADER};
 use raftlane_raft::network::{HttpNetwork, NetworkConfig};
 use raftlane_raft::types::Vote;
-use raftlane_raft::{now_ms, wire, ReadError, WriteError};
+use raftlane_raft::{now_ms, wire, NotLeader, ReadError, WriteError};
 use raftlane_statemachine::Outcome;
 use raftlane_testkit::raft::*;
 use raftlane_testkit::wait::*;
@@ -39,14 +39,14 @@ async fn writes_reach_every_node_with_equal_digests() {
     // ...followers redirect to it, as they do for writes.
     let follower = *c.nodes.keys().find(|&&id| id != leader).unwrap();
     match c.node(follower).read_linearizable(|_| ()).await {
-        Err(ReadError::ForwardToLeader { leader_id, addr }) => {
+        Err(ReadError::ForwardToLeader(NotLeader { leader_id, addr })) => {
             assert_eq!(leader_id, Some(leader));
             assert_eq!(addr.as_deref(), Some(c.addrs[&leader].as_str()));
         }
         other => panic!("follower read: {other:?}"),
     }
     match c.node(follower).client_write(audit("on-follower")).await {
-        Err(WriteError::ForwardToLeader { leader_id, addr }) => {
+        Err(WriteError::ForwardToLeader(NotLeader { leader_id, addr })) => {
             assert_eq!(leader_id, Some(leader));
             assert_eq!(addr.as_deref(), Some(c.addrs[&leader].as_str()));
         }

@@ -1,6 +1,6 @@
 //! Administration: transform state and reference reads/writes, retention, approvals, tokens.
 
-use super::{check_name, prepare_read, propose, read_state, unexpected, ReadOpts};
+use super::{check_name, prepare_read, propose, read_covered, read_state, unexpected, ReadOpts};
 use crate::app::now_ms;
 use crate::app::{AppState, JsonBody, Path, Query};
 use crate::auth::{sha256_hex, Caller, Permission};
@@ -22,7 +22,6 @@ use raftlane_statemachine::wire::command::{
 use raftlane_statemachine::{ApprovalId, Command, Outcome};
 use rand::RngCore;
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 pub async fn namespace(
@@ -49,9 +48,8 @@ pub async fn state_entry(
     caller.require(Permission::Read)?;
     check_name("namespace", &ns)?;
     check_name("key", &key)?;
-    match read_state(&state, &opts, |r| r.state_entry(&ns, &key)).await? {
-        Some(mut e) => {
-            crate::crypto::open(state.keyring(), &mut e.value);
+    match read_covered(&state, &opts, |r| r.state_entry(&ns, &key)).await? {
+        Some(e) => {
             let value: Value = serde_json::from_str(&e.value).unwrap_or(Value::String(e.value));
             Ok(Json(StateValue {
                 key,
@@ -73,14 +71,10 @@ pub async fn put_reference(
 ) -> ApiResult<Json<ReferenceWritten>> {
     caller.require(Permission::Operate)?;
     check_name("name", &name)?;
-    let mut rows = BTreeMap::new();
-    for (k, v) in b.rows {
-        rows.insert(k, crate::crypto::seal(state.keyring(), v)?);
-    }
     let command = Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
         name,
         version: b.version,
-        rows,
+        rows: b.rows,
     });
     match propose(&state, &caller, command).await? {
         (index, Outcome::Count(n)) => Ok(Json(ReferenceWritten {
@@ -99,13 +93,8 @@ pub async fn get_reference(
 ) -> ApiResult<Json<Reference>> {
     caller.require(Permission::Read)?;
     check_name("name", &name)?;
-    match read_state(&state, &opts, |r| r.reference(&name)).await? {
-        Some(mut s) => {
-            for v in s.rows.values_mut() {
-                crate::crypto::open(state.keyring(), v);
-            }
-            Ok(Json(Reference::from(s)))
-        }
+    match read_covered(&state, &opts, |r| r.reference(&name)).await? {
+        Some(s) => Ok(Json(Reference::from(s))),
         None => Err(ApiError::not_found(format!("no reference snapshot {name}"))),
     }
 }

@@ -1,5 +1,6 @@
-//! Encryption at rest on the API side (docs/SPEC.md §2.6): key rotation, and containment of
-//! claimed rows whose payload no configured key can decrypt.
+//! Encryption at rest on the API side (docs/SPEC.md §2.6): key rotation. (Sealing proposals,
+//! opening reads and containing claimed rows whose payload no configured key can decrypt are
+//! the write path's: `crate::write::at_rest`, `crate::write::claim`.)
 
 use crate::app::{parse_json, AppState, RawBody};
 use crate::auth::{Caller, Permission};
@@ -10,9 +11,9 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use raftlane_contract::{RotateRequest, Rotated};
-use raftlane_statemachine::wire::command::{DeadLetterNow, RewriteValues};
+use raftlane_statemachine::wire::command::RewriteValues;
 use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
-use raftlane_statemachine::{ClaimedRow, Command, Outcome};
+use raftlane_statemachine::{Command, Outcome};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -20,42 +21,6 @@ use std::sync::Arc;
 pub const ROTATE_BATCH: usize = 500;
 /// Largest batch a caller may ask for.
 pub const MAX_ROTATE_BATCH: usize = 5000;
-
-/// Decrypt a claimed row's payload for the worker. A payload no configured key can decrypt is
-/// a poison row: it is dead-lettered at once under the claim's fence and `None` is returned, so
-/// it never reaches a worker. With encryption off the row is returned as stored.
-pub(crate) async fn open_claimed(
-    state: &AppState,
-    caller: &Caller,
-    mut item: ClaimedRow,
-) -> ApiResult<Option<ClaimedRow>> {
-    let Some(keyring) = state.keyring() else {
-        return Ok(Some(item));
-    };
-    let err = match keyring.decrypt(&item.payload) {
-        Ok(plain) => {
-            item.payload = plain;
-            return Ok(Some(item));
-        }
-        Err(e) => e,
-    };
-    let key = crypto::key_id_of(&item.payload).unwrap_or("?");
-    let error = format!("undecryptable payload (key {key}): {err}");
-    tracing::warn!(row = item.row_id.0, message = item.message_id.0, key, %err,
-        "claimed row cannot be decrypted; dead-lettering it");
-    let command = Command::DeadLetterNow(DeadLetterNow {
-        row_id: item.row_id,
-        fence: Some(item.fence),
-        error: crypto::seal(Some(keyring), error)?,
-    });
-    let envelope = state.envelope(caller, command);
-    // A transport failure is the caller's error (the row stays claimed until its lease runs
-    // out, and is contained on its next claim); a rejection (stale fence) means it moved on.
-    if let (_, Err(rejection)) = state.writes.write(envelope).await? {
-        tracing::warn!(row = item.row_id.0, %rejection, "dead-lettering an undecryptable row was rejected");
-    }
-    Ok(None)
-}
 
 fn undecryptable(target: &ValueRef, value: &str, err: &crypto::CryptoError) -> ApiError {
     let key = crypto::key_id_of(value);

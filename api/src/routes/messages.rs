@@ -1,6 +1,6 @@
 //! Producing and reading messages; replay and dead letters.
 
-use super::{check_name, prepare_read, propose, read_state, unexpected, ReadOpts};
+use super::{check_name, prepare_read, propose, read_covered, read_state, unexpected, ReadOpts};
 use crate::app::{body_error, parse_json, parse_json_or_default, AppState, Path, Query, RawBody};
 use crate::auth::{Caller, Permission};
 use crate::backend;
@@ -77,7 +77,7 @@ pub async fn enqueue(
     }
     let command = Command::EnqueueIngress(EnqueueIngress {
         channel,
-        raw: crate::crypto::seal(state.keyring(), body.raw)?,
+        raw: body.raw,
         fields: MessageFields {
             control_id: body.control_id,
             message_type: body.message_type,
@@ -156,10 +156,7 @@ pub async fn list(
         limit: q.limit.unwrap_or(50),
         offset: q.offset.unwrap_or(0),
     };
-    let mut messages = backend::read(state.backend.as_ref(), |r| r.list_messages(&filter))?;
-    for m in &mut messages {
-        crate::crypto::open_message(state.keyring(), m);
-    }
+    let messages = state.writes.read_covered(|r| r.list_messages(&filter))?;
     Ok(Json(MessageList { messages }))
 }
 
@@ -171,12 +168,9 @@ pub async fn get_one(
 ) -> ApiResult<Json<MessageDetail>> {
     caller.require(Permission::Read)?;
     let id = parse_message_id(&id)?;
-    let view = read_state(&state, &opts, |r| r.message(id)).await?;
+    let view = read_covered(&state, &opts, |r| r.message(id)).await?;
     match view {
-        Some(mut v) if caller.may_see(&v.message.channel_id) => {
-            crate::crypto::open_view(state.keyring(), &mut v);
-            Ok(Json(MessageDetail::from(v)))
-        }
+        Some(v) if caller.may_see(&v.message.channel_id) => Ok(Json(MessageDetail::from(v))),
         _ => Err(ApiError::not_found(format!("message {id} not found"))),
     }
 }
@@ -235,19 +229,15 @@ pub async fn dead_letters(
     )
     .await?;
     let limit = q.limit.unwrap_or(100).clamp(1, 1000);
-    let rows = backend::read(state.backend.as_ref(), |r| {
-        r.dead_letters(q.channel.as_deref(), q.destination.as_deref(), limit * 4)
+    let rows = state.writes.read_covered(|r| {
+        let rows = r.dead_letters(q.channel.as_deref(), q.destination.as_deref(), limit * 4)?;
+        Ok(rows
+            .into_iter()
+            .filter(|r| caller.may_see(&r.channel_id))
+            .take(limit)
+            .collect::<Vec<_>>())
     })?;
-    let dead_letters = rows
-        .into_iter()
-        .filter(|r| caller.may_see(&r.channel_id))
-        .take(limit)
-        .map(|mut r| {
-            crate::crypto::open_row(state.keyring(), &mut r);
-            r
-        })
-        .collect();
-    Ok(Json(DeadLetters { dead_letters }))
+    Ok(Json(DeadLetters { dead_letters: rows }))
 }
 
 pub async fn replay_dead(

@@ -44,6 +44,19 @@ pub async fn read_state<T>(
     Ok(crate::backend::read(state.backend.as_ref(), f)?)
 }
 
+/// [`read_state`] for answers holding covered values (docs/SPEC.md §2.6): the write path
+/// serves them decrypted.
+pub async fn read_covered<T: crate::write::at_rest::Covered>(
+    state: &AppState,
+    opts: &ReadOpts,
+    f: impl FnOnce(
+        &raftlane_statemachine::query::Reader<'_>,
+    ) -> Result<T, raftlane_statemachine::StoreError>,
+) -> ApiResult<T> {
+    prepare_read(state, opts).await?;
+    Ok(state.writes.read_covered(f)?)
+}
+
 /// Propose a command as `caller`; a rejection becomes its HTTP error.
 pub async fn propose(
     state: &AppState,

@@ -5,32 +5,23 @@ use crate::app::{parse_json, parse_json_or_default, AppState, JsonBody, Path, Qu
 use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::error::{ApiError, ApiResult};
+use crate::write::policy;
 use axum::extract::State;
 use axum::Json;
 use raftlane_contract::{
     CancelRequest, Cancelled, ClaimNext, ClaimRequest, Claimed, DeliveryBody, FifoClaim,
-    FifoClaimRequest, LaneStatus, ReleaseRequest, Released, RenewRequest, Renewed, RetryBody,
-    RowAction, RowActionResult, RowActionResults, RowAnswer,
+    FifoClaimRequest, LaneStatus, ReleaseRequest, Released, RenewRequest, Renewed, RowAction,
+    RowActionResult, RowActionResults, RowAnswer,
 };
-use raftlane_statemachine::model::config::RetryPolicy;
 use raftlane_statemachine::wire::command::{
     CancelQueued, ClaimNextFifo, ClaimReady, CompleteWithResponse, DeadLetterNow, Delivery,
-    DoneThenClaimNext, HandlerWork, Handoff, HandoffDisposition, IngressHandoff, MarkDone,
-    MarkFailed, ReleaseLane, RenewLeases, RouteDisposition, RouteHandoff, StateOp,
-    TransformHandoff,
+    DoneThenClaimNext, HandlerWork, Handoff, IngressHandoff, MarkDone, MarkFailed, ReleaseLane,
+    RenewLeases, RouteHandoff, StateOp, TransformHandoff,
 };
 use raftlane_statemachine::{checks, Command, Fence, Outcome, RowId};
 use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
-
-/// Default retry policy when neither the request nor the destination's config names one.
-pub const DEFAULT_RETRY: RetryPolicy = RetryPolicy {
-    max_attempts: None,
-    backoff_ms: 1000,
-    multiplier_milli: 2000,
-    max_backoff_ms: 60_000,
-};
 
 pub async fn claim_fifo(
     State(state): State<Arc<AppState>>,
@@ -50,8 +41,12 @@ pub async fn claim_fifo(
             "channel-scoped tokens cannot claim a whole outbound lane",
         ));
     }
-    if let Some(answer) = idle_fifo_answer(&state, stage, &name, &body.owner).await? {
-        return Ok(Json(answer));
+    if let Some(empty) = state
+        .writes
+        .idle_fifo_answer(stage, &name, &body.owner)
+        .await?
+    {
+        return Ok(Json(FifoClaim::from(Err(empty))));
     }
     let command = Command::ClaimNextFifo(ClaimNextFifo {
         stage,
@@ -63,108 +58,24 @@ pub async fn claim_fifo(
     Ok(Json(fifo_answer(&state, &caller, first, command).await?))
 }
 
-/// The answer of a FIFO claim whose proposal answered `outcome`.
-///
-/// A head whose payload cannot be decrypted is dead-lettered and the lane claimed again with
-/// `again`, so a poison row never stalls it (bounded: a lane of nothing but poison answers 503
-/// in time).
+/// The answer of a FIFO claim whose proposal answered `outcome`, its head opened by the write
+/// path (which claims the lane `again` past undecryptable heads, see
+/// [`crate::write::Proposer::fifo_claim`]).
 async fn fifo_answer(
     state: &AppState,
     caller: &Caller,
-    mut outcome: Outcome,
+    outcome: Outcome,
     again: Command,
 ) -> ApiResult<FifoClaim> {
-    let mut contained = 0;
-    let outcome = loop {
-        match outcome {
-            Outcome::FifoClaimed(Ok(item)) => {
-                if let Some(item) = super::keys::open_claimed(state, caller, item).await? {
-                    break Outcome::FifoClaimed(Ok(item));
-                }
-                contained += 1;
-                if contained >= MAX_CONTAINED_PER_CLAIM {
-                    return Err(ApiError::unavailable(format!(
-                        "{contained} undecryptable rows dead-lettered in this lane; claim again"
-                    )));
-                }
-                outcome = propose(state, caller, again.clone()).await?.1;
-            }
-            other => break other,
-        }
-    };
-    match outcome {
+    let envelope = |command| state.envelope(caller, command);
+    match state
+        .writes
+        .fifo_claim(outcome, &again, &envelope)
+        .await??
+    {
         Outcome::FifoClaimed(claim) => Ok(FifoClaim::from(claim)),
         other => Err(unexpected(other)),
     }
-}
-
-/// How many undecryptable heads one FIFO claim request dead-letters before giving up.
-pub const MAX_CONTAINED_PER_CLAIM: usize = 64;
-
-/// Due rows an idle-claim check looks at before giving up and proposing (filters that skip
-/// many due rows make the check as costly as the claim itself).
-const IDLE_CHECK_BUDGET: usize = 256;
-
-/// The answer `probe` finds in the state, if it finds one both in this node's local state and
-/// then in a linearizable read of it; `None` (propose, as always) otherwise.
-///
-/// Not while the batcher is saturated: then an empty claim just joins a batch that is being
-/// fsynced anyway, which measured cheaper than a heartbeat round per check (saturated pipeline:
-/// 636 / 610 msgs/s proposing every empty claim vs 564 / 560 checking every one).
-/// The local read comes next because it is free: when it already shows work to claim the claim
-/// is proposed at once, without paying for a leadership confirmation.
-/// Only an answer the linearizable read confirms is returned. The read index comes from the
-/// batcher, which shares one confirmation among concurrent callers. A follower, a node without
-/// quorum or one slow to apply the index returns `None`: proposing is always correct.
-async fn answer_without_write<T>(
-    state: &AppState,
-    probe: impl Fn(
-        &raftlane_statemachine::query::Reader<'_>,
-    ) -> Result<Option<T>, raftlane_statemachine::StoreError>,
-) -> ApiResult<Option<T>> {
-    if state.writes.saturated() || backend::read(state.backend.as_ref(), &probe)?.is_none() {
-        return Ok(None);
-    }
-    let Ok(index) = state.writes.read_index().await else {
-        return Ok(None);
-    };
-    if state
-        .backend
-        .wait_applied(index, IDLE_READ_TIMEOUT)
-        .await
-        .is_err()
-    {
-        return Ok(None);
-    }
-    Ok(backend::read(state.backend.as_ref(), probe)?)
-}
-
-/// How long an idle-claim check waits for this node to apply the read index.
-const IDLE_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// The time a claim proposed now would at least be applied at: the state's clock never runs
-/// backwards, and the proposer stamps its wall clock.
-fn claim_time(clock: raftlane_statemachine::Millis) -> raftlane_statemachine::Millis {
-    clock.max(crate::app::now_ms())
-}
-
-/// An idle FIFO poll answered without a Raft write.
-///
-/// A claim of a lane whose head is missing or not yet due, with no row inflight and no live
-/// lease of another owner, claims nothing (the state machine's rule: `fifo_idle_answer`). That
-/// answer is read here, linearizably, instead of proposed, so idle workers cost no log
-/// entries, fsyncs or applies. In every other case (and whenever in doubt) `None`: propose.
-async fn idle_fifo_answer(
-    state: &AppState,
-    stage: raftlane_statemachine::row::Stage,
-    lane: &str,
-    owner: &str,
-) -> ApiResult<Option<FifoClaim>> {
-    let empty = answer_without_write(state, |r| {
-        r.fifo_idle_answer(stage, lane, owner, claim_time(r.meta().clock))
-    })
-    .await?;
-    Ok(empty.map(|e| FifoClaim::from(Err(e))))
 }
 
 pub async fn lane(
@@ -247,7 +158,11 @@ pub async fn claim_ready(
         ));
     }
     caller.require_channel_filter(body.channel.as_deref())?;
-    if nothing_due(&state, stage, &body).await? {
+    if state
+        .writes
+        .nothing_due(stage, body.channel.as_deref(), body.destination.as_deref())
+        .await?
+    {
         return Ok(Json(Claimed { items: Vec::new() }));
     }
     let command = Command::ClaimReady(ClaimReady {
@@ -260,39 +175,12 @@ pub async fn claim_ready(
     });
     match propose(&state, &caller, command).await? {
         (_, Outcome::Claimed(claimed)) => {
-            let mut items = Vec::with_capacity(claimed.len());
-            for item in claimed {
-                if let Some(item) = super::keys::open_claimed(&state, &caller, item).await? {
-                    items.push(item);
-                }
-            }
+            let envelope = |command| state.envelope(&caller, command);
+            let items = state.writes.open_claims(claimed, &envelope).await?;
             Ok(Json(Claimed { items }))
         }
         (_, other) => Err(unexpected(other)),
     }
-}
-
-/// Whether a linearizable read shows that this ClaimReady would claim nothing (no due row of
-/// the stage matching the filters), so the empty answer needs no Raft write. `false` whenever
-/// in doubt, including filters the state machine would reject (it must be the one to say so).
-async fn nothing_due(
-    state: &AppState,
-    stage: raftlane_statemachine::row::Stage,
-    body: &ClaimRequest,
-) -> ApiResult<bool> {
-    if checks::opt_name("channel", body.channel.as_deref()).is_err()
-        || checks::opt_name("destination", body.destination.as_deref()).is_err()
-    {
-        return Ok(false);
-    }
-    let (channel, destination) = (body.channel.as_deref(), body.destination.as_deref());
-    let nothing = answer_without_write(state, |r| {
-        let t = claim_time(r.meta().clock);
-        let due = r.due_rows(stage, t, channel, destination, IDLE_CHECK_BUDGET)?;
-        Ok((due == raftlane_statemachine::query::DueRows::None).then_some(()))
-    })
-    .await?;
-    Ok(nothing.is_some())
 }
 
 pub async fn renew(
@@ -355,59 +243,16 @@ async fn done_then_claim_next(
     })
 }
 
-fn deliveries(state: &AppState, list: Vec<DeliveryBody>) -> ApiResult<Vec<Delivery>> {
+fn deliveries(list: Vec<DeliveryBody>) -> ApiResult<Vec<Delivery>> {
     list.into_iter()
         .map(|d| {
             check_name("deliveries.destination", &d.destination)?;
             Ok(Delivery {
                 destination: d.destination,
-                payload: seal(state, d.payload)?,
+                payload: d.payload,
             })
         })
         .collect()
-}
-
-/// Encrypt a covered value before proposing it (docs/SPEC.md §2.6; a no-op with encryption off).
-fn seal(state: &AppState, value: String) -> ApiResult<String> {
-    crate::crypto::seal(state.keyring(), value)
-}
-
-async fn retry_policy(
-    state: &AppState,
-    row: &raftlane_statemachine::row::WorkRow,
-    body: Option<RetryBody>,
-) -> ApiResult<RetryPolicy> {
-    if let Some(r) = body {
-        if !(r.multiplier.is_finite() && (1.0..=100.0).contains(&r.multiplier)) {
-            return Err(ApiError::invalid(
-                "retry.multiplier",
-                "must be between 1.0 and 100.0",
-            ));
-        }
-        if r.max_attempts == Some(0) {
-            return Err(ApiError::invalid(
-                "retry.max_attempts",
-                "must be at least 1",
-            ));
-        }
-        return Ok(RetryPolicy {
-            max_attempts: r.max_attempts,
-            backoff_ms: r.backoff_ms,
-            // Rounded here, by the proposer: apply only ever sees integers.
-            multiplier_milli: (r.multiplier * 1000.0).round() as u32,
-            max_backoff_ms: r.max_backoff_ms,
-        });
-    }
-    // The destination's policy as of now, not as of this node's lag behind the last config
-    // change (fails are rare enough to pay for the read index).
-    state.writes.linearize().await?;
-    let config = backend::read(state.backend.as_ref(), |r| r.config())?;
-    Ok(row
-        .destination_name
-        .as_ref()
-        .and_then(|d| config.doc.destinations.get(d))
-        .and_then(|d| d.retry.clone())
-        .unwrap_or(DEFAULT_RETRY))
 }
 
 /// `POST /v1/rows/{id}/{action}` for route, handoff, transform, done, response, fail, dead and
@@ -611,8 +456,9 @@ async fn scoped_row(
     Ok(row)
 }
 
-/// A parsed row action as the command to propose: names checked, payloads sealed, defaults
-/// filled in (a `fail`'s retry policy, a disposition, a depth cap).
+/// A parsed row action as the command to propose: names checked, defaults filled in by the
+/// write path's policy (a `fail`'s retry policy, a disposition, a depth cap). Payloads stay
+/// plain here: the write path seals them on their way to the log.
 async fn row_command(
     state: &AppState,
     row_id: RowId,
@@ -624,37 +470,27 @@ async fn row_command(
             for h in &b.handlers {
                 check_name("handlers.handler", &h.handler)?;
             }
-            let disposition = b.disposition.unwrap_or(if b.handlers.is_empty() {
-                RouteDisposition::Unrouted
-            } else {
-                RouteDisposition::Routed
-            });
+            let disposition = policy::route_disposition(b.disposition, b.handlers.len());
             Command::RouteHandoff(RouteHandoff {
                 row_id,
                 fence: b.fence,
                 handlers: b
                     .handlers
                     .into_iter()
-                    .map(|h| {
-                        Ok(HandlerWork {
-                            handler: h.handler,
-                            payload: seal(state, h.payload)?,
-                        })
+                    .map(|h| HandlerWork {
+                        handler: h.handler,
+                        payload: h.payload,
                     })
-                    .collect::<ApiResult<_>>()?,
+                    .collect(),
                 disposition,
             })
         }
         RowAction::Handoff(b) => {
-            let disposition = b.disposition.unwrap_or(if b.deliveries.is_empty() {
-                HandoffDisposition::Unrouted
-            } else {
-                HandoffDisposition::Routed
-            });
+            let disposition = policy::handoff_disposition(b.disposition, b.deliveries.len());
             Command::Handoff(Handoff {
                 row_id,
                 fence: b.fence,
-                deliveries: deliveries(state, b.deliveries)?,
+                deliveries: deliveries(b.deliveries)?,
                 disposition,
             })
         }
@@ -666,13 +502,13 @@ async fn row_command(
                 ops.push(StateOp {
                     namespace: op.namespace,
                     key: op.key,
-                    value: seal(state, op.value.to_string())?,
+                    value: op.value.to_string(),
                 });
             }
             Command::TransformHandoff(TransformHandoff {
                 row_id,
                 fence: b.fence,
-                deliveries: deliveries(state, b.deliveries)?,
+                deliveries: deliveries(b.deliveries)?,
                 state_ops: ops,
             })
         }
@@ -694,26 +530,29 @@ async fn row_command(
             Command::CompleteWithResponse(CompleteWithResponse {
                 row_id,
                 fence: b.fence,
-                body: seal(state, b.body)?,
+                body: b.body,
                 outcome: b.outcome,
-                detail: crate::crypto::seal_opt(state.keyring(), b.detail)?,
+                detail: b.detail,
                 reingress_to: b.reingress_to,
             })
         }
         RowAction::Fail(b) => {
             let row = row.ok_or_else(|| ApiError::not_found(format!("row {row_id} not found")))?;
-            let retry = retry_policy(state, &row, b.retry).await?;
+            let retry = state
+                .writes
+                .retry_policy(row.destination_name.as_deref(), b.retry.as_ref())
+                .await?;
             Command::MarkFailed(MarkFailed {
                 row_id,
                 fence: b.fence,
-                error: seal(state, b.error)?,
+                error: b.error,
                 retry,
             })
         }
         RowAction::Dead(b) => Command::DeadLetterNow(DeadLetterNow {
             row_id,
             fence: b.fence,
-            error: seal(state, b.error)?,
+            error: b.error,
         }),
         RowAction::Reingress(b) => {
             check_name("loopback_channel", &b.loopback_channel)?;
@@ -721,7 +560,7 @@ async fn row_command(
                 row_id,
                 fence: b.fence,
                 loopback_channel: b.loopback_channel,
-                depth_cap: b.depth_cap.unwrap_or(5),
+                depth_cap: policy::depth_cap(b.depth_cap),
             })
         }
     };

@@ -1,6 +1,9 @@
 //! The one error type of the write path.
 
 use crate::backend::ProposeError;
+use crate::crypto::CryptoError;
+use raftlane_statemachine::{Rejection, StoreError};
+use std::sync::Arc;
 
 /// Why a write, a linearizable read or a membership change through [`super::Proposer`] did
 /// not succeed. Each variant is one answer the HTTP layer gives (its `From<WriteError>` for
@@ -35,6 +38,29 @@ pub enum WriteError {
     /// leader with).
     #[error("node failure: {0}")]
     Fatal(String),
+    /// A covered value could not be encrypted, so the command was not proposed: nothing
+    /// covered is ever proposed in the clear while a keyring is configured.
+    #[error("cannot encrypt a covered value before proposing it")]
+    Seal(#[source] CryptoError),
+    /// Reading this node's state failed (a policy default or an idle-claim check reads it).
+    #[error("cannot read the local state")]
+    Read(#[source] Arc<StoreError>),
+    /// A request a policy of the write path refuses before anything is proposed (a retry
+    /// policy out of bounds): the same refusal the state machine gives bad input, answered the
+    /// same way.
+    #[error(transparent)]
+    Invalid(Rejection),
+    /// A FIFO claim dead-lettered this many undecryptable heads in a row and gave up for this
+    /// request, so a lane of nothing but poison answers in bounded time (the lane has moved
+    /// on: claiming again continues).
+    #[error("{contained} undecryptable rows dead-lettered in this lane; claim again")]
+    PoisonLane { contained: usize },
+}
+
+impl From<StoreError> for WriteError {
+    fn from(e: StoreError) -> Self {
+        WriteError::Read(Arc::new(e))
+    }
 }
 
 impl WriteError {
@@ -46,7 +72,7 @@ impl WriteError {
             ProposeError::Fatal(m) => WriteError::Fatal(m),
             ProposeError::Refused(m) => WriteError::Refused(m),
             ProposeError::Unknown(m) => WriteError::OutcomeUnknown(m),
-            last @ (ProposeError::ForwardToLeader { .. } | ProposeError::Unavailable(_)) => {
+            last @ (ProposeError::ForwardToLeader(_) | ProposeError::Unavailable(_)) => {
                 WriteError::NoLeader { what, last }
             }
         }

@@ -41,7 +41,7 @@ impl Settles {
         match e {
             ProposeError::Fatal(_) | ProposeError::Refused(_) => true,
             ProposeError::Unknown(_) => matches!(self, Settles::Answered),
-            ProposeError::ForwardToLeader { .. } | ProposeError::Unavailable(_) => false,
+            ProposeError::ForwardToLeader(_) | ProposeError::Unavailable(_) => false,
         }
     }
 }

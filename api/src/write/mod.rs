@@ -6,6 +6,12 @@
 //! maps to its responses in one place. A test (`api/tests/write_layer.rs`) keeps it that way.
 //!
 //! [`Proposer`] owns the pieces:
+//! - [`at_rest`]: encryption at rest, one wrapper around every proposal (covered values are
+//!   sealed before a command is batched or forwarded) and every read of covered values (opened
+//!   on the way out),
+//! - [`policy`]: the defaults a row action gets when its request leaves them out,
+//! - [`claim`]: claimed payloads opened (poison rows dead-lettered), FIFO claims moved past
+//!   poison heads, idle polls answered without a write,
 //! - [`batch`]: group commit of this node's proposals (one Raft entry for many) and shared
 //!   read-index confirmations,
 //! - [`relay`]: a follower's forwarded writes, batched per call to the leader,
@@ -17,9 +23,12 @@
 //! Any node accepts any request: a write is proposed here when this node leads, else sent to
 //! the leader; a linearizable read waits until this node has applied the leader's read index.
 
+pub mod at_rest;
 pub mod batch;
+pub mod claim;
 mod error;
 mod forward;
+pub mod policy;
 pub mod relay;
 pub mod signing;
 
@@ -27,12 +36,16 @@ pub use error::WriteError;
 pub use forward::membership_timeout;
 
 use crate::backend::{Backend, MembershipChange, ProposeError};
+use crate::crypto::Keyring;
 use crate::metrics::Metrics;
 use crate::peer::PeerClient;
+use at_rest::{AtRest, Covered};
 use batch::Batcher;
 use forward::{until_settled, Settles, RETRY_WINDOW};
 use raftlane_raft::auth::ClusterAuth;
-use raftlane_statemachine::{Envelope, Outcome, Response};
+use raftlane_raft::NotLeader;
+use raftlane_statemachine::query::Reader;
+use raftlane_statemachine::{Envelope, Outcome, Response, StoreError};
 use relay::Relay;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -49,6 +62,8 @@ pub struct Settings {
     /// How long Raft may take to add a learner (the node's `Tuning::membership_timeout_ms`):
     /// a forwarded membership change waits that long, plus a margin, for its answer.
     pub membership_timeout: Duration,
+    /// Encryption at rest (docs/SPEC.md §2.6); `None` = off, values are stored as sent.
+    pub keyring: Option<Keyring>,
 }
 
 /// The write path of one node: writes, linearizable reads and membership changes, through the
@@ -65,6 +80,8 @@ pub struct Proposer {
     /// longer than any other node-to-node call may take.
     membership_peer: PeerClient,
     cluster_auth: Option<ClusterAuth>,
+    /// Seals what this node proposes, opens what it serves.
+    at_rest: AtRest,
     /// Counts the commands proposed through this node, by outcome.
     metrics: Arc<Metrics>,
 }
@@ -83,8 +100,25 @@ impl Proposer {
                 settings.membership_timeout,
             )),
             cluster_auth: settings.cluster_auth,
+            at_rest: AtRest::new(settings.keyring),
             metrics,
         }
+    }
+
+    /// The keyring, when encryption at rest is on (key rotation rewrites with it).
+    pub fn keyring(&self) -> Option<&Keyring> {
+        self.at_rest.keyring()
+    }
+
+    /// Run `f` against this node's applied state (as stale as this node is: linearize first
+    /// for a linearizable read) and serve its answer with every covered value decrypted.
+    pub fn read_covered<T: Covered>(
+        &self,
+        f: impl FnOnce(&Reader<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, WriteError> {
+        let mut answer = crate::backend::read(self.backend.as_ref(), f)?;
+        self.at_rest.open(&mut answer);
+        Ok(answer)
     }
 
     /// The signer and verifier of node-to-node calls, when a cluster secret is configured.
@@ -94,15 +128,20 @@ impl Proposer {
 
     /// Propose `envelope` through the leader and return its log index and applied response.
     ///
-    /// Leader changes, lost answers and dropped proposals are retried with the same envelope
-    /// for a bounded time; its request id makes the retry exactly-once (an entry that did
-    /// commit answers the retry with its first answer, `Outcome::Repeated`, unwrapped here).
-    pub async fn write(&self, envelope: Envelope) -> Result<(u64, Response), WriteError> {
+    /// Its command's covered values are encrypted first, once ([`at_rest`]): every retry and
+    /// every forwarded copy carries the same ciphertext. Leader changes, lost answers and
+    /// dropped proposals are retried with the same envelope for a bounded time; its request id
+    /// makes the retry exactly-once (an entry that did commit answers the retry with its first
+    /// answer, `Outcome::Repeated`, unwrapped here).
+    pub async fn write(&self, mut envelope: Envelope) -> Result<(u64, Response), WriteError> {
+        self.at_rest
+            .seal(&mut envelope.command)
+            .map_err(WriteError::Seal)?;
         let settled = until_settled("write", Settles::Applied, || async {
             match self.batcher.propose(envelope.clone()).await {
-                Err(ProposeError::ForwardToLeader {
+                Err(ProposeError::ForwardToLeader(NotLeader {
                     addr: Some(addr), ..
-                }) => self.relay.propose(&addr, envelope.clone()).await,
+                })) => self.relay.propose(&addr, envelope.clone()).await,
                 other => other,
             }
         })
@@ -122,9 +161,9 @@ impl Proposer {
         let index = until_settled("linearizable read", Settles::Applied, || async {
             // The batcher shares one leadership confirmation among concurrent readers.
             match self.batcher.read_index().await {
-                Err(ProposeError::ForwardToLeader {
+                Err(ProposeError::ForwardToLeader(NotLeader {
                     addr: Some(addr), ..
-                }) => forward::read_index_at(&self.peer, self.cluster_auth(), &addr).await,
+                })) => forward::read_index_at(&self.peer, self.cluster_auth(), &addr).await,
                 other => other,
             }
         })
@@ -146,9 +185,9 @@ impl Proposer {
     pub async fn membership(&self, change: MembershipChange) -> Result<(), WriteError> {
         until_settled("membership change", Settles::Answered, || async {
             match self.membership_here(change.clone()).await {
-                Err(ProposeError::ForwardToLeader {
+                Err(ProposeError::ForwardToLeader(NotLeader {
                     addr: Some(addr), ..
-                }) => {
+                })) => {
                     forward::membership_at(
                         &self.membership_peer,
                         self.cluster_auth(),
@@ -184,7 +223,8 @@ impl Proposer {
     }
 
     /// Propose `envelope` here, through this node's batcher, once and without forwarding: what
-    /// the leader does with a follower's forwarded writes.
+    /// the leader does with a follower's forwarded writes. Not sealed again: the follower that
+    /// built the envelope sealed it.
     pub async fn propose_here(&self, envelope: Envelope) -> Result<(u64, Response), ProposeError> {
         self.batcher.propose(envelope).await
     }

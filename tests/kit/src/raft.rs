@@ -17,7 +17,7 @@
 use crate::wait::{bind, free_listener, WAIT};
 use futures::StreamExt;
 use raftlane_raft::types::RaftMetrics;
-use raftlane_raft::{now_ms, RaftNode, RaftNodeConfig, Tuning, WriteError};
+use raftlane_raft::{now_ms, NotLeader, RaftNode, RaftNodeConfig, Tuning, WriteError};
 use raftlane_statemachine::wire::command::RecordAudit;
 use raftlane_statemachine::{Command, Envelope, Outcome, Response};
 use std::collections::BTreeMap;
@@ -262,9 +262,9 @@ impl RaftCluster {
             };
             match node.client_write(env.clone()).await {
                 Ok(r) => return r,
-                Err(WriteError::ForwardToLeader {
+                Err(WriteError::ForwardToLeader(NotLeader {
                     leader_id: Some(l), ..
-                }) if self.nodes.contains_key(&l) && l != target => {
+                })) if self.nodes.contains_key(&l) && l != target => {
                     target = l;
                 }
                 Err(e) => {
