@@ -28,7 +28,10 @@ def route_problems(doc: dict[str, Any], routes: list[RouteInfo]) -> list[str]:
             problems.append(f"{r.name}: {r.method.upper()} {r.path} is not in the document")
     for path, ops in paths.items():
         for method in ops:
-            if method in ("get", "put", "post", "delete", "patch") and (method, path) not in covered:
+            if (
+                method in ("get", "put", "post", "delete", "patch")
+                and (method, path) not in covered
+            ):
                 problems.append(f"{method.upper()} {path} has no client method")
     return problems
 
@@ -57,7 +60,9 @@ def _resolve(doc: dict[str, Any], schema: Any, seen: int = 0) -> dict[str, Any] 
         return merged
     for key in ("oneOf", "anyOf"):
         if key in schema:
-            options = [o for o in schema[key] if not (isinstance(o, dict) and o.get("type") == "null")]
+            options = [
+                o for o in schema[key] if not (isinstance(o, dict) and o.get("type") == "null")
+            ]
             return _resolve(doc, options[0], seen + 1) if len(options) == 1 else None
     return schema
 
@@ -91,7 +96,9 @@ def _dataclass_problems(
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     problems = []
     for name in sorted(required - set(fields)):
-        problems.append(f"{where}: the document requires {name!r}, {cls.__name__} has no such field")
+        problems.append(
+            f"{where}: the document requires {name!r}, {cls.__name__} has no such field"
+        )
     for name, f in fields.items():
         if name not in props:
             problems.append(f"{where}: {cls.__name__}.{name} is not a member of the schema")

@@ -81,7 +81,13 @@ async def test_reads_carry_no_request_id_and_every_call_the_token() -> None:
     def handler(r: httpx.Request) -> httpx.Response:
         if r.url.path == "/v1/stats":
             return httpx.Response(
-                200, json={"messages": 1, "rows": {"ingress": {"pending": 1}}, "clock": 5, "last_applied": 9}
+                200,
+                json={
+                    "messages": 1,
+                    "rows": {"ingress": {"pending": 1}},
+                    "clock": 5,
+                    "last_applied": 9,
+                },
             )
         return httpx.Response(201, json=ENQUEUED)
 
@@ -286,7 +292,11 @@ async def test_a_fifo_claim_decodes_each_reason() -> None:
     s = Script(lambda r: httpx.Response(200, json=next(answers)))
     async with s.client() as c:
         busy = await c.claim_fifo("outbound", "emr", owner="w1", ttl_ms=1000)
-        assert busy.item is None and (busy.reason, busy.holder, busy.expires_at) == ("lane_busy", "w2", 77)
+        assert busy.item is None and (busy.reason, busy.holder, busy.expires_at) == (
+            "lane_busy",
+            "w2",
+            77,
+        )
         got = await c.claim_fifo("outbound", "emr", owner="w1", ttl_ms=1000)
         assert got.item is not None and (got.item.row_id, got.item.fence) == (7, 42)
         assert got.item.destination_name == "emr" and got.item.handler_name is None

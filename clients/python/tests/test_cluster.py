@@ -232,7 +232,10 @@ async def test_cancel_and_batched_row_actions(client: Client, name: str) -> None
     rows = await client.claim("outbound", owner="w", ttl_ms=TTL, destination=dest, limit=10)
     assert len(rows) == 2
     results = await client.row_actions(
-        [RowAction.done(rows[0].row_id, rows[0].fence), RowAction.done(rows[1].row_id, rows[1].fence + 1)]
+        [
+            RowAction.done(rows[0].row_id, rows[0].fence),
+            RowAction.done(rows[1].row_id, rows[1].fence + 1),
+        ]
     )
     assert results[0].ok and results[0].answer is not None and results[0].answer["ok"] is True
     assert isinstance(results[1].error, StaleFenceError)

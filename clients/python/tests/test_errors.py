@@ -62,8 +62,12 @@ def test_field_and_extra_members_are_kept() -> None:
 
 
 def test_stale_and_wrong_status_are_conflicts() -> None:
-    assert isinstance(error_from_response(409, body(code="stale_fence", message="m")), ConflictError)
-    assert isinstance(error_from_response(409, body(code="wrong_status", message="m")), ConflictError)
+    assert isinstance(
+        error_from_response(409, body(code="stale_fence", message="m")), ConflictError
+    )
+    assert isinstance(
+        error_from_response(409, body(code="wrong_status", message="m")), ConflictError
+    )
 
 
 def test_an_unknown_code_falls_back_to_its_status() -> None:

@@ -20,10 +20,21 @@ def test_every_method_names_a_route_and_every_route_is_called() -> None:
         n
         for n in dir(__import__("raftlane").Client)
         if not n.startswith("_")
-        and n not in {"for_request", "with_token", "with_deadline", "aclose", "request", "endpoints", "current_endpoint"}
+        and n
+        not in {
+            "for_request",
+            "with_token",
+            "with_deadline",
+            "aclose",
+            "request",
+            "endpoints",
+            "current_endpoint",
+        }
     }
     assert public == set(names), public ^ set(names)
-    assert all(r.path.startswith("/") and r.method in {"get", "post", "put", "delete"} for r in routes)
+    assert all(
+        r.path.startswith("/") and r.method in {"get", "post", "put", "delete"} for r in routes
+    )
 
 
 def doc_with(paths: dict[str, Any], schemas: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -85,7 +96,11 @@ def test_mismatches_are_reported() -> None:
         "required": ["message_id", "index", "node"],
         "properties": {"message_id": {}, "index": {}, "node": {}, "duplicate": {}},
     }
-    request = {"type": "object", "required": ["raw", "channel"], "properties": {"raw": {}, "channel": {}}}
+    request = {
+        "type": "object",
+        "required": ["raw", "channel"],
+        "properties": {"raw": {}, "channel": {}},
+    }
     doc = doc_with({ENQ.path: {"post": op(answer, request)}})
     problems, compared = schema_problems(doc, [ENQ])
     assert compared == 2
@@ -97,7 +112,9 @@ def test_mismatches_are_reported() -> None:
 
 
 def test_nested_dataclasses_are_compared() -> None:
-    route = RouteInfo("post", "/v1/lanes/{stage}/{name}/claim", "claim_fifo", ("owner", "ttl_ms"), FifoClaim)
+    route = RouteInfo(
+        "post", "/v1/lanes/{stage}/{name}/claim", "claim_fifo", ("owner", "ttl_ms"), FifoClaim
+    )
     claimed = {
         "type": "object",
         "required": ["row_id"],

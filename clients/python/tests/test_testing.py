@@ -82,12 +82,15 @@ async def test_three_nodes_get_their_flags_and_are_cleaned_up(
     fake_binary: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("RAFTLANE_CLUSTER_SECRET", "must-not-leak")
-    async with empty_cluster(node_args=["--clock", "client"], node_env={"FAKE_MODE": "1"}) as handle:
+    async with empty_cluster(
+        node_args=["--clock", "client"], node_env={"FAKE_MODE": "1"}
+    ) as handle:
         endpoints, token = handle
         assert len(endpoints) == 3 and len(set(endpoints)) == 3
         assert all(e.startswith("http://127.0.0.1:") for e in endpoints)
         started = [
-            json.loads((handle.data_dir / f"node{i}" / "started.json").read_text()) for i in (1, 2, 3)
+            json.loads((handle.data_dir / f"node{i}" / "started.json").read_text())
+            for i in (1, 2, 3)
         ]
         for i, s in enumerate(started, start=1):
             argv = s["argv"]

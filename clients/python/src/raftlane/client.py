@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -234,7 +234,9 @@ class RowAction:
             {
                 "fence": fence,
                 "deliveries": _deliveries(deliveries),
-                "state_ops": [{"namespace": o.namespace, "key": o.key, "value": o.value} for o in ops],
+                "state_ops": [
+                    {"namespace": o.namespace, "key": o.key, "value": o.value} for o in ops
+                ],
             },
         )
 
@@ -267,9 +269,7 @@ class RowAction:
         )
 
     @classmethod
-    def fail(
-        cls, row: int, fence: int, error: str, retry: RetryPolicy | None = None
-    ) -> RowAction:
+    def fail(cls, row: int, fence: int, error: str, retry: RetryPolicy | None = None) -> RowAction:
         return cls(
             row,
             "fail",
@@ -348,7 +348,7 @@ class Client:
         self._follow_leader = follow_leader
         self._request_id: str | None = None
 
-    async def __aenter__(self) -> Client:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -614,7 +614,9 @@ class Client:
             "limit": limit,
             "consistency": consistency,
         }
-        return (await self._call(DeadLetters, "GET", "/v1/dead-letters", params=params)).dead_letters
+        return (
+            await self._call(DeadLetters, "GET", "/v1/dead-letters", params=params)
+        ).dead_letters
 
     @_route("post", "/v1/dead-letters/replay", body=("channel", "destination"), answer=Requeued)
     async def replay_dead(
@@ -726,10 +728,18 @@ class Client:
 
     async def _row(self, cls: type[T], action: RowAction) -> T:
         return await self._call(
-            cls, "POST", f"/v1/rows/{segment(action.row)}/{segment(action.action)}", json=action.body
+            cls,
+            "POST",
+            f"/v1/rows/{segment(action.row)}/{segment(action.action)}",
+            json=action.body,
         )
 
-    @_route("post", "/v1/rows/{id}/{action}", answer=HandedOff)
+    @_route(
+        "post",
+        "/v1/rows/{id}/{action}",
+        body=("fence", "handlers", "disposition"),
+        answer=HandedOff,
+    )
     async def route(
         self,
         row: int,
@@ -741,7 +751,12 @@ class Client:
         """Hand an ingress row on to one routed row per handler."""
         return await self._row(HandedOff, RowAction.route(row, fence, handlers, disposition))
 
-    @_route("post", "/v1/rows/{id}/{action}", answer=HandedOff)
+    @_route(
+        "post",
+        "/v1/rows/{id}/{action}",
+        body=("fence", "deliveries", "disposition"),
+        answer=HandedOff,
+    )
     async def handoff(
         self,
         row: int,
@@ -753,7 +768,12 @@ class Client:
         """Hand an ingress row straight on to one outbound row per delivery."""
         return await self._row(HandedOff, RowAction.handoff(row, fence, deliveries, disposition))
 
-    @_route("post", "/v1/rows/{id}/{action}", answer=HandedOff)
+    @_route(
+        "post",
+        "/v1/rows/{id}/{action}",
+        body=("fence", "deliveries", "state_ops"),
+        answer=HandedOff,
+    )
     async def transform(
         self,
         row: int,
@@ -765,12 +785,12 @@ class Client:
         """Hand a routed row on to outbound rows, writing transform state in the same command."""
         return await self._row(HandedOff, RowAction.transform(row, fence, deliveries, state_ops))
 
-    @_route("post", "/v1/rows/{id}/{action}", answer=Ack)
+    @_route("post", "/v1/rows/{id}/{action}", body=("fence",), answer=Ack)
     async def done(self, row: int, fence: int) -> Ack:
         """The row is finished."""
         return await self._row(Ack, RowAction.done(row, fence))
 
-    @_route("post", "/v1/rows/{id}/{action}", answer=DoneNext)
+    @_route("post", "/v1/rows/{id}/{action}", body=("fence", "claim_next"), answer=DoneNext)
     async def done_then_claim_next(
         self, row: int, fence: int, *, owner: str, ttl_ms: int
     ) -> FifoClaim:
@@ -780,7 +800,12 @@ class Client:
         )
         return (await self._row(DoneNext, action)).next
 
-    @_route("post", "/v1/rows/{id}/{action}", answer=Ack)
+    @_route(
+        "post",
+        "/v1/rows/{id}/{action}",
+        body=("fence", "body", "outcome", "detail", "reingress_to"),
+        answer=Ack,
+    )
     async def respond(
         self,
         row: int,
@@ -796,19 +821,24 @@ class Client:
             Ack, RowAction.response(row, fence, body, outcome, detail, reingress_to)
         )
 
-    @_route("post", "/v1/rows/{id}/{action}", answer=Failed)
+    @_route("post", "/v1/rows/{id}/{action}", body=("fence", "error", "retry"), answer=Failed)
     async def fail(
         self, row: int, fence: int, error: str, *, retry: RetryPolicy | None = None
     ) -> Failed:
         """The attempt failed: retried after a backoff, or dead once out of attempts."""
         return await self._row(Failed, RowAction.fail(row, fence, error, retry))
 
-    @_route("post", "/v1/rows/{id}/{action}", answer=Ack)
+    @_route("post", "/v1/rows/{id}/{action}", body=("fence", "error"), answer=Ack)
     async def dead(self, row: int, error: str, *, fence: int | None = None) -> Ack:
         """Dead-letter the row now (without a fence: a live row need not be claimed)."""
         return await self._row(Ack, RowAction.dead(row, error, fence))
 
-    @_route("post", "/v1/rows/{id}/{action}", answer=Reingressed)
+    @_route(
+        "post",
+        "/v1/rows/{id}/{action}",
+        body=("fence", "loopback_channel", "depth_cap"),
+        answer=Reingressed,
+    )
     async def reingress(
         self, row: int, fence: int, loopback_channel: str, *, depth_cap: int | None = None
     ) -> Reingressed:
@@ -870,9 +900,7 @@ class Client:
 
     # --- audit ------------------------------------------------------------------------------
 
-    @_route(
-        "post", "/v1/audit", body=("action", "channel", "org", "detail"), answer=AuditAppended
-    )
+    @_route("post", "/v1/audit", body=("action", "channel", "org", "detail"), answer=AuditAppended)
     async def audit_append(
         self,
         action: str,
@@ -921,9 +949,7 @@ class Client:
         """Recompute an org's chain, optionally against an anchor kept elsewhere."""
         params: dict[str, Any] = {"org": org, "consistency": consistency}
         if anchor is not None:
-            count, head = (
-                (anchor.count, anchor.head) if isinstance(anchor, AuditAnchor) else anchor
-            )
+            count, head = (anchor.count, anchor.head) if isinstance(anchor, AuditAnchor) else anchor
             params.update(count=count, head=head)
         return await self._call(AuditVerification, "GET", "/v1/audit/verify", params=params)
 

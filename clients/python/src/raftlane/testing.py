@@ -25,7 +25,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Self
 
 import httpx
 
@@ -120,7 +120,7 @@ class ClusterHandle(tuple):  # type: ignore[type-arg]
 
     def __new__(
         cls, endpoints: list[str], token: str, nodes: list[NodeProcess], data_dir: Path
-    ) -> ClusterHandle:
+    ) -> Self:
         self = super().__new__(cls, (endpoints, token))
         self.endpoints = endpoints
         self.token = token
