@@ -302,6 +302,16 @@ async def test_errors_are_typed(client: Client, name: str) -> None:
         await client.with_token("not-a-token").stats()
     assert unauth.value.code == "unauthorized"
 
+    with pytest.raises(BadRequestError) as kind:
+        await client.purge("everything", older_than_ms=0)
+    assert kind.value.field == "kind"
+    with pytest.raises(BadRequestError) as addr:
+        await client.add_learner(9, "no port")
+    assert addr.value.field == "addr"
+    with pytest.raises(ConflictError) as keyring:
+        await client.rotate_keys()
+    assert keyring.value.code == "no_keyring"
+
     viewer = await client.create_token(f"{name}-viewer", "viewer")
     assert viewer.token.startswith("rl_")
     with pytest.raises(ForbiddenError) as forbidden:
