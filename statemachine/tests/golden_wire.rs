@@ -74,7 +74,7 @@ use raftlane_statemachine::model::state::{ReferenceSnapshot, StateEntry};
 use raftlane_statemachine::storage::keys::meta;
 use raftlane_statemachine::storage::store::Direction;
 use raftlane_statemachine::wire::command::{
-    Batch, CancelQueued, ClaimNextFifo, ClaimReady, CompleteWithResponse, CreateApproval,
+    Batch, CancelQueued, ClaimFifoHead, ClaimNextFifo, ClaimReady, CompleteWithResponse, CreateApproval,
     DeadLetterNow, DecideApproval, Delivery, DoneThenClaimNext, EnqueueIngress, EnqueueMessage,
     HandlerWork, Handoff, HandoffDisposition, IngressHandoff, MarkDone, MarkFailed, MessageFields,
     PurgeDeadLetters, PurgeMessageBodies, PurgeState, PutConfig, PutPrincipal, ReceivedStatus,
@@ -252,6 +252,8 @@ fn command_variant(c: &Command) -> &'static str {
         Command::Batch(_) => "Batch",
         Command::RewriteValues(_) => "RewriteValues",
         Command::DoneThenClaimNext(_) => "DoneThenClaimNext",
+        // --- messagefoundry store: queue side ---
+        Command::ClaimFifoHead(_) => "ClaimFifoHead",
     }
 }
 
@@ -623,6 +625,14 @@ fn command_examples() -> Vec<Command> {
             fence: Fence(372),
             owner: s("worker-5"),
             ttl_ms: 30_005,
+        }),
+        // --- messagefoundry store: queue side ---
+        Command::ClaimFifoHead(ClaimFifoHead {
+            stage: Stage::Routed,
+            lane: s("lane-mf-1"),
+            owner: s("store-owner-1"),
+            lane_owner: some("node-1"),
+            ttl_ms: 30_006,
         }),
     ]
 }

@@ -7,10 +7,12 @@ use crate::apply::{Apply, ApplyResult, Ctx};
 use crate::model::ids::{Fence, RowId};
 use crate::model::lane::LaneKey;
 use crate::model::row::{RowStatus, Stage};
-use crate::rules::{fifo, validate};
+use crate::rules::fifo::{self, Claimant};
+use crate::rules::validate;
 use crate::tables::rows;
 use crate::wire::command::{
-    ClaimNextFifo, ClaimReady, DoneThenClaimNext, ReclaimExpired, ReleaseLane, RenewLeases,
+    ClaimFifoHead, ClaimNextFifo, ClaimReady, DoneThenClaimNext, ReclaimExpired, ReleaseLane,
+    RenewLeases,
 };
 use crate::wire::outcome::Outcome;
 use crate::wire::rejection::Rejection;
@@ -46,6 +48,28 @@ impl Apply for ClaimNextFifo {
             ttl_ms,
         } = self;
         claim_next_fifo(cx, *stage, lane, owner, *ttl_ms)
+    }
+}
+
+impl Apply for ClaimFifoHead {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let ClaimFifoHead {
+            stage,
+            lane,
+            owner,
+            lane_owner,
+            ttl_ms,
+        } = self;
+        claim_fifo_head(
+            cx,
+            *stage,
+            lane,
+            Claimant {
+                owner,
+                lane_owner: lane_owner.as_deref(),
+            },
+            *ttl_ms,
+        )
     }
 }
 
@@ -134,6 +158,26 @@ fn claim_next_fifo(
     let fence = Fence(cx.index);
     Ok(Outcome::FifoClaimed(fifo::claim_next(
         cx, &lane, owner, ttl_ms, fence,
+    )?))
+}
+
+/// docs/SPEC.md §13.1 ClaimFifoHead: [`fifo::claim_head`] for a row owner and a lane owner
+/// named apart (or no lane lease at all), under this operation's fence.
+fn claim_fifo_head(
+    cx: &mut Ctx<'_, '_>,
+    stage: Stage,
+    lane_name: &str,
+    who: Claimant<'_>,
+    ttl_ms: u64,
+) -> ApplyResult<Outcome> {
+    validate::name("lane", lane_name)?;
+    validate::name("owner", who.owner)?;
+    validate::opt_name("lane_owner", who.lane_owner)?;
+    validate::ttl("ttl_ms", ttl_ms)?;
+    let lane = LaneKey::new(stage, lane_name);
+    let fence = Fence(cx.index);
+    Ok(Outcome::FifoClaimed(fifo::claim_head(
+        cx, &lane, who, ttl_ms, fence,
     )?))
 }
 

@@ -40,5 +40,7 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::Batch(c) => c.apply(cx),
         Command::RewriteValues(c) => c.apply(cx),
         Command::DoneThenClaimNext(c) => c.apply(cx),
+        // --- messagefoundry store: queue side ---
+        Command::ClaimFifoHead(c) => c.apply(cx),
     }
 }

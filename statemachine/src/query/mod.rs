@@ -182,6 +182,12 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// The lane's lease as stored, live or expired (`None`: nobody took it, or it was released
+    /// or dropped). [`Reader::lane`]'s `holder` is the same lease only while it is live.
+    pub fn lane_lease(&self, stage: Stage, name: &str) -> Result<Option<LaneLease>, StoreError> {
+        Ok(lanes::state(&self.txn, &LaneKey::new(stage, name))?.lease)
+    }
+
     /// Pending rows of a lane in FIFO order (for checkers and operators).
     pub fn lane_order(
         &self,

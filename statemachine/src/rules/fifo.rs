@@ -120,6 +120,25 @@ pub(crate) fn release(
     }
 }
 
+/// Who a FIFO claim is for: the owner recorded in the row's claim, and the owner of the lane
+/// lease (`None`: the claim takes no lane lease). ClaimNextFifo is one owner for both;
+/// ClaimFifoHead (docs/SPEC.md §13.1) names them apart.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Claimant<'a> {
+    pub owner: &'a str,
+    pub lane_owner: Option<&'a str>,
+}
+
+impl<'a> Claimant<'a> {
+    /// One owner for the row and the lane (ClaimNextFifo, DoneThenClaimNext).
+    pub(crate) fn single(owner: &'a str) -> Self {
+        Self {
+            owner,
+            lane_owner: Some(owner),
+        }
+    }
+}
+
 /// docs/SPEC.md §4.3 ClaimNextFifo: the next row of `lane` for `owner`, claimed under `fence`,
 /// or why there is none. Step 3 is ours, not the first contract's (docs/SPEC.md §12 item 5): an
 /// owner that claims again while it holds a live row of the lane gets that row back under the
@@ -132,6 +151,23 @@ pub(crate) fn claim_next(
     ttl_ms: u64,
     fence: Fence,
 ) -> ApplyResult<Result<ClaimedRow, FifoEmpty>> {
+    claim_head(cx, lane, Claimant::single(owner), ttl_ms, fence)
+}
+
+/// The FIFO claim for `who` (docs/SPEC.md §4.3, §13.1): [`claim_next`] when one owner holds both
+/// the row and the lane. Steps 0, 2 and 3 go by the row owner (`who.owner`): another owner's
+/// live row keeps the lane busy, stranded rows go back to pending, the owner's own live row
+/// comes back. Step 1 goes by the lane owner: the lease is acquired or verified for
+/// `who.lane_owner`; without one no lease is taken or extended, and a live lease held by
+/// anyone but `who.owner` keeps the lane busy (its holder may be about to claim the head).
+pub(crate) fn claim_head(
+    cx: &mut Db<'_, '_>,
+    lane: &LaneKey,
+    who: Claimant<'_>,
+    ttl_ms: u64,
+    fence: Fence,
+) -> ApplyResult<Result<ClaimedRow, FifoEmpty>> {
+    let owner = who.owner;
     // The lane's inflight rows with their claims, in seq order, read once for steps 0, 2 and 3.
     let mut inflight = Vec::new();
     for id in lanes::inflight(cx.txn, lane)? {
@@ -152,8 +188,14 @@ pub(crate) fn claim_next(
             expires_at: claim.lease_expires_at,
         }));
     }
-    // 1. Acquire or verify the lane lease.
-    if let Err(lease) = acquire(cx, lane, owner, ttl_ms)? {
+    // 1. Acquire or verify the lane lease (or, taking none, respect another's live one).
+    let busy = match who.lane_owner {
+        Some(lane_owner) => acquire(cx, lane, lane_owner, ttl_ms)?.err(),
+        None => lanes::state(cx.txn, lane)?
+            .lease
+            .filter(|l| l.owner != owner && lease_is_live(l, cx.t)),
+    };
+    if let Some(lease) = busy {
         return Ok(Err(FifoEmpty::LaneBusy {
             holder: lease.owner,
             expires_at: lease.expires_at,

@@ -99,6 +99,8 @@ pub enum Command {
     RewriteValues(RewriteValues),
     // --- claiming, continued ---
     DoneThenClaimNext(DoneThenClaimNext),
+    // --- messagefoundry store: queue side ---
+    ClaimFifoHead(ClaimFifoHead),
 }
 
 impl Command {
@@ -139,6 +141,8 @@ impl Command {
             Command::Batch(_) => "batch",
             Command::RewriteValues(_) => "rewrite_values",
             Command::DoneThenClaimNext(_) => "done_then_claim_next",
+            // --- messagefoundry store: queue side ---
+            Command::ClaimFifoHead(_) => "claim_fifo_head",
         }
     }
 }
@@ -515,6 +519,24 @@ pub fn op_order(op: u64) -> (u64, u64) {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RewriteValues {
     pub items: Vec<Rewrite>,
+}
+
+// --- messagefoundry store: queue side (docs/SPEC.md §13) ---
+
+/// ClaimNextFifo with the row claim's owner apart from the lane lease's owner (docs/SPEC.md
+/// §13.1): the claim is recorded for `owner`, the lane lease is taken (or verified) for
+/// `lane_owner`, and with `lane_owner: None` no lane lease is taken at all (a live lease of
+/// another owner still keeps the lane busy). `ClaimNextFifo {owner}` is this command with
+/// `lane_owner: Some(owner)`. Answers `Outcome::FifoClaimed`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimFifoHead {
+    pub stage: Stage,
+    pub lane: String,
+    /// The owner recorded in the row's claim (what RenewLeases and completions go by).
+    pub owner: String,
+    /// Who holds the lane lease; `None`: the claim takes no lane lease.
+    pub lane_owner: Option<String>,
+    pub ttl_ms: u64,
 }
 
 #[cfg(test)]

@@ -28,3 +28,6 @@ mod replay;
 mod requests;
 mod responses;
 mod retention;
+
+// --- messagefoundry store: queue side ---
+mod fifo_owners;
