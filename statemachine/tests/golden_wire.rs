@@ -74,7 +74,7 @@ use raftlane_statemachine::model::state::{ReferenceSnapshot, StateEntry};
 use raftlane_statemachine::storage::keys::meta;
 use raftlane_statemachine::storage::store::Direction;
 use raftlane_statemachine::wire::command::{
-    Batch, CancelQueued, ClaimFifoHead, ClaimNextFifo, ClaimReady, CompleteWithResponse, CreateApproval,
+    Batch, CancelQueued, ClaimNextFifo, ClaimReady, CompleteWithResponse, CreateApproval,
     DeadLetterNow, DecideApproval, Delivery, DoneThenClaimNext, EnqueueIngress, EnqueueMessage,
     HandlerWork, Handoff, HandoffDisposition, IngressHandoff, MarkDone, MarkFailed, MessageFields,
     PurgeDeadLetters, PurgeMessageBodies, PurgeState, PutConfig, PutPrincipal, ReceivedStatus,
@@ -82,6 +82,8 @@ use raftlane_statemachine::wire::command::{
     RevokePrincipal, RewriteValues, RouteDisposition, RouteHandoff, SealAuditEpoch, StateOp,
     TransformHandoff, WriteReferenceSnapshot,
 };
+// --- messagefoundry store: queue side ---
+use raftlane_statemachine::wire::command::{ClaimFifoHead, ResetStaleInflight};
 use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
 use raftlane_statemachine::{
     ApprovalId, ClaimedRow, Command, Envelope, Fence, FifoEmpty, MemStore, MessageId, MetaState,
@@ -254,6 +256,7 @@ fn command_variant(c: &Command) -> &'static str {
         Command::DoneThenClaimNext(_) => "DoneThenClaimNext",
         // --- messagefoundry store: queue side ---
         Command::ClaimFifoHead(_) => "ClaimFifoHead",
+        Command::ResetStaleInflight(_) => "ResetStaleInflight",
     }
 }
 
@@ -633,6 +636,9 @@ fn command_examples() -> Vec<Command> {
             owner: s("store-owner-1"),
             lane_owner: some("node-1"),
             ttl_ms: 30_006,
+        }),
+        Command::ResetStaleInflight(ResetStaleInflight {
+            stage: Some(Stage::Response),
         }),
     ]
 }

@@ -12,10 +12,11 @@ use crate::rules::validate;
 use crate::tables::rows;
 use crate::wire::command::{
     ClaimFifoHead, ClaimNextFifo, ClaimReady, DoneThenClaimNext, ReclaimExpired, ReleaseLane,
-    RenewLeases,
+    RenewLeases, ResetStaleInflight,
 };
 use crate::wire::outcome::Outcome;
 use crate::wire::rejection::Rejection;
+use std::collections::BTreeSet;
 
 impl Apply for ClaimReady {
     fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
@@ -96,6 +97,13 @@ impl Apply for ReclaimExpired {
     fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
         let ReclaimExpired { stage } = self;
         reclaim_expired(cx, *stage)
+    }
+}
+
+impl Apply for ResetStaleInflight {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let ResetStaleInflight { stage } = self;
+        reset_stale_inflight(cx, *stage)
     }
 }
 
@@ -247,6 +255,30 @@ fn reclaim_expired(cx: &mut Ctx<'_, '_>, stage: Option<Stage>) -> ApplyResult<Ou
         }
         rows::to_pending(cx, &row, t);
         count += 1;
+    }
+    Ok(Outcome::Count(count))
+}
+
+/// docs/SPEC.md §13.2: every inflight row of `stage` (or all) back to pending, due now, claim
+/// cleared, attempts kept, in id order; then the lease of each lane a row came back to is
+/// dropped ([`fifo::free`]), so whoever claims next finds the head at once.
+fn reset_stale_inflight(cx: &mut Ctx<'_, '_>, stage: Option<Stage>) -> ApplyResult<Outcome> {
+    let t = cx.t;
+    let mut lanes = BTreeSet::new();
+    let mut count = 0u64;
+    for id in rows::all_inflight(cx.txn)? {
+        let Some(row) = rows::get(cx.txn, id)? else {
+            continue;
+        };
+        if row.status != RowStatus::Inflight || stage.is_some_and(|s| s != row.stage) {
+            continue;
+        }
+        rows::to_pending(cx, &row, t);
+        lanes.insert(row.lane());
+        count += 1;
+    }
+    for lane in lanes {
+        fifo::free(cx, &lane)?;
     }
     Ok(Outcome::Count(count))
 }

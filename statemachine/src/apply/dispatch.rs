@@ -42,5 +42,6 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::DoneThenClaimNext(c) => c.apply(cx),
         // --- messagefoundry store: queue side ---
         Command::ClaimFifoHead(c) => c.apply(cx),
+        Command::ResetStaleInflight(c) => c.apply(cx),
     }
 }

@@ -120,6 +120,17 @@ pub(crate) fn release(
     }
 }
 
+/// Drop the lane's lease, whoever holds it (an unconditional recovery took the rows the lease
+/// was guarding back, so the head must be claimable again at once). Whether there was one.
+pub(crate) fn free(cx: &mut Db<'_, '_>, lane: &LaneKey) -> Result<bool, StoreError> {
+    let mut state = lanes::state(cx.txn, lane)?;
+    if state.lease.take().is_none() {
+        return Ok(false);
+    }
+    lanes::put_state(cx, lane, &state);
+    Ok(true)
+}
+
 /// Who a FIFO claim is for: the owner recorded in the row's claim, and the owner of the lane
 /// lease (`None`: the claim takes no lane lease). ClaimNextFifo is one owner for both;
 /// ClaimFifoHead (docs/SPEC.md §13.1) names them apart.

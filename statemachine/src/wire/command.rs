@@ -101,6 +101,7 @@ pub enum Command {
     DoneThenClaimNext(DoneThenClaimNext),
     // --- messagefoundry store: queue side ---
     ClaimFifoHead(ClaimFifoHead),
+    ResetStaleInflight(ResetStaleInflight),
 }
 
 impl Command {
@@ -143,6 +144,7 @@ impl Command {
             Command::DoneThenClaimNext(_) => "done_then_claim_next",
             // --- messagefoundry store: queue side ---
             Command::ClaimFifoHead(_) => "claim_fifo_head",
+            Command::ResetStaleInflight(_) => "reset_stale_inflight",
         }
     }
 }
@@ -537,6 +539,13 @@ pub struct ClaimFifoHead {
     /// Who holds the lane lease; `None`: the claim takes no lane lease.
     pub lane_owner: Option<String>,
     pub ttl_ms: u64,
+}
+
+/// Every inflight row (of `stage`, or of every stage) back to pending, whatever its lease and
+/// owner: a single process's start-up recovery (docs/SPEC.md §13.2). Answers `Count`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResetStaleInflight {
+    pub stage: Option<Stage>,
 }
 
 #[cfg(test)]

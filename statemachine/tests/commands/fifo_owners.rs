@@ -54,7 +54,10 @@ fn without_a_lane_owner_the_head_is_claimed_in_order_and_no_lane_lease_is_ever_t
         Err(FifoEmpty::Empty)
     );
     assert_eq!(lease(&h, "OB1"), None);
-    assert_eq!(h.sm.read().lane(Stage::Outbound, "OB1").unwrap().holder, None);
+    assert_eq!(
+        h.sm.read().lane(Stage::Outbound, "OB1").unwrap().holder,
+        None
+    );
 }
 
 #[test]
@@ -99,7 +102,9 @@ fn the_row_owner_and_the_lane_owner_are_recorded_apart() {
 fn a_claim_without_a_lane_owner_respects_another_owners_live_lane_lease() {
     let mut h = Harness::new();
     h.enqueue_message("IB", &[("OB1", "p1"), ("OB1", "p2")]);
-    let row = h.fifo(Stage::Outbound, "OB1", "node-a", 1_000).expect("head");
+    let row = h
+        .fifo(Stage::Outbound, "OB1", "node-a", 1_000)
+        .expect("head");
     assert_eq!(h.mark_done(&row), Ok(Outcome::Done));
     h.no_change(
         head_cmd("OB1", "store-1", None, 60_000),
@@ -119,7 +124,10 @@ fn a_claim_without_a_lane_owner_respects_another_owners_live_lane_lease() {
     let third = head(&mut h, "OB1", "store-1", None, 60_000).expect("free lane");
     assert_eq!(third.payload, "p3");
     assert_eq!(lease(&h, "OB1").expect("stored").owner, "node-a");
-    assert_eq!(h.sm.read().lane(Stage::Outbound, "OB1").unwrap().holder, None);
+    assert_eq!(
+        h.sm.read().lane(Stage::Outbound, "OB1").unwrap().holder,
+        None
+    );
 }
 
 #[test]
@@ -144,7 +152,10 @@ fn a_claim_without_a_lane_owner_recovers_a_stranded_head_and_returns_its_own_row
     h.advance(5_001);
     let fence = Fence(h.next_index());
     let taken = head(&mut h, "OB1", "store-2", None, 1_000).expect("stranded head");
-    assert_eq!((taken.row_id, taken.fence, taken.attempts), (first.row_id, fence, 2));
+    assert_eq!(
+        (taken.row_id, taken.fence, taken.attempts),
+        (first.row_id, fence, 2)
+    );
     assert_eq!(lease(&h, "OB1"), None);
 }
 

@@ -31,3 +31,4 @@ mod retention;
 
 // --- messagefoundry store: queue side ---
 mod fifo_owners;
+mod recovery;

@@ -1,0 +1,107 @@
+//! ResetStaleInflight (a single process's start-up recovery) and RecoverInflightOnPromotion (a
+//! new leader taking over its predecessor's rows and lanes): inflight rows back to pending
+//! whatever their leases say.
+
+use crate::harness::*;
+use raftlane_statemachine::wire::command::{ClaimFifoHead, ResetStaleInflight};
+
+fn reset(stage: Option<Stage>) -> Command {
+    Command::ResetStaleInflight(ResetStaleInflight { stage })
+}
+
+fn head_no_lease(h: &mut Harness, stage: Stage, lane: &str, owner: &str) -> ClaimedRow {
+    let out = h.ok(Command::ClaimFifoHead(ClaimFifoHead {
+        stage,
+        lane: lane.into(),
+        owner: owner.into(),
+        lane_owner: None,
+        ttl_ms: 60_000,
+    }));
+    match out {
+        Outcome::FifoClaimed(Ok(row)) => row,
+        other => panic!("expected a row, got {other:?}"),
+    }
+}
+
+#[test]
+fn reset_returns_an_inflight_row_to_pending_however_live_its_lease() {
+    // messagefoundry test_reset_stale_inflight_recovers and ..._still_unconditional.
+    let mut h = Harness::new();
+    let id = h.enqueue_message("IB", &[("OB1", "p")]);
+    let claimed = h.claim_one(Stage::Outbound);
+    h.advance(100);
+    assert_eq!(
+        h.ok(Command::ReclaimExpired(ReclaimExpired { stage: None })),
+        Outcome::Count(0)
+    );
+    h.advance(100);
+    assert_eq!(h.ok(reset(None)), Outcome::Count(1));
+    let row = h.row(claimed.row_id);
+    assert_eq!(row.status, RowStatus::Pending);
+    assert_eq!(row.claim, None);
+    assert_eq!(row.attempts, 1, "attempts are kept");
+    assert_eq!(row.next_attempt_at, T0 + 200);
+    assert_eq!(row.updated_at, T0 + 200);
+    assert_eq!(row.last_fence, Some(claimed.fence));
+    assert_eq!(h.status(id), MessageStatus::Routed);
+    // The old holder's completion is now stale; a new claim gets the row under a new fence.
+    h.reject(
+        mark_done(&claimed),
+        stale(claimed.row_id, claimed.fence, None),
+    );
+    let again = h.claim_one(Stage::Outbound);
+    assert_eq!((again.row_id, again.attempts), (claimed.row_id, 2));
+}
+
+#[test]
+fn reset_without_a_stage_recovers_every_stage_and_each_lane_head_is_claimable_again() {
+    // messagefoundry test_reset_stale_inflight_across_stages.
+    let mut h = Harness::new();
+    h.enqueue("IB", "m1");
+    head_no_lease(&mut h, Stage::Ingress, "IB", "store-1");
+    h.enqueue("IB2", "m2");
+    let ing = head_no_lease(&mut h, Stage::Ingress, "IB2", "store-1");
+    assert_eq!(h.ok(route(&ing, &[("H1", "r")])), Outcome::HandedOff(true));
+    h.fifo(Stage::Routed, "IB2", "node-a", 60_000)
+        .expect("routed row, with a lane lease");
+    h.enqueue_message("IB3", &[("OB1", "p")]);
+    h.claim_one(Stage::Outbound);
+    assert_eq!(h.ok(reset(None)), Outcome::Count(3));
+    // node-a's lane lease went with its row: another owner claims the head at once.
+    assert_eq!(h.sm.read().lane_lease(Stage::Routed, "IB2").unwrap(), None);
+    h.fifo(Stage::Ingress, "IB", "other", 1_000).expect("ingress head");
+    h.fifo(Stage::Routed, "IB2", "other", 1_000).expect("routed head");
+    h.fifo(Stage::Outbound, "OB1", "other", 1_000).expect("outbound head");
+}
+
+#[test]
+fn reset_of_one_stage_leaves_the_others_and_unrelated_lane_leases_alone() {
+    let mut h = Harness::new();
+    h.enqueue("IB", "m1");
+    let ingress = h.fifo(Stage::Ingress, "IB", "node-a", 60_000).expect("ingress");
+    h.enqueue_message("IB", &[("OB1", "p"), ("OB2", "q")]);
+    let ob1 = h.fifo(Stage::Outbound, "OB1", "node-a", 60_000).expect("ob1");
+    let ob2 = h.fifo(Stage::Outbound, "OB2", "node-b", 60_000).expect("ob2");
+    assert_eq!(h.mark_done(&ob2), Ok(Outcome::Done));
+    assert_eq!(h.ok(reset(Some(Stage::Outbound))), Outcome::Count(1));
+    assert_eq!(h.row(ob1.row_id).status, RowStatus::Pending);
+    assert_eq!(h.row(ingress.row_id).status, RowStatus::Inflight);
+    assert_eq!(h.sm.read().lane_lease(Stage::Outbound, "OB1").unwrap(), None);
+    // OB2 had no inflight row: its lease stays; so does the ingress lane's.
+    assert_eq!(
+        h.sm.read().lane_lease(Stage::Outbound, "OB2").unwrap(),
+        Some(LaneLease {
+            owner: "node-b".into(),
+            expires_at: T0 + 60_000,
+        })
+    );
+    assert!(h
+        .sm
+        .read()
+        .lane_lease(Stage::Ingress, "IB")
+        .unwrap()
+        .is_some());
+    // Nothing inflight at the stage any more: nothing to do, nothing changes.
+    h.no_change(reset(Some(Stage::Outbound)), Outcome::Count(0));
+    assert_eq!(reset(None).name(), "reset_stale_inflight");
+}
