@@ -83,7 +83,9 @@ use raftlane_statemachine::wire::command::{
     TransformHandoff, WriteReferenceSnapshot,
 };
 // --- messagefoundry store: queue side ---
-use raftlane_statemachine::wire::command::{ClaimFifoHead, ResetStaleInflight};
+use raftlane_statemachine::wire::command::{
+    ClaimFifoHead, DeadLetterMissingDestinations, DeadLetterMissingHandlers, ResetStaleInflight,
+};
 use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
 use raftlane_statemachine::{
     ApprovalId, ClaimedRow, Command, Envelope, Fence, FifoEmpty, MemStore, MessageId, MetaState,
@@ -257,6 +259,8 @@ fn command_variant(c: &Command) -> &'static str {
         // --- messagefoundry store: queue side ---
         Command::ClaimFifoHead(_) => "ClaimFifoHead",
         Command::ResetStaleInflight(_) => "ResetStaleInflight",
+        Command::DeadLetterMissingDestinations(_) => "DeadLetterMissingDestinations",
+        Command::DeadLetterMissingHandlers(_) => "DeadLetterMissingHandlers",
     }
 }
 
@@ -639,6 +643,12 @@ fn command_examples() -> Vec<Command> {
         }),
         Command::ResetStaleInflight(ResetStaleInflight {
             stage: Some(Stage::Response),
+        }),
+        Command::DeadLetterMissingDestinations(DeadLetterMissingDestinations {
+            destinations: vec![s("dest-mf-1"), s("dest-mf-2")],
+        }),
+        Command::DeadLetterMissingHandlers(DeadLetterMissingHandlers {
+            handlers: vec![s("handler-mf-1")],
         }),
     ]
 }

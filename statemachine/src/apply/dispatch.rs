@@ -43,5 +43,7 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         // --- messagefoundry store: queue side ---
         Command::ClaimFifoHead(c) => c.apply(cx),
         Command::ResetStaleInflight(c) => c.apply(cx),
+        Command::DeadLetterMissingDestinations(c) => c.apply(cx),
+        Command::DeadLetterMissingHandlers(c) => c.apply(cx),
     }
 }

@@ -102,6 +102,8 @@ pub enum Command {
     // --- messagefoundry store: queue side ---
     ClaimFifoHead(ClaimFifoHead),
     ResetStaleInflight(ResetStaleInflight),
+    DeadLetterMissingDestinations(DeadLetterMissingDestinations),
+    DeadLetterMissingHandlers(DeadLetterMissingHandlers),
 }
 
 impl Command {
@@ -145,6 +147,8 @@ impl Command {
             // --- messagefoundry store: queue side ---
             Command::ClaimFifoHead(_) => "claim_fifo_head",
             Command::ResetStaleInflight(_) => "reset_stale_inflight",
+            Command::DeadLetterMissingDestinations(_) => "dead_letter_missing_destinations",
+            Command::DeadLetterMissingHandlers(_) => "dead_letter_missing_handlers",
         }
     }
 }
@@ -546,6 +550,20 @@ pub struct ClaimFifoHead {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResetStaleInflight {
     pub stage: Option<Stage>,
+}
+
+/// Dead-letter every live outbound row whose destination is not one of `destinations` (the
+/// engine's registry): docs/SPEC.md §13.3. Answers `Count`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadLetterMissingDestinations {
+    pub destinations: Vec<String>,
+}
+
+/// Dead-letter every live routed row whose handler is not one of `handlers`: docs/SPEC.md
+/// §13.3. Answers `Count`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadLetterMissingHandlers {
+    pub handlers: Vec<String>,
 }
 
 #[cfg(test)]

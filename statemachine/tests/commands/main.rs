@@ -32,3 +32,4 @@ mod retention;
 // --- messagefoundry store: queue side ---
 mod fifo_owners;
 mod recovery;
+mod sweeps;
