@@ -47,6 +47,78 @@ pub struct MessageFilter {
     pub offset: usize,
 }
 
+impl MessageFilter {
+    /// Whether `m` passes every filter (limit and offset aside).
+    pub fn matches(&self, m: &Message) -> bool {
+        self.channel.as_ref().is_none_or(|c| *c == m.channel_id)
+            && self.status.is_none_or(|s| s == m.status)
+            && self
+                .message_type
+                .as_ref()
+                .is_none_or(|t| Some(t) == m.message_type.as_ref())
+            && self
+                .control_id
+                .as_ref()
+                .is_none_or(|c| Some(c) == m.control_id.as_ref())
+            && self
+                .allowed_channels
+                .as_ref()
+                .is_none_or(|a| a.contains(&m.channel_id))
+    }
+
+    fn is_unfiltered(&self) -> bool {
+        self.channel.is_none()
+            && self.status.is_none()
+            && self.message_type.is_none()
+            && self.control_id.is_none()
+            && self.allowed_channels.is_none()
+    }
+}
+
+/// Filters of the dead-letter list and count (dead `outbound` rows; all optional).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadLetterFilter {
+    pub channel: Option<String>,
+    pub destination: Option<String>,
+    /// Only these channels (a channel-scoped principal); `None` = all.
+    pub allowed_channels: Option<Vec<String>>,
+    pub limit: usize,
+    pub offset: usize,
+}
+
+impl DeadLetterFilter {
+    /// Whether the dead row passes every filter (limit and offset aside).
+    pub fn matches(&self, row: &WorkRow) -> bool {
+        row.matches(self.channel.as_deref(), self.destination.as_deref())
+            && self
+                .allowed_channels
+                .as_ref()
+                .is_none_or(|a| a.contains(&row.channel_id))
+    }
+
+    fn is_unfiltered(&self) -> bool {
+        self.channel.is_none() && self.destination.is_none() && self.allowed_channels.is_none()
+    }
+}
+
+/// A dead letter as the newest-first list shows it: the dead row, and the fields of its message
+/// that identify it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadLetter {
+    pub row: WorkRow,
+    pub control_id: Option<String>,
+    pub message_type: Option<String>,
+    pub received_at: Millis,
+    pub summary: Option<String>,
+}
+
+/// A transform-state namespace and its version.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamespaceVersion {
+    pub namespace: String,
+    pub version: u64,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LaneView {
     pub lane: String,
@@ -111,20 +183,7 @@ impl<'a> Reader<'a> {
         let limit = filter.limit.clamp(1, 1000);
         for m in messages::all(&self.txn, Direction::Reverse)? {
             let m = m?;
-            let keep = filter.channel.as_ref().is_none_or(|c| *c == m.channel_id)
-                && filter.status.is_none_or(|s| s == m.status)
-                && filter
-                    .message_type
-                    .as_ref()
-                    .is_none_or(|t| Some(t) == m.message_type.as_ref())
-                && filter
-                    .control_id
-                    .as_ref()
-                    .is_none_or(|c| Some(c) == m.control_id.as_ref())
-                && filter
-                    .allowed_channels
-                    .as_ref()
-                    .is_none_or(|a| a.contains(&m.channel_id));
+            let keep = filter.matches(&m);
             if !keep {
                 continue;
             }
@@ -140,6 +199,24 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
+    /// How many messages pass `filter` (its limit and offset aside): the counter when nothing
+    /// filters, else a scan of the messages.
+    pub fn count_messages(&self, filter: &MessageFilter) -> Result<u64, StoreError> {
+        if filter.is_unfiltered() {
+            return Ok(self.meta.next_message_id);
+        }
+        let mut count = 0u64;
+        for m in messages::all(&self.txn, Direction::Forward)? {
+            if filter.matches(&m?) {
+                count += 1;
+            }
+        }
+        Ok(count)
+    }
+
+    /// A row with its claim (`owner`, `lease_expires_at`, `fence`; present exactly when
+    /// inflight), status, stage, lane fields and message id. `None` for a row that never existed
+    /// or was consumed by a handoff.
     pub fn row(&self, id: RowId) -> Result<Option<WorkRow>, StoreError> {
         rows::get(&self.txn, id)
     }
@@ -163,6 +240,61 @@ impl<'a> Reader<'a> {
             if out.len() >= limit {
                 break;
             }
+        }
+        Ok(out)
+    }
+
+    /// How many dead `outbound` rows pass `filter`: the row counter when nothing filters, else a
+    /// scan of the dead rows.
+    pub fn count_dead_letters(&self, filter: &DeadLetterFilter) -> Result<u64, StoreError> {
+        if filter.is_unfiltered() {
+            return Ok(self.meta.row_counts[Stage::Outbound as usize][RowStatus::Dead as usize]);
+        }
+        let mut count = 0u64;
+        for id in rows::dead(&self.txn, Stage::Outbound)? {
+            if let Some(row) = rows::get(&self.txn, id?)? {
+                if filter.matches(&row) {
+                    count += 1;
+                }
+            }
+        }
+        Ok(count)
+    }
+
+    /// Dead `outbound` rows passing `filter`, the most recently dead first (`updated_at`, then
+    /// row id, descending), from `offset`, at most `limit` (1–1000), each with its message's
+    /// identifying fields. Scans every dead outbound row to order them.
+    pub fn dead_letters_newest(
+        &self,
+        filter: &DeadLetterFilter,
+    ) -> Result<Vec<DeadLetter>, StoreError> {
+        let mut order = Vec::new();
+        for id in rows::dead(&self.txn, Stage::Outbound)? {
+            if let Some(row) = rows::get(&self.txn, id?)? {
+                if filter.matches(&row) {
+                    order.push((row.updated_at, row.id));
+                }
+            }
+        }
+        order.sort_unstable_by(|a, b| b.cmp(a));
+        let mut out = Vec::new();
+        for (_, id) in order
+            .into_iter()
+            .skip(filter.offset)
+            .take(filter.limit.clamp(1, 1000))
+        {
+            let Some(row) = rows::get(&self.txn, id)? else {
+                continue;
+            };
+            let message = messages::get(&self.txn, row.message_id)?;
+            let m = message.as_ref();
+            out.push(DeadLetter {
+                control_id: m.and_then(|m| m.control_id.clone()),
+                message_type: m.and_then(|m| m.message_type.clone()),
+                received_at: m.map_or(0, |m| m.received_at),
+                summary: m.and_then(|m| m.summary.clone()),
+                row,
+            });
         }
         Ok(out)
     }
@@ -282,6 +414,25 @@ impl<'a> Reader<'a> {
 
     pub fn reference(&self, name: &str) -> Result<Option<ReferenceSnapshot>, StoreError> {
         reference::get(&self.txn, name)
+    }
+
+    /// Every transform-state namespace with its version, in name order (a namespace has a
+    /// version once a transform or a purge touched it; its entries may all be gone).
+    pub fn state_namespaces(&self) -> Result<Vec<NamespaceVersion>, StoreError> {
+        Ok(state::namespaces(&self.txn)?
+            .into_iter()
+            .map(|(namespace, version)| NamespaceVersion { namespace, version })
+            .collect())
+    }
+
+    /// Every entry of a namespace, `(key, entry)` in key order.
+    pub fn state_entries(&self, namespace: &str) -> Result<Vec<(String, StateEntry)>, StoreError> {
+        state::entries(&self.txn, namespace)
+    }
+
+    /// Every reference snapshot with its name (and so its version), in name order.
+    pub fn reference_sets(&self) -> Result<Vec<(String, ReferenceSnapshot)>, StoreError> {
+        reference::all(&self.txn)
     }
 
     /// Up to `limit` values covered by encryption at rest, after `after` in a stable order (the

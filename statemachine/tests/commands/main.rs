@@ -31,5 +31,6 @@ mod retention;
 
 // --- messagefoundry store: queue side ---
 mod fifo_owners;
+mod queries;
 mod recovery;
 mod sweeps;
