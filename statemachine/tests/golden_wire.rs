@@ -84,7 +84,8 @@ use raftlane_statemachine::wire::command::{
 };
 // --- messagefoundry store: queue side ---
 use raftlane_statemachine::wire::command::{
-    ClaimFifoHead, DeadLetterMissingDestinations, DeadLetterMissingHandlers, ResetStaleInflight,
+    ClaimFifoHead, DeadLetterMissingDestinations, DeadLetterMissingHandlers, RecordAuditAs,
+    ResetStaleInflight,
 };
 use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
 use raftlane_statemachine::{
@@ -261,6 +262,7 @@ fn command_variant(c: &Command) -> &'static str {
         Command::ResetStaleInflight(_) => "ResetStaleInflight",
         Command::DeadLetterMissingDestinations(_) => "DeadLetterMissingDestinations",
         Command::DeadLetterMissingHandlers(_) => "DeadLetterMissingHandlers",
+        Command::RecordAuditAs(_) => "RecordAuditAs",
     }
 }
 
@@ -440,6 +442,9 @@ fn table_name(t: Table) -> (&'static str, &'static str) {
         Table::Requests => ("Requests", "requests"),
         Table::RequestExpiry => ("RequestExpiry", "request_expiry"),
         Table::EventCounts => ("EventCounts", "event_counts"),
+        // --- messagefoundry store: queue side ---
+        Table::AuditActors => ("AuditActors", "audit_actors"),
+        Table::AuditIndexFrom => ("AuditIndexFrom", "audit_index_from"),
     }
 }
 
@@ -649,6 +654,13 @@ fn command_examples() -> Vec<Command> {
         }),
         Command::DeadLetterMissingHandlers(DeadLetterMissingHandlers {
             handlers: vec![s("handler-mf-1")],
+        }),
+        Command::RecordAuditAs(RecordAuditAs {
+            action: s("auth.login"),
+            actor: some("alice"),
+            channel: some("chan-mf-1"),
+            org: some("messagefoundry"),
+            detail: some("from 10.0.0.1"),
         }),
     ]
 }
@@ -992,6 +1004,8 @@ fn stored_cases(table: Table) -> Vec<Case> {
             },
         )],
         Table::EventCounts => vec![codec_case(name("u64"), 771u64)],
+        // --- messagefoundry store: queue side ---
+        Table::AuditIndexFrom => vec![codec_case(name("u64"), 781u64)],
         // Index tables: key only, the value is always empty.
         Table::MessageRows
         | Table::LanePending
@@ -1000,7 +1014,8 @@ fn stored_cases(table: Table) -> Vec<Case> {
         | Table::Leases
         | Table::DeadRows
         | Table::IdempotencyExpiry
-        | Table::RequestExpiry => Vec::new(),
+        | Table::RequestExpiry
+        | Table::AuditActors => Vec::new(),
     }
 }
 
@@ -1035,6 +1050,7 @@ fn verify_live_value(table: Table, key: &[u8], value: &[u8]) -> Result<(), Strin
         Table::Children => reencodes::<MessageId>(value),
         Table::Requests => reencodes::<RequestRecordWire>(value),
         Table::EventCounts => reencodes::<u64>(value),
+        Table::AuditIndexFrom => reencodes::<u64>(value),
         Table::MessageRows
         | Table::LanePending
         | Table::LaneInflight
@@ -1042,7 +1058,8 @@ fn verify_live_value(table: Table, key: &[u8], value: &[u8]) -> Result<(), Strin
         | Table::Leases
         | Table::DeadRows
         | Table::IdempotencyExpiry
-        | Table::RequestExpiry => {
+        | Table::RequestExpiry
+        | Table::AuditActors => {
             if value.is_empty() {
                 Ok(())
             } else {

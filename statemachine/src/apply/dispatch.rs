@@ -45,5 +45,6 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::ResetStaleInflight(c) => c.apply(cx),
         Command::DeadLetterMissingDestinations(c) => c.apply(cx),
         Command::DeadLetterMissingHandlers(c) => c.apply(cx),
+        Command::RecordAuditAs(c) => c.apply(cx),
     }
 }

@@ -454,6 +454,24 @@ impl<'a> Reader<'a> {
         crate::tables::audit::list(&self.txn, org, from_seq, limit)
     }
 
+    /// The last `limit` rows of `org`'s chain, newest first.
+    pub fn audit_newest(&self, org: &str, limit: usize) -> Result<Vec<AuditRow>, StoreError> {
+        crate::tables::audit::newest(&self.txn, org, limit)
+    }
+
+    /// `org`'s rows whose actor is `actor` and whose action starts with `action_prefix` (`""`:
+    /// any), newest first, at most `limit`: read through the actor index, so the cost follows
+    /// the actor's rows, not the chain (docs/SPEC.md §13.5).
+    pub fn audit_by_actor(
+        &self,
+        org: &str,
+        actor: &str,
+        action_prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<AuditRow>, StoreError> {
+        crate::tables::audit::by_actor(&self.txn, org, actor, action_prefix, limit)
+    }
+
     pub fn audit_anchor(&self, org: &str) -> Result<AuditHead, StoreError> {
         crate::tables::audit::head(&self.txn, org)
     }

@@ -65,10 +65,17 @@ pub enum Table {
     /// message id → u64: how many events the message has, i.e. the next event's number
     /// (see `tables::messages::event`).
     EventCounts,
+    // --- messagefoundry store: queue side ---
+    /// org ‖ actor ‖ seq → () : audit rows by actor, for every row with an actor appended since
+    /// this index exists (see `tables::audit`).
+    AuditActors,
+    /// org → u64: the first seq of the org's chain `AuditActors` covers (rows before it were
+    /// appended by a build without the index, and are scanned instead).
+    AuditIndexFrom,
 }
 
 impl Table {
-    pub const ALL: [Table; 27] = [
+    pub const ALL: [Table; 29] = [
         Table::Meta,
         Table::Messages,
         Table::Rows,
@@ -96,6 +103,9 @@ impl Table {
         Table::Requests,
         Table::RequestExpiry,
         Table::EventCounts,
+        // --- messagefoundry store: queue side ---
+        Table::AuditActors,
+        Table::AuditIndexFrom,
     ];
 
     /// Column family name in RocksDB.
@@ -128,6 +138,9 @@ impl Table {
             Table::Requests => "requests",
             Table::RequestExpiry => "request_expiry",
             Table::EventCounts => "event_counts",
+            // --- messagefoundry store: queue side ---
+            Table::AuditActors => "audit_actors",
+            Table::AuditIndexFrom => "audit_index_from",
         }
     }
 

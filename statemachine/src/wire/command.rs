@@ -104,6 +104,7 @@ pub enum Command {
     ResetStaleInflight(ResetStaleInflight),
     DeadLetterMissingDestinations(DeadLetterMissingDestinations),
     DeadLetterMissingHandlers(DeadLetterMissingHandlers),
+    RecordAuditAs(RecordAuditAs),
 }
 
 impl Command {
@@ -149,6 +150,7 @@ impl Command {
             Command::ResetStaleInflight(_) => "reset_stale_inflight",
             Command::DeadLetterMissingDestinations(_) => "dead_letter_missing_destinations",
             Command::DeadLetterMissingHandlers(_) => "dead_letter_missing_handlers",
+            Command::RecordAuditAs(_) => "record_audit_as",
         }
     }
 }
@@ -564,6 +566,17 @@ pub struct DeadLetterMissingDestinations {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeadLetterMissingHandlers {
     pub handlers: Vec<String>,
+}
+
+/// RecordAudit on behalf of someone else: the row's actor is `actor` (absent when `None`), not
+/// the envelope's principal (docs/SPEC.md §13.5). The engine records its own users' actions.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordAuditAs {
+    pub action: String,
+    pub actor: Option<String>,
+    pub channel: Option<String>,
+    pub org: Option<String>,
+    pub detail: Option<String>,
 }
 
 #[cfg(test)]

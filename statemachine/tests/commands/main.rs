@@ -30,6 +30,7 @@ mod responses;
 mod retention;
 
 // --- messagefoundry store: queue side ---
+mod audit_actor;
 mod fifo_owners;
 mod queries;
 mod recovery;
