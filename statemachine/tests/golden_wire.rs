@@ -85,7 +85,7 @@ use raftlane_statemachine::wire::command::{
 // --- messagefoundry store: queue side ---
 use raftlane_statemachine::wire::command::{
     ClaimFifoHead, DeadLetterMissingDestinations, DeadLetterMissingHandlers, RecordAuditAs,
-    ResetStaleInflight,
+    RecordView, ResetStaleInflight,
 };
 use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
 use raftlane_statemachine::{
@@ -263,6 +263,7 @@ fn command_variant(c: &Command) -> &'static str {
         Command::DeadLetterMissingDestinations(_) => "DeadLetterMissingDestinations",
         Command::DeadLetterMissingHandlers(_) => "DeadLetterMissingHandlers",
         Command::RecordAuditAs(_) => "RecordAuditAs",
+        Command::RecordView(_) => "RecordView",
     }
 }
 
@@ -661,6 +662,10 @@ fn command_examples() -> Vec<Command> {
             channel: some("chan-mf-1"),
             org: some("messagefoundry"),
             detail: some("from 10.0.0.1"),
+        }),
+        Command::RecordView(RecordView {
+            message_id: MessageId(381),
+            viewer: some("alice"),
         }),
     ]
 }

@@ -4,9 +4,11 @@
 
 use crate::apply::{Apply, ApplyResult, Ctx};
 use crate::model::audit::{SealRecord, DEFAULT_ORG, SEAL_ACTION};
+use crate::model::message::EventKind;
 use crate::rules::validate;
 use crate::tables::audit;
-use crate::wire::command::{RecordAudit, RecordAuditAs, SealAuditEpoch};
+use crate::tables::messages;
+use crate::wire::command::{RecordAudit, RecordAuditAs, RecordView, SealAuditEpoch};
 use crate::wire::outcome::Outcome;
 
 impl Apply for RecordAudit {
@@ -45,6 +47,17 @@ impl Apply for RecordAuditAs {
             org.as_deref(),
             detail.as_deref(),
         )
+    }
+}
+
+/// docs/SPEC.md §13.6: the message's event `viewed` (no destination, the viewer as detail); an
+/// unknown message is `not_found`. Nothing else changes: no audit row, no status.
+impl Apply for RecordView {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let RecordView { message_id, viewer } = self;
+        let message = cx.message(*message_id)?;
+        messages::event(cx, message.id, EventKind::Viewed, None, viewer.clone())?;
+        Ok(Outcome::Done)
     }
 }
 

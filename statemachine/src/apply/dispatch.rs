@@ -46,5 +46,6 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::DeadLetterMissingDestinations(c) => c.apply(cx),
         Command::DeadLetterMissingHandlers(c) => c.apply(cx),
         Command::RecordAuditAs(c) => c.apply(cx),
+        Command::RecordView(c) => c.apply(cx),
     }
 }

@@ -105,6 +105,7 @@ pub enum Command {
     DeadLetterMissingDestinations(DeadLetterMissingDestinations),
     DeadLetterMissingHandlers(DeadLetterMissingHandlers),
     RecordAuditAs(RecordAuditAs),
+    RecordView(RecordView),
 }
 
 impl Command {
@@ -151,6 +152,7 @@ impl Command {
             Command::DeadLetterMissingDestinations(_) => "dead_letter_missing_destinations",
             Command::DeadLetterMissingHandlers(_) => "dead_letter_missing_handlers",
             Command::RecordAuditAs(_) => "record_audit_as",
+            Command::RecordView(_) => "record_view",
         }
     }
 }
@@ -577,6 +579,14 @@ pub struct RecordAuditAs {
     pub channel: Option<String>,
     pub org: Option<String>,
     pub detail: Option<String>,
+}
+
+/// Someone opened a message's body: its history gets the event `viewed`, with the viewer as
+/// detail (docs/SPEC.md §13.6). Answers `Done`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordView {
+    pub message_id: MessageId,
+    pub viewer: Option<String>,
 }
 
 #[cfg(test)]

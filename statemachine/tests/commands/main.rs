@@ -35,3 +35,4 @@ mod fifo_owners;
 mod queries;
 mod recovery;
 mod sweeps;
+mod views;
