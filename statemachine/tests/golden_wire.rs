@@ -84,8 +84,8 @@ use raftlane_statemachine::wire::command::{
 };
 // --- messagefoundry store: queue side ---
 use raftlane_statemachine::wire::command::{
-    ClaimFifoHead, DeadLetterMissingDestinations, DeadLetterMissingHandlers, RecordAuditAs,
-    RecordView, ResetStaleInflight,
+    ClaimFifoHead, DeadLetterMissingDestinations, DeadLetterMissingHandlers, IngressHandoffKeyed,
+    RecordAuditAs, RecordView, ResetStaleInflight,
 };
 use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
 use raftlane_statemachine::{
@@ -264,6 +264,7 @@ fn command_variant(c: &Command) -> &'static str {
         Command::DeadLetterMissingHandlers(_) => "DeadLetterMissingHandlers",
         Command::RecordAuditAs(_) => "RecordAuditAs",
         Command::RecordView(_) => "RecordView",
+        Command::IngressHandoffKeyed(_) => "IngressHandoffKeyed",
     }
 }
 
@@ -446,6 +447,7 @@ fn table_name(t: Table) -> (&'static str, &'static str) {
         // --- messagefoundry store: queue side ---
         Table::AuditActors => ("AuditActors", "audit_actors"),
         Table::AuditIndexFrom => ("AuditIndexFrom", "audit_index_from"),
+        Table::ChildKeys => ("ChildKeys", "child_keys"),
     }
 }
 
@@ -666,6 +668,17 @@ fn command_examples() -> Vec<Command> {
         Command::RecordView(RecordView {
             message_id: MessageId(381),
             viewer: some("alice"),
+        }),
+        Command::IngressHandoffKeyed(IngressHandoffKeyed {
+            row_id: RowId(391),
+            fence: Fence(392),
+            loopback_channel: s("loop-mf-1"),
+            depth_cap: 8,
+            child_key: s("0f1e2d3c4b5a69788796a5b4c3d2e1f0"),
+            control_id: some("R1"),
+            message_type: some("RSP^K11"),
+            summary: some("reply summary"),
+            peek_failed: true,
         }),
     ]
 }
@@ -1011,6 +1024,7 @@ fn stored_cases(table: Table) -> Vec<Case> {
         Table::EventCounts => vec![codec_case(name("u64"), 771u64)],
         // --- messagefoundry store: queue side ---
         Table::AuditIndexFrom => vec![codec_case(name("u64"), 781u64)],
+        Table::ChildKeys => vec![codec_case(name("MessageId"), MessageId(791))],
         // Index tables: key only, the value is always empty.
         Table::MessageRows
         | Table::LanePending
@@ -1056,6 +1070,7 @@ fn verify_live_value(table: Table, key: &[u8], value: &[u8]) -> Result<(), Strin
         Table::Requests => reencodes::<RequestRecordWire>(value),
         Table::EventCounts => reencodes::<u64>(value),
         Table::AuditIndexFrom => reencodes::<u64>(value),
+        Table::ChildKeys => reencodes::<MessageId>(value),
         Table::MessageRows
         | Table::LanePending
         | Table::LaneInflight
@@ -1690,6 +1705,27 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
         fence: row.fence,
         loopback_channel: s("loopback"),
         depth_cap: 3,
+    }));
+    // The same response re-sent and handed off under the caller's key: ChildKeys.
+    live.ok(Command::Replay(Replay {
+        message_id: row.message_id,
+    }));
+    let outbound = live.claim(Stage::Outbound, "orders");
+    live.ok(Command::MarkDone(MarkDone {
+        row_id: outbound.row_id,
+        fence: outbound.fence,
+    }));
+    let row = live.claim(Stage::Response, "replies");
+    live.ok(Command::IngressHandoffKeyed(IngressHandoffKeyed {
+        row_id: row.row_id,
+        fence: row.fence,
+        loopback_channel: s("loopback"),
+        depth_cap: 3,
+        child_key: s("caller-child-1"),
+        control_id: None,
+        message_type: None,
+        summary: None,
+        peek_failed: false,
     }));
     // A dead letter.
     live.ok(Command::EnqueueIngress(EnqueueIngress {

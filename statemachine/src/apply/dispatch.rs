@@ -47,5 +47,6 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::DeadLetterMissingHandlers(c) => c.apply(cx),
         Command::RecordAuditAs(c) => c.apply(cx),
         Command::RecordView(c) => c.apply(cx),
+        Command::IngressHandoffKeyed(c) => c.apply(cx),
     }
 }

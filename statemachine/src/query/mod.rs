@@ -17,7 +17,8 @@ use crate::model::state::{ReferenceSnapshot, StateEntry};
 use crate::rules::fifo;
 use crate::storage::{Direction, Store, StoreError, Txn};
 use crate::tables::{
-    approvals, config, covered, lanes, messages, principals, reference, responses, rows, state,
+    approvals, children, config, covered, lanes, messages, principals, reference, responses, rows,
+    state,
 };
 use crate::wire::outcome::FifoEmpty;
 use crate::wire::rewrite::ValueRef;
@@ -197,6 +198,11 @@ impl<'a> Reader<'a> {
             }
         }
         Ok(out)
+    }
+
+    /// The id of the child message IngressHandoffKeyed made under the caller's `key`.
+    pub fn message_by_child_key(&self, key: &str) -> Result<Option<MessageId>, StoreError> {
+        children::by_caller_key(&self.txn, key)
     }
 
     /// How many messages pass `filter` (its limit and offset aside): the counter when nothing

@@ -72,10 +72,12 @@ pub enum Table {
     /// org → u64: the first seq of the org's chain `AuditActors` covers (rows before it were
     /// appended by a build without the index, and are scanned instead).
     AuditIndexFrom,
+    /// the caller's child key → child message id (IngressHandoffKeyed, docs/SPEC.md §13.7).
+    ChildKeys,
 }
 
 impl Table {
-    pub const ALL: [Table; 29] = [
+    pub const ALL: [Table; 30] = [
         Table::Meta,
         Table::Messages,
         Table::Rows,
@@ -106,6 +108,7 @@ impl Table {
         // --- messagefoundry store: queue side ---
         Table::AuditActors,
         Table::AuditIndexFrom,
+        Table::ChildKeys,
     ];
 
     /// Column family name in RocksDB.
@@ -141,6 +144,7 @@ impl Table {
             // --- messagefoundry store: queue side ---
             Table::AuditActors => "audit_actors",
             Table::AuditIndexFrom => "audit_index_from",
+            Table::ChildKeys => "child_keys",
         }
     }
 

@@ -106,6 +106,7 @@ pub enum Command {
     DeadLetterMissingHandlers(DeadLetterMissingHandlers),
     RecordAuditAs(RecordAuditAs),
     RecordView(RecordView),
+    IngressHandoffKeyed(IngressHandoffKeyed),
 }
 
 impl Command {
@@ -153,6 +154,7 @@ impl Command {
             Command::DeadLetterMissingHandlers(_) => "dead_letter_missing_handlers",
             Command::RecordAuditAs(_) => "record_audit_as",
             Command::RecordView(_) => "record_view",
+            Command::IngressHandoffKeyed(_) => "ingress_handoff_keyed",
         }
     }
 }
@@ -587,6 +589,23 @@ pub struct RecordAuditAs {
 pub struct RecordView {
     pub message_id: MessageId,
     pub viewer: Option<String>,
+}
+
+/// IngressHandoff with the child named and described by the caller (docs/SPEC.md §13.7): the
+/// child is found again by `child_key` (the engine's own derived id), carries the caller's
+/// `control_id`, `message_type` and `summary`, and with `peek_failed` is recorded in `error`
+/// without an ingress row. Answers `Reingressed`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IngressHandoffKeyed {
+    pub row_id: RowId,
+    pub fence: Fence,
+    pub loopback_channel: String,
+    pub depth_cap: u32,
+    pub child_key: String,
+    pub control_id: Option<String>,
+    pub message_type: Option<String>,
+    pub summary: Option<String>,
+    pub peek_failed: bool,
 }
 
 #[cfg(test)]

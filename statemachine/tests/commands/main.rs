@@ -34,5 +34,6 @@ mod audit_actor;
 mod fifo_owners;
 mod queries;
 mod recovery;
+mod reingress_keyed;
 mod sweeps;
 mod views;
