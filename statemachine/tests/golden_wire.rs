@@ -85,7 +85,8 @@ use raftlane_statemachine::wire::command::{
 // --- messagefoundry store: queue side ---
 use raftlane_statemachine::wire::command::{
     ClaimFifoHead, DeadLetterMissingDestinations, DeadLetterMissingHandlers, IngressHandoffKeyed,
-    RecordAuditAs, RecordView, ResetStaleInflight,
+    RecordAuditAs, RecordView, RecoverInflightOnPromotion, ResetStaleInflight,
+    WriteReferenceSnapshotText,
 };
 use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
 use raftlane_statemachine::{
@@ -265,6 +266,8 @@ fn command_variant(c: &Command) -> &'static str {
         Command::RecordAuditAs(_) => "RecordAuditAs",
         Command::RecordView(_) => "RecordView",
         Command::IngressHandoffKeyed(_) => "IngressHandoffKeyed",
+        Command::WriteReferenceSnapshotText(_) => "WriteReferenceSnapshotText",
+        Command::RecoverInflightOnPromotion(_) => "RecoverInflightOnPromotion",
     }
 }
 
@@ -448,6 +451,7 @@ fn table_name(t: Table) -> (&'static str, &'static str) {
         Table::AuditActors => ("AuditActors", "audit_actors"),
         Table::AuditIndexFrom => ("AuditIndexFrom", "audit_index_from"),
         Table::ChildKeys => ("ChildKeys", "child_keys"),
+        Table::ReferenceLabels => ("ReferenceLabels", "reference_labels"),
     }
 }
 
@@ -679,6 +683,15 @@ fn command_examples() -> Vec<Command> {
             message_type: some("RSP^K11"),
             summary: some("reply summary"),
             peek_failed: true,
+        }),
+        Command::WriteReferenceSnapshotText(WriteReferenceSnapshotText {
+            name: s("ref-mf-1"),
+            version: s("v7"),
+            rows: reference_rows(),
+        }),
+        Command::RecoverInflightOnPromotion(RecoverInflightOnPromotion {
+            owner: s("store-owner-2"),
+            lane_owner: some("node-2"),
         }),
     ]
 }
@@ -1025,6 +1038,7 @@ fn stored_cases(table: Table) -> Vec<Case> {
         // --- messagefoundry store: queue side ---
         Table::AuditIndexFrom => vec![codec_case(name("u64"), 781u64)],
         Table::ChildKeys => vec![codec_case(name("MessageId"), MessageId(791))],
+        Table::ReferenceLabels => vec![codec_case(name("String"), s("v-label-1"))],
         // Index tables: key only, the value is always empty.
         Table::MessageRows
         | Table::LanePending
@@ -1071,6 +1085,7 @@ fn verify_live_value(table: Table, key: &[u8], value: &[u8]) -> Result<(), Strin
         Table::EventCounts => reencodes::<u64>(value),
         Table::AuditIndexFrom => reencodes::<u64>(value),
         Table::ChildKeys => reencodes::<MessageId>(value),
+        Table::ReferenceLabels => reencodes::<String>(value),
         Table::MessageRows
         | Table::LanePending
         | Table::LaneInflight
@@ -1761,6 +1776,13 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
         version: 1,
         rows: reference_rows(),
     }));
+    live.ok(Command::WriteReferenceSnapshotText(
+        WriteReferenceSnapshotText {
+            name: s("ref-2"),
+            version: s("v1"),
+            rows: reference_rows(),
+        },
+    ));
     live.ok(Command::SealAuditEpoch(SealAuditEpoch { org: s("org-1") }));
 
     let mut seen = BTreeSet::new();

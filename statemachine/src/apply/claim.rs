@@ -11,8 +11,8 @@ use crate::rules::fifo::{self, Claimant};
 use crate::rules::validate;
 use crate::tables::rows;
 use crate::wire::command::{
-    ClaimFifoHead, ClaimNextFifo, ClaimReady, DoneThenClaimNext, ReclaimExpired, ReleaseLane,
-    RenewLeases, ResetStaleInflight,
+    ClaimFifoHead, ClaimNextFifo, ClaimReady, DoneThenClaimNext, ReclaimExpired,
+    RecoverInflightOnPromotion, ReleaseLane, RenewLeases, ResetStaleInflight,
 };
 use crate::wire::outcome::Outcome;
 use crate::wire::rejection::Rejection;
@@ -104,6 +104,15 @@ impl Apply for ResetStaleInflight {
     fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
         let ResetStaleInflight { stage } = self;
         reset_stale_inflight(cx, *stage)
+    }
+}
+
+impl Apply for RecoverInflightOnPromotion {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let RecoverInflightOnPromotion { owner, lane_owner } = self;
+        validate::name("owner", owner)?;
+        validate::opt_name("lane_owner", lane_owner.as_deref())?;
+        recover_on_promotion(cx, owner, lane_owner.as_deref())
     }
 }
 
@@ -280,6 +289,30 @@ fn reset_stale_inflight(cx: &mut Ctx<'_, '_>, stage: Option<Stage>) -> ApplyResu
     for lane in lanes {
         fifo::free(cx, &lane)?;
     }
+    Ok(Outcome::Count(count))
+}
+
+/// docs/SPEC.md §13.9: every inflight row whose claim is not `owner`'s back to pending (as
+/// ResetStaleInflight does), then every lane lease not held by `lane_owner` dropped.
+fn recover_on_promotion(
+    cx: &mut Ctx<'_, '_>,
+    owner: &str,
+    lane_owner: Option<&str>,
+) -> ApplyResult<Outcome> {
+    let t = cx.t;
+    let mut count = 0u64;
+    for id in rows::all_inflight(cx.txn)? {
+        let Some(row) = rows::get(cx.txn, id)? else {
+            continue;
+        };
+        if row.status != RowStatus::Inflight || row.claim.as_ref().is_some_and(|c| c.owner == owner)
+        {
+            continue;
+        }
+        rows::to_pending(cx, &row, t);
+        count += 1;
+    }
+    fifo::free_all_but(cx, lane_owner)?;
     Ok(Outcome::Count(count))
 }
 

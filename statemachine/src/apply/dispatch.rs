@@ -48,5 +48,7 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::RecordAuditAs(c) => c.apply(cx),
         Command::RecordView(c) => c.apply(cx),
         Command::IngressHandoffKeyed(c) => c.apply(cx),
+        Command::WriteReferenceSnapshotText(c) => c.apply(cx),
+        Command::RecoverInflightOnPromotion(c) => c.apply(cx),
     }
 }

@@ -113,6 +113,15 @@ pub struct DeadLetter {
     pub summary: Option<String>,
 }
 
+/// A reference snapshot with its name and text version (docs/SPEC.md §13.8).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReferenceSet {
+    pub name: String,
+    /// The caller's text version (`"v1"`), when the set was written with one.
+    pub label: Option<String>,
+    pub snapshot: ReferenceSnapshot,
+}
+
 /// A transform-state namespace and its version.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NamespaceVersion {
@@ -436,9 +445,24 @@ impl<'a> Reader<'a> {
         state::entries(&self.txn, namespace)
     }
 
-    /// Every reference snapshot with its name (and so its version), in name order.
-    pub fn reference_sets(&self) -> Result<Vec<(String, ReferenceSnapshot)>, StoreError> {
-        reference::all(&self.txn)
+    /// Every reference snapshot with its name, numeric version and text version (if written
+    /// with one), in name order.
+    pub fn reference_sets(&self) -> Result<Vec<ReferenceSet>, StoreError> {
+        let mut out = Vec::new();
+        for (name, snapshot) in reference::all(&self.txn)? {
+            out.push(ReferenceSet {
+                label: reference::label(&self.txn, &name)?,
+                name,
+                snapshot,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The text version WriteReferenceSnapshotText gave a snapshot (`None`: none, or the set
+    /// was last written with a numeric version).
+    pub fn reference_label(&self, name: &str) -> Result<Option<String>, StoreError> {
+        reference::label(&self.txn, name)
     }
 
     /// Up to `limit` values covered by encryption at rest, after `after` in a stable order (the

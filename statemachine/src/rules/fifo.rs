@@ -131,6 +131,24 @@ pub(crate) fn free(cx: &mut Db<'_, '_>, lane: &LaneKey) -> Result<bool, StoreErr
     Ok(true)
 }
 
+/// Drop every lane lease not held by `keep` (every lease when `None`): a new leader taking over
+/// its predecessor's lanes at once (RecoverInflightOnPromotion). How many were dropped.
+pub(crate) fn free_all_but(cx: &mut Db<'_, '_>, keep: Option<&str>) -> Result<u64, StoreError> {
+    let mut dropped = 0;
+    for (lane, mut state) in lanes::all_states(cx.txn)? {
+        let Some(lease) = &state.lease else {
+            continue;
+        };
+        if keep.is_some_and(|k| k == lease.owner) {
+            continue;
+        }
+        state.lease = None;
+        lanes::put_state(cx, &lane, &state);
+        dropped += 1;
+    }
+    Ok(dropped)
+}
+
 /// Who a FIFO claim is for: the owner recorded in the row's claim, and the owner of the lane
 /// lease (`None`: the claim takes no lane lease). ClaimNextFifo is one owner for both;
 /// ClaimFifoHead (docs/SPEC.md §13.1) names them apart.

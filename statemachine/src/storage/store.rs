@@ -74,10 +74,12 @@ pub enum Table {
     AuditIndexFrom,
     /// the caller's child key → child message id (IngressHandoffKeyed, docs/SPEC.md §13.7).
     ChildKeys,
+    /// reference snapshot name → its text version (WriteReferenceSnapshotText, §13.8).
+    ReferenceLabels,
 }
 
 impl Table {
-    pub const ALL: [Table; 30] = [
+    pub const ALL: [Table; 31] = [
         Table::Meta,
         Table::Messages,
         Table::Rows,
@@ -109,6 +111,7 @@ impl Table {
         Table::AuditActors,
         Table::AuditIndexFrom,
         Table::ChildKeys,
+        Table::ReferenceLabels,
     ];
 
     /// Column family name in RocksDB.
@@ -145,6 +148,7 @@ impl Table {
             Table::AuditActors => "audit_actors",
             Table::AuditIndexFrom => "audit_index_from",
             Table::ChildKeys => "child_keys",
+            Table::ReferenceLabels => "reference_labels",
         }
     }
 

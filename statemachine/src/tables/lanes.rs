@@ -7,7 +7,7 @@
 use crate::model::ids::{Millis, RowId};
 use crate::model::lane::{LaneKey, LaneState};
 use crate::model::row::Stage;
-use crate::storage::keys::{read_u64, trailing_u64, Key};
+use crate::storage::keys::{read_str, read_u64, trailing_u64, Key};
 use crate::storage::{Direction, Store, StoreError, Table, Txn};
 use crate::tables::Db;
 
@@ -74,6 +74,28 @@ pub(crate) fn inflight<S: Store + ?Sized>(
         let (key, _) = item?;
         if let Some(id) = trailing_u64(&key) {
             out.push(RowId(id));
+        }
+    }
+    Ok(out)
+}
+
+/// Every lane that has a record, with it, in key order.
+pub(crate) fn all_states<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+) -> Result<Vec<(LaneKey, LaneState)>, StoreError> {
+    let mut out = Vec::new();
+    for item in txn.scan(Table::Lanes, &[], None, Direction::Forward)? {
+        let (key, value) = item?;
+        let stage = key
+            .first()
+            .and_then(|tag| Stage::ALL.get(*tag as usize))
+            .copied();
+        let name = read_str(&key, &mut 1);
+        if let (Some(stage), Some(name)) = (stage, name) {
+            out.push((
+                LaneKey::new(stage, &name),
+                Txn::<S>::decode(Table::Lanes, &value)?,
+            ));
         }
     }
     Ok(out)

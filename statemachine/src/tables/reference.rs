@@ -1,4 +1,5 @@
-//! `Reference`: name → [`ReferenceSnapshot`].
+//! `Reference`: name → [`ReferenceSnapshot`]; `ReferenceLabels`: name → the text version a
+//! caller gave the snapshot (WriteReferenceSnapshotText).
 
 use crate::model::state::ReferenceSnapshot;
 use crate::storage::keys::{read_str, Key};
@@ -37,4 +38,35 @@ pub(crate) fn all<S: Store + ?Sized>(
         }
     }
     Ok(out)
+}
+
+/// The text version of a snapshot, if its writer gave one.
+pub(crate) fn label<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    name: &str,
+) -> Result<Option<String>, StoreError> {
+    txn.get(Table::ReferenceLabels, &key(name))
+}
+
+/// Set (`Some`) or clear (`None`) a snapshot's text version.
+pub(crate) fn set_label(
+    cx: &mut Db<'_, '_>,
+    name: &str,
+    label: Option<&str>,
+) -> Result<(), StoreError> {
+    match label {
+        Some(l) => cx
+            .txn
+            .put(Table::ReferenceLabels, key(name), &l.to_string()),
+        None => {
+            if label_present(cx.txn, name)? {
+                cx.txn.delete(Table::ReferenceLabels, key(name));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn label_present<S: Store + ?Sized>(txn: &Txn<'_, S>, name: &str) -> Result<bool, StoreError> {
+    Ok(txn.get_raw(Table::ReferenceLabels, &key(name))?.is_some())
 }

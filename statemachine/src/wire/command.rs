@@ -107,6 +107,8 @@ pub enum Command {
     RecordAuditAs(RecordAuditAs),
     RecordView(RecordView),
     IngressHandoffKeyed(IngressHandoffKeyed),
+    WriteReferenceSnapshotText(WriteReferenceSnapshotText),
+    RecoverInflightOnPromotion(RecoverInflightOnPromotion),
 }
 
 impl Command {
@@ -155,6 +157,8 @@ impl Command {
             Command::RecordAuditAs(_) => "record_audit_as",
             Command::RecordView(_) => "record_view",
             Command::IngressHandoffKeyed(_) => "ingress_handoff_keyed",
+            Command::WriteReferenceSnapshotText(_) => "write_reference_snapshot_text",
+            Command::RecoverInflightOnPromotion(_) => "recover_inflight_on_promotion",
         }
     }
 }
@@ -606,6 +610,25 @@ pub struct IngressHandoffKeyed {
     pub message_type: Option<String>,
     pub summary: Option<String>,
     pub peek_failed: bool,
+}
+
+/// WriteReferenceSnapshot with a text version (`"v1"`): the set is replaced whole, its numeric
+/// version becomes the previous one plus one, and `version` is kept as its label (docs/SPEC.md
+/// §13.8). Answers `Count(rows)`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriteReferenceSnapshotText {
+    pub name: String,
+    pub version: String,
+    pub rows: BTreeMap<String, String>,
+}
+
+/// A new leader's take-over (docs/SPEC.md §13.9): every inflight row claimed by anyone but
+/// `owner` back to pending whatever its lease, and every lane lease not held by `lane_owner`
+/// (every lease, when `None`) dropped, in one command. Answers `Count(rows)`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecoverInflightOnPromotion {
+    pub owner: String,
+    pub lane_owner: Option<String>,
 }
 
 #[cfg(test)]

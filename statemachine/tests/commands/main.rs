@@ -34,6 +34,7 @@ mod audit_actor;
 mod fifo_owners;
 mod queries;
 mod recovery;
+mod reference_text;
 mod reingress_keyed;
 mod sweeps;
 mod views;

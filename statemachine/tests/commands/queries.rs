@@ -236,7 +236,7 @@ fn namespaces_entries_and_reference_sets_are_listed_with_their_versions() {
         .reference_sets()
         .unwrap()
         .into_iter()
-        .map(|(name, s)| (name, s.version))
+        .map(|r| (r.name, r.snapshot.version))
         .collect();
     assert_eq!(
         sets,

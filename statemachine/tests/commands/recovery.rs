@@ -3,7 +3,9 @@
 //! whatever their leases say.
 
 use crate::harness::*;
-use raftlane_statemachine::wire::command::{ClaimFifoHead, ResetStaleInflight};
+use raftlane_statemachine::wire::command::{
+    ClaimFifoHead, RecoverInflightOnPromotion, ResetStaleInflight,
+};
 
 fn reset(stage: Option<Stage>) -> Command {
     Command::ResetStaleInflight(ResetStaleInflight { stage })
@@ -69,24 +71,36 @@ fn reset_without_a_stage_recovers_every_stage_and_each_lane_head_is_claimable_ag
     assert_eq!(h.ok(reset(None)), Outcome::Count(3));
     // node-a's lane lease went with its row: another owner claims the head at once.
     assert_eq!(h.sm.read().lane_lease(Stage::Routed, "IB2").unwrap(), None);
-    h.fifo(Stage::Ingress, "IB", "other", 1_000).expect("ingress head");
-    h.fifo(Stage::Routed, "IB2", "other", 1_000).expect("routed head");
-    h.fifo(Stage::Outbound, "OB1", "other", 1_000).expect("outbound head");
+    h.fifo(Stage::Ingress, "IB", "other", 1_000)
+        .expect("ingress head");
+    h.fifo(Stage::Routed, "IB2", "other", 1_000)
+        .expect("routed head");
+    h.fifo(Stage::Outbound, "OB1", "other", 1_000)
+        .expect("outbound head");
 }
 
 #[test]
 fn reset_of_one_stage_leaves_the_others_and_unrelated_lane_leases_alone() {
     let mut h = Harness::new();
     h.enqueue("IB", "m1");
-    let ingress = h.fifo(Stage::Ingress, "IB", "node-a", 60_000).expect("ingress");
+    let ingress = h
+        .fifo(Stage::Ingress, "IB", "node-a", 60_000)
+        .expect("ingress");
     h.enqueue_message("IB", &[("OB1", "p"), ("OB2", "q")]);
-    let ob1 = h.fifo(Stage::Outbound, "OB1", "node-a", 60_000).expect("ob1");
-    let ob2 = h.fifo(Stage::Outbound, "OB2", "node-b", 60_000).expect("ob2");
+    let ob1 = h
+        .fifo(Stage::Outbound, "OB1", "node-a", 60_000)
+        .expect("ob1");
+    let ob2 = h
+        .fifo(Stage::Outbound, "OB2", "node-b", 60_000)
+        .expect("ob2");
     assert_eq!(h.mark_done(&ob2), Ok(Outcome::Done));
     assert_eq!(h.ok(reset(Some(Stage::Outbound))), Outcome::Count(1));
     assert_eq!(h.row(ob1.row_id).status, RowStatus::Pending);
     assert_eq!(h.row(ingress.row_id).status, RowStatus::Inflight);
-    assert_eq!(h.sm.read().lane_lease(Stage::Outbound, "OB1").unwrap(), None);
+    assert_eq!(
+        h.sm.read().lane_lease(Stage::Outbound, "OB1").unwrap(),
+        None
+    );
     // OB2 had no inflight row: its lease stays; so does the ingress lane's.
     assert_eq!(
         h.sm.read().lane_lease(Stage::Outbound, "OB2").unwrap(),
@@ -104,4 +118,82 @@ fn reset_of_one_stage_leaves_the_others_and_unrelated_lane_leases_alone() {
     // Nothing inflight at the stage any more: nothing to do, nothing changes.
     h.no_change(reset(Some(Stage::Outbound)), Outcome::Count(0));
     assert_eq!(reset(None).name(), "reset_stale_inflight");
+}
+
+fn promote(owner: &str, lane_owner: Option<&str>) -> Command {
+    Command::RecoverInflightOnPromotion(RecoverInflightOnPromotion {
+        owner: owner.into(),
+        lane_owner: lane_owner.map(Into::into),
+    })
+}
+
+fn head_split(h: &mut Harness, lane: &str, owner: &str, lane_owner: &str) -> ClaimedRow {
+    match h.ok(Command::ClaimFifoHead(ClaimFifoHead {
+        stage: Stage::Outbound,
+        lane: lane.into(),
+        owner: owner.into(),
+        lane_owner: Some(lane_owner.into()),
+        ttl_ms: 60_000,
+    })) {
+        Outcome::FifoClaimed(Ok(row)) => row,
+        other => panic!("expected a row, got {other:?}"),
+    }
+}
+
+#[test]
+fn promotion_takes_back_other_owners_rows_and_lanes_at_once_and_keeps_its_own() {
+    // messagefoundry test_recover_inflight_on_promotion_owner_scoped_and_takes_lanes.
+    let mut h = Harness::new();
+    h.enqueue_message("IB", &[("OB_OLD", "p")]);
+    h.enqueue_message("IB", &[("OB_NEW", "q")]);
+    let old = head_split(&mut h, "OB_OLD", "store-old", "old-node");
+    let mine = head_split(&mut h, "OB_NEW", "store-new", "new-node");
+    h.enqueue_message("IB", &[("OB3", "r")]);
+    let unordered = h.claim_one(Stage::Outbound); // "worker", no lane lease
+    h.advance(10);
+    assert_eq!(
+        h.ok(promote("store-new", Some("new-node"))),
+        Outcome::Count(2)
+    );
+    let old_row = h.row(old.row_id);
+    assert_eq!((old_row.status, old_row.claim), (RowStatus::Pending, None));
+    assert_eq!(old_row.next_attempt_at, T0 + 10);
+    assert_eq!(h.row(unordered.row_id).status, RowStatus::Pending);
+    let mine_row = h.row(mine.row_id);
+    assert_eq!(mine_row.status, RowStatus::Inflight);
+    assert_eq!(mine_row.claim.expect("kept").owner, "store-new");
+    let read = h.sm.read();
+    assert_eq!(read.lane_lease(Stage::Outbound, "OB_OLD").unwrap(), None);
+    assert_eq!(
+        read.lane_lease(Stage::Outbound, "OB_NEW").unwrap(),
+        Some(LaneLease {
+            owner: "new-node".into(),
+            expires_at: T0 + 60_000,
+        })
+    );
+    drop(read);
+    // Both gates are open: the old head is claimable by the new leader at once.
+    let again = head_split(&mut h, "OB_OLD", "store-new", "new-node");
+    assert_eq!(again.row_id, old.row_id);
+}
+
+#[test]
+fn promotion_without_a_lane_owner_drops_every_lane_lease() {
+    let mut h = Harness::new();
+    h.enqueue_message("IB", &[("A", "p"), ("B", "q")]);
+    let a = head_split(&mut h, "A", "store-1", "node-1");
+    let b = head_split(&mut h, "B", "store-1", "node-2");
+    assert_eq!(h.ok(promote("store-1", None)), Outcome::Count(0));
+    assert_eq!(h.row(a.row_id).status, RowStatus::Inflight);
+    assert_eq!(h.row(b.row_id).status, RowStatus::Inflight);
+    let read = h.sm.read();
+    assert_eq!(read.lane_lease(Stage::Outbound, "A").unwrap(), None);
+    assert_eq!(read.lane_lease(Stage::Outbound, "B").unwrap(), None);
+    drop(read);
+    h.reject(promote("", None), invalid("owner", "must not be empty"));
+    h.reject(
+        promote("s", Some("")),
+        invalid("lane_owner", "must not be empty"),
+    );
+    assert_eq!(promote("s", None).name(), "recover_inflight_on_promotion");
 }
