@@ -84,9 +84,9 @@ use raftlane_statemachine::wire::command::{
 };
 // --- messagefoundry store: queue side ---
 use raftlane_statemachine::wire::command::{
-    ClaimFifoHead, DeadLetterMissingDestinations, DeadLetterMissingHandlers, IngressHandoffKeyed,
-    RecordAuditAs, RecordView, RecoverInflightOnPromotion, ResetStaleInflight,
-    WriteReferenceSnapshotText,
+    ClaimFifoHead, CreateApprovalAs, DeadLetterMissingDestinations, DeadLetterMissingHandlers,
+    DecideApprovalAs, IngressHandoffKeyed, RecordAuditAs, RecordView, RecoverInflightOnPromotion,
+    ResetStaleInflight, WriteReferenceSnapshotText,
 };
 use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
 use raftlane_statemachine::{
@@ -268,6 +268,8 @@ fn command_variant(c: &Command) -> &'static str {
         Command::IngressHandoffKeyed(_) => "IngressHandoffKeyed",
         Command::WriteReferenceSnapshotText(_) => "WriteReferenceSnapshotText",
         Command::RecoverInflightOnPromotion(_) => "RecoverInflightOnPromotion",
+        Command::CreateApprovalAs(_) => "CreateApprovalAs",
+        Command::DecideApprovalAs(_) => "DecideApprovalAs",
     }
 }
 
@@ -312,6 +314,8 @@ fn rejection_variant(r: &Rejection) -> &'static str {
         Rejection::AlreadyDecided(_) => "AlreadyDecided",
         Rejection::ApprovalExpired(_) => "ApprovalExpired",
         Rejection::SelfApproval => "SelfApproval",
+        // --- messagefoundry store: queue side ---
+        Rejection::UnknownApprovalKey(_) => "UnknownApprovalKey",
     }
 }
 
@@ -452,6 +456,8 @@ fn table_name(t: Table) -> (&'static str, &'static str) {
         Table::AuditIndexFrom => ("AuditIndexFrom", "audit_index_from"),
         Table::ChildKeys => ("ChildKeys", "child_keys"),
         Table::ReferenceLabels => ("ReferenceLabels", "reference_labels"),
+        Table::ApprovalKeys => ("ApprovalKeys", "approval_keys"),
+        Table::ApprovalKeyOf => ("ApprovalKeyOf", "approval_key_of"),
     }
 }
 
@@ -693,6 +699,20 @@ fn command_examples() -> Vec<Command> {
             owner: s("store-owner-2"),
             lane_owner: some("node-2"),
         }),
+        Command::CreateApprovalAs(CreateApprovalAs {
+            key: s("approval-key-1"),
+            operation: s("replay_dead"),
+            params: s(r#"{"destination":"d"}"#),
+            requester: s("alice"),
+            requested_at: 401,
+            expires_at: Some(402),
+        }),
+        Command::DecideApprovalAs(DecideApprovalAs {
+            key: s("approval-key-1"),
+            status: ApprovalStatus::Expired,
+            approver: some("bob"),
+            decided_at: 403,
+        }),
     ]
 }
 
@@ -779,6 +799,8 @@ fn rejection_examples() -> Vec<Rejection> {
         Rejection::AlreadyDecided(ApprovalId(512)),
         Rejection::ApprovalExpired(ApprovalId(513)),
         Rejection::SelfApproval,
+        // --- messagefoundry store: queue side ---
+        Rejection::UnknownApprovalKey(s("approval-key-2")),
     ]
 }
 
@@ -1039,6 +1061,8 @@ fn stored_cases(table: Table) -> Vec<Case> {
         Table::AuditIndexFrom => vec![codec_case(name("u64"), 781u64)],
         Table::ChildKeys => vec![codec_case(name("MessageId"), MessageId(791))],
         Table::ReferenceLabels => vec![codec_case(name("String"), s("v-label-1"))],
+        Table::ApprovalKeys => vec![codec_case(name("ApprovalId"), ApprovalId(801))],
+        Table::ApprovalKeyOf => vec![codec_case(name("String"), s("approval-key-3"))],
         // Index tables: key only, the value is always empty.
         Table::MessageRows
         | Table::LanePending
@@ -1086,6 +1110,8 @@ fn verify_live_value(table: Table, key: &[u8], value: &[u8]) -> Result<(), Strin
         Table::AuditIndexFrom => reencodes::<u64>(value),
         Table::ChildKeys => reencodes::<MessageId>(value),
         Table::ReferenceLabels => reencodes::<String>(value),
+        Table::ApprovalKeys => reencodes::<ApprovalId>(value),
+        Table::ApprovalKeyOf => reencodes::<String>(value),
         Table::MessageRows
         | Table::LanePending
         | Table::LaneInflight
@@ -1775,6 +1801,14 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
         name: s("ref-1"),
         version: 1,
         rows: reference_rows(),
+    }));
+    live.ok(Command::CreateApprovalAs(CreateApprovalAs {
+        key: s("ap-1"),
+        operation: s("purge"),
+        params: s("{}"),
+        requester: s("alice"),
+        requested_at: NOW,
+        expires_at: None,
     }));
     live.ok(Command::WriteReferenceSnapshotText(
         WriteReferenceSnapshotText {

@@ -50,5 +50,7 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::IngressHandoffKeyed(c) => c.apply(cx),
         Command::WriteReferenceSnapshotText(c) => c.apply(cx),
         Command::RecoverInflightOnPromotion(c) => c.apply(cx),
+        Command::CreateApprovalAs(c) => c.apply(cx),
+        Command::DecideApprovalAs(c) => c.apply(cx),
     }
 }

@@ -3,7 +3,7 @@
 
 pub mod audit;
 
-use crate::model::approval::Approval;
+use crate::model::approval::{Approval, ApprovalStatus};
 use crate::model::audit::{AuditHead, AuditRow};
 use crate::model::config::ConfigVersion;
 use crate::model::ids::{ApprovalId, MessageId, Millis, RowId};
@@ -111,6 +111,13 @@ pub struct DeadLetter {
     pub message_type: Option<String>,
     pub received_at: Millis,
     pub summary: Option<String>,
+}
+
+/// An approval with the key its creator gave it (CreateApprovalAs; `None` for CreateApproval).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyedApproval {
+    pub key: Option<String>,
+    pub approval: Approval,
 }
 
 /// A reference snapshot with its name and text version (docs/SPEC.md §13.8).
@@ -520,6 +527,42 @@ impl<'a> Reader<'a> {
 
     pub fn approval(&self, id: ApprovalId) -> Result<Option<Approval>, StoreError> {
         approvals::get(&self.txn, id)
+    }
+
+    /// The approval the caller created under `key` (CreateApprovalAs).
+    pub fn approval_by_key(&self, key: &str) -> Result<Option<KeyedApproval>, StoreError> {
+        let Some(id) = approvals::id_by_key(&self.txn, key)? else {
+            return Ok(None);
+        };
+        Ok(
+            approvals::get(&self.txn, id)?.map(|approval| KeyedApproval {
+                key: Some(key.to_string()),
+                approval,
+            }),
+        )
+    }
+
+    /// Approvals still `pending` and not expired at `t` (`expires_at > t`), newest request
+    /// first (`requested_at`, then id, descending), at most `limit`; each with the caller's key
+    /// if it has one. Scans the approvals (ExpireRecords keeps their number bounded).
+    pub fn pending_approvals(
+        &self,
+        t: Millis,
+        limit: usize,
+    ) -> Result<Vec<KeyedApproval>, StoreError> {
+        let mut open: Vec<Approval> = approvals::all(&self.txn)?
+            .into_iter()
+            .filter(|a| a.status == ApprovalStatus::Pending && a.expires_at > t)
+            .collect();
+        open.sort_by_key(|a| std::cmp::Reverse((a.requested_at, a.id)));
+        let mut out = Vec::new();
+        for approval in open.into_iter().take(limit) {
+            out.push(KeyedApproval {
+                key: approvals::key_of(&self.txn, approval.id)?,
+                approval,
+            });
+        }
+        Ok(out)
     }
 
     pub fn principal_by_token_hash(&self, hash: &str) -> Result<Option<Principal>, StoreError> {

@@ -76,10 +76,14 @@ pub enum Table {
     ChildKeys,
     /// reference snapshot name → its text version (WriteReferenceSnapshotText, §13.8).
     ReferenceLabels,
+    /// the caller's approval key → ApprovalId (CreateApprovalAs, §13.10).
+    ApprovalKeys,
+    /// ApprovalId → the caller's approval key (the reverse of `ApprovalKeys`).
+    ApprovalKeyOf,
 }
 
 impl Table {
-    pub const ALL: [Table; 31] = [
+    pub const ALL: [Table; 33] = [
         Table::Meta,
         Table::Messages,
         Table::Rows,
@@ -112,6 +116,8 @@ impl Table {
         Table::AuditIndexFrom,
         Table::ChildKeys,
         Table::ReferenceLabels,
+        Table::ApprovalKeys,
+        Table::ApprovalKeyOf,
     ];
 
     /// Column family name in RocksDB.
@@ -149,6 +155,8 @@ impl Table {
             Table::AuditIndexFrom => "audit_index_from",
             Table::ChildKeys => "child_keys",
             Table::ReferenceLabels => "reference_labels",
+            Table::ApprovalKeys => "approval_keys",
+            Table::ApprovalKeyOf => "approval_key_of",
         }
     }
 

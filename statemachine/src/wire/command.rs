@@ -10,6 +10,7 @@
 //! new command goes at the end of [`Command`], and a struct's fields are never reordered. A
 //! newtype variant holding a struct encodes exactly like the struct variant it replaced.
 
+use crate::model::approval::ApprovalStatus;
 use crate::model::config::{ConfigDoc, RetryPolicy};
 use crate::model::ids::{ApprovalId, Fence, MessageId, Millis, RowId};
 use crate::model::principal::Role;
@@ -109,6 +110,8 @@ pub enum Command {
     IngressHandoffKeyed(IngressHandoffKeyed),
     WriteReferenceSnapshotText(WriteReferenceSnapshotText),
     RecoverInflightOnPromotion(RecoverInflightOnPromotion),
+    CreateApprovalAs(CreateApprovalAs),
+    DecideApprovalAs(DecideApprovalAs),
 }
 
 impl Command {
@@ -159,6 +162,8 @@ impl Command {
             Command::IngressHandoffKeyed(_) => "ingress_handoff_keyed",
             Command::WriteReferenceSnapshotText(_) => "write_reference_snapshot_text",
             Command::RecoverInflightOnPromotion(_) => "recover_inflight_on_promotion",
+            Command::CreateApprovalAs(_) => "create_approval_as",
+            Command::DecideApprovalAs(_) => "decide_approval_as",
         }
     }
 }
@@ -629,6 +634,28 @@ pub struct WriteReferenceSnapshotText {
 pub struct RecoverInflightOnPromotion {
     pub owner: String,
     pub lane_owner: Option<String>,
+}
+
+/// An approval request the caller names and dates (docs/SPEC.md §13.10): its own `key`, the
+/// requester, the request time and the expiry (`None`: never). Answers `Approval(id)`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateApprovalAs {
+    pub key: String,
+    pub operation: String,
+    pub params: String,
+    pub requester: String,
+    pub requested_at: Millis,
+    pub expires_at: Option<Millis>,
+}
+
+/// Decide a pending approval named by the caller's key (docs/SPEC.md §13.10), with the outcome,
+/// approver and time the caller gives. Succeeds only for the call that decides it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecideApprovalAs {
+    pub key: String,
+    pub status: ApprovalStatus,
+    pub approver: Option<String>,
+    pub decided_at: Millis,
 }
 
 #[cfg(test)]

@@ -49,6 +49,9 @@ pub enum Rejection {
     ApprovalExpired(ApprovalId),
     #[error("the approver must differ from the requester")]
     SelfApproval,
+    // --- messagefoundry store: queue side ---
+    #[error("approval {0} not found")]
+    UnknownApprovalKey(String),
 }
 
 impl Rejection {
@@ -66,7 +69,8 @@ impl Rejection {
             Rejection::UnknownMessage(_)
             | Rejection::UnknownRow(_)
             | Rejection::UnknownApproval(_)
-            | Rejection::UnknownPrincipal(_) => "not_found",
+            | Rejection::UnknownPrincipal(_)
+            | Rejection::UnknownApprovalKey(_) => "not_found",
             Rejection::WrongStatus { .. } | Rejection::WrongStage { .. } => "wrong_status",
             Rejection::StaleFence { .. } => "stale_fence",
             Rejection::LaneBusy { .. } => "lane_busy",

@@ -30,6 +30,7 @@ mod responses;
 mod retention;
 
 // --- messagefoundry store: queue side ---
+mod approvals_as;
 mod audit_actor;
 mod fifo_owners;
 mod queries;
