@@ -84,7 +84,7 @@ fn decide(cx: &mut Ctx<'_, '_>, id: ApprovalId, approve: bool) -> ApplyResult<Ou
     Ok(Outcome::Approval(id))
 }
 
-/// docs/SPEC.md §13.10: an approval under the caller's key, requester, request time and expiry
+/// docs/SPEC.md §14.10: an approval under the caller's key, requester, request time and expiry
 /// (`None`: never, stored as `Millis::MAX`); its id is still the operation id.
 impl Apply for CreateApprovalAs {
     fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
@@ -126,7 +126,7 @@ impl Apply for CreateApprovalAs {
     }
 }
 
-/// docs/SPEC.md §13.10: the caller decides (`approved`, `rejected` or `expired`) for the
+/// docs/SPEC.md §14.10: the caller decides (`approved`, `rejected` or `expired`) for the
 /// approver and at the time it gives; only a stored `pending` approval can be decided, once.
 impl Apply for DecideApprovalAs {
     fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {

@@ -50,7 +50,7 @@ impl Apply for RecordAuditAs {
     }
 }
 
-/// docs/SPEC.md §13.6: the message's event `viewed` (no destination, the viewer as detail); an
+/// docs/SPEC.md §14.6: the message's event `viewed` (no destination, the viewer as detail); an
 /// unknown message is `not_found`. Nothing else changes: no audit row, no status.
 impl Apply for RecordView {
     fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {

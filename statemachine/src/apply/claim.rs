@@ -178,7 +178,7 @@ fn claim_next_fifo(
     )?))
 }
 
-/// docs/SPEC.md §13.1 ClaimFifoHead: [`fifo::claim_head`] for a row owner and a lane owner
+/// docs/SPEC.md §14.1 ClaimFifoHead: [`fifo::claim_head`] for a row owner and a lane owner
 /// named apart (or no lane lease at all), under this operation's fence.
 fn claim_fifo_head(
     cx: &mut Ctx<'_, '_>,
@@ -268,7 +268,7 @@ fn reclaim_expired(cx: &mut Ctx<'_, '_>, stage: Option<Stage>) -> ApplyResult<Ou
     Ok(Outcome::Count(count))
 }
 
-/// docs/SPEC.md §13.2: every inflight row of `stage` (or all) back to pending, due now, claim
+/// docs/SPEC.md §14.2: every inflight row of `stage` (or all) back to pending, due now, claim
 /// cleared, attempts kept, in id order; then the lease of each lane a row came back to is
 /// dropped ([`fifo::free`]), so whoever claims next finds the head at once.
 fn reset_stale_inflight(cx: &mut Ctx<'_, '_>, stage: Option<Stage>) -> ApplyResult<Outcome> {
@@ -292,7 +292,7 @@ fn reset_stale_inflight(cx: &mut Ctx<'_, '_>, stage: Option<Stage>) -> ApplyResu
     Ok(Outcome::Count(count))
 }
 
-/// docs/SPEC.md §13.9: every inflight row whose claim is not `owner`'s back to pending (as
+/// docs/SPEC.md §14.9: every inflight row whose claim is not `owner`'s back to pending (as
 /// ResetStaleInflight does), then every lane lease not held by `lane_owner` dropped.
 fn recover_on_promotion(
     cx: &mut Ctx<'_, '_>,

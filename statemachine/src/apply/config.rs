@@ -116,7 +116,7 @@ fn dead_letter_orphans(
     Ok(count)
 }
 
-/// docs/SPEC.md §13.3: dead-letter every live row of `stage` (outbound: by destination; routed:
+/// docs/SPEC.md §14.3: dead-letter every live row of `stage` (outbound: by destination; routed:
 /// by handler) whose name is not in `known`, in row-id order, each with event `dead` and its
 /// message finalized; one audit row when any died.
 fn dead_letter_missing(

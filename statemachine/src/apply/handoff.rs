@@ -223,7 +223,7 @@ fn transform_handoff(
     Ok(Outcome::HandedOff(true))
 }
 
-/// docs/SPEC.md §3.7 IngressHandoff, and §13.7 IngressHandoffKeyed when `caller` names and
+/// docs/SPEC.md §3.7 IngressHandoff, and §14.7 IngressHandoffKeyed when `caller` names and
 /// describes the child: it is found by the caller's key first, then by the derived key (a child
 /// made by IngressHandoff), and a new one takes the caller's fields.
 fn ingress_handoff(

@@ -120,7 +120,7 @@ pub struct KeyedApproval {
     pub approval: Approval,
 }
 
-/// A reference snapshot with its name and text version (docs/SPEC.md §13.8).
+/// A reference snapshot with its name and text version (docs/SPEC.md §14.8).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReferenceSet {
     pub name: String,
@@ -498,7 +498,7 @@ impl<'a> Reader<'a> {
 
     /// `org`'s rows whose actor is `actor` and whose action starts with `action_prefix` (`""`:
     /// any), newest first, at most `limit`: read through the actor index, so the cost follows
-    /// the actor's rows, not the chain (docs/SPEC.md §13.5).
+    /// the actor's rows, not the chain (docs/SPEC.md §14.5).
     pub fn audit_by_actor(
         &self,
         org: &str,

@@ -151,7 +151,7 @@ pub(crate) fn free_all_but(cx: &mut Db<'_, '_>, keep: Option<&str>) -> Result<u6
 
 /// Who a FIFO claim is for: the owner recorded in the row's claim, and the owner of the lane
 /// lease (`None`: the claim takes no lane lease). ClaimNextFifo is one owner for both;
-/// ClaimFifoHead (docs/SPEC.md §13.1) names them apart.
+/// ClaimFifoHead (docs/SPEC.md §14.1) names them apart.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Claimant<'a> {
     pub owner: &'a str,
@@ -183,7 +183,7 @@ pub(crate) fn claim_next(
     claim_head(cx, lane, Claimant::single(owner), ttl_ms, fence)
 }
 
-/// The FIFO claim for `who` (docs/SPEC.md §4.3, §13.1): [`claim_next`] when one owner holds both
+/// The FIFO claim for `who` (docs/SPEC.md §4.3, §14.1): [`claim_next`] when one owner holds both
 /// the row and the lane. Steps 0, 2 and 3 go by the row owner (`who.owner`): another owner's
 /// live row keeps the lane busy, stranded rows go back to pending, the owner's own live row
 /// comes back. Step 1 goes by the lane owner: the lease is acquired or verified for

@@ -72,11 +72,11 @@ pub enum Table {
     /// org → u64: the first seq of the org's chain `AuditActors` covers (rows before it were
     /// appended by a build without the index, and are scanned instead).
     AuditIndexFrom,
-    /// the caller's child key → child message id (IngressHandoffKeyed, docs/SPEC.md §13.7).
+    /// the caller's child key → child message id (IngressHandoffKeyed, docs/SPEC.md §14.7).
     ChildKeys,
-    /// reference snapshot name → its text version (WriteReferenceSnapshotText, §13.8).
+    /// reference snapshot name → its text version (WriteReferenceSnapshotText, §14.8).
     ReferenceLabels,
-    /// the caller's approval key → ApprovalId (CreateApprovalAs, §13.10).
+    /// the caller's approval key → ApprovalId (CreateApprovalAs, §14.10).
     ApprovalKeys,
     /// ApprovalId → the caller's approval key (the reverse of `ApprovalKeys`).
     ApprovalKeyOf,

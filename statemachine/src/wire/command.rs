@@ -542,10 +542,10 @@ pub struct RewriteValues {
     pub items: Vec<Rewrite>,
 }
 
-// --- messagefoundry store: queue side (docs/SPEC.md §13) ---
+// --- messagefoundry store: queue side (docs/SPEC.md §14) ---
 
 /// ClaimNextFifo with the row claim's owner apart from the lane lease's owner (docs/SPEC.md
-/// §13.1): the claim is recorded for `owner`, the lane lease is taken (or verified) for
+/// §14.1): the claim is recorded for `owner`, the lane lease is taken (or verified) for
 /// `lane_owner`, and with `lane_owner: None` no lane lease is taken at all (a live lease of
 /// another owner still keeps the lane busy). `ClaimNextFifo {owner}` is this command with
 /// `lane_owner: Some(owner)`. Answers `Outcome::FifoClaimed`.
@@ -561,28 +561,28 @@ pub struct ClaimFifoHead {
 }
 
 /// Every inflight row (of `stage`, or of every stage) back to pending, whatever its lease and
-/// owner: a single process's start-up recovery (docs/SPEC.md §13.2). Answers `Count`.
+/// owner: a single process's start-up recovery (docs/SPEC.md §14.2). Answers `Count`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResetStaleInflight {
     pub stage: Option<Stage>,
 }
 
 /// Dead-letter every live outbound row whose destination is not one of `destinations` (the
-/// engine's registry): docs/SPEC.md §13.3. Answers `Count`.
+/// engine's registry): docs/SPEC.md §14.3. Answers `Count`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeadLetterMissingDestinations {
     pub destinations: Vec<String>,
 }
 
 /// Dead-letter every live routed row whose handler is not one of `handlers`: docs/SPEC.md
-/// §13.3. Answers `Count`.
+/// §14.3. Answers `Count`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeadLetterMissingHandlers {
     pub handlers: Vec<String>,
 }
 
 /// RecordAudit on behalf of someone else: the row's actor is `actor` (absent when `None`), not
-/// the envelope's principal (docs/SPEC.md §13.5). The engine records its own users' actions.
+/// the envelope's principal (docs/SPEC.md §14.5). The engine records its own users' actions.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordAuditAs {
     pub action: String,
@@ -593,14 +593,14 @@ pub struct RecordAuditAs {
 }
 
 /// Someone opened a message's body: its history gets the event `viewed`, with the viewer as
-/// detail (docs/SPEC.md §13.6). Answers `Done`.
+/// detail (docs/SPEC.md §14.6). Answers `Done`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RecordView {
     pub message_id: MessageId,
     pub viewer: Option<String>,
 }
 
-/// IngressHandoff with the child named and described by the caller (docs/SPEC.md §13.7): the
+/// IngressHandoff with the child named and described by the caller (docs/SPEC.md §14.7): the
 /// child is found again by `child_key` (the engine's own derived id), carries the caller's
 /// `control_id`, `message_type` and `summary`, and with `peek_failed` is recorded in `error`
 /// without an ingress row. Answers `Reingressed`.
@@ -619,7 +619,7 @@ pub struct IngressHandoffKeyed {
 
 /// WriteReferenceSnapshot with a text version (`"v1"`): the set is replaced whole, its numeric
 /// version becomes the previous one plus one, and `version` is kept as its label (docs/SPEC.md
-/// §13.8). Answers `Count(rows)`.
+/// §14.8). Answers `Count(rows)`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WriteReferenceSnapshotText {
     pub name: String,
@@ -627,7 +627,7 @@ pub struct WriteReferenceSnapshotText {
     pub rows: BTreeMap<String, String>,
 }
 
-/// A new leader's take-over (docs/SPEC.md §13.9): every inflight row claimed by anyone but
+/// A new leader's take-over (docs/SPEC.md §14.9): every inflight row claimed by anyone but
 /// `owner` back to pending whatever its lease, and every lane lease not held by `lane_owner`
 /// (every lease, when `None`) dropped, in one command. Answers `Count(rows)`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -636,7 +636,7 @@ pub struct RecoverInflightOnPromotion {
     pub lane_owner: Option<String>,
 }
 
-/// An approval request the caller names and dates (docs/SPEC.md §13.10): its own `key`, the
+/// An approval request the caller names and dates (docs/SPEC.md §14.10): its own `key`, the
 /// requester, the request time and the expiry (`None`: never). Answers `Approval(id)`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreateApprovalAs {
@@ -648,7 +648,7 @@ pub struct CreateApprovalAs {
     pub expires_at: Option<Millis>,
 }
 
-/// Decide a pending approval named by the caller's key (docs/SPEC.md §13.10), with the outcome,
+/// Decide a pending approval named by the caller's key (docs/SPEC.md §14.10), with the outcome,
 /// approver and time the caller gives. Succeeds only for the call that decides it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DecideApprovalAs {
