@@ -89,6 +89,12 @@ use raftlane_statemachine::wire::command::{
     SealAuditEpoch, SessionChange, SetAdGroupMap, SetUserRoles, StateOp, TransformHandoff,
     UpdateSession, UpdateUser, UpsertRole, UserChange, WriteReferenceSnapshot,
 };
+// --- messagefoundry store: queue side ---
+use raftlane_statemachine::wire::command::{
+    ClaimFifoHead, CreateApprovalAs, DeadLetterMissingDestinations, DeadLetterMissingHandlers,
+    DecideApprovalAs, IngressHandoffKeyed, RecordAuditAs, RecordView, RecoverInflightOnPromotion,
+    ResetStaleInflight, WriteReferenceSnapshotText,
+};
 use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
 use raftlane_statemachine::{
     ApprovalId, ClaimedRow, Command, Envelope, Fence, FifoEmpty, MemStore, MessageId, MetaState,
@@ -270,6 +276,18 @@ fn command_variant(c: &Command) -> &'static str {
         Command::RevokeUserSessions(_) => "RevokeUserSessions",
         Command::EnforceSessionCap(_) => "EnforceSessionCap",
         Command::PurgeExpiredSessions(_) => "PurgeExpiredSessions",
+        // --- messagefoundry store: queue side ---
+        Command::ClaimFifoHead(_) => "ClaimFifoHead",
+        Command::ResetStaleInflight(_) => "ResetStaleInflight",
+        Command::DeadLetterMissingDestinations(_) => "DeadLetterMissingDestinations",
+        Command::DeadLetterMissingHandlers(_) => "DeadLetterMissingHandlers",
+        Command::RecordAuditAs(_) => "RecordAuditAs",
+        Command::RecordView(_) => "RecordView",
+        Command::IngressHandoffKeyed(_) => "IngressHandoffKeyed",
+        Command::WriteReferenceSnapshotText(_) => "WriteReferenceSnapshotText",
+        Command::RecoverInflightOnPromotion(_) => "RecoverInflightOnPromotion",
+        Command::CreateApprovalAs(_) => "CreateApprovalAs",
+        Command::DecideApprovalAs(_) => "DecideApprovalAs",
     }
 }
 
@@ -317,6 +335,8 @@ fn rejection_variant(r: &Rejection) -> &'static str {
         Rejection::AlreadyExists { .. } => "AlreadyExists",
         Rejection::UnknownUser(_) => "UnknownUser",
         Rejection::UnknownRole(_) => "UnknownRole",
+        // --- messagefoundry store: queue side ---
+        Rejection::UnknownApprovalKey(_) => "UnknownApprovalKey",
     }
 }
 
@@ -499,6 +519,13 @@ fn table_name(t: Table) -> (&'static str, &'static str) {
         Table::Sessions => ("Sessions", "sessions"),
         Table::UserSessions => ("UserSessions", "user_sessions"),
         Table::SessionExpiry => ("SessionExpiry", "session_expiry"),
+        // --- messagefoundry store: queue side ---
+        Table::AuditActors => ("AuditActors", "audit_actors"),
+        Table::AuditIndexFrom => ("AuditIndexFrom", "audit_index_from"),
+        Table::ChildKeys => ("ChildKeys", "child_keys"),
+        Table::ReferenceLabels => ("ReferenceLabels", "reference_labels"),
+        Table::ApprovalKeys => ("ApprovalKeys", "approval_keys"),
+        Table::ApprovalKeyOf => ("ApprovalKeyOf", "approval_key_of"),
     }
 }
 
@@ -748,6 +775,68 @@ fn command_examples() -> Vec<Command> {
             keep: 822,
         }),
         Command::PurgeExpiredSessions(PurgeExpiredSessions),
+        // --- messagefoundry store: queue side ---
+        Command::ClaimFifoHead(ClaimFifoHead {
+            stage: Stage::Routed,
+            lane: s("lane-mf-1"),
+            owner: s("store-owner-1"),
+            lane_owner: some("node-1"),
+            ttl_ms: 30_006,
+        }),
+        Command::ResetStaleInflight(ResetStaleInflight {
+            stage: Some(Stage::Response),
+        }),
+        Command::DeadLetterMissingDestinations(DeadLetterMissingDestinations {
+            destinations: vec![s("dest-mf-1"), s("dest-mf-2")],
+        }),
+        Command::DeadLetterMissingHandlers(DeadLetterMissingHandlers {
+            handlers: vec![s("handler-mf-1")],
+        }),
+        Command::RecordAuditAs(RecordAuditAs {
+            action: s("auth.login"),
+            actor: some("alice"),
+            channel: some("chan-mf-1"),
+            org: some("messagefoundry"),
+            detail: some("from 10.0.0.1"),
+        }),
+        Command::RecordView(RecordView {
+            message_id: MessageId(381),
+            viewer: some("alice"),
+        }),
+        Command::IngressHandoffKeyed(IngressHandoffKeyed {
+            row_id: RowId(391),
+            fence: Fence(392),
+            loopback_channel: s("loop-mf-1"),
+            depth_cap: 8,
+            child_key: s("0f1e2d3c4b5a69788796a5b4c3d2e1f0"),
+            control_id: some("R1"),
+            message_type: some("RSP^K11"),
+            summary: some("reply summary"),
+            peek_failed: true,
+        }),
+        Command::WriteReferenceSnapshotText(WriteReferenceSnapshotText {
+            name: s("ref-mf-1"),
+            version: s("v7"),
+            rows: reference_rows(),
+        }),
+        Command::RecoverInflightOnPromotion(RecoverInflightOnPromotion {
+            owner: s("store-owner-2"),
+            lane_owner: some("node-2"),
+        }),
+        Command::CreateApprovalAs(CreateApprovalAs {
+            key: s("approval-key-1"),
+            operation: s("replay_dead"),
+            params: s(r#"{"destination":"d"}"#),
+            requester: s("alice"),
+            requested_at: 401,
+            expires_at: Some(402),
+        }),
+        Command::DecideApprovalAs(DecideApprovalAs {
+            key: s("approval-key-1"),
+            status: ApprovalStatus::Expired,
+            approver: some("bob"),
+            decided_at: 403,
+        }),
     ]
 }
 
@@ -880,6 +969,8 @@ fn rejection_examples() -> Vec<Rejection> {
         },
         Rejection::UnknownUser(s("user-852")),
         Rejection::UnknownRole(s("role-853")),
+        // --- messagefoundry store: queue side ---
+        Rejection::UnknownApprovalKey(s("approval-key-2")),
     ]
 }
 
@@ -1195,6 +1286,12 @@ fn stored_cases(table: Table) -> Vec<Case> {
                 mfa_verified_at: Some(873),
             },
         )],
+        // --- messagefoundry store: queue side ---
+        Table::AuditIndexFrom => vec![codec_case(name("u64"), 781u64)],
+        Table::ChildKeys => vec![codec_case(name("MessageId"), MessageId(791))],
+        Table::ReferenceLabels => vec![codec_case(name("String"), s("v-label-1"))],
+        Table::ApprovalKeys => vec![codec_case(name("ApprovalId"), ApprovalId(801))],
+        Table::ApprovalKeyOf => vec![codec_case(name("String"), s("approval-key-3"))],
         // Index tables: key only, the value is always empty.
         Table::MessageRows
         | Table::LanePending
@@ -1206,7 +1303,8 @@ fn stored_cases(table: Table) -> Vec<Case> {
         | Table::RequestExpiry
         | Table::AdGroupMaps
         | Table::UserSessions
-        | Table::SessionExpiry => Vec::new(),
+        | Table::SessionExpiry
+        | Table::AuditActors => Vec::new(),
     }
 }
 
@@ -1246,6 +1344,11 @@ fn verify_live_value(table: Table, key: &[u8], value: &[u8]) -> Result<(), Strin
         Table::UserRoles => reencodes::<RoleAssignment>(value),
         Table::Roles => reencodes::<AuthRole>(value),
         Table::Sessions => reencodes::<Session>(value),
+        Table::AuditIndexFrom => reencodes::<u64>(value),
+        Table::ChildKeys => reencodes::<MessageId>(value),
+        Table::ReferenceLabels => reencodes::<String>(value),
+        Table::ApprovalKeys => reencodes::<ApprovalId>(value),
+        Table::ApprovalKeyOf => reencodes::<String>(value),
         Table::MessageRows
         | Table::LanePending
         | Table::LaneInflight
@@ -1256,7 +1359,8 @@ fn verify_live_value(table: Table, key: &[u8], value: &[u8]) -> Result<(), Strin
         | Table::RequestExpiry
         | Table::AdGroupMaps
         | Table::UserSessions
-        | Table::SessionExpiry => {
+        | Table::SessionExpiry
+        | Table::AuditActors => {
             if value.is_empty() {
                 Ok(())
             } else {
@@ -1907,6 +2011,27 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
         loopback_channel: s("loopback"),
         depth_cap: 3,
     }));
+    // The same response re-sent and handed off under the caller's key: ChildKeys.
+    live.ok(Command::Replay(Replay {
+        message_id: row.message_id,
+    }));
+    let outbound = live.claim(Stage::Outbound, "orders");
+    live.ok(Command::MarkDone(MarkDone {
+        row_id: outbound.row_id,
+        fence: outbound.fence,
+    }));
+    let row = live.claim(Stage::Response, "replies");
+    live.ok(Command::IngressHandoffKeyed(IngressHandoffKeyed {
+        row_id: row.row_id,
+        fence: row.fence,
+        loopback_channel: s("loopback"),
+        depth_cap: 3,
+        child_key: s("caller-child-1"),
+        control_id: None,
+        message_type: None,
+        summary: None,
+        peek_failed: false,
+    }));
     // A dead letter.
     live.ok(Command::EnqueueIngress(EnqueueIngress {
         channel: s("other"),
@@ -1941,6 +2066,21 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
         version: 1,
         rows: reference_rows(),
     }));
+    live.ok(Command::CreateApprovalAs(CreateApprovalAs {
+        key: s("ap-1"),
+        operation: s("purge"),
+        params: s("{}"),
+        requester: s("alice"),
+        requested_at: NOW,
+        expires_at: None,
+    }));
+    live.ok(Command::WriteReferenceSnapshotText(
+        WriteReferenceSnapshotText {
+            name: s("ref-2"),
+            version: s("v1"),
+            rows: reference_rows(),
+        },
+    ));
     live.ok(Command::SealAuditEpoch(SealAuditEpoch { org: s("org-1") }));
     // The engine's users, roles, AD group maps and sessions.
     live.ok(Command::UpsertRole(UpsertRole {

@@ -133,6 +133,20 @@ impl Covered for Command {
             | Command::RevokeUserSessions(_)
             | Command::EnforceSessionCap(_)
             | Command::PurgeExpiredSessions(_) => Ok(()),
+            // The queue side of the messagefoundry store (docs/SPEC.md §14): a viewer lands in
+            // an event's detail and reference values are covered like WriteReferenceSnapshot's;
+            // the rest carries names, ids, owners, audit rows and approvals.
+            Command::RecordView(c) => each_opt(&mut c.viewer, f),
+            Command::WriteReferenceSnapshotText(c) => c.rows.values_mut().try_for_each(f),
+            Command::ClaimFifoHead(_)
+            | Command::ResetStaleInflight(_)
+            | Command::DeadLetterMissingDestinations(_)
+            | Command::DeadLetterMissingHandlers(_)
+            | Command::RecordAuditAs(_)
+            | Command::IngressHandoffKeyed(_)
+            | Command::RecoverInflightOnPromotion(_)
+            | Command::CreateApprovalAs(_)
+            | Command::DecideApprovalAs(_) => Ok(()),
         }
     }
 }

@@ -6,7 +6,7 @@ use crate::model::approval::{Approval, ApprovalStatus};
 use crate::model::ids::ApprovalId;
 use crate::rules::validate;
 use crate::tables::approvals;
-use crate::wire::command::{CreateApproval, DecideApproval};
+use crate::wire::command::{CreateApproval, CreateApprovalAs, DecideApproval, DecideApprovalAs};
 use crate::wire::outcome::Outcome;
 use crate::wire::rejection::Rejection;
 
@@ -82,4 +82,88 @@ fn decide(cx: &mut Ctx<'_, '_>, id: ApprovalId, approve: bool) -> ApplyResult<Ou
     let verb = if approve { "approved" } else { "rejected" };
     audit::record_default(cx, "approval.decide", None, format!("approval {id} {verb}"))?;
     Ok(Outcome::Approval(id))
+}
+
+/// docs/SPEC.md §14.10: an approval under the caller's key, requester, request time and expiry
+/// (`None`: never, stored as `Millis::MAX`); its id is still the operation id.
+impl Apply for CreateApprovalAs {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let CreateApprovalAs {
+            key,
+            operation,
+            params,
+            requester,
+            requested_at,
+            expires_at,
+        } = self;
+        validate::name("key", key)?;
+        validate::name("operation", operation)?;
+        validate::name("requester", requester)?;
+        if approvals::id_by_key(cx.txn, key)?.is_some() {
+            return Err(Rejection::invalid("key", "an approval with this key exists").into());
+        }
+        let id = ApprovalId(cx.index);
+        let approval = Approval {
+            id,
+            operation: operation.clone(),
+            params: params.clone(),
+            requester: requester.clone(),
+            requested_at: *requested_at,
+            status: ApprovalStatus::Pending,
+            approver: None,
+            decided_at: None,
+            expires_at: expires_at.unwrap_or(u64::MAX),
+        };
+        approvals::put(cx, &approval);
+        approvals::put_key(cx, key, id);
+        audit::record_default(
+            cx,
+            "approval.request",
+            None,
+            format!("approval {id} ({key}): {operation}"),
+        )?;
+        Ok(Outcome::Approval(id))
+    }
+}
+
+/// docs/SPEC.md §14.10: the caller decides (`approved`, `rejected` or `expired`) for the
+/// approver and at the time it gives; only a stored `pending` approval can be decided, once.
+impl Apply for DecideApprovalAs {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let DecideApprovalAs {
+            key,
+            status,
+            approver,
+            decided_at,
+        } = self;
+        validate::opt_name("approver", approver.as_deref())?;
+        if *status == ApprovalStatus::Pending {
+            return Err(
+                Rejection::invalid("status", "must be approved, rejected or expired").into(),
+            );
+        }
+        let id = approvals::id_by_key(cx.txn, key)?
+            .ok_or_else(|| Rejection::UnknownApprovalKey(key.clone()))?;
+        let mut approval: Approval = approvals::get(cx.txn, id)?
+            .ok_or_else(|| Rejection::UnknownApprovalKey(key.clone()))?;
+        if approval.status != ApprovalStatus::Pending {
+            return Err(Rejection::AlreadyDecided(id).into());
+        }
+        approval.status = *status;
+        approval.approver = approver.clone();
+        approval.decided_at = Some(*decided_at);
+        approvals::put(cx, &approval);
+        let verb = match status {
+            ApprovalStatus::Approved => "approved",
+            ApprovalStatus::Rejected => "rejected",
+            _ => "expired",
+        };
+        audit::record_default(
+            cx,
+            "approval.decide",
+            None,
+            format!("approval {id} ({key}) {verb}"),
+        )?;
+        Ok(Outcome::Approval(id))
+    }
 }

@@ -4,9 +4,11 @@
 
 use crate::apply::{Apply, ApplyResult, Ctx};
 use crate::model::audit::{SealRecord, DEFAULT_ORG, SEAL_ACTION};
+use crate::model::message::EventKind;
 use crate::rules::validate;
 use crate::tables::audit;
-use crate::wire::command::{RecordAudit, SealAuditEpoch};
+use crate::tables::messages;
+use crate::wire::command::{RecordAudit, RecordAuditAs, RecordView, SealAuditEpoch};
 use crate::wire::outcome::Outcome;
 
 impl Apply for RecordAudit {
@@ -24,6 +26,38 @@ impl Apply for RecordAudit {
             org.as_deref(),
             detail.as_deref(),
         )
+    }
+}
+
+impl Apply for RecordAuditAs {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let RecordAuditAs {
+            action,
+            actor,
+            channel,
+            org,
+            detail,
+        } = self;
+        validate::opt_name("actor", actor.as_deref())?;
+        record_as(
+            cx,
+            actor.as_deref().unwrap_or(""),
+            action,
+            channel.as_deref(),
+            org.as_deref(),
+            detail.as_deref(),
+        )
+    }
+}
+
+/// docs/SPEC.md §14.6: the message's event `viewed` (no destination, the viewer as detail); an
+/// unknown message is `not_found`. Nothing else changes: no audit row, no status.
+impl Apply for RecordView {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let RecordView { message_id, viewer } = self;
+        let message = cx.message(*message_id)?;
+        messages::event(cx, message.id, EventKind::Viewed, None, viewer.clone())?;
+        Ok(Outcome::Done)
     }
 }
 
@@ -53,10 +87,22 @@ fn record(
     org: Option<&str>,
     detail: Option<&str>,
 ) -> ApplyResult<Outcome> {
+    let actor = cx.actor;
+    record_as(cx, actor, action, channel, org, detail)
+}
+
+/// RecordAudit with the row's actor given (empty: none).
+fn record_as(
+    cx: &mut Ctx<'_, '_>,
+    actor: &str,
+    action: &str,
+    channel: Option<&str>,
+    org: Option<&str>,
+    detail: Option<&str>,
+) -> ApplyResult<Outcome> {
     validate::name("action", action)?;
     validate::opt_name("channel", channel)?;
     validate::opt_name("org", org)?;
-    let actor = cx.actor;
     let row = audit::append(
         cx,
         actor,

@@ -7,13 +7,16 @@ use crate::apply::{Apply, ApplyResult, Ctx};
 use crate::model::ids::{Fence, RowId};
 use crate::model::lane::LaneKey;
 use crate::model::row::{RowStatus, Stage};
-use crate::rules::{fifo, validate};
+use crate::rules::fifo::{self, Claimant};
+use crate::rules::validate;
 use crate::tables::rows;
 use crate::wire::command::{
-    ClaimNextFifo, ClaimReady, DoneThenClaimNext, ReclaimExpired, ReleaseLane, RenewLeases,
+    ClaimFifoHead, ClaimNextFifo, ClaimReady, DoneThenClaimNext, ReclaimExpired,
+    RecoverInflightOnPromotion, ReleaseLane, RenewLeases, ResetStaleInflight,
 };
 use crate::wire::outcome::Outcome;
 use crate::wire::rejection::Rejection;
+use std::collections::BTreeSet;
 
 impl Apply for ClaimReady {
     fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
@@ -49,6 +52,28 @@ impl Apply for ClaimNextFifo {
     }
 }
 
+impl Apply for ClaimFifoHead {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let ClaimFifoHead {
+            stage,
+            lane,
+            owner,
+            lane_owner,
+            ttl_ms,
+        } = self;
+        claim_fifo_head(
+            cx,
+            *stage,
+            lane,
+            Claimant {
+                owner,
+                lane_owner: lane_owner.as_deref(),
+            },
+            *ttl_ms,
+        )
+    }
+}
+
 impl Apply for DoneThenClaimNext {
     fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
         let DoneThenClaimNext {
@@ -72,6 +97,22 @@ impl Apply for ReclaimExpired {
     fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
         let ReclaimExpired { stage } = self;
         reclaim_expired(cx, *stage)
+    }
+}
+
+impl Apply for ResetStaleInflight {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let ResetStaleInflight { stage } = self;
+        reset_stale_inflight(cx, *stage)
+    }
+}
+
+impl Apply for RecoverInflightOnPromotion {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let RecoverInflightOnPromotion { owner, lane_owner } = self;
+        validate::name("owner", owner)?;
+        validate::opt_name("lane_owner", lane_owner.as_deref())?;
+        recover_on_promotion(cx, owner, lane_owner.as_deref())
     }
 }
 
@@ -134,6 +175,26 @@ fn claim_next_fifo(
     let fence = Fence(cx.index);
     Ok(Outcome::FifoClaimed(fifo::claim_next(
         cx, &lane, owner, ttl_ms, fence,
+    )?))
+}
+
+/// docs/SPEC.md §14.1 ClaimFifoHead: [`fifo::claim_head`] for a row owner and a lane owner
+/// named apart (or no lane lease at all), under this operation's fence.
+fn claim_fifo_head(
+    cx: &mut Ctx<'_, '_>,
+    stage: Stage,
+    lane_name: &str,
+    who: Claimant<'_>,
+    ttl_ms: u64,
+) -> ApplyResult<Outcome> {
+    validate::name("lane", lane_name)?;
+    validate::name("owner", who.owner)?;
+    validate::opt_name("lane_owner", who.lane_owner)?;
+    validate::ttl("ttl_ms", ttl_ms)?;
+    let lane = LaneKey::new(stage, lane_name);
+    let fence = Fence(cx.index);
+    Ok(Outcome::FifoClaimed(fifo::claim_head(
+        cx, &lane, who, ttl_ms, fence,
     )?))
 }
 
@@ -204,6 +265,54 @@ fn reclaim_expired(cx: &mut Ctx<'_, '_>, stage: Option<Stage>) -> ApplyResult<Ou
         rows::to_pending(cx, &row, t);
         count += 1;
     }
+    Ok(Outcome::Count(count))
+}
+
+/// docs/SPEC.md §14.2: every inflight row of `stage` (or all) back to pending, due now, claim
+/// cleared, attempts kept, in id order; then the lease of each lane a row came back to is
+/// dropped ([`fifo::free`]), so whoever claims next finds the head at once.
+fn reset_stale_inflight(cx: &mut Ctx<'_, '_>, stage: Option<Stage>) -> ApplyResult<Outcome> {
+    let t = cx.t;
+    let mut lanes = BTreeSet::new();
+    let mut count = 0u64;
+    for id in rows::all_inflight(cx.txn)? {
+        let Some(row) = rows::get(cx.txn, id)? else {
+            continue;
+        };
+        if row.status != RowStatus::Inflight || stage.is_some_and(|s| s != row.stage) {
+            continue;
+        }
+        rows::to_pending(cx, &row, t);
+        lanes.insert(row.lane());
+        count += 1;
+    }
+    for lane in lanes {
+        fifo::free(cx, &lane)?;
+    }
+    Ok(Outcome::Count(count))
+}
+
+/// docs/SPEC.md §14.9: every inflight row whose claim is not `owner`'s back to pending (as
+/// ResetStaleInflight does), then every lane lease not held by `lane_owner` dropped.
+fn recover_on_promotion(
+    cx: &mut Ctx<'_, '_>,
+    owner: &str,
+    lane_owner: Option<&str>,
+) -> ApplyResult<Outcome> {
+    let t = cx.t;
+    let mut count = 0u64;
+    for id in rows::all_inflight(cx.txn)? {
+        let Some(row) = rows::get(cx.txn, id)? else {
+            continue;
+        };
+        if row.status != RowStatus::Inflight || row.claim.as_ref().is_some_and(|c| c.owner == owner)
+        {
+            continue;
+        }
+        rows::to_pending(cx, &row, t);
+        count += 1;
+    }
+    fifo::free_all_but(cx, lane_owner)?;
     Ok(Outcome::Count(count))
 }
 

@@ -4,8 +4,9 @@
 use crate::apply::complete::dead_letter;
 use crate::apply::{audit, Apply, ApplyResult, Ctx};
 use crate::model::config::{ConfigDoc, ConfigVersion};
-use crate::tables::{config, rows};
-use crate::wire::command::PutConfig;
+use crate::model::row::Stage;
+use crate::tables::{config, lanes, rows};
+use crate::wire::command::{DeadLetterMissingDestinations, DeadLetterMissingHandlers, PutConfig};
 use crate::wire::outcome::Outcome;
 use crate::wire::rejection::Rejection;
 use std::collections::BTreeSet;
@@ -17,6 +18,20 @@ impl Apply for PutConfig {
             config,
         } = self;
         put_config(cx, *expected_version, config)
+    }
+}
+
+impl Apply for DeadLetterMissingDestinations {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let DeadLetterMissingDestinations { destinations } = self;
+        dead_letter_missing(cx, Stage::Outbound, destinations)
+    }
+}
+
+impl Apply for DeadLetterMissingHandlers {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let DeadLetterMissingHandlers { handlers } = self;
+        dead_letter_missing(cx, Stage::Routed, handlers)
     }
 }
 
@@ -99,4 +114,51 @@ fn dead_letter_orphans(
         }
     }
     Ok(count)
+}
+
+/// docs/SPEC.md §14.3: dead-letter every live row of `stage` (outbound: by destination; routed:
+/// by handler) whose name is not in `known`, in row-id order, each with event `dead` and its
+/// message finalized; one audit row when any died.
+fn dead_letter_missing(
+    cx: &mut Ctx<'_, '_>,
+    stage: Stage,
+    known: &[String],
+) -> ApplyResult<Outcome> {
+    let known: BTreeSet<&str> = known.iter().map(String::as_str).collect();
+    let (what, action) = match stage {
+        Stage::Outbound => ("destination", "queue.dead_letter_missing_destinations"),
+        _ => ("handler", "queue.dead_letter_missing_handlers"),
+    };
+    let mut count = 0u64;
+    let mut missing = BTreeSet::new();
+    for id in lanes::live_of_stage(cx.txn, stage)? {
+        let Some(row) = rows::get(cx.txn, id)? else {
+            continue;
+        };
+        let name = match stage {
+            Stage::Outbound => row.destination_name.clone(),
+            _ => row.handler_name.clone(),
+        }
+        .unwrap_or_default();
+        if !row.status.is_live() || known.contains(name.as_str()) {
+            continue;
+        }
+        dead_letter(
+            cx,
+            &row,
+            &format!("{what} {name} missing from the registry"),
+        )?;
+        missing.insert(name);
+        count += 1;
+    }
+    if count > 0 {
+        let names: Vec<String> = missing.into_iter().collect();
+        audit::record_default(
+            cx,
+            action,
+            None,
+            format!("{count} row(s); {what}(s) {}", names.join(", ")),
+        )?;
+    }
+    Ok(Outcome::Count(count))
 }

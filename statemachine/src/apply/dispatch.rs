@@ -51,5 +51,17 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::RevokeUserSessions(c) => c.apply(cx),
         Command::EnforceSessionCap(c) => c.apply(cx),
         Command::PurgeExpiredSessions(c) => c.apply(cx),
+        // --- messagefoundry store: queue side ---
+        Command::ClaimFifoHead(c) => c.apply(cx),
+        Command::ResetStaleInflight(c) => c.apply(cx),
+        Command::DeadLetterMissingDestinations(c) => c.apply(cx),
+        Command::DeadLetterMissingHandlers(c) => c.apply(cx),
+        Command::RecordAuditAs(c) => c.apply(cx),
+        Command::RecordView(c) => c.apply(cx),
+        Command::IngressHandoffKeyed(c) => c.apply(cx),
+        Command::WriteReferenceSnapshotText(c) => c.apply(cx),
+        Command::RecoverInflightOnPromotion(c) => c.apply(cx),
+        Command::CreateApprovalAs(c) => c.apply(cx),
+        Command::DecideApprovalAs(c) => c.apply(cx),
     }
 }

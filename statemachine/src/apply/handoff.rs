@@ -15,8 +15,8 @@ use crate::rules::{dedupe, fifo, validate};
 use crate::tables::rows::{self, NewRow};
 use crate::tables::{children, messages, responses};
 use crate::wire::command::{
-    Delivery, HandlerWork, Handoff, HandoffDisposition, IngressHandoff, RouteDisposition,
-    RouteHandoff, StateOp, TransformHandoff,
+    Delivery, HandlerWork, Handoff, HandoffDisposition, IngressHandoff, IngressHandoffKeyed,
+    RouteDisposition, RouteHandoff, StateOp, TransformHandoff,
 };
 use crate::wire::outcome::Outcome;
 
@@ -64,9 +64,53 @@ impl Apply for IngressHandoff {
             loopback_channel,
             depth_cap,
         } = self;
-        ingress_handoff(cx, *row_id, *fence, loopback_channel, *depth_cap)
+        ingress_handoff(cx, *row_id, *fence, loopback_channel, *depth_cap, None)
     }
 }
+
+impl Apply for IngressHandoffKeyed {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let IngressHandoffKeyed {
+            row_id,
+            fence,
+            loopback_channel,
+            depth_cap,
+            child_key,
+            control_id,
+            message_type,
+            summary,
+            peek_failed,
+        } = self;
+        validate::name("child_key", child_key)?;
+        let child = CallerChild {
+            key: child_key,
+            control_id: control_id.as_deref(),
+            message_type: message_type.as_deref(),
+            summary: summary.as_deref(),
+            peek_failed: *peek_failed,
+        };
+        ingress_handoff(
+            cx,
+            *row_id,
+            *fence,
+            loopback_channel,
+            *depth_cap,
+            Some(&child),
+        )
+    }
+}
+
+/// The child as IngressHandoffKeyed's caller names and describes it.
+struct CallerChild<'a> {
+    key: &'a str,
+    control_id: Option<&'a str>,
+    message_type: Option<&'a str>,
+    summary: Option<&'a str>,
+    peek_failed: bool,
+}
+
+/// The error of a child whose body the caller could not parse.
+const PEEK_FAILED: &str = "re-ingested body failed the caller's parse";
 
 fn route_handoff(
     cx: &mut Ctx<'_, '_>,
@@ -179,12 +223,16 @@ fn transform_handoff(
     Ok(Outcome::HandedOff(true))
 }
 
+/// docs/SPEC.md §3.7 IngressHandoff, and §14.7 IngressHandoffKeyed when `caller` names and
+/// describes the child: it is found by the caller's key first, then by the derived key (a child
+/// made by IngressHandoff), and a new one takes the caller's fields.
 fn ingress_handoff(
     cx: &mut Ctx<'_, '_>,
     row_id: RowId,
     fence: Fence,
     loopback_channel: &str,
     depth_cap: u32,
+    caller: Option<&CallerChild<'_>>,
 ) -> ApplyResult<Outcome> {
     validate::name("loopback_channel", loopback_channel)?;
     let row = fence::held(cx, row_id, fence, &[Stage::Response])?;
@@ -217,21 +265,36 @@ fn ingress_handoff(
         reference.seq,
         &response.body,
     );
-    let child_id = match children::get(cx.txn, &key)? {
+    let existing = match caller {
+        Some(c) => match children::by_caller_key(cx.txn, c.key)? {
+            Some(id) => Some(id),
+            None => children::get(cx.txn, &key)?,
+        },
+        None => children::get(cx.txn, &key)?,
+    };
+    let child_id = match existing {
         Some(existing) => existing,
         None => {
             let id = messages::next_id(cx);
+            let peek_failed = caller.is_some_and(|c| c.peek_failed);
             let child = Message {
                 id,
                 channel_id: loopback_channel.to_string(),
                 received_at: cx.t,
                 source_type: Some("reingress".to_string()),
-                control_id: None,
-                message_type: origin.message_type.clone(),
+                control_id: caller.and_then(|c| c.control_id).map(str::to_string),
+                message_type: match caller {
+                    Some(c) => c.message_type.map(str::to_string),
+                    None => origin.message_type.clone(),
+                },
                 raw: response.body.clone(),
-                status: MessageStatus::Received,
-                error: None,
-                summary: None,
+                status: if peek_failed {
+                    MessageStatus::Error
+                } else {
+                    MessageStatus::Received
+                },
+                error: peek_failed.then(|| PEEK_FAILED.to_string()),
+                summary: caller.and_then(|c| c.summary).map(str::to_string),
                 metadata: None,
                 correlation: Some(Correlation {
                     correlation_id: origin.id,
@@ -250,21 +313,36 @@ fn ingress_handoff(
                 None,
                 Some(format!("re-ingress of message {}", origin.id)),
             )?;
-            fifo::push_row(
-                cx,
-                NewRow {
-                    message_id: id,
-                    stage: Stage::Ingress,
-                    channel_id: loopback_channel,
-                    destination_name: None,
-                    handler_name: None,
-                    payload: &response.body,
-                },
-            )?;
+            if peek_failed {
+                messages::event(
+                    cx,
+                    id,
+                    EventKind::Error,
+                    None,
+                    Some(PEEK_FAILED.to_string()),
+                )?;
+            } else {
+                fifo::push_row(
+                    cx,
+                    NewRow {
+                        message_id: id,
+                        stage: Stage::Ingress,
+                        channel_id: loopback_channel,
+                        destination_name: None,
+                        handler_name: None,
+                        payload: &response.body,
+                    },
+                )?;
+            }
             children::put(cx, key, id);
             id
         }
     };
+    if let Some(c) = caller {
+        if children::by_caller_key(cx.txn, c.key)?.is_none() {
+            children::put_caller_key(cx, c.key, child_id);
+        }
+    }
     rows::finish(cx, &row, RowStatus::Done, None);
     messages::event(
         cx,

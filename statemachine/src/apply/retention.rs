@@ -162,7 +162,7 @@ fn expire_records(cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
             a.status = ApprovalStatus::Expired;
             approvals::put(cx, &a);
         } else {
-            approvals::delete(cx, approval.id);
+            approvals::delete(cx, approval.id)?;
         }
         count += 1;
     }

@@ -6,7 +6,7 @@ use crate::model::ids::MessageId;
 use crate::model::state::{ReferenceSnapshot, StateEntry};
 use crate::rules::validate;
 use crate::tables::{reference, state};
-use crate::wire::command::{StateOp, WriteReferenceSnapshot};
+use crate::wire::command::{StateOp, WriteReferenceSnapshot, WriteReferenceSnapshotText};
 use crate::wire::outcome::Outcome;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -18,6 +18,22 @@ impl Apply for WriteReferenceSnapshot {
             rows,
         } = self;
         write_reference(cx, name, *version, rows)
+    }
+}
+
+impl Apply for WriteReferenceSnapshotText {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let WriteReferenceSnapshotText {
+            name,
+            version,
+            rows,
+        } = self;
+        validate::name("name", name)?;
+        validate::name("version", version)?;
+        let next = reference::get(cx.txn, name)?.map_or(1, |s| s.version.saturating_add(1));
+        let out = write_reference(cx, name, next, rows)?;
+        reference::set_label(cx, name, Some(version))?;
+        Ok(out)
     }
 }
 
@@ -61,5 +77,7 @@ fn write_reference(
         row_count: rows.len() as u64,
     };
     reference::put(cx, name, &snapshot);
+    // A numeric write replaces a text version given before (WriteReferenceSnapshotText).
+    reference::set_label(cx, name, None)?;
     Ok(Outcome::Count(snapshot.row_count))
 }

@@ -3,7 +3,7 @@
 
 pub mod audit;
 
-use crate::model::approval::Approval;
+use crate::model::approval::{Approval, ApprovalStatus};
 use crate::model::audit::{AuditHead, AuditRow};
 use crate::model::config::ConfigVersion;
 use crate::model::ids::{ApprovalId, MessageId, Millis, RowId};
@@ -19,8 +19,8 @@ use crate::model::user::{AdGroupMap, AuthRole, RoleAssignment, User};
 use crate::rules::{ad_groups, fifo};
 use crate::storage::{Direction, Store, StoreError, Txn};
 use crate::tables::{
-    approvals, config, covered, lanes, messages, principals, reference, responses, rows, sessions,
-    state, users,
+    approvals, children, config, covered, lanes, messages, principals, reference, responses, rows,
+    sessions, state, users,
 };
 use crate::wire::outcome::FifoEmpty;
 use crate::wire::rewrite::ValueRef;
@@ -49,6 +49,94 @@ pub struct MessageFilter {
     pub allowed_channels: Option<Vec<String>>,
     pub limit: usize,
     pub offset: usize,
+}
+
+impl MessageFilter {
+    /// Whether `m` passes every filter (limit and offset aside).
+    pub fn matches(&self, m: &Message) -> bool {
+        self.channel.as_ref().is_none_or(|c| *c == m.channel_id)
+            && self.status.is_none_or(|s| s == m.status)
+            && self
+                .message_type
+                .as_ref()
+                .is_none_or(|t| Some(t) == m.message_type.as_ref())
+            && self
+                .control_id
+                .as_ref()
+                .is_none_or(|c| Some(c) == m.control_id.as_ref())
+            && self
+                .allowed_channels
+                .as_ref()
+                .is_none_or(|a| a.contains(&m.channel_id))
+    }
+
+    fn is_unfiltered(&self) -> bool {
+        self.channel.is_none()
+            && self.status.is_none()
+            && self.message_type.is_none()
+            && self.control_id.is_none()
+            && self.allowed_channels.is_none()
+    }
+}
+
+/// Filters of the dead-letter list and count (dead `outbound` rows; all optional).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadLetterFilter {
+    pub channel: Option<String>,
+    pub destination: Option<String>,
+    /// Only these channels (a channel-scoped principal); `None` = all.
+    pub allowed_channels: Option<Vec<String>>,
+    pub limit: usize,
+    pub offset: usize,
+}
+
+impl DeadLetterFilter {
+    /// Whether the dead row passes every filter (limit and offset aside).
+    pub fn matches(&self, row: &WorkRow) -> bool {
+        row.matches(self.channel.as_deref(), self.destination.as_deref())
+            && self
+                .allowed_channels
+                .as_ref()
+                .is_none_or(|a| a.contains(&row.channel_id))
+    }
+
+    fn is_unfiltered(&self) -> bool {
+        self.channel.is_none() && self.destination.is_none() && self.allowed_channels.is_none()
+    }
+}
+
+/// A dead letter as the newest-first list shows it: the dead row, and the fields of its message
+/// that identify it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadLetter {
+    pub row: WorkRow,
+    pub control_id: Option<String>,
+    pub message_type: Option<String>,
+    pub received_at: Millis,
+    pub summary: Option<String>,
+}
+
+/// An approval with the key its creator gave it (CreateApprovalAs; `None` for CreateApproval).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyedApproval {
+    pub key: Option<String>,
+    pub approval: Approval,
+}
+
+/// A reference snapshot with its name and text version (docs/SPEC.md §14.8).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReferenceSet {
+    pub name: String,
+    /// The caller's text version (`"v1"`), when the set was written with one.
+    pub label: Option<String>,
+    pub snapshot: ReferenceSnapshot,
+}
+
+/// A transform-state namespace and its version.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamespaceVersion {
+    pub namespace: String,
+    pub version: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -115,20 +203,7 @@ impl<'a> Reader<'a> {
         let limit = filter.limit.clamp(1, 1000);
         for m in messages::all(&self.txn, Direction::Reverse)? {
             let m = m?;
-            let keep = filter.channel.as_ref().is_none_or(|c| *c == m.channel_id)
-                && filter.status.is_none_or(|s| s == m.status)
-                && filter
-                    .message_type
-                    .as_ref()
-                    .is_none_or(|t| Some(t) == m.message_type.as_ref())
-                && filter
-                    .control_id
-                    .as_ref()
-                    .is_none_or(|c| Some(c) == m.control_id.as_ref())
-                && filter
-                    .allowed_channels
-                    .as_ref()
-                    .is_none_or(|a| a.contains(&m.channel_id));
+            let keep = filter.matches(&m);
             if !keep {
                 continue;
             }
@@ -144,6 +219,29 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
+    /// The id of the child message IngressHandoffKeyed made under the caller's `key`.
+    pub fn message_by_child_key(&self, key: &str) -> Result<Option<MessageId>, StoreError> {
+        children::by_caller_key(&self.txn, key)
+    }
+
+    /// How many messages pass `filter` (its limit and offset aside): the counter when nothing
+    /// filters, else a scan of the messages.
+    pub fn count_messages(&self, filter: &MessageFilter) -> Result<u64, StoreError> {
+        if filter.is_unfiltered() {
+            return Ok(self.meta.next_message_id);
+        }
+        let mut count = 0u64;
+        for m in messages::all(&self.txn, Direction::Forward)? {
+            if filter.matches(&m?) {
+                count += 1;
+            }
+        }
+        Ok(count)
+    }
+
+    /// A row with its claim (`owner`, `lease_expires_at`, `fence`; present exactly when
+    /// inflight), status, stage, lane fields and message id. `None` for a row that never existed
+    /// or was consumed by a handoff.
     pub fn row(&self, id: RowId) -> Result<Option<WorkRow>, StoreError> {
         rows::get(&self.txn, id)
     }
@@ -171,6 +269,61 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
+    /// How many dead `outbound` rows pass `filter`: the row counter when nothing filters, else a
+    /// scan of the dead rows.
+    pub fn count_dead_letters(&self, filter: &DeadLetterFilter) -> Result<u64, StoreError> {
+        if filter.is_unfiltered() {
+            return Ok(self.meta.row_counts[Stage::Outbound as usize][RowStatus::Dead as usize]);
+        }
+        let mut count = 0u64;
+        for id in rows::dead(&self.txn, Stage::Outbound)? {
+            if let Some(row) = rows::get(&self.txn, id?)? {
+                if filter.matches(&row) {
+                    count += 1;
+                }
+            }
+        }
+        Ok(count)
+    }
+
+    /// Dead `outbound` rows passing `filter`, the most recently dead first (`updated_at`, then
+    /// row id, descending), from `offset`, at most `limit` (1–1000), each with its message's
+    /// identifying fields. Scans every dead outbound row to order them.
+    pub fn dead_letters_newest(
+        &self,
+        filter: &DeadLetterFilter,
+    ) -> Result<Vec<DeadLetter>, StoreError> {
+        let mut order = Vec::new();
+        for id in rows::dead(&self.txn, Stage::Outbound)? {
+            if let Some(row) = rows::get(&self.txn, id?)? {
+                if filter.matches(&row) {
+                    order.push((row.updated_at, row.id));
+                }
+            }
+        }
+        order.sort_unstable_by(|a, b| b.cmp(a));
+        let mut out = Vec::new();
+        for (_, id) in order
+            .into_iter()
+            .skip(filter.offset)
+            .take(filter.limit.clamp(1, 1000))
+        {
+            let Some(row) = rows::get(&self.txn, id)? else {
+                continue;
+            };
+            let message = messages::get(&self.txn, row.message_id)?;
+            let m = message.as_ref();
+            out.push(DeadLetter {
+                control_id: m.and_then(|m| m.control_id.clone()),
+                message_type: m.and_then(|m| m.message_type.clone()),
+                received_at: m.map_or(0, |m| m.received_at),
+                summary: m.and_then(|m| m.summary.clone()),
+                row,
+            });
+        }
+        Ok(out)
+    }
+
     pub fn lane(&self, stage: Stage, name: &str) -> Result<LaneView, StoreError> {
         let key = LaneKey::new(stage, name);
         let (depth, oldest) = lanes::depth(&self.txn, &key)?;
@@ -184,6 +337,12 @@ impl<'a> Reader<'a> {
                 .lease
                 .filter(|l| fifo::lease_is_live(l, self.meta.clock)),
         })
+    }
+
+    /// The lane's lease as stored, live or expired (`None`: nobody took it, or it was released
+    /// or dropped). [`Reader::lane`]'s `holder` is the same lease only while it is live.
+    pub fn lane_lease(&self, stage: Stage, name: &str) -> Result<Option<LaneLease>, StoreError> {
+        Ok(lanes::state(&self.txn, &LaneKey::new(stage, name))?.lease)
     }
 
     /// Pending rows of a lane in FIFO order (for checkers and operators).
@@ -282,6 +441,40 @@ impl<'a> Reader<'a> {
         reference::get(&self.txn, name)
     }
 
+    /// Every transform-state namespace with its version, in name order (a namespace has a
+    /// version once a transform or a purge touched it; its entries may all be gone).
+    pub fn state_namespaces(&self) -> Result<Vec<NamespaceVersion>, StoreError> {
+        Ok(state::namespaces(&self.txn)?
+            .into_iter()
+            .map(|(namespace, version)| NamespaceVersion { namespace, version })
+            .collect())
+    }
+
+    /// Every entry of a namespace, `(key, entry)` in key order.
+    pub fn state_entries(&self, namespace: &str) -> Result<Vec<(String, StateEntry)>, StoreError> {
+        state::entries(&self.txn, namespace)
+    }
+
+    /// Every reference snapshot with its name, numeric version and text version (if written
+    /// with one), in name order.
+    pub fn reference_sets(&self) -> Result<Vec<ReferenceSet>, StoreError> {
+        let mut out = Vec::new();
+        for (name, snapshot) in reference::all(&self.txn)? {
+            out.push(ReferenceSet {
+                label: reference::label(&self.txn, &name)?,
+                name,
+                snapshot,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The text version WriteReferenceSnapshotText gave a snapshot (`None`: none, or the set
+    /// was last written with a numeric version).
+    pub fn reference_label(&self, name: &str) -> Result<Option<String>, StoreError> {
+        reference::label(&self.txn, name)
+    }
+
     /// Up to `limit` values covered by encryption at rest, after `after` in a stable order (the
     /// walk of key rotation; see [`crate::tables::covered`]).
     pub fn covered_values(
@@ -299,6 +492,24 @@ impl<'a> Reader<'a> {
         limit: usize,
     ) -> Result<Vec<AuditRow>, StoreError> {
         crate::tables::audit::list(&self.txn, org, from_seq, limit)
+    }
+
+    /// The last `limit` rows of `org`'s chain, newest first.
+    pub fn audit_newest(&self, org: &str, limit: usize) -> Result<Vec<AuditRow>, StoreError> {
+        crate::tables::audit::newest(&self.txn, org, limit)
+    }
+
+    /// `org`'s rows whose actor is `actor` and whose action starts with `action_prefix` (`""`:
+    /// any), newest first, at most `limit`: read through the actor index, so the cost follows
+    /// the actor's rows, not the chain (docs/SPEC.md §14.5).
+    pub fn audit_by_actor(
+        &self,
+        org: &str,
+        actor: &str,
+        action_prefix: &str,
+        limit: usize,
+    ) -> Result<Vec<AuditRow>, StoreError> {
+        crate::tables::audit::by_actor(&self.txn, org, actor, action_prefix, limit)
     }
 
     pub fn audit_anchor(&self, org: &str) -> Result<AuditHead, StoreError> {
@@ -319,6 +530,42 @@ impl<'a> Reader<'a> {
 
     pub fn approval(&self, id: ApprovalId) -> Result<Option<Approval>, StoreError> {
         approvals::get(&self.txn, id)
+    }
+
+    /// The approval the caller created under `key` (CreateApprovalAs).
+    pub fn approval_by_key(&self, key: &str) -> Result<Option<KeyedApproval>, StoreError> {
+        let Some(id) = approvals::id_by_key(&self.txn, key)? else {
+            return Ok(None);
+        };
+        Ok(
+            approvals::get(&self.txn, id)?.map(|approval| KeyedApproval {
+                key: Some(key.to_string()),
+                approval,
+            }),
+        )
+    }
+
+    /// Approvals still `pending` and not expired at `t` (`expires_at > t`), newest request
+    /// first (`requested_at`, then id, descending), at most `limit`; each with the caller's key
+    /// if it has one. Scans the approvals (ExpireRecords keeps their number bounded).
+    pub fn pending_approvals(
+        &self,
+        t: Millis,
+        limit: usize,
+    ) -> Result<Vec<KeyedApproval>, StoreError> {
+        let mut open: Vec<Approval> = approvals::all(&self.txn)?
+            .into_iter()
+            .filter(|a| a.status == ApprovalStatus::Pending && a.expires_at > t)
+            .collect();
+        open.sort_by_key(|a| std::cmp::Reverse((a.requested_at, a.id)));
+        let mut out = Vec::new();
+        for approval in open.into_iter().take(limit) {
+            out.push(KeyedApproval {
+                key: approvals::key_of(&self.txn, approval.id)?,
+                approval,
+            });
+        }
+        Ok(out)
     }
 
     pub fn principal_by_token_hash(&self, hash: &str) -> Result<Option<Principal>, StoreError> {

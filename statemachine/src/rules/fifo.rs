@@ -120,6 +120,54 @@ pub(crate) fn release(
     }
 }
 
+/// Drop the lane's lease, whoever holds it (an unconditional recovery took the rows the lease
+/// was guarding back, so the head must be claimable again at once). Whether there was one.
+pub(crate) fn free(cx: &mut Db<'_, '_>, lane: &LaneKey) -> Result<bool, StoreError> {
+    let mut state = lanes::state(cx.txn, lane)?;
+    if state.lease.take().is_none() {
+        return Ok(false);
+    }
+    lanes::put_state(cx, lane, &state);
+    Ok(true)
+}
+
+/// Drop every lane lease not held by `keep` (every lease when `None`): a new leader taking over
+/// its predecessor's lanes at once (RecoverInflightOnPromotion). How many were dropped.
+pub(crate) fn free_all_but(cx: &mut Db<'_, '_>, keep: Option<&str>) -> Result<u64, StoreError> {
+    let mut dropped = 0;
+    for (lane, mut state) in lanes::all_states(cx.txn)? {
+        let Some(lease) = &state.lease else {
+            continue;
+        };
+        if keep.is_some_and(|k| k == lease.owner) {
+            continue;
+        }
+        state.lease = None;
+        lanes::put_state(cx, &lane, &state);
+        dropped += 1;
+    }
+    Ok(dropped)
+}
+
+/// Who a FIFO claim is for: the owner recorded in the row's claim, and the owner of the lane
+/// lease (`None`: the claim takes no lane lease). ClaimNextFifo is one owner for both;
+/// ClaimFifoHead (docs/SPEC.md §14.1) names them apart.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Claimant<'a> {
+    pub owner: &'a str,
+    pub lane_owner: Option<&'a str>,
+}
+
+impl<'a> Claimant<'a> {
+    /// One owner for the row and the lane (ClaimNextFifo, DoneThenClaimNext).
+    pub(crate) fn single(owner: &'a str) -> Self {
+        Self {
+            owner,
+            lane_owner: Some(owner),
+        }
+    }
+}
+
 /// docs/SPEC.md §4.3 ClaimNextFifo: the next row of `lane` for `owner`, claimed under `fence`,
 /// or why there is none. Step 3 is ours, not the first contract's (docs/SPEC.md §12 item 5): an
 /// owner that claims again while it holds a live row of the lane gets that row back under the
@@ -132,6 +180,23 @@ pub(crate) fn claim_next(
     ttl_ms: u64,
     fence: Fence,
 ) -> ApplyResult<Result<ClaimedRow, FifoEmpty>> {
+    claim_head(cx, lane, Claimant::single(owner), ttl_ms, fence)
+}
+
+/// The FIFO claim for `who` (docs/SPEC.md §4.3, §14.1): [`claim_next`] when one owner holds both
+/// the row and the lane. Steps 0, 2 and 3 go by the row owner (`who.owner`): another owner's
+/// live row keeps the lane busy, stranded rows go back to pending, the owner's own live row
+/// comes back. Step 1 goes by the lane owner: the lease is acquired or verified for
+/// `who.lane_owner`; without one no lease is taken or extended, and a live lease held by
+/// anyone but `who.owner` keeps the lane busy (its holder may be about to claim the head).
+pub(crate) fn claim_head(
+    cx: &mut Db<'_, '_>,
+    lane: &LaneKey,
+    who: Claimant<'_>,
+    ttl_ms: u64,
+    fence: Fence,
+) -> ApplyResult<Result<ClaimedRow, FifoEmpty>> {
+    let owner = who.owner;
     // The lane's inflight rows with their claims, in seq order, read once for steps 0, 2 and 3.
     let mut inflight = Vec::new();
     for id in lanes::inflight(cx.txn, lane)? {
@@ -152,8 +217,14 @@ pub(crate) fn claim_next(
             expires_at: claim.lease_expires_at,
         }));
     }
-    // 1. Acquire or verify the lane lease.
-    if let Err(lease) = acquire(cx, lane, owner, ttl_ms)? {
+    // 1. Acquire or verify the lane lease (or, taking none, respect another's live one).
+    let busy = match who.lane_owner {
+        Some(lane_owner) => acquire(cx, lane, lane_owner, ttl_ms)?.err(),
+        None => lanes::state(cx.txn, lane)?
+            .lease
+            .filter(|l| l.owner != owner && lease_is_live(l, cx.t)),
+    };
+    if let Some(lease) = busy {
         return Ok(Err(FifoEmpty::LaneBusy {
             holder: lease.owner,
             expires_at: lease.expires_at,

@@ -81,10 +81,25 @@ pub enum Table {
     UserSessions,
     /// expires_at ‖ token hash → () : sessions by expiry (PurgeExpiredSessions).
     SessionExpiry,
+    // --- messagefoundry store: queue side ---
+    /// org ‖ actor ‖ seq → () : audit rows by actor, for every row with an actor appended since
+    /// this index exists (see `tables::audit`).
+    AuditActors,
+    /// org → u64: the first seq of the org's chain `AuditActors` covers (rows before it were
+    /// appended by a build without the index, and are scanned instead).
+    AuditIndexFrom,
+    /// the caller's child key → child message id (IngressHandoffKeyed, docs/SPEC.md §14.7).
+    ChildKeys,
+    /// reference snapshot name → its text version (WriteReferenceSnapshotText, §14.8).
+    ReferenceLabels,
+    /// the caller's approval key → ApprovalId (CreateApprovalAs, §14.10).
+    ApprovalKeys,
+    /// ApprovalId → the caller's approval key (the reverse of `ApprovalKeys`).
+    ApprovalKeyOf,
 }
 
 impl Table {
-    pub const ALL: [Table; 35] = [
+    pub const ALL: [Table; 41] = [
         Table::Meta,
         Table::Messages,
         Table::Rows,
@@ -120,6 +135,13 @@ impl Table {
         Table::Sessions,
         Table::UserSessions,
         Table::SessionExpiry,
+        // --- messagefoundry store: queue side ---
+        Table::AuditActors,
+        Table::AuditIndexFrom,
+        Table::ChildKeys,
+        Table::ReferenceLabels,
+        Table::ApprovalKeys,
+        Table::ApprovalKeyOf,
     ];
 
     /// Column family name in RocksDB.
@@ -160,6 +182,13 @@ impl Table {
             Table::Sessions => "sessions",
             Table::UserSessions => "user_sessions",
             Table::SessionExpiry => "session_expiry",
+            // --- messagefoundry store: queue side ---
+            Table::AuditActors => "audit_actors",
+            Table::AuditIndexFrom => "audit_index_from",
+            Table::ChildKeys => "child_keys",
+            Table::ReferenceLabels => "reference_labels",
+            Table::ApprovalKeys => "approval_keys",
+            Table::ApprovalKeyOf => "approval_key_of",
         }
     }
 

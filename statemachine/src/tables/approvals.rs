@@ -1,7 +1,9 @@
-//! `Approvals`: approval id → [`Approval`].
+//! `Approvals`: approval id → [`Approval`]; `ApprovalKeys` (the caller's key → id) and
+//! `ApprovalKeyOf` (id → key) for approvals a caller named (CreateApprovalAs).
 
 use crate::model::approval::Approval;
 use crate::model::ids::ApprovalId;
+use crate::storage::keys::Key;
 use crate::storage::{Direction, Store, StoreError, Table, Txn};
 use crate::tables::Db;
 
@@ -21,8 +23,39 @@ pub(crate) fn put(cx: &mut Db<'_, '_>, approval: &Approval) {
     cx.txn.put(Table::Approvals, key(approval.id), approval);
 }
 
-pub(crate) fn delete(cx: &mut Db<'_, '_>, id: ApprovalId) {
+/// Delete an approval, and its caller's key if it has one.
+pub(crate) fn delete(cx: &mut Db<'_, '_>, id: ApprovalId) -> Result<(), StoreError> {
     cx.txn.delete(Table::Approvals, key(id));
+    if let Some(caller) = key_of(cx.txn, id)? {
+        cx.txn.delete(Table::ApprovalKeys, caller_key(&caller));
+        cx.txn.delete(Table::ApprovalKeyOf, key(id));
+    }
+    Ok(())
+}
+
+fn caller_key(k: &str) -> Vec<u8> {
+    Key::new().str(k).build()
+}
+
+/// The approval the caller named `k`.
+pub(crate) fn id_by_key<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    k: &str,
+) -> Result<Option<ApprovalId>, StoreError> {
+    txn.get(Table::ApprovalKeys, &caller_key(k))
+}
+
+/// The caller's key of an approval, if it was created with one.
+pub(crate) fn key_of<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    id: ApprovalId,
+) -> Result<Option<String>, StoreError> {
+    txn.get(Table::ApprovalKeyOf, &key(id))
+}
+
+pub(crate) fn put_key(cx: &mut Db<'_, '_>, k: &str, id: ApprovalId) {
+    cx.txn.put(Table::ApprovalKeys, caller_key(k), &id);
+    cx.txn.put(Table::ApprovalKeyOf, key(id), &k.to_string());
 }
 
 /// Every approval, by id.

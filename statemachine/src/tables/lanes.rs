@@ -6,7 +6,8 @@
 
 use crate::model::ids::{Millis, RowId};
 use crate::model::lane::{LaneKey, LaneState};
-use crate::storage::keys::{read_u64, trailing_u64, Key};
+use crate::model::row::Stage;
+use crate::storage::keys::{read_str, read_u64, trailing_u64, Key};
 use crate::storage::{Direction, Store, StoreError, Table, Txn};
 use crate::tables::Db;
 
@@ -75,6 +76,48 @@ pub(crate) fn inflight<S: Store + ?Sized>(
             out.push(RowId(id));
         }
     }
+    Ok(out)
+}
+
+/// Every lane that has a record, with it, in key order.
+pub(crate) fn all_states<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+) -> Result<Vec<(LaneKey, LaneState)>, StoreError> {
+    let mut out = Vec::new();
+    for item in txn.scan(Table::Lanes, &[], None, Direction::Forward)? {
+        let (key, value) = item?;
+        let stage = key
+            .first()
+            .and_then(|tag| Stage::ALL.get(*tag as usize))
+            .copied();
+        let name = read_str(&key, &mut 1);
+        if let (Some(stage), Some(name)) = (stage, name) {
+            out.push((
+                LaneKey::new(stage, &name),
+                Txn::<S>::decode(Table::Lanes, &value)?,
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Every live row (pending or inflight) of `stage`, in id order.
+pub(crate) fn live_of_stage<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    stage: Stage,
+) -> Result<Vec<RowId>, StoreError> {
+    let prefix = Key::new().u8(stage.tag()).build();
+    let mut out = Vec::new();
+    for table in [Table::LanePending, Table::LaneInflight] {
+        for item in txn.scan_prefix(table, &prefix, Direction::Forward)? {
+            let (key, _) = item?;
+            if let Some(id) = trailing_u64(&key) {
+                out.push(RowId(id));
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
     Ok(out)
 }
 

@@ -291,6 +291,14 @@ pub(crate) fn leases_before<S: Store + ?Sized>(
     ids(txn.scan(Table::Leases, &[], Some(&end), Direction::Forward)?).collect()
 }
 
+/// Every inflight row, in id order.
+pub(crate) fn all_inflight<S: Store + ?Sized>(txn: &Txn<'_, S>) -> Result<Vec<RowId>, StoreError> {
+    let mut out: Vec<RowId> =
+        ids(txn.scan(Table::Leases, &[], None, Direction::Forward)?).collect::<Result<_, _>>()?;
+    out.sort();
+    Ok(out)
+}
+
 /// Dead rows of `stage`, oldest first.
 pub(crate) fn dead<'a, S: Store + ?Sized>(
     txn: &'a Txn<'_, S>,

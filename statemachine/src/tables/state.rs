@@ -79,3 +79,32 @@ pub(crate) fn delete_older(
     }
     Ok((count, namespaces))
 }
+
+/// Every namespace that has a version, with it, in name order.
+pub(crate) fn namespaces<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+) -> Result<Vec<(String, u64)>, StoreError> {
+    let mut out = Vec::new();
+    for item in txn.scan(Table::StateNamespaces, &[], None, Direction::Forward)? {
+        let (k, v) = item?;
+        if let Some(ns) = read_str(&k, &mut 0) {
+            out.push((ns, Txn::<S>::decode(Table::StateNamespaces, &v)?));
+        }
+    }
+    Ok(out)
+}
+
+/// Every entry of `namespace`, in key order.
+pub(crate) fn entries<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    namespace: &str,
+) -> Result<Vec<(String, StateEntry)>, StoreError> {
+    let mut out = Vec::new();
+    for item in txn.scan_prefix(Table::State, &namespace_key(namespace), Direction::Forward)? {
+        let (k, v) = item?;
+        if let Some((_, key)) = parse_key(&k) {
+            out.push((key, Txn::<S>::decode(Table::State, &v)?));
+        }
+    }
+    Ok(out)
+}

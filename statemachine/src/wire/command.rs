@@ -10,6 +10,7 @@
 //! new command goes at the end of [`Command`], and a struct's fields are never reordered. A
 //! newtype variant holding a struct encodes exactly like the struct variant it replaced.
 
+use crate::model::approval::ApprovalStatus;
 use crate::model::config::{ConfigDoc, RetryPolicy};
 use crate::model::ids::{ApprovalId, Fence, MessageId, Millis, RowId};
 use crate::model::principal::Role;
@@ -112,6 +113,18 @@ pub enum Command {
     RevokeUserSessions(RevokeUserSessions),
     EnforceSessionCap(EnforceSessionCap),
     PurgeExpiredSessions(PurgeExpiredSessions),
+    // --- messagefoundry store: queue side ---
+    ClaimFifoHead(ClaimFifoHead),
+    ResetStaleInflight(ResetStaleInflight),
+    DeadLetterMissingDestinations(DeadLetterMissingDestinations),
+    DeadLetterMissingHandlers(DeadLetterMissingHandlers),
+    RecordAuditAs(RecordAuditAs),
+    RecordView(RecordView),
+    IngressHandoffKeyed(IngressHandoffKeyed),
+    WriteReferenceSnapshotText(WriteReferenceSnapshotText),
+    RecoverInflightOnPromotion(RecoverInflightOnPromotion),
+    CreateApprovalAs(CreateApprovalAs),
+    DecideApprovalAs(DecideApprovalAs),
 }
 
 impl Command {
@@ -163,6 +176,18 @@ impl Command {
             Command::RevokeUserSessions(_) => "revoke_user_sessions",
             Command::EnforceSessionCap(_) => "enforce_session_cap",
             Command::PurgeExpiredSessions(_) => "purge_expired_sessions",
+            // --- messagefoundry store: queue side ---
+            Command::ClaimFifoHead(_) => "claim_fifo_head",
+            Command::ResetStaleInflight(_) => "reset_stale_inflight",
+            Command::DeadLetterMissingDestinations(_) => "dead_letter_missing_destinations",
+            Command::DeadLetterMissingHandlers(_) => "dead_letter_missing_handlers",
+            Command::RecordAuditAs(_) => "record_audit_as",
+            Command::RecordView(_) => "record_view",
+            Command::IngressHandoffKeyed(_) => "ingress_handoff_keyed",
+            Command::WriteReferenceSnapshotText(_) => "write_reference_snapshot_text",
+            Command::RecoverInflightOnPromotion(_) => "recover_inflight_on_promotion",
+            Command::CreateApprovalAs(_) => "create_approval_as",
+            Command::DecideApprovalAs(_) => "decide_approval_as",
         }
     }
 }
@@ -689,6 +714,122 @@ pub struct EnforceSessionCap {
 /// Delete every session with `expires_at < t`: `Count(deleted)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PurgeExpiredSessions;
+
+// --- messagefoundry store: queue side (docs/SPEC.md §14) ---
+
+/// ClaimNextFifo with the row claim's owner apart from the lane lease's owner (docs/SPEC.md
+/// §14.1): the claim is recorded for `owner`, the lane lease is taken (or verified) for
+/// `lane_owner`, and with `lane_owner: None` no lane lease is taken at all (a live lease of
+/// another owner still keeps the lane busy). `ClaimNextFifo {owner}` is this command with
+/// `lane_owner: Some(owner)`. Answers `Outcome::FifoClaimed`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimFifoHead {
+    pub stage: Stage,
+    pub lane: String,
+    /// The owner recorded in the row's claim (what RenewLeases and completions go by).
+    pub owner: String,
+    /// Who holds the lane lease; `None`: the claim takes no lane lease.
+    pub lane_owner: Option<String>,
+    pub ttl_ms: u64,
+}
+
+/// Every inflight row (of `stage`, or of every stage) back to pending, whatever its lease and
+/// owner: a single process's start-up recovery (docs/SPEC.md §14.2). Answers `Count`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResetStaleInflight {
+    pub stage: Option<Stage>,
+}
+
+/// Dead-letter every live outbound row whose destination is not one of `destinations` (the
+/// engine's registry): docs/SPEC.md §14.3. Answers `Count`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadLetterMissingDestinations {
+    pub destinations: Vec<String>,
+}
+
+/// Dead-letter every live routed row whose handler is not one of `handlers`: docs/SPEC.md
+/// §14.3. Answers `Count`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadLetterMissingHandlers {
+    pub handlers: Vec<String>,
+}
+
+/// RecordAudit on behalf of someone else: the row's actor is `actor` (absent when `None`), not
+/// the envelope's principal (docs/SPEC.md §14.5). The engine records its own users' actions.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordAuditAs {
+    pub action: String,
+    pub actor: Option<String>,
+    pub channel: Option<String>,
+    pub org: Option<String>,
+    pub detail: Option<String>,
+}
+
+/// Someone opened a message's body: its history gets the event `viewed`, with the viewer as
+/// detail (docs/SPEC.md §14.6). Answers `Done`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordView {
+    pub message_id: MessageId,
+    pub viewer: Option<String>,
+}
+
+/// IngressHandoff with the child named and described by the caller (docs/SPEC.md §14.7): the
+/// child is found again by `child_key` (the engine's own derived id), carries the caller's
+/// `control_id`, `message_type` and `summary`, and with `peek_failed` is recorded in `error`
+/// without an ingress row. Answers `Reingressed`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IngressHandoffKeyed {
+    pub row_id: RowId,
+    pub fence: Fence,
+    pub loopback_channel: String,
+    pub depth_cap: u32,
+    pub child_key: String,
+    pub control_id: Option<String>,
+    pub message_type: Option<String>,
+    pub summary: Option<String>,
+    pub peek_failed: bool,
+}
+
+/// WriteReferenceSnapshot with a text version (`"v1"`): the set is replaced whole, its numeric
+/// version becomes the previous one plus one, and `version` is kept as its label (docs/SPEC.md
+/// §14.8). Answers `Count(rows)`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriteReferenceSnapshotText {
+    pub name: String,
+    pub version: String,
+    pub rows: BTreeMap<String, String>,
+}
+
+/// A new leader's take-over (docs/SPEC.md §14.9): every inflight row claimed by anyone but
+/// `owner` back to pending whatever its lease, and every lane lease not held by `lane_owner`
+/// (every lease, when `None`) dropped, in one command. Answers `Count(rows)`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecoverInflightOnPromotion {
+    pub owner: String,
+    pub lane_owner: Option<String>,
+}
+
+/// An approval request the caller names and dates (docs/SPEC.md §14.10): its own `key`, the
+/// requester, the request time and the expiry (`None`: never). Answers `Approval(id)`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreateApprovalAs {
+    pub key: String,
+    pub operation: String,
+    pub params: String,
+    pub requester: String,
+    pub requested_at: Millis,
+    pub expires_at: Option<Millis>,
+}
+
+/// Decide a pending approval named by the caller's key (docs/SPEC.md §14.10), with the outcome,
+/// approver and time the caller gives. Succeeds only for the call that decides it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecideApprovalAs {
+    pub key: String,
+    pub status: ApprovalStatus,
+    pub approver: Option<String>,
+    pub decided_at: Millis,
+}
 
 #[cfg(test)]
 mod tests {

@@ -56,6 +56,9 @@ pub enum Rejection {
     UnknownUser(String),
     #[error("role {0} not found")]
     UnknownRole(String),
+    // --- messagefoundry store: queue side ---
+    #[error("approval {0} not found")]
+    UnknownApprovalKey(String),
 }
 
 impl Rejection {
@@ -75,7 +78,8 @@ impl Rejection {
             | Rejection::UnknownApproval(_)
             | Rejection::UnknownPrincipal(_)
             | Rejection::UnknownUser(_)
-            | Rejection::UnknownRole(_) => "not_found",
+            | Rejection::UnknownRole(_)
+            | Rejection::UnknownApprovalKey(_) => "not_found",
             Rejection::WrongStatus { .. } | Rejection::WrongStage { .. } => "wrong_status",
             Rejection::StaleFence { .. } => "stale_fence",
             Rejection::LaneBusy { .. } => "lane_busy",

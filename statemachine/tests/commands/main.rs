@@ -30,3 +30,14 @@ mod responses;
 mod retention;
 mod sessions;
 mod users;
+
+// --- messagefoundry store: queue side ---
+mod approvals_as;
+mod audit_actor;
+mod fifo_owners;
+mod queries;
+mod recovery;
+mod reference_text;
+mod reingress_keyed;
+mod sweeps;
+mod views;

@@ -1,0 +1,1124 @@
+"""The async client.
+
+A :class:`Client` knows every node of a cluster. It sends a call to the node it believes leads
+(asking ``GET /v1/cluster`` after any failure), and on a connection failure, a timeout or a
+``503`` moves on to the next node and tries again, pausing 50 ms doubling to 1 s, until its
+deadline. Every call is safe to repeat: reads change nothing, and each write carries one
+``Request-Id`` generated when the write is called and kept across its retries, so the cluster
+applies it at most once and answers a repeat with the first answer (docs/SPEC.md §2.5).
+
+Any other error answer raises an :class:`~raftlane.errors.ApiError` subclass carrying the
+body's ``code``, ``field`` and ``message``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json as _json
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Self, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+from .errors import (
+    DecodeError,
+    RaftlaneError,
+    UnavailableError,
+    error_from_response,
+)
+from .types import (
+    Ack,
+    Approval,
+    ApprovalCreated,
+    ApprovalDecided,
+    AuditAnchor,
+    AuditAppended,
+    AuditRow,
+    AuditRows,
+    AuditVerification,
+    Cancelled,
+    ClaimedRow,
+    Claims,
+    ClusterStatus,
+    ConfigVersion,
+    ConfigWritten,
+    DeadLetters,
+    Delivery,
+    DoneNext,
+    Enqueued,
+    Failed,
+    FifoClaim,
+    HandedOff,
+    Handler,
+    Health,
+    KeyRotation,
+    LaneView,
+    Message,
+    MessageList,
+    MessageView,
+    Namespace,
+    Principal,
+    Purged,
+    Readiness,
+    ReferenceSnapshot,
+    ReferenceWritten,
+    Reingressed,
+    Released,
+    Renewed,
+    Requeued,
+    RetryPolicy,
+    Revoked,
+    RowActionResult,
+    Stage,
+    StateDigest,
+    StateEntry,
+    StateOp,
+    Stats,
+    TokenCreated,
+    TokenList,
+    WorkRow,
+    decode,
+)
+
+__all__ = ["Client", "RouteInfo", "RowAction", "client_routes", "segment"]
+
+T = TypeVar("T")
+
+#: How long an endpoint that failed to answer is not taken for the leader.
+RECENT_FAILURE_S = 3.0
+
+#: Longest ``Request-Id`` the API accepts (docs/SPEC.md §2.5).
+MAX_REQUEST_ID_LEN = 56
+
+
+def segment(name: str | int) -> str:
+    """``name`` as one path segment: every byte but RFC 3986's unreserved characters
+    percent-encoded, so a name with ``/``, ``?``, ``#``, ``%`` or a space stays one segment."""
+    return quote(str(name), safe="")
+
+
+def _base_url(endpoint: str) -> str:
+    e = endpoint.strip().rstrip("/")
+    return e if "://" in e else f"http://{e}"
+
+
+def _host_port(endpoint: str) -> str:
+    e = endpoint.strip().rstrip("/")
+    return e.split("://", 1)[1] if "://" in e else e
+
+
+def _stage(stage: Stage | str) -> str:
+    return stage.value if isinstance(stage, Stage) else stage
+
+
+# --- the route registry: every public method names the route it calls -----------------------
+
+
+@dataclass(frozen=True)
+class RouteInfo:
+    """The route a :class:`Client` method calls, the body members it may send and the type its
+    answer decodes into (``tests/test_openapi.py`` checks both against the OpenAPI document)."""
+
+    method: str
+    path: str
+    name: str
+    body: tuple[str, ...] = ()
+    answer: type | None = None
+
+
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+
+
+def _route(
+    method: str, path: str, *, body: Sequence[str] = (), answer: type | None = None
+) -> Callable[[F], F]:
+    def mark(fn: F) -> F:
+        fn.__raftlane_route__ = RouteInfo(  # type: ignore[attr-defined]
+            method, path, fn.__name__, tuple(body), answer
+        )
+        return fn
+
+    return mark
+
+
+def client_routes() -> list[RouteInfo]:
+    """Every route a :class:`Client` method calls, in definition order."""
+    out = []
+    for name in vars(Client):
+        info = getattr(getattr(Client, name), "__raftlane_route__", None)
+        if isinstance(info, RouteInfo):
+            out.append(info)
+    return out
+
+
+# --- row actions ----------------------------------------------------------------------------
+
+
+def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def _retry_json(retry: RetryPolicy) -> dict[str, Any]:
+    return _drop_none(
+        {
+            "max_attempts": retry.max_attempts,
+            "backoff_ms": retry.backoff_ms,
+            "multiplier": retry.multiplier,
+            "max_backoff_ms": retry.max_backoff_ms,
+        }
+    )
+
+
+@dataclass(frozen=True)
+class RowAction:
+    """A fenced row action on one row: ``POST /v1/rows/{row}/{action}`` with ``body``, or one
+    item of :meth:`Client.row_actions`. Build it with the class methods."""
+
+    row: int
+    action: str
+    body: dict[str, Any]
+
+    @classmethod
+    def route(
+        cls,
+        row: int,
+        fence: int,
+        handlers: Iterable[Handler | tuple[str, str]],
+        disposition: str | None = None,
+    ) -> RowAction:
+        hs = [h if isinstance(h, Handler) else Handler(*h) for h in handlers]
+        return cls(
+            row,
+            "route",
+            _drop_none(
+                {
+                    "fence": fence,
+                    "handlers": [{"handler": h.handler, "payload": h.payload} for h in hs],
+                    "disposition": disposition,
+                }
+            ),
+        )
+
+    @classmethod
+    def handoff(
+        cls,
+        row: int,
+        fence: int,
+        deliveries: Iterable[Delivery | tuple[str, str]],
+        disposition: str | None = None,
+    ) -> RowAction:
+        return cls(
+            row,
+            "handoff",
+            _drop_none(
+                {"fence": fence, "deliveries": _deliveries(deliveries), "disposition": disposition}
+            ),
+        )
+
+    @classmethod
+    def transform(
+        cls,
+        row: int,
+        fence: int,
+        deliveries: Iterable[Delivery | tuple[str, str]],
+        state_ops: Iterable[StateOp | tuple[str, str, Any]] = (),
+    ) -> RowAction:
+        ops = [o if isinstance(o, StateOp) else StateOp(*o) for o in state_ops]
+        return cls(
+            row,
+            "transform",
+            {
+                "fence": fence,
+                "deliveries": _deliveries(deliveries),
+                "state_ops": [
+                    {"namespace": o.namespace, "key": o.key, "value": o.value} for o in ops
+                ],
+            },
+        )
+
+    @classmethod
+    def done(cls, row: int, fence: int) -> RowAction:
+        return cls(row, "done", {"fence": fence})
+
+    @classmethod
+    def response(
+        cls,
+        row: int,
+        fence: int,
+        body: str,
+        outcome: str,
+        detail: str | None = None,
+        reingress_to: str | None = None,
+    ) -> RowAction:
+        return cls(
+            row,
+            "response",
+            _drop_none(
+                {
+                    "fence": fence,
+                    "body": body,
+                    "outcome": outcome,
+                    "detail": detail,
+                    "reingress_to": reingress_to,
+                }
+            ),
+        )
+
+    @classmethod
+    def fail(cls, row: int, fence: int, error: str, retry: RetryPolicy | None = None) -> RowAction:
+        return cls(
+            row,
+            "fail",
+            _drop_none(
+                {"fence": fence, "error": error, "retry": _retry_json(retry) if retry else None}
+            ),
+        )
+
+    @classmethod
+    def dead(cls, row: int, error: str, fence: int | None = None) -> RowAction:
+        return cls(row, "dead", _drop_none({"fence": fence, "error": error}))
+
+    @classmethod
+    def reingress(
+        cls, row: int, fence: int, loopback_channel: str, depth_cap: int | None = None
+    ) -> RowAction:
+        return cls(
+            row,
+            "reingress",
+            _drop_none(
+                {"fence": fence, "loopback_channel": loopback_channel, "depth_cap": depth_cap}
+            ),
+        )
+
+
+def _deliveries(deliveries: Iterable[Delivery | tuple[str, str]]) -> list[dict[str, str]]:
+    ds = [d if isinstance(d, Delivery) else Delivery(*d) for d in deliveries]
+    return [{"destination": d.destination, "payload": d.payload} for d in ds]
+
+
+# --- the client -----------------------------------------------------------------------------
+
+
+class _Shared:
+    """What every handle of one client shares: the connection pool and the node it talks to."""
+
+    def __init__(
+        self,
+        endpoints: Sequence[str],
+        timeout: float,
+        transport: httpx.AsyncBaseTransport | None,
+    ) -> None:
+        if not endpoints:
+            raise ValueError("a client needs at least one endpoint")
+        self.endpoints = [_base_url(e) for e in endpoints]
+        self.current = 0
+        self.need_leader = True
+        #: When each endpoint last failed to answer at all (monotonic seconds).
+        self.failed_at: dict[int, float] = {}
+        self.http = httpx.AsyncClient(timeout=timeout, transport=transport)
+
+
+class Client:
+    """An async client for a raftlane cluster.
+
+    ``endpoints``: every node's API address (``host:port`` or a URL). ``token``: the bearer
+    token (none for the unauthenticated routes only). ``deadline``: how long one call keeps
+    trying other nodes. ``follow_leader``: ask ``GET /v1/cluster`` which node leads and send
+    there (writes sent to a follower are forwarded anyway; this saves that hop).
+    Use it as ``async with Client(...) as c:``, or call :meth:`aclose`.
+    """
+
+    def __init__(
+        self,
+        endpoints: Sequence[str],
+        token: str | None = None,
+        *,
+        timeout: float = 10.0,
+        deadline: float = 20.0,
+        follow_leader: bool = True,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._shared = _Shared(endpoints, timeout, transport)
+        self._token = token
+        self._deadline = deadline
+        self._follow_leader = follow_leader
+        self._request_id: str | None = None
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._shared.http.aclose()
+
+    # --- handles ----------------------------------------------------------------------------
+
+    def _copy(self) -> Client:
+        c = object.__new__(Client)
+        c.__dict__.update(self.__dict__)
+        return c
+
+    def for_request(self, request_id: str) -> Client:
+        """A handle whose writes all carry ``Request-Id: request_id``: for one logical write the
+        caller sends again itself (after :class:`~raftlane.errors.UnavailableError`, or from
+        another process). The cluster applies it once and answers every repeat with the first
+        answer. Shares this client's connections."""
+        if not (
+            1 <= len(request_id) <= MAX_REQUEST_ID_LEN
+            and all(0x21 <= ord(ch) <= 0x7E for ch in request_id)
+        ):
+            raise ValueError("a Request-Id is 1 to 56 visible ASCII characters")
+        c = self._copy()
+        c._request_id = request_id
+        return c
+
+    def with_token(self, token: str | None) -> Client:
+        """A handle that authenticates with ``token``; shares this client's connections."""
+        c = self._copy()
+        c._token = token
+        return c
+
+    def with_deadline(self, deadline: float) -> Client:
+        c = self._copy()
+        c._deadline = deadline
+        return c
+
+    @property
+    def endpoints(self) -> list[str]:
+        return list(self._shared.endpoints)
+
+    @property
+    def current_endpoint(self) -> str:
+        """The node the next call goes to first."""
+        s = self._shared
+        return s.endpoints[s.current % len(s.endpoints)]
+
+    # --- transport --------------------------------------------------------------------------
+
+    def _headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        hs: dict[str, str] = {}
+        if self._token is not None:
+            hs["authorization"] = f"Bearer {self._token}"
+        if extra:
+            hs.update(extra)
+        return hs
+
+    async def _locate_leader(self) -> None:
+        """Point at the leader if a node names one among our endpoints (one pass, no retries)."""
+        s = self._shared
+        s.need_leader = False
+        by_addr = {_host_port(e): i for i, e in enumerate(s.endpoints)}
+        n = len(s.endpoints)
+        for k in range(n):
+            i = (s.current + k) % n
+            try:
+                r = await s.http.get(
+                    f"{s.endpoints[i]}/v1/cluster", headers=self._headers(None), timeout=1.0
+                )
+                if r.status_code != 200:
+                    continue
+                status = decode(ClusterStatus, r.json())
+            except (httpx.HTTPError, ValueError, RaftlaneError):
+                continue
+            if status.leader_id is None:
+                continue
+            for m in status.membership:
+                if m.id == status.leader_id and _host_port(m.addr) in by_addr:
+                    j = by_addr[_host_port(m.addr)]
+                    # A leader that just refused our connection is probably the one that
+                    # went away: its followers still name it until they elect another.
+                    if time.monotonic() - s.failed_at.get(j, -1e9) > RECENT_FAILURE_S:
+                        s.current = j
+                    return
+            return
+
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        content: bytes | None = None,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        ok: Sequence[int] = (),
+    ) -> httpx.Response:
+        """One logical call, retried on other nodes until the deadline; a write keeps one
+        ``Request-Id`` across every attempt."""
+        s = self._shared
+        hs = self._headers(headers)
+        if method != "GET":
+            hs["request-id"] = self._request_id or f"py-{uuid.uuid4().hex}"
+        query = {k: v for k, v in (params or {}).items() if v is not None}
+        started = time.monotonic()
+        pause = 0.05
+        last = "no attempt"
+        last_status: int | None = None
+        while True:
+            if self._follow_leader and s.need_leader and len(s.endpoints) > 1:
+                await self._locate_leader()
+            i = s.current % len(s.endpoints)
+            url = f"{s.endpoints[i]}{path}"
+            try:
+                r = await s.http.request(
+                    method, url, json=json, content=content, params=query, headers=hs
+                )
+            except httpx.TransportError as e:
+                last, last_status = f"{method} {url}: {type(e).__name__}: {e}", None
+                s.failed_at[i] = time.monotonic()
+            else:
+                if r.status_code in ok or 200 <= r.status_code < 300:
+                    return r
+                if r.status_code != 503:
+                    raise error_from_response(r.status_code, r.content)
+                last, last_status = f"{method} {url}: 503 {r.text[:200]}", 503
+            # Another node may answer: move on, and ask again who leads.
+            s.current = (i + 1) % len(s.endpoints)
+            s.need_leader = True
+            if time.monotonic() - started + pause > self._deadline:
+                raise UnavailableError(f"no node answered: {last}", last_status=last_status)
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 1.0)
+
+    async def _call(
+        self,
+        cls: type[T],
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> T:
+        r = await self._send(method, path, json=json, params=params, headers=headers)
+        try:
+            body = r.json()
+        except ValueError as e:
+            raise DecodeError(f"{method} {path}: not JSON: {e}") from e
+        return decode(cls, body, f"{method} {path}")
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
+        """Any call, with the same failover, ``Request-Id`` and errors; answers the parsed JSON
+        (``None`` for an empty body)."""
+        r = await self._send(method.upper(), path, json=json, params=params, headers=headers)
+        return r.json() if r.content else None
+
+    # --- messages ---------------------------------------------------------------------------
+
+    @_route(
+        "post",
+        "/v1/channels/{channel}/messages",
+        body=("raw", "control_id", "message_type", "source_type", "summary", "metadata"),
+        answer=Enqueued,
+    )
+    async def enqueue(
+        self,
+        channel: str,
+        raw: str,
+        *,
+        control_id: str | None = None,
+        message_type: str | None = None,
+        source_type: str | None = None,
+        summary: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Enqueued:
+        """Enqueue a message on ``channel`` (a new message and its ingress row). With
+        ``idempotency_key``, a key already used on this channel answers the first message with
+        ``duplicate=True``."""
+        body = _drop_none(
+            {
+                "raw": raw,
+                "control_id": control_id,
+                "message_type": message_type,
+                "source_type": source_type,
+                "summary": summary,
+                "metadata": dict(metadata) if metadata is not None else None,
+            }
+        )
+        headers = {"idempotency-key": idempotency_key} if idempotency_key is not None else None
+        return await self._call(
+            Enqueued,
+            "POST",
+            f"/v1/channels/{segment(channel)}/messages",
+            json=body,
+            headers=headers,
+        )
+
+    @_route("get", "/v1/messages", answer=MessageList)
+    async def list_messages(
+        self,
+        *,
+        channel: str | None = None,
+        status: str | None = None,
+        message_type: str | None = None,
+        control_id: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        consistency: str | None = None,
+    ) -> list[Message]:
+        """Messages, newest first."""
+        params = {
+            "channel": channel,
+            "status": status,
+            "message_type": message_type,
+            "control_id": control_id,
+            "limit": limit,
+            "offset": offset,
+            "consistency": consistency,
+        }
+        return (await self._call(MessageList, "GET", "/v1/messages", params=params)).messages
+
+    @_route("get", "/v1/messages/{id}", answer=MessageView)
+    async def message(self, message_id: int, *, consistency: str | None = None) -> MessageView:
+        """A message with its events, rows and captured responses."""
+        return await self._call(
+            MessageView,
+            "GET",
+            f"/v1/messages/{segment(message_id)}",
+            params={"consistency": consistency},
+        )
+
+    @_route("post", "/v1/messages/{id}/replay", answer=Requeued)
+    async def replay(self, message_id: int) -> Requeued:
+        """Recover a message's dead or pending rows, else re-send its done rows."""
+        return await self._call(Requeued, "POST", f"/v1/messages/{segment(message_id)}/replay")
+
+    @_route("get", "/v1/dead-letters", answer=DeadLetters)
+    async def dead_letters(
+        self,
+        *,
+        channel: str | None = None,
+        destination: str | None = None,
+        limit: int | None = None,
+        consistency: str | None = None,
+    ) -> list[WorkRow]:
+        """Dead outbound rows, in row-id order."""
+        params = {
+            "channel": channel,
+            "destination": destination,
+            "limit": limit,
+            "consistency": consistency,
+        }
+        return (
+            await self._call(DeadLetters, "GET", "/v1/dead-letters", params=params)
+        ).dead_letters
+
+    @_route("post", "/v1/dead-letters/replay", body=("channel", "destination"), answer=Requeued)
+    async def replay_dead(
+        self, *, channel: str | None = None, destination: str | None = None
+    ) -> Requeued:
+        """Requeue dead outbound rows (optionally of one channel and/or destination)."""
+        return await self._call(
+            Requeued,
+            "POST",
+            "/v1/dead-letters/replay",
+            json=_drop_none({"channel": channel, "destination": destination}),
+        )
+
+    @_route("get", "/v1/stats", answer=Stats)
+    async def stats(self, *, consistency: str | None = None) -> Stats:
+        return await self._call(Stats, "GET", "/v1/stats", params={"consistency": consistency})
+
+    # --- work -------------------------------------------------------------------------------
+
+    @_route("get", "/v1/lanes/{stage}/{name}", answer=LaneView)
+    async def lane(
+        self, stage: Stage | str, name: str, *, consistency: str | None = None
+    ) -> LaneView:
+        """A lane's depth, oldest pending row, inflight count and holder."""
+        return await self._call(
+            LaneView,
+            "GET",
+            f"/v1/lanes/{segment(_stage(stage))}/{segment(name)}",
+            params={"consistency": consistency},
+        )
+
+    @_route("post", "/v1/lanes/{stage}/{name}/claim", body=("owner", "ttl_ms"), answer=FifoClaim)
+    async def claim_fifo(
+        self, stage: Stage | str, name: str, *, owner: str, ttl_ms: int
+    ) -> FifoClaim:
+        """Claim the lane's head under a lane lease for ``owner`` (strict FIFO)."""
+        return await self._call(
+            FifoClaim,
+            "POST",
+            f"/v1/lanes/{segment(_stage(stage))}/{segment(name)}/claim",
+            json={"owner": owner, "ttl_ms": ttl_ms},
+        )
+
+    @_route("post", "/v1/lanes/{stage}/{name}/release", body=("owner",), answer=Released)
+    async def release_lane(self, stage: Stage | str, name: str, *, owner: str) -> bool:
+        """Give ``owner``'s lane lease back; false when it did not hold it."""
+        r = await self._call(
+            Released,
+            "POST",
+            f"/v1/lanes/{segment(_stage(stage))}/{segment(name)}/release",
+            json={"owner": owner},
+        )
+        return r.released
+
+    @_route(
+        "post", "/v1/lanes/outbound/{dest}/cancel", body=("channel", "top_only"), answer=Cancelled
+    )
+    async def cancel(
+        self, destination: str, *, channel: str | None = None, top_only: bool = False
+    ) -> int:
+        """Cancel a destination's pending outbound rows (or only the first); answers how many."""
+        r = await self._call(
+            Cancelled,
+            "POST",
+            f"/v1/lanes/outbound/{segment(destination)}/cancel",
+            json=_drop_none({"channel": channel, "top_only": top_only}),
+        )
+        return r.cancelled
+
+    @_route(
+        "post",
+        "/v1/claims",
+        body=("stage", "limit", "owner", "ttl_ms", "channel", "destination"),
+        answer=Claims,
+    )
+    async def claim(
+        self,
+        stage: Stage | str,
+        *,
+        owner: str,
+        ttl_ms: int,
+        limit: int = 1,
+        channel: str | None = None,
+        destination: str | None = None,
+    ) -> list[ClaimedRow]:
+        """Claim up to ``limit`` due rows of ``stage`` (unordered: lanes are ignored)."""
+        body = _drop_none(
+            {
+                "stage": _stage(stage),
+                "limit": limit,
+                "owner": owner,
+                "ttl_ms": ttl_ms,
+                "channel": channel,
+                "destination": destination,
+            }
+        )
+        return (await self._call(Claims, "POST", "/v1/claims", json=body)).items
+
+    @_route("post", "/v1/leases/renew", body=("owner", "ids", "ttl_ms"), answer=Renewed)
+    async def renew(self, ids: Iterable[int], *, owner: str, ttl_ms: int) -> int:
+        """Extend ``owner``'s row leases (and its lane leases); answers the rows renewed."""
+        r = await self._call(
+            Renewed,
+            "POST",
+            "/v1/leases/renew",
+            json={"owner": owner, "ids": list(ids), "ttl_ms": ttl_ms},
+        )
+        return r.renewed
+
+    async def _row(self, cls: type[T], action: RowAction) -> T:
+        return await self._call(
+            cls,
+            "POST",
+            f"/v1/rows/{segment(action.row)}/{segment(action.action)}",
+            json=action.body,
+        )
+
+    @_route(
+        "post",
+        "/v1/rows/{id}/{action}",
+        body=("fence", "handlers", "disposition"),
+        answer=HandedOff,
+    )
+    async def route(
+        self,
+        row: int,
+        fence: int,
+        handlers: Iterable[Handler | tuple[str, str]],
+        *,
+        disposition: str | None = None,
+    ) -> HandedOff:
+        """Hand an ingress row on to one routed row per handler."""
+        return await self._row(HandedOff, RowAction.route(row, fence, handlers, disposition))
+
+    @_route(
+        "post",
+        "/v1/rows/{id}/{action}",
+        body=("fence", "deliveries", "disposition"),
+        answer=HandedOff,
+    )
+    async def handoff(
+        self,
+        row: int,
+        fence: int,
+        deliveries: Iterable[Delivery | tuple[str, str]],
+        *,
+        disposition: str | None = None,
+    ) -> HandedOff:
+        """Hand an ingress row straight on to one outbound row per delivery."""
+        return await self._row(HandedOff, RowAction.handoff(row, fence, deliveries, disposition))
+
+    @_route(
+        "post",
+        "/v1/rows/{id}/{action}",
+        body=("fence", "deliveries", "state_ops"),
+        answer=HandedOff,
+    )
+    async def transform(
+        self,
+        row: int,
+        fence: int,
+        deliveries: Iterable[Delivery | tuple[str, str]],
+        *,
+        state_ops: Iterable[StateOp | tuple[str, str, Any]] = (),
+    ) -> HandedOff:
+        """Hand a routed row on to outbound rows, writing transform state in the same command."""
+        return await self._row(HandedOff, RowAction.transform(row, fence, deliveries, state_ops))
+
+    @_route("post", "/v1/rows/{id}/{action}", body=("fence",), answer=Ack)
+    async def done(self, row: int, fence: int) -> Ack:
+        """The row is finished."""
+        return await self._row(Ack, RowAction.done(row, fence))
+
+    @_route("post", "/v1/rows/{id}/{action}", body=("fence", "claim_next"), answer=DoneNext)
+    async def done_then_claim_next(
+        self, row: int, fence: int, *, owner: str, ttl_ms: int
+    ) -> FifoClaim:
+        """Mark the row done and claim its lane's next row for ``owner``, in one write."""
+        action = RowAction(
+            row, "done", {"fence": fence, "claim_next": {"owner": owner, "ttl_ms": ttl_ms}}
+        )
+        return (await self._row(DoneNext, action)).next
+
+    @_route(
+        "post",
+        "/v1/rows/{id}/{action}",
+        body=("fence", "body", "outcome", "detail", "reingress_to"),
+        answer=Ack,
+    )
+    async def respond(
+        self,
+        row: int,
+        fence: int,
+        body: str,
+        outcome: str,
+        *,
+        detail: str | None = None,
+        reingress_to: str | None = None,
+    ) -> Ack:
+        """An outbound row delivered, with the destination's captured answer."""
+        return await self._row(
+            Ack, RowAction.response(row, fence, body, outcome, detail, reingress_to)
+        )
+
+    @_route("post", "/v1/rows/{id}/{action}", body=("fence", "error", "retry"), answer=Failed)
+    async def fail(
+        self, row: int, fence: int, error: str, *, retry: RetryPolicy | None = None
+    ) -> Failed:
+        """The attempt failed: retried after a backoff, or dead once out of attempts."""
+        return await self._row(Failed, RowAction.fail(row, fence, error, retry))
+
+    @_route("post", "/v1/rows/{id}/{action}", body=("fence", "error"), answer=Ack)
+    async def dead(self, row: int, error: str, *, fence: int | None = None) -> Ack:
+        """Dead-letter the row now (without a fence: a live row need not be claimed)."""
+        return await self._row(Ack, RowAction.dead(row, error, fence))
+
+    @_route(
+        "post",
+        "/v1/rows/{id}/{action}",
+        body=("fence", "loopback_channel", "depth_cap"),
+        answer=Reingressed,
+    )
+    async def reingress(
+        self, row: int, fence: int, loopback_channel: str, *, depth_cap: int | None = None
+    ) -> Reingressed:
+        """Re-ingest a response row's captured answer as a new message on ``loopback_channel``."""
+        return await self._row(
+            Reingressed, RowAction.reingress(row, fence, loopback_channel, depth_cap)
+        )
+
+    @_route("post", "/v1/rows/actions", body=("actions",))
+    async def row_actions(self, actions: Sequence[RowAction]) -> list[RowActionResult]:
+        """Many row actions (each on a different row) in one request, answered one by one in
+        order; an action the cluster refused has its :class:`ApiError` in ``error``."""
+        body = {"actions": [{"row": a.row, "action": a.action, "body": a.body} for a in actions]}
+        answer = await self.request("POST", "/v1/rows/actions", json=body)
+        results = answer.get("results") if isinstance(answer, dict) else None
+        if not isinstance(results, list):
+            raise DecodeError(f"POST /v1/rows/actions: no results in {answer!r}")
+        out = []
+        for item in results:
+            if isinstance(item, dict) and "error" in item and "status" in item:
+                err = error_from_response(
+                    int(item["status"]), _json_bytes({"error": item["error"]})
+                )
+                out.append(RowActionResult(None, err))
+            else:
+                out.append(RowActionResult(item if isinstance(item, dict) else {"value": item}))
+        return out
+
+    # --- configuration ----------------------------------------------------------------------
+
+    @_route("get", "/v1/config", answer=ConfigVersion)
+    async def config(self, *, consistency: str | None = None) -> ConfigVersion:
+        return await self._call(
+            ConfigVersion, "GET", "/v1/config", params={"consistency": consistency}
+        )
+
+    @_route("put", "/v1/config", answer=ConfigWritten)
+    async def put_config(self, expected_version: int, config: Mapping[str, Any]) -> ConfigWritten:
+        """Compare-and-set: raises :class:`~raftlane.errors.VersionMismatchError` (with
+        ``current_version``) when ``expected_version`` is not the current version."""
+        return await self._call(
+            ConfigWritten,
+            "PUT",
+            "/v1/config",
+            json=dict(config),
+            headers={"if-match": str(expected_version)},
+        )
+
+    @_route("get", "/v1/config/versions/{v}", answer=ConfigVersion)
+    async def config_version(
+        self, version: int, *, consistency: str | None = None
+    ) -> ConfigVersion:
+        return await self._call(
+            ConfigVersion,
+            "GET",
+            f"/v1/config/versions/{segment(version)}",
+            params={"consistency": consistency},
+        )
+
+    # --- audit ------------------------------------------------------------------------------
+
+    @_route("post", "/v1/audit", body=("action", "channel", "org", "detail"), answer=AuditAppended)
+    async def audit_append(
+        self,
+        action: str,
+        *,
+        channel: str | None = None,
+        org: str | None = None,
+        detail: str | None = None,
+    ) -> AuditAppended:
+        return await self._call(
+            AuditAppended,
+            "POST",
+            "/v1/audit",
+            json=_drop_none({"action": action, "channel": channel, "org": org, "detail": detail}),
+        )
+
+    @_route("get", "/v1/audit", answer=AuditRows)
+    async def audit_list(
+        self,
+        org: str,
+        *,
+        start: int | None = None,
+        limit: int | None = None,
+        consistency: str | None = None,
+    ) -> list[AuditRow]:
+        """An org's audit rows from seq ``start``."""
+        params = {"org": org, "from": start, "limit": limit, "consistency": consistency}
+        return (await self._call(AuditRows, "GET", "/v1/audit", params=params)).rows
+
+    @_route("get", "/v1/audit/anchor", answer=AuditAnchor)
+    async def audit_anchor(self, org: str, *, consistency: str | None = None) -> AuditAnchor:
+        return await self._call(
+            AuditAnchor,
+            "GET",
+            "/v1/audit/anchor",
+            params={"org": org, "consistency": consistency},
+        )
+
+    @_route("get", "/v1/audit/verify", answer=AuditVerification)
+    async def audit_verify(
+        self,
+        org: str,
+        *,
+        anchor: AuditAnchor | tuple[int, str] | None = None,
+        consistency: str | None = None,
+    ) -> AuditVerification:
+        """Recompute an org's chain, optionally against an anchor kept elsewhere."""
+        params: dict[str, Any] = {"org": org, "consistency": consistency}
+        if anchor is not None:
+            count, head = (anchor.count, anchor.head) if isinstance(anchor, AuditAnchor) else anchor
+            params.update(count=count, head=head)
+        return await self._call(AuditVerification, "GET", "/v1/audit/verify", params=params)
+
+    @_route("post", "/v1/audit/seal", body=("org",), answer=AuditAppended)
+    async def audit_seal(self, org: str) -> AuditAppended:
+        return await self._call(AuditAppended, "POST", "/v1/audit/seal", json={"org": org})
+
+    # --- transform state, reference sets, retention -----------------------------------------
+
+    @_route("get", "/v1/state/{namespace}", answer=Namespace)
+    async def namespace(self, namespace: str, *, consistency: str | None = None) -> Namespace:
+        return await self._call(
+            Namespace,
+            "GET",
+            f"/v1/state/{segment(namespace)}",
+            params={"consistency": consistency},
+        )
+
+    @_route("get", "/v1/state/{namespace}/{key}", answer=StateEntry)
+    async def state_entry(
+        self, namespace: str, key: str, *, consistency: str | None = None
+    ) -> StateEntry:
+        return await self._call(
+            StateEntry,
+            "GET",
+            f"/v1/state/{segment(namespace)}/{segment(key)}",
+            params={"consistency": consistency},
+        )
+
+    @_route("put", "/v1/reference/{name}", body=("version", "rows"), answer=ReferenceWritten)
+    async def put_reference(
+        self, name: str, version: int, rows: Mapping[str, str]
+    ) -> ReferenceWritten:
+        return await self._call(
+            ReferenceWritten,
+            "PUT",
+            f"/v1/reference/{segment(name)}",
+            json={"version": version, "rows": dict(rows)},
+        )
+
+    @_route("get", "/v1/reference/{name}", answer=ReferenceSnapshot)
+    async def reference(self, name: str, *, consistency: str | None = None) -> ReferenceSnapshot:
+        return await self._call(
+            ReferenceSnapshot,
+            "GET",
+            f"/v1/reference/{segment(name)}",
+            params={"consistency": consistency},
+        )
+
+    @_route("post", "/v1/retention/purge", body=("kind", "older_than_ms"), answer=Purged)
+    async def purge(self, kind: str, *, older_than_ms: int) -> Purged:
+        """``kind``: ``bodies``, ``dead_letters`` or ``state``."""
+        return await self._call(
+            Purged,
+            "POST",
+            "/v1/retention/purge",
+            json={"kind": kind, "older_than_ms": older_than_ms},
+        )
+
+    # --- approvals, tokens, keys ------------------------------------------------------------
+
+    @_route("post", "/v1/approvals", body=("operation", "params", "ttl_ms"), answer=ApprovalCreated)
+    async def create_approval(
+        self, operation: str, *, params: Any = None, ttl_ms: int | None = None
+    ) -> ApprovalCreated:
+        return await self._call(
+            ApprovalCreated,
+            "POST",
+            "/v1/approvals",
+            json=_drop_none({"operation": operation, "params": params, "ttl_ms": ttl_ms}),
+        )
+
+    @_route("get", "/v1/approvals/{id}", answer=Approval)
+    async def approval(self, approval_id: int, *, consistency: str | None = None) -> Approval:
+        return await self._call(
+            Approval,
+            "GET",
+            f"/v1/approvals/{segment(approval_id)}",
+            params={"consistency": consistency},
+        )
+
+    @_route("post", "/v1/approvals/{id}/decide", body=("approve",), answer=ApprovalDecided)
+    async def decide_approval(self, approval_id: int, approve: bool) -> ApprovalDecided:
+        return await self._call(
+            ApprovalDecided,
+            "POST",
+            f"/v1/approvals/{segment(approval_id)}/decide",
+            json={"approve": approve},
+        )
+
+    @_route("get", "/v1/tokens", answer=TokenList)
+    async def tokens(self, *, consistency: str | None = None) -> list[Principal]:
+        return (
+            await self._call(TokenList, "GET", "/v1/tokens", params={"consistency": consistency})
+        ).tokens
+
+    @_route("post", "/v1/tokens", body=("name", "role", "channels"), answer=TokenCreated)
+    async def create_token(
+        self, name: str, role: str, *, channels: Sequence[str] | None = None
+    ) -> TokenCreated:
+        """Create or rotate a principal's token (admin); the token is shown once."""
+        return await self._call(
+            TokenCreated,
+            "POST",
+            "/v1/tokens",
+            json=_drop_none(
+                {"name": name, "role": role, "channels": list(channels) if channels else None}
+            ),
+        )
+
+    @_route("delete", "/v1/tokens/{name}", answer=Revoked)
+    async def revoke_token(self, name: str) -> Revoked:
+        return await self._call(Revoked, "DELETE", f"/v1/tokens/{segment(name)}")
+
+    @_route("post", "/v1/keys/rotate", body=("batch_size",), answer=KeyRotation)
+    async def rotate_keys(self, *, batch_size: int | None = None) -> KeyRotation:
+        return await self._call(
+            KeyRotation, "POST", "/v1/keys/rotate", json=_drop_none({"batch_size": batch_size})
+        )
+
+    # --- cluster ----------------------------------------------------------------------------
+
+    @_route("get", "/v1/cluster", answer=ClusterStatus)
+    async def cluster(self) -> ClusterStatus:
+        """The answering node's view: leader, term, indexes, membership."""
+        return await self._call(ClusterStatus, "GET", "/v1/cluster")
+
+    @_route("get", "/v1/cluster/digest", answer=StateDigest)
+    async def digest(self) -> StateDigest:
+        return await self._call(StateDigest, "GET", "/v1/cluster/digest")
+
+    @_route("post", "/v1/cluster/learners", body=("id", "addr"))
+    async def add_learner(self, node_id: int, addr: str) -> None:
+        await self._send("POST", "/v1/cluster/learners", json={"id": node_id, "addr": addr})
+
+    @_route("post", "/v1/cluster/membership", body=("voters",))
+    async def change_membership(self, voters: Iterable[int]) -> None:
+        await self._send("POST", "/v1/cluster/membership", json={"voters": list(voters)})
+
+    @_route("get", "/healthz", answer=Health)
+    async def healthz(self) -> Health:
+        return await self._call(Health, "GET", "/healthz")
+
+    @_route("get", "/readyz", answer=Readiness)
+    async def readyz(self, endpoint: str | None = None) -> Readiness:
+        """One node's readiness (``endpoint``, else the current node), without failover: a
+        ``503`` answer is ``ready=False``, not an error."""
+        base = _base_url(endpoint) if endpoint else self.current_endpoint
+        try:
+            r = await self._shared.http.get(f"{base}/readyz")
+        except httpx.TransportError as e:
+            raise UnavailableError(f"GET {base}/readyz: {e}") from e
+        if r.status_code not in (200, 503):
+            raise error_from_response(r.status_code, r.content)
+        return decode(Readiness, r.json(), "GET /readyz")
+
+    @_route("get", "/metrics")
+    async def metrics(self) -> str:
+        """Prometheus text of the answering node."""
+        return (await self._send("GET", "/metrics")).text
+
+    @_route("get", "/openapi.json")
+    async def openapi(self) -> dict[str, Any]:
+        """The OpenAPI document the node serves."""
+        doc = await self.request("GET", "/openapi.json")
+        if not isinstance(doc, dict):
+            raise DecodeError("GET /openapi.json: not a JSON object")
+        return doc
+
+
+def _json_bytes(v: Any) -> bytes:
+    return _json.dumps(v).encode()

@@ -1,0 +1,644 @@
+"""The request and answer types of the raftlane HTTP API, as frozen dataclasses.
+
+Each answer type decodes with :func:`decode` from the JSON the server sends (docs/SPEC.md §10.1).
+Members the server adds later are ignored, so an older client keeps working against a newer
+node; ``tests/test_openapi.py`` checks these types against the served OpenAPI document.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, TypeVar, Union
+
+from .errors import DecodeError
+
+__all__ = [
+    "Ack",
+    "Approval",
+    "ApprovalCreated",
+    "ApprovalDecided",
+    "AuditAnchor",
+    "AuditAppended",
+    "AuditRow",
+    "AuditRows",
+    "AuditVerification",
+    "Cancelled",
+    "CapturedResponse",
+    "Claim",
+    "ClaimedRow",
+    "Claims",
+    "ClusterMember",
+    "ClusterStatus",
+    "ConfigVersion",
+    "ConfigWritten",
+    "Correlation",
+    "DeadLetters",
+    "Delivery",
+    "DoneNext",
+    "Enqueued",
+    "Event",
+    "Failed",
+    "FifoClaim",
+    "HandedOff",
+    "Handler",
+    "Health",
+    "KeyRotation",
+    "LaneLease",
+    "LaneView",
+    "Message",
+    "MessageList",
+    "MessageView",
+    "Namespace",
+    "Principal",
+    "Purged",
+    "Readiness",
+    "ReferenceSnapshot",
+    "ReferenceWritten",
+    "Reingressed",
+    "Released",
+    "Renewed",
+    "Requeued",
+    "RetryPolicy",
+    "Revoked",
+    "RowActionResult",
+    "Stage",
+    "StateDigest",
+    "StateEntry",
+    "StateOp",
+    "Stats",
+    "TokenCreated",
+    "TokenList",
+    "WorkRow",
+    "decode",
+]
+
+
+class Stage(str, Enum):
+    """A work row's stage; a lane is ``(stage, name)``."""
+
+    INGRESS = "ingress"
+    ROUTED = "routed"
+    OUTBOUND = "outbound"
+    RESPONSE = "response"
+
+
+# --- producing and reading messages ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Enqueued:
+    """``POST /v1/channels/{channel}/messages``; ``duplicate`` when the Idempotency-Key was used."""
+
+    message_id: int
+    duplicate: bool
+    index: int
+
+
+@dataclass(frozen=True)
+class Correlation:
+    correlation_id: int
+    root_id: int
+    depth: int
+    reingress_of_seq: int
+
+
+@dataclass(frozen=True)
+class Message:
+    id: int
+    channel_id: str
+    received_at: int
+    raw: str
+    status: str
+    purged: bool
+    source_type: str | None = None
+    control_id: str | None = None
+    message_type: str | None = None
+    error: str | None = None
+    summary: str | None = None
+    #: JSON text of an object, as stored.
+    metadata: str | None = None
+    correlation: Correlation | None = None
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True)
+class Event:
+    ts: int
+    event: str
+    destination: str | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class Claim:
+    owner: str
+    lease_expires_at: int
+    fence: int
+
+
+@dataclass(frozen=True)
+class WorkRow:
+    id: int
+    message_id: int
+    stage: str
+    channel_id: str
+    payload: str
+    status: str
+    attempts: int
+    next_attempt_at: int
+    created_at: int
+    updated_at: int
+    destination_name: str | None = None
+    handler_name: str | None = None
+    last_error: str | None = None
+    claim: Claim | None = None
+    last_fence: int | None = None
+
+
+@dataclass(frozen=True)
+class CapturedResponse:
+    message_id: int
+    destination: str
+    response_seq: int
+    body: str
+    outcome: str
+    captured_at: int
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class MessageView:
+    """``GET /v1/messages/{id}``: the message with its history, rows and captured responses."""
+
+    message: Message
+    events: list[Event]
+    rows: list[WorkRow]
+    responses: list[CapturedResponse]
+
+
+@dataclass(frozen=True)
+class MessageList:
+    messages: list[Message]
+
+
+@dataclass(frozen=True)
+class DeadLetters:
+    dead_letters: list[WorkRow]
+
+
+@dataclass(frozen=True)
+class Requeued:
+    """A replay's answer: rows reset to pending."""
+
+    requeued: int
+    index: int
+
+
+@dataclass(frozen=True)
+class Stats:
+    messages: int
+    #: ``{stage: {status: count}}``.
+    rows: dict[str, dict[str, int]]
+    clock: int
+    last_applied: int
+
+
+# --- work: claims, lanes, leases, row actions -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClaimedRow:
+    row_id: int
+    message_id: int
+    stage: str
+    channel_id: str
+    payload: str
+    attempts: int
+    fence: int
+    lease_expires_at: int
+    destination_name: str | None = None
+    handler_name: str | None = None
+
+
+@dataclass(frozen=True)
+class Claims:
+    items: list[ClaimedRow]
+
+
+@dataclass(frozen=True)
+class FifoClaim:
+    """A FIFO claim: the lane's head with its fence, or why there is none (``reason``:
+    ``empty``, ``not_due`` with ``due_at``, ``lane_busy`` with ``holder`` and ``expires_at``)."""
+
+    item: ClaimedRow | None
+    reason: str | None = None
+    due_at: int | None = None
+    holder: str | None = None
+    expires_at: int | None = None
+
+
+@dataclass(frozen=True)
+class LaneLease:
+    owner: str
+    expires_at: int
+
+
+@dataclass(frozen=True)
+class LaneView:
+    lane: str
+    depth: int
+    inflight: int
+    oldest: int | None = None
+    holder: LaneLease | None = None
+
+
+@dataclass(frozen=True)
+class Released:
+    released: bool
+
+
+@dataclass(frozen=True)
+class Cancelled:
+    cancelled: int
+
+
+@dataclass(frozen=True)
+class Renewed:
+    renewed: int
+
+
+@dataclass(frozen=True)
+class Handler:
+    """One handler of a ``route``, with the payload its routed row gets."""
+
+    handler: str
+    payload: str = ""
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One outbound row of a ``handoff`` or ``transform``."""
+
+    destination: str
+    payload: str = ""
+
+
+@dataclass(frozen=True)
+class StateOp:
+    """A transform-state write of a ``transform``; ``value`` is any JSON value."""
+
+    namespace: str
+    key: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """The retry policy of a ``fail``: ``multiplier`` from 1.0 to 100.0; no ``max_attempts`` means
+    retry forever."""
+
+    backoff_ms: int
+    multiplier: float
+    max_backoff_ms: int
+    max_attempts: int | None = None
+
+
+@dataclass(frozen=True)
+class HandedOff:
+    """``route``, ``handoff``, ``transform``: ``applied`` is false when the row was already
+    consumed (a retried handoff)."""
+
+    applied: bool
+    index: int
+
+
+@dataclass(frozen=True)
+class Ack:
+    """``done``, ``response``, ``dead``."""
+
+    ok: bool
+    index: int
+
+
+@dataclass(frozen=True)
+class DoneNext:
+    """``done`` with ``claim_next``: the row is done and ``next`` is the lane's next claim."""
+
+    ok: bool
+    index: int
+    next: FifoClaim
+
+
+@dataclass(frozen=True)
+class Failed:
+    dead: bool
+    next_attempt_at: int
+    index: int
+
+
+@dataclass(frozen=True)
+class Reingressed:
+    child_message_id: int | None
+    index: int
+
+
+@dataclass(frozen=True)
+class RowActionResult:
+    """One result of ``POST /v1/rows/actions``: ``answer`` is the action's own answer (as JSON)
+    when it succeeded, else ``error`` is the :class:`~raftlane.errors.ApiError` it got."""
+
+    answer: dict[str, Any] | None
+    error: Exception | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+# --- configuration --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConfigVersion:
+    version: int
+    config: dict[str, Any]
+    set_at: int
+    set_by: str
+
+
+@dataclass(frozen=True)
+class ConfigWritten:
+    version: int
+    index: int
+
+
+# --- audit ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AuditAppended:
+    seq: int
+    hash: str
+    index: int
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    seq: int
+    ts: int
+    action: str
+    org: str
+    prev_hash: str
+    hash: str
+    actor: str | None = None
+    channel: str | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class AuditRows:
+    org: str
+    rows: list[AuditRow]
+
+
+@dataclass(frozen=True)
+class AuditAnchor:
+    org: str
+    count: int
+    head: str
+    era: int
+
+
+@dataclass(frozen=True)
+class AuditVerification:
+    ok: bool
+    count: int
+    head_hash: str
+    eras: int
+    first_bad_seq: int | None = None
+    reason: str | None = None
+
+
+# --- transform state, reference sets, retention ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Namespace:
+    namespace: str
+    version: int
+
+
+@dataclass(frozen=True)
+class StateEntry:
+    namespace: str
+    key: str
+    value: Any
+    set_at: int
+    message_id: int | None = None
+
+
+@dataclass(frozen=True)
+class ReferenceWritten:
+    row_count: int
+    index: int
+
+
+@dataclass(frozen=True)
+class ReferenceSnapshot:
+    version: int
+    rows: dict[str, str]
+    synced_at: int
+    row_count: int
+
+
+@dataclass(frozen=True)
+class Purged:
+    purged: int
+    index: int
+
+
+# --- approvals, tokens, keys ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ApprovalCreated:
+    id: int
+    index: int
+
+
+@dataclass(frozen=True)
+class Approval:
+    id: int
+    operation: str
+    #: JSON text.
+    params: str
+    requester: str
+    requested_at: int
+    status: str
+    expires_at: int
+    approver: str | None = None
+    decided_at: int | None = None
+
+
+@dataclass(frozen=True)
+class ApprovalDecided:
+    id: int
+    approved: bool
+    index: int
+
+
+@dataclass(frozen=True)
+class Principal:
+    name: str
+    role: str
+    created_at: int
+    channels: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class TokenList:
+    tokens: list[Principal]
+
+
+@dataclass(frozen=True)
+class TokenCreated:
+    """The token is shown once."""
+
+    name: str
+    role: str
+    token: str
+    index: int
+
+
+@dataclass(frozen=True)
+class Revoked:
+    revoked: bool
+    index: int
+
+
+@dataclass(frozen=True)
+class KeyRotation:
+    active_key: str
+    rewritten: int
+    skipped: int
+    conflicts: int
+    batches: int
+
+
+# --- cluster --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClusterMember:
+    id: int
+    addr: str
+    voter: bool
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    node_id: int
+    term: int
+    last_log_index: int
+    last_applied: int
+    membership: list[ClusterMember] = field(default_factory=list)
+    leader_id: int | None = None
+
+
+@dataclass(frozen=True)
+class StateDigest:
+    node_id: int
+    last_applied: int
+    digest: str
+
+
+@dataclass(frozen=True)
+class Health:
+    status: str
+
+
+@dataclass(frozen=True)
+class Readiness:
+    ready: bool
+    reason: str | None = None
+
+
+# --- decoding -------------------------------------------------------------------------------
+
+T = TypeVar("T")
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = typing.get_type_hints(cls)
+        _HINTS[cls] = hints
+    return hints
+
+
+def _convert(tp: Any, value: Any, where: str) -> Any:
+    if tp is Any:
+        return value
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None:
+            if type(None) in args:
+                return None
+            raise DecodeError(f"{where}: null where {tp} was expected")
+        inner = [a for a in args if a is not type(None)]
+        if len(inner) == 1:
+            return _convert(inner[0], value, where)
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise DecodeError(f"{where}: expected a list, got {type(value).__name__}")
+        (item,) = typing.get_args(tp)
+        return [_convert(item, v, f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise DecodeError(f"{where}: expected an object, got {type(value).__name__}")
+        _, item = typing.get_args(tp)
+        return {k: _convert(item, v, f"{where}.{k}") for k, v in value.items()}
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return decode(tp, value, where)
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise DecodeError(f"{where}: expected a boolean, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise DecodeError(f"{where}: expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise DecodeError(f"{where}: expected a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise DecodeError(f"{where}: expected a string, got {value!r}")
+        return value
+    return value
+
+
+def decode(cls: type[T], value: Any, where: str = "answer") -> T:
+    """``value`` (parsed JSON) as a ``cls``; a missing required member or a member of the wrong
+    type is a :class:`~raftlane.errors.DecodeError`. Unknown members are ignored."""
+    if not isinstance(value, dict):
+        raise DecodeError(f"{where}: expected an object for {cls.__name__}, got {value!r}")
+    kwargs: dict[str, Any] = {}
+    hints = _hints(cls)
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if not f.init:
+            continue
+        if f.name in value:
+            kwargs[f.name] = _convert(hints[f.name], value[f.name], f"{where}.{f.name}")
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise DecodeError(f"{where}: {cls.__name__} needs member {f.name!r}")
+    return cls(**kwargs)

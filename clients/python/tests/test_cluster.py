@@ -1,0 +1,391 @@
+"""The client against real three-node clusters of the raftlane binary (raftlane.testing)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from openapi_check import route_problems, schema_problems
+
+from raftlane import (
+    BadRequestError,
+    Client,
+    ConflictError,
+    ForbiddenError,
+    NotFoundError,
+    RetryPolicy,
+    RowAction,
+    StaleFenceError,
+    TooLargeError,
+    UnauthorizedError,
+    VersionMismatchError,
+    WrongStatusError,
+    client_routes,
+)
+from raftlane.testing import ClusterHandle, empty_cluster
+
+pytestmark = pytest.mark.cluster
+
+TTL = 30_000
+
+
+async def to_outbound(client: Client, channel: str, dest: str, raw: str = "MSH|1") -> int:
+    """Enqueue on ``channel`` and hand the ingress row on to ``dest``; the message id."""
+    sent = await client.enqueue(channel, raw)
+    (row,) = await client.claim("ingress", owner="router", ttl_ms=TTL, channel=channel)
+    assert (await client.handoff(row.row_id, row.fence, [(dest, f"OUT {raw}")])).applied
+    return sent.message_id
+
+
+# --- the OpenAPI document -------------------------------------------------------------------
+
+
+async def test_every_client_route_is_served_and_every_served_route_has_a_method(
+    client: Client,
+) -> None:
+    doc = await client.openapi()
+    assert doc["openapi"].startswith("3.")
+    assert route_problems(doc, client_routes()) == []
+
+
+async def test_types_fit_the_served_schemas(client: Client) -> None:
+    doc = await client.openapi()
+    problems, compared = schema_problems(doc, client_routes())
+    if compared == 0:
+        pytest.skip("the served document has no answer or request-body schemas yet")
+    assert problems == []
+
+
+# --- the pipeline ---------------------------------------------------------------------------
+
+
+async def test_enqueue_claim_handoff_done(client: Client, name: str) -> None:
+    dest = f"{name}-emr"
+    sent = await client.enqueue(name, "MSH|1", control_id="c-1", metadata={"k": 1})
+    view = await client.message(sent.message_id)
+    assert (view.message.channel_id, view.message.status, view.message.control_id) == (
+        name,
+        "received",
+        "c-1",
+    )
+    assert json.loads(view.message.metadata or "null") == {"k": 1}
+    assert [(r.stage, r.status) for r in view.rows] == [("ingress", "pending")]
+
+    (row,) = await client.claim("ingress", owner="w1", ttl_ms=TTL, channel=name)
+    assert (row.message_id, row.payload, row.attempts) == (sent.message_id, "MSH|1", 1)
+    assert (await client.handoff(row.row_id, row.fence, [(dest, "OUT|1")])).applied
+    # A retried handoff of a consumed row changes nothing.
+    assert not (await client.handoff(row.row_id, row.fence, [(dest, "OUT|1")])).applied
+
+    (out,) = await client.claim("outbound", owner="w1", ttl_ms=TTL, destination=dest)
+    assert (out.payload, out.destination_name) == ("OUT|1", dest)
+    assert (await client.done(out.row_id, out.fence)).ok
+    with pytest.raises(WrongStatusError):
+        await client.done(out.row_id, out.fence)
+
+    view = await client.message(sent.message_id)
+    assert view.message.status == "processed"
+    kinds = [e.event for e in view.events]
+    assert kinds[0] == "received" and "routed" in kinds and kinds[-1] == "delivered"
+    listed = await client.list_messages(channel=name)
+    assert [m.id for m in listed] == [sent.message_id]
+
+
+async def test_an_idempotency_key_and_a_request_id_each_make_one_message(
+    client: Client, name: str
+) -> None:
+    a = await client.enqueue(name, "x", idempotency_key="k1")
+    b = await client.enqueue(name, "x", idempotency_key="k1")
+    assert (a.duplicate, b.duplicate, b.message_id) == (False, True, a.message_id)
+
+    # The same write sent twice under one Request-Id is applied once: the repeat gets the first
+    # answer (this is what every retry of the client relies on).
+    once = client.for_request(f"rid-{name}")
+    first = await once.enqueue(name, "y")
+    repeat = await once.enqueue(name, "y")
+    assert (repeat.message_id, repeat.index) == (first.message_id, first.index)
+    assert len(await client.list_messages(channel=name)) == 2
+
+
+async def test_fail_backoff_dead_letter_replay_and_purge(client: Client, name: str) -> None:
+    dest = f"{name}-lis"
+    mid = await to_outbound(client, name, dest)
+    (out,) = await client.claim("outbound", owner="w", ttl_ms=TTL, destination=dest)
+    slow = RetryPolicy(backoff_ms=600_000, multiplier=2.0, max_backoff_ms=600_000)
+    failed = await client.fail(out.row_id, out.fence, "timeout", retry=slow)
+    assert not failed.dead and failed.next_attempt_at > out.lease_expires_at - TTL
+    # Backing off: nothing to claim, and the lane still holds it.
+    assert await client.claim("outbound", owner="w", ttl_ms=TTL, destination=dest) == []
+    lane = await client.lane("outbound", dest)
+    assert (lane.depth, lane.inflight) == (1, 0)
+    with pytest.raises(StaleFenceError):
+        await client.done(out.row_id, out.fence)
+
+    # Dead-lettered without a fence while pending.
+    assert (await client.dead(out.row_id, "poison")).ok
+    dead = await client.dead_letters(destination=dest)
+    assert [(d.id, d.status, d.last_error) for d in dead] == [(out.row_id, "dead", "poison")]
+    assert (await client.message(mid)).message.status == "error"
+
+    assert (await client.replay_dead(destination=dest)).requeued == 1
+    assert (await client.message(mid)).message.status == "routed"
+    (again,) = await client.claim("outbound", owner="w", ttl_ms=TTL, destination=dest)
+    assert (again.row_id, again.attempts) == (out.row_id, 1)
+    once = RetryPolicy(backoff_ms=10, multiplier=1.0, max_backoff_ms=10, max_attempts=1)
+    assert (await client.fail(again.row_id, again.fence, "refused", retry=once)).dead
+
+    await asyncio.sleep(0.05)
+    assert (await client.purge("dead_letters", older_than_ms=0)).purged >= 1
+    (purged,) = await client.dead_letters(destination=dest)
+    assert (purged.payload, purged.last_error) == ("", None)
+
+    # Replay of the message recovers its dead row.
+    assert (await client.replay(mid)).requeued == 1
+    assert [r.status for r in (await client.message(mid)).rows] == ["pending"]
+
+
+async def test_fifo_lane_order_leases_and_fences(client: Client, name: str) -> None:
+    ids = [(await client.enqueue(name, f"m{i}")).message_id for i in range(3)]
+    first = await client.claim_fifo("ingress", name, owner="a", ttl_ms=TTL)
+    assert first.item is not None and first.item.message_id == ids[0]
+
+    busy = await client.claim_fifo("ingress", name, owner="b", ttl_ms=TTL)
+    assert (busy.item, busy.reason, busy.holder) == (None, "lane_busy", "a")
+    # A retried claim gets the owner's own row back under the same fence.
+    retried = await client.claim_fifo("ingress", name, owner="a", ttl_ms=TTL)
+    assert retried.item is not None
+    assert (retried.item.row_id, retried.item.fence) == (first.item.row_id, first.item.fence)
+    with pytest.raises(StaleFenceError) as stale:
+        await client.done(first.item.row_id, first.item.fence + 1)
+    assert stale.value.code == "stale_fence" and stale.value.status == 409
+
+    second = await client.done_then_claim_next(
+        first.item.row_id, first.item.fence, owner="a", ttl_ms=TTL
+    )
+    assert second.item is not None and second.item.message_id == ids[1]
+    lane = await client.lane("ingress", name)
+    assert (lane.depth, lane.inflight) == (1, 1)
+    assert lane.holder is not None and lane.holder.owner == "a"
+    assert await client.renew([second.item.row_id], owner="a", ttl_ms=TTL) == 1
+    assert await client.renew([second.item.row_id], owner="b", ttl_ms=TTL) == 0
+
+    assert await client.release_lane("ingress", name, owner="a") is True
+    assert await client.release_lane("ingress", name, owner="a") is False
+    # Released, but a's live row still keeps the lane from b (it would be overtaken).
+    still = await client.claim_fifo("ingress", name, owner="b", ttl_ms=TTL)
+    assert (still.item, still.reason) == (None, "lane_busy")
+    await client.done(second.item.row_id, second.item.fence)
+    third = await client.claim_fifo("ingress", name, owner="b", ttl_ms=TTL)
+    assert third.item is not None and third.item.message_id == ids[2]
+    await client.done(third.item.row_id, third.item.fence)
+    empty = await client.claim_fifo("ingress", name, owner="b", ttl_ms=TTL)
+    assert (empty.item, empty.reason) == (None, "empty")
+
+
+async def test_route_transform_state_and_reference(client: Client, name: str) -> None:
+    handler, dest, ns = f"{name}-h", f"{name}-out", f"{name}-ns"
+    sent = await client.enqueue(name, "MSH|ADT")
+    (row,) = await client.claim("ingress", owner="r", ttl_ms=TTL, channel=name)
+    assert (await client.route(row.row_id, row.fence, [(handler, "P1")])).applied
+    (routed,) = await client.claim("routed", owner="t", ttl_ms=TTL, channel=name)
+    assert (routed.handler_name, routed.payload) == (handler, "P1")
+    t = await client.transform(
+        routed.row_id, routed.fence, [(dest, "T1")], state_ops=[(ns, "mrn", {"n": 1})]
+    )
+    assert t.applied
+    assert (await client.namespace(ns)).version == 1
+    entry = await client.state_entry(ns, "mrn")
+    assert (entry.value, entry.message_id) == ({"n": 1}, sent.message_id)
+    with pytest.raises(NotFoundError):
+        await client.state_entry(ns, "absent")
+
+    written = await client.put_reference(name, 3, {"a": "1", "b": "2"})
+    assert written.row_count == 2
+    ref = await client.reference(name)
+    assert (ref.version, ref.rows, ref.row_count) == (3, {"a": "1", "b": "2"}, 2)
+
+
+async def test_response_capture_and_reingress(client: Client, name: str) -> None:
+    dest, loop = f"{name}-partner", f"{name}-loop"
+    mid = await to_outbound(client, name, dest)
+    (out,) = await client.claim("outbound", owner="w", ttl_ms=TTL, destination=dest)
+    assert (await client.respond(out.row_id, out.fence, "ACK|1", "AA", reingress_to=loop)).ok
+    view = await client.message(mid)
+    assert [(r.destination, r.response_seq, r.body, r.outcome) for r in view.responses] == [
+        (dest, 1, "ACK|1", "AA")
+    ]
+    (resp,) = await client.claim("response", owner="w", ttl_ms=TTL, channel=loop)
+    child = (await client.reingress(resp.row_id, resp.fence, loop)).child_message_id
+    assert child is not None
+    cv = await client.message(child)
+    assert (cv.message.channel_id, cv.message.raw) == (loop, "ACK|1")
+    assert cv.message.correlation is not None and cv.message.correlation.correlation_id == mid
+
+
+async def test_cancel_and_batched_row_actions(client: Client, name: str) -> None:
+    dest = f"{name}-q"
+    for i in range(3):
+        await to_outbound(client, name, dest, f"m{i}")
+    assert await client.cancel(dest, top_only=True) == 1
+    assert (await client.lane("outbound", dest)).depth == 2
+    rows = await client.claim("outbound", owner="w", ttl_ms=TTL, destination=dest, limit=10)
+    assert len(rows) == 2
+    results = await client.row_actions(
+        [
+            RowAction.done(rows[0].row_id, rows[0].fence),
+            RowAction.done(rows[1].row_id, rows[1].fence + 1),
+        ]
+    )
+    assert results[0].ok and results[0].answer is not None and results[0].answer["ok"] is True
+    assert isinstance(results[1].error, StaleFenceError)
+    assert await client.cancel(dest) == 0, "inflight rows are not cancelled"
+
+
+async def test_config_compare_and_set(client: Client, name: str) -> None:
+    current = await client.config()
+    doc = {"channels": {name: {"description": "lab results"}}}
+    written = await client.put_config(current.version, doc)
+    assert written.version == current.version + 1
+    with pytest.raises(VersionMismatchError) as stale:
+        await client.put_config(current.version, {})
+    assert (stale.value.status, stale.value.current_version) == (412, written.version)
+    now = await client.config()
+    assert (now.version, now.config["channels"][name]["description"], now.set_by) == (
+        written.version,
+        "lab results",
+        "admin",
+    )
+    assert (await client.config_version(current.version)).version == current.version
+    with pytest.raises(NotFoundError):
+        await client.config_version(written.version + 100)
+    with pytest.raises(BadRequestError) as bad:
+        await client.put_config(written.version, {"nonsense": 1})
+    assert bad.value.code == "invalid"
+
+
+async def test_audit_chain_anchor_seal_and_verify(client: Client, name: str) -> None:
+    a1 = await client.audit_append("test.one", org=name, detail="first")
+    a2 = await client.audit_append("test.two", org=name, channel=name)
+    assert (a1.seq, a2.seq) == (0, 1)
+    rows = await client.audit_list(name)
+    assert [r.action for r in rows] == ["test.one", "test.two"]
+    assert rows[0].prev_hash == "0" * 64 and rows[1].prev_hash == rows[0].hash == a1.hash
+    assert (rows[0].actor, rows[1].channel) == ("admin", name)
+    anchor = await client.audit_anchor(name)
+    assert (anchor.count, anchor.head, anchor.era) == (2, a2.hash, 0)
+
+    seal = await client.audit_seal(name)
+    assert seal.seq == 2
+    ok = await client.audit_verify(name, anchor=anchor)
+    assert (ok.ok, ok.count, ok.first_bad_seq) == (True, 3, None)
+    forged = await client.audit_verify(name, anchor=(2, a1.hash))
+    assert not forged.ok and forged.reason is not None
+    with pytest.raises(BadRequestError) as no_org:
+        await client.request("GET", "/v1/audit")
+    assert no_org.value.field == "org"
+
+
+async def test_errors_are_typed(client: Client, name: str) -> None:
+    with pytest.raises(BadRequestError) as bad:
+        await client.claim_fifo("ingress", name, owner="w", ttl_ms=0)
+    assert (bad.value.status, bad.value.code, bad.value.field) == (400, "invalid", "ttl_ms")
+    with pytest.raises(BadRequestError) as stage:
+        await client.claim("sideways", owner="w", ttl_ms=TTL)
+    assert stage.value.field == "stage"
+    with pytest.raises(NotFoundError) as missing:
+        await client.message(10**12)
+    assert missing.value.code == "not_found"
+    with pytest.raises(NotFoundError):
+        await client.request("POST", "/v1/rows/1/explode", json={})
+    with pytest.raises(UnauthorizedError) as unauth:
+        await client.with_token("not-a-token").stats()
+    assert unauth.value.code == "unauthorized"
+
+    with pytest.raises(BadRequestError) as kind:
+        await client.purge("everything", older_than_ms=0)
+    assert kind.value.field == "kind"
+    with pytest.raises(BadRequestError) as addr:
+        await client.add_learner(9, "no port")
+    assert addr.value.field == "addr"
+    with pytest.raises(ConflictError) as keyring:
+        await client.rotate_keys()
+    assert keyring.value.code == "no_keyring"
+
+    viewer = await client.create_token(f"{name}-viewer", "viewer")
+    assert viewer.token.startswith("rl_")
+    with pytest.raises(ForbiddenError) as forbidden:
+        await client.with_token(viewer.token).enqueue(name, "x")
+    assert forbidden.value.code == "forbidden"
+
+
+async def test_tokens_scope_and_revocation(client: Client, name: str) -> None:
+    created = await client.create_token(f"{name}-w", "worker", channels=[name])
+    worker = client.with_token(created.token)
+    assert (await worker.enqueue(name, "ok")).duplicate is False
+    with pytest.raises(ForbiddenError):
+        await worker.enqueue(f"{name}-other", "no")
+    listed = {p.name: p for p in await client.tokens()}
+    assert listed[f"{name}-w"].role == "worker" and listed[f"{name}-w"].channels == [name]
+    assert (await client.revoke_token(f"{name}-w")).revoked
+    with pytest.raises(UnauthorizedError):
+        await worker.enqueue(name, "after revocation")
+
+
+async def test_approvals_need_another_principal(client: Client, name: str) -> None:
+    op = await client.create_token(f"{name}-op", "operator")
+    made = await client.create_approval("config.change", params={"why": name}, ttl_ms=60_000)
+    with pytest.raises(ForbiddenError) as own:
+        await client.decide_approval(made.id, True)
+    assert own.value.code == "self_approval"
+    decided = await client.with_token(op.token).decide_approval(made.id, True)
+    assert (decided.id, decided.approved) == (made.id, True)
+    with pytest.raises(ConflictError) as twice:
+        await client.with_token(op.token).decide_approval(made.id, False)
+    assert twice.value.code == "already_decided"
+    a = await client.approval(made.id)
+    assert (a.status, a.approver, a.requester) == ("approved", f"{name}-op", "admin")
+    assert json.loads(a.params) == {"why": name}
+
+
+async def test_cluster_views(client: Client, cluster: ClusterHandle, name: str) -> None:
+    await client.enqueue(name, "counted")
+    status = await client.cluster()
+    assert status.leader_id in {m.id for m in status.membership}
+    assert len(status.membership) == 3
+    assert (await client.digest()).digest
+    stats = await client.stats()
+    assert stats.messages >= 1 and stats.rows.get("ingress", {}).get("pending", 0) >= 1
+    assert stats.last_applied >= status.last_applied
+    assert (await client.healthz()).status == "ok"
+    for endpoint in cluster.endpoints:
+        assert (await client.readyz(endpoint)).ready
+    assert "raftlane_last_applied" in await client.metrics()
+
+
+# --- leader loss, node flags, clean-up ------------------------------------------------------
+
+
+async def test_the_client_keeps_working_when_the_leader_stops(name: str) -> None:
+    async with empty_cluster(node_args=["--max-body-bytes", "4096"]) as handle:
+        endpoints, token = handle
+        async with Client(endpoints, token, deadline=30.0) as c:
+            before = await c.enqueue(name, "before")
+            leader = await handle.leader()
+            assert c.current_endpoint == leader.endpoint, "it sends to the leader"
+            # The extra node flag reached every node.
+            with pytest.raises(TooLargeError):
+                await c.enqueue(name, "x" * 8192)
+
+            await leader.stop(kill=True)
+            after = await c.enqueue(name, "after")
+            assert after.message_id != before.message_id
+            claimed = await c.claim("ingress", owner="w", ttl_ms=TTL, channel=name, limit=10)
+            assert {r.message_id for r in claimed} == {before.message_id, after.message_id}
+            new_leader = await handle.leader()
+            assert new_leader.node_id != leader.node_id
+            assert (await c.done(claimed[0].row_id, claimed[0].fence)).ok
+        data = handle.data_dir
+        assert data.exists()
+    assert not data.exists(), "the cluster's data is removed on exit"
+    assert all(not n.running for n in handle.nodes)
