@@ -25,6 +25,7 @@ def test_every_method_names_a_route_and_every_route_is_called() -> None:
             "for_request",
             "with_token",
             "with_deadline",
+            "with_headers",
             "aclose",
             "request",
             "endpoints",

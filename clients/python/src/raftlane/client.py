@@ -347,6 +347,7 @@ class Client:
         self._deadline = deadline
         self._follow_leader = follow_leader
         self._request_id: str | None = None
+        self._extra_headers: dict[str, str] = {}
 
     async def __aenter__(self) -> Self:
         return self
@@ -384,6 +385,13 @@ class Client:
         c._token = token
         return c
 
+    def with_headers(self, headers: Mapping[str, str]) -> Client:
+        """A handle that adds ``headers`` to every request it sends (after this client's own
+        extra headers, before a call's own); shares this client's connections."""
+        c = self._copy()
+        c._extra_headers = {**self._extra_headers, **{k.lower(): v for k, v in headers.items()}}
+        return c
+
     def with_deadline(self, deadline: float) -> Client:
         c = self._copy()
         c._deadline = deadline
@@ -402,7 +410,7 @@ class Client:
     # --- transport --------------------------------------------------------------------------
 
     def _headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
-        hs: dict[str, str] = {}
+        hs: dict[str, str] = dict(self._extra_headers)
         if self._token is not None:
             hs["authorization"] = f"Bearer {self._token}"
         if extra:
@@ -1078,8 +1086,20 @@ class Client:
         return await self._call(ClusterStatus, "GET", "/v1/cluster")
 
     @_route("get", "/v1/cluster/digest", answer=StateDigest)
-    async def digest(self) -> StateDigest:
-        return await self._call(StateDigest, "GET", "/v1/cluster/digest")
+    async def digest(self, endpoint: str | None = None) -> StateDigest:
+        """A node's state digest: ``endpoint``'s, without failover, else the current node's."""
+        if endpoint is None:
+            return await self._call(StateDigest, "GET", "/v1/cluster/digest")
+        base = _base_url(endpoint)
+        try:
+            r = await self._shared.http.get(
+                f"{base}/v1/cluster/digest", headers=self._headers(None)
+            )
+        except httpx.TransportError as e:
+            raise UnavailableError(f"GET {base}/v1/cluster/digest: {e}") from e
+        if r.status_code != 200:
+            raise error_from_response(r.status_code, r.content)
+        return decode(StateDigest, r.json(), "GET /v1/cluster/digest")
 
     @_route("post", "/v1/cluster/learners", body=("id", "addr"))
     async def add_learner(self, node_id: int, addr: str) -> None:

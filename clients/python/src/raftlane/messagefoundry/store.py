@@ -1,0 +1,1598 @@
+"""``RaftlaneStore``: messagefoundry's ``Store`` protocol on a raftlane cluster.
+
+Every change is one replicated command sent through :class:`raftlane.Client` (one ``Request-Id``
+per write across retries); reads are linearizable reads. The store translates at its edge only:
+
+- ids: raftlane's integer ids become ``str`` (``"17"``), and come back with ``int()``;
+- times: messagefoundry's float epoch seconds become integer milliseconds (``round(s * 1000)``)
+  and back (``ms / 1000``);
+- fences: raftlane fences every completion (docs/SPEC.md §4.6) while the engine completes rows
+  by id, so the handle keeps the fence of every row it claimed (row id → fence) and sends it;
+- the caller's clock: a method given ``now=`` sends it as the header :data:`CLIENT_TIME_HEADER`
+  (integer ms), which nodes started with ``--test-client-clock`` use as the command's time.
+
+Methods whose server piece does not exist yet call the route proposed in
+:mod:`raftlane.messagefoundry._routes` and fail with the server's answer (``404`` for a missing
+route, ``400`` for a body member it does not know) until the piece lands; nothing is emulated
+here. docs/MESSAGEFOUNDRY.md maps every method.
+
+messagefoundry (AGPL) is an optional dependency: it is imported at run time for its answer types
+(``OutboxItem``, ``CapturedResponse``, ``DbStatus``, ...) and its audit tee; none of its code is
+copied here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from messagefoundry.config.models import RetryPolicy as MfRetryPolicy
+from messagefoundry.store.audit_tee import emit_audit_tee
+from messagefoundry.store.store import (
+    CapturedResponse,
+    ConnectionMetrics,
+    DbStatus,
+    DestinationMetrics,
+    InboundMetrics,
+    MessageStatus,
+    MessageStore,
+    OutboxItem,
+    SessionRecord,
+    UserRecord,
+)
+
+from ..client import Client, segment
+from ..errors import (
+    BadRequestError,
+    ConflictError,
+    NotFoundError,
+    RaftlaneError,
+    WrongStatusError,
+)
+from ..types import AuditAnchor, RetryPolicy, StateOp
+
+__all__ = [
+    "AUDIT_ORG",
+    "CLIENT_TIME_HEADER",
+    "RaftlaneStore",
+    "StoreSettings",
+]
+
+log = logging.getLogger(__name__)
+
+#: The request header carrying the caller's ``now`` (integer milliseconds since the epoch). A node
+#: started with ``--test-client-clock`` uses it as the command's time instead of its wall clock.
+CLIENT_TIME_HEADER = "Raftlane-Client-Time-Ms"
+
+#: The audit org the engine's own audit chain lives in (raftlane's own rows stay in ``default``).
+AUDIT_ORG = "messagefoundry"
+
+#: How many claims' fences a handle remembers (oldest forgotten first).
+FENCE_MEMORY = 65_536
+
+#: A session touched by this handle less than this long ago is not touched again (seconds):
+#: ``touch_session`` runs on every API request, and each touch is a replicated write.
+TOUCH_COALESCE_S = 60.0
+
+#: The message raftlane's router answers an unknown path with (``404 not_found``).
+_NO_SUCH_ROUTE = "no such route"
+
+
+def _ms(seconds: float) -> int:
+    return round(seconds * 1000)
+
+
+def _s(ms: Any) -> float | None:
+    return None if ms is None else ms / 1000
+
+
+def _s0(ms: Any) -> float:
+    return float(ms) / 1000
+
+
+def _sid(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _row_id(row_id: str | int) -> int:
+    try:
+        return int(row_id)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"not a raftlane row id: {row_id!r}") from e
+
+
+def is_missing_route(err: NotFoundError) -> bool:
+    """True when a ``404`` says the server has no such route (as opposed to no such record)."""
+    return err.message == _NO_SUCH_ROUTE
+
+
+@dataclass(frozen=True)
+class StoreSettings:
+    """The settings the engine and its tests read from a store (``store._settings``)."""
+
+    lease_ttl_seconds: float = 30.0
+
+
+class RaftlaneStore:
+    """messagefoundry's ``Store`` on a raftlane cluster. Open with :meth:`open`."""
+
+    supports_ingest_stage = True
+    supports_response_capture = True
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        owner: str | None = None,
+        lease_ttl_seconds: float = 30.0,
+        journal_mode: str = "raftlane",
+    ) -> None:
+        if lease_ttl_seconds <= 0:
+            raise ValueError("lease_ttl_seconds must be > 0")
+        self._client = client
+        self._settings = StoreSettings(lease_ttl_seconds=lease_ttl_seconds)
+        self._owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.path = "raftlane:" + ",".join(client.endpoints)
+        self._journal_mode = journal_mode
+        self._fences: OrderedDict[int, int] = OrderedDict()
+        self._state_cache: dict[tuple[str, str], Any] = {}
+        self._state_versions: dict[str, int] = {}
+        self._reference_cache: dict[str, dict[str, Any]] = {}
+        self._reference_versions: dict[str, str] = {}
+        self._touched: dict[str, float] = {}
+        #: Whether the FIFO claim route takes ``lane_lease``/``row_owner`` (None: not known yet).
+        self._fifo_members: bool | None = None
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    @classmethod
+    async def open(
+        cls,
+        endpoints: Sequence[str],
+        token: str,
+        *,
+        owner: str | None = None,
+        lease_ttl_seconds: float = 30.0,
+        journal_mode: str = "raftlane",
+        deadline: float = 20.0,
+    ) -> RaftlaneStore:
+        """Connect to the cluster at ``endpoints`` with ``token`` and load the read-through caches
+        (transform state, reference sets). ``owner`` names this handle's claims (default
+        ``host:pid:random``); ``journal_mode`` is the label :meth:`db_status` reports."""
+        store = cls(
+            Client(endpoints, token, deadline=deadline),
+            owner=owner,
+            lease_ttl_seconds=lease_ttl_seconds,
+            journal_mode=journal_mode,
+        )
+        try:
+            await store._load_caches()
+        except BaseException:
+            await store.close()
+            raise
+        return store
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+    async def _load_caches(self) -> None:
+        """Fill the state and reference caches from the cluster. Until the listings exist
+        (``GET /v1/state``, ``GET /v1/reference``) the caches start empty, with a warning."""
+        try:
+            await self.converge_state_cache()
+        except NotFoundError as e:
+            if not is_missing_route(e):
+                raise
+            log.warning("raftlane has no state listing yet: the state cache starts empty")
+        try:
+            await self.converge_reference_cache()
+        except NotFoundError as e:
+            if not is_missing_route(e):
+                raise
+            log.warning("raftlane has no reference listing yet: the reference cache starts empty")
+
+    # --- plumbing -------------------------------------------------------------------------------
+
+    def _at(self, now: float | None) -> Client:
+        """The client handle for a call made at ``now`` (the header only when ``now`` is given)."""
+        if now is None:
+            return self._client
+        return self._client.with_headers({CLIENT_TIME_HEADER: str(_ms(now))})
+
+    @property
+    def _ttl_ms(self) -> int:
+        return _ms(self._settings.lease_ttl_seconds)
+
+    def _remember(self, row_id: int, fence: int) -> None:
+        self._fences[row_id] = fence
+        self._fences.move_to_end(row_id)
+        while len(self._fences) > FENCE_MEMORY:
+            self._fences.popitem(last=False)
+
+    async def _fence(self, row_id: int) -> int:
+        """The fence to complete ``row_id`` with: this handle's claim, else the row's current
+        claim (or, once it left inflight, its last one) from ``GET /v1/rows/{id}``. The completion
+        is still checked by the cluster against the row's fence when it applies."""
+        fence = self._fences.get(row_id)
+        if fence is not None:
+            return fence
+        row = await self._row(row_id)
+        claim = row.get("claim")
+        if isinstance(claim, dict) and isinstance(claim.get("fence"), int):
+            return int(claim["fence"])
+        last = row.get("last_fence")
+        if isinstance(last, int):
+            return last
+        raise RaftlaneError(f"row {row_id} has never been claimed: no fence to complete it with")
+
+    async def _row(self, row_id: int) -> dict[str, Any]:
+        answer = await self._client.request("GET", f"/v1/rows/{segment(row_id)}")
+        if not isinstance(answer, dict):
+            raise RaftlaneError(f"GET /v1/rows/{row_id}: not an object")
+        row = answer.get("row", answer)
+        return row if isinstance(row, dict) else {}
+
+    async def _post(
+        self, path: str, body: Mapping[str, Any] | None = None, *, now: float | None = None
+    ) -> dict[str, Any]:
+        answer = await self._at(now).request("POST", path, json=dict(body or {}))
+        return answer if isinstance(answer, dict) else {}
+
+    async def _get(
+        self, path: str, params: Mapping[str, Any] | None = None, *, now: float | None = None
+    ) -> dict[str, Any]:
+        answer = await self._at(now).request("GET", path, params=params)
+        if not isinstance(answer, dict):
+            raise RaftlaneError(f"GET {path}: not a JSON object")
+        return answer
+
+    async def _view(self, message_id: str) -> dict[str, Any] | None:
+        """``GET /v1/messages/{id}`` as JSON, ``None`` for an unknown message."""
+        try:
+            return await self._get(f"/v1/messages/{segment(message_id)}")
+        except NotFoundError as e:
+            if is_missing_route(e):
+                raise
+            return None
+
+    def _item(self, c: Mapping[str, Any]) -> OutboxItem:
+        self._remember(int(c["row_id"]), int(c["fence"]))
+        return OutboxItem(
+            id=str(c["row_id"]),
+            message_id=str(c["message_id"]),
+            channel_id=c["channel_id"],
+            destination_name=c.get("destination_name"),
+            payload=c.get("payload", ""),
+            attempts=int(c["attempts"]),
+            stage=c["stage"],
+            handler_name=c.get("handler_name"),
+            created_at=_s(c.get("created_at")),
+        )
+
+    @staticmethod
+    def _message_dict(m: Mapping[str, Any]) -> dict[str, Any]:
+        corr = m.get("correlation") or {}
+        return {
+            "id": str(m["id"]),
+            "channel_id": m["channel_id"],
+            "received_at": _s0(m["received_at"]),
+            "source_type": m.get("source_type"),
+            "control_id": m.get("control_id"),
+            "message_type": m.get("message_type"),
+            "raw": m.get("raw"),
+            "status": m["status"],
+            "error": m.get("error"),
+            "summary": m.get("summary"),
+            "metadata": m.get("metadata"),
+            "correlation_id": _sid(corr.get("correlation_id")),
+            "correlation_root_id": _sid(corr.get("root_id")),
+            "correlation_depth": corr.get("depth"),
+            "reingress_of_seq": corr.get("reingress_of_seq"),
+            "purged": bool(m.get("purged", False)),
+        }
+
+    @staticmethod
+    def _row_dict(r: Mapping[str, Any], *, payload: bool) -> dict[str, Any]:
+        claim = r.get("claim") or {}
+        d = {
+            "id": str(r["id"]),
+            "message_id": str(r["message_id"]),
+            "stage": r["stage"],
+            "channel_id": r["channel_id"],
+            "destination_name": r.get("destination_name"),
+            "handler_name": r.get("handler_name"),
+            "status": r["status"],
+            "attempts": r["attempts"],
+            "next_attempt_at": _s0(r["next_attempt_at"]),
+            "last_error": r.get("last_error"),
+            "created_at": _s0(r["created_at"]),
+            "updated_at": _s0(r["updated_at"]),
+            "seq": r["id"],
+            "owner": claim.get("owner"),
+            "lease_expires_at": _s(claim.get("lease_expires_at")),
+        }
+        if payload:
+            d["payload"] = r.get("payload")
+        return d
+
+    # --- inspection reads (the suite's two SQL helpers are rewritten onto these) ---------------
+
+    async def row_lease(self, row_id: str) -> dict[str, Any] | None:
+        """A row's ``{owner, lease_expires_at, status}`` (owner and expiry ``None`` unless it is
+        inflight), ``None`` for an unknown row."""
+        try:
+            row = await self._row(_row_id(row_id))
+        except NotFoundError as e:
+            if is_missing_route(e):
+                raise
+            return None
+        claim = row.get("claim") or {}
+        return {
+            "owner": claim.get("owner"),
+            "lease_expires_at": _s(claim.get("lease_expires_at")),
+            "status": row.get("status"),
+        }
+
+    async def lane_lease(self, lane: str) -> dict[str, Any] | None:
+        """A lane's live lease ``{owner, lease_expires_at}``, ``None`` when nobody holds it.
+        ``lane`` is ``"<stage>:<name>"`` (e.g. ``outbound:OB1``)."""
+        stage, sep, name = lane.partition(":")
+        if not sep:
+            raise ValueError(f"a lane is '<stage>:<name>', not {lane!r}")
+        view = await self._client.lane(stage, name)
+        if view.holder is None:
+            return None
+        return {"owner": view.holder.owner, "lease_expires_at": _s(view.holder.expires_at)}
+
+    # --- QueueStore: write path ----------------------------------------------------------------
+
+    @staticmethod
+    def _fields(
+        control_id: str | None,
+        message_type: str | None,
+        source_type: str | None,
+        summary: str | None,
+        metadata: str | None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "control_id": control_id,
+            "message_type": message_type,
+            "source_type": source_type,
+            "summary": summary,
+        }
+        if metadata is not None:
+            parsed = json.loads(metadata)
+            if not isinstance(parsed, dict):
+                raise ValueError("metadata must be the JSON text of an object")
+            body["metadata"] = parsed
+        return {k: v for k, v in body.items() if v is not None}
+
+    async def _enqueue(self, channel_id: str, body: dict[str, Any], now: float | None) -> str:
+        answer = await self._post(f"/v1/channels/{segment(channel_id)}/messages", body, now=now)
+        return str(answer["message_id"])
+
+    async def enqueue_message(
+        self,
+        *,
+        channel_id: str,
+        raw: str,
+        deliveries: Sequence[tuple[str, str]],
+        control_id: str | None = None,
+        message_type: str | None = None,
+        source_type: str | None = None,
+        summary: str | None = None,
+        metadata: str | None = None,
+        now: float | None = None,
+    ) -> str:
+        body = {
+            "raw": raw,
+            **self._fields(control_id, message_type, source_type, summary, metadata),
+            "deliveries": [{"destination": d, "payload": p} for d, p in deliveries],
+        }
+        return await self._enqueue(channel_id, body, now)
+
+    async def record_received(
+        self,
+        *,
+        channel_id: str,
+        raw: str,
+        status: MessageStatus,
+        error: str | None = None,
+        control_id: str | None = None,
+        message_type: str | None = None,
+        source_type: str | None = None,
+        summary: str | None = None,
+        metadata: str | None = None,
+        now: float | None = None,
+    ) -> str:
+        body: dict[str, Any] = {
+            "raw": raw,
+            **self._fields(control_id, message_type, source_type, summary, metadata),
+            "status": MessageStatus(status).value,
+        }
+        if error is not None:
+            body["error"] = error
+        return await self._enqueue(channel_id, body, now)
+
+    async def enqueue_ingress(
+        self,
+        *,
+        channel_id: str,
+        raw: str,
+        control_id: str | None = None,
+        message_type: str | None = None,
+        source_type: str | None = None,
+        summary: str | None = None,
+        metadata: str | None = None,
+        now: float | None = None,
+    ) -> str:
+        body = {
+            "raw": raw,
+            **self._fields(control_id, message_type, source_type, summary, metadata),
+        }
+        return await self._enqueue(channel_id, body, now)
+
+    async def handoff(
+        self,
+        *,
+        ingress_id: str,
+        message_id: str,
+        channel_id: str,
+        deliveries: Sequence[tuple[str, str]],
+        disposition: MessageStatus,
+        now: float | None = None,
+    ) -> bool:
+        row = _row_id(ingress_id)
+        r = await self._at(now).handoff(
+            row,
+            await self._fence(row),
+            list(deliveries),
+            disposition=MessageStatus(disposition).value,
+        )
+        return r.applied
+
+    async def route_handoff(
+        self,
+        *,
+        ingress_id: str,
+        message_id: str,
+        channel_id: str,
+        handlers: Sequence[tuple[str, str]],
+        disposition: MessageStatus,
+        now: float | None = None,
+    ) -> bool:
+        row = _row_id(ingress_id)
+        r = await self._at(now).route(
+            row,
+            await self._fence(row),
+            list(handlers),
+            disposition=MessageStatus(disposition).value,
+        )
+        return r.applied
+
+    async def transform_handoff(
+        self,
+        *,
+        routed_id: str,
+        message_id: str,
+        channel_id: str,
+        deliveries: Sequence[tuple[str, str]],
+        state_ops: Sequence[tuple[str, str, Any]] = (),
+        now: float | None = None,
+    ) -> bool:
+        row = _row_id(routed_id)
+        ops = [StateOp(ns, key, value) for ns, key, value in state_ops]
+        r = await self._at(now).transform(
+            row, await self._fence(row), list(deliveries), state_ops=ops
+        )
+        if r.applied:
+            # Committed: the writes are visible to this handle's handlers at once.
+            for op in ops:
+                self._state_cache[(op.namespace, op.key)] = op.value
+        return r.applied
+
+    def state_view(self) -> Mapping[tuple[str, str], Any]:
+        return MappingProxyType(self._state_cache)
+
+    def reference_view(self) -> Mapping[str, Mapping[str, Any]]:
+        return MappingProxyType(self._reference_cache)
+
+    async def write_reference_snapshot(
+        self, *, name: str, version: str, rows: Mapping[str, Any]
+    ) -> None:
+        body = {"version": version, "rows": {k: json.dumps(v) for k, v in rows.items()}}
+        await self._client.request("PUT", f"/v1/reference/{segment(name)}", json=body)
+        self._reference_cache[name] = dict(rows)
+        self._reference_versions[name] = version
+
+    async def converge_reference_cache(self) -> list[str]:
+        """Reload every reference set whose version in the cluster differs from the one this
+        handle reflects; answers the names reloaded."""
+        listing = await self._get("/v1/reference")
+        refreshed = []
+        for entry in listing.get("sets", []):
+            name = entry["name"]
+            version = str(entry["version"])
+            if self._reference_versions.get(name) == version:
+                continue
+            snap = await self._get(f"/v1/reference/{segment(name)}")
+            rows = snap.get("rows") or {}
+            self._reference_cache[name] = {k: json.loads(v) for k, v in rows.items()}
+            self._reference_versions[name] = str(snap.get("version", version))
+            refreshed.append(name)
+        return refreshed
+
+    async def converge_state_cache(self) -> list[str]:
+        """Re-read every namespace whose version in the cluster moved past the one this handle
+        reflects; answers the namespaces re-read."""
+        listing = await self._get("/v1/state")
+        refreshed = []
+        for entry in listing.get("namespaces", []):
+            ns = entry["namespace"]
+            if self._state_versions.get(ns) == int(entry["version"]):
+                continue
+            view = await self._get(f"/v1/state/{segment(ns)}", {"entries": "true"})
+            for key in [k for k in self._state_cache if k[0] == ns]:
+                del self._state_cache[key]
+            for e in view.get("entries", []):
+                self._state_cache[(ns, e["key"])] = e["value"]
+            self._state_versions[ns] = int(view["version"])
+            refreshed.append(ns)
+        return refreshed
+
+    def enable_state_convergence(self) -> None:
+        """Nothing to do: raftlane versions every namespace on every write."""
+
+    # --- QueueStore: delivery worker -----------------------------------------------------------
+
+    async def claim_ready(
+        self,
+        limit: int = 10,
+        now: float | None = None,
+        *,
+        stage: str = "outbound",
+        channel_id: str | None = None,
+        destination_name: str | None = None,
+    ) -> list[OutboxItem]:
+        if limit <= 0:
+            return []
+        body = {
+            "stage": stage,
+            "limit": min(limit, 1000),
+            "owner": self._owner,
+            "ttl_ms": self._ttl_ms,
+            "channel": channel_id,
+            "destination": destination_name,
+        }
+        answer = await self._post(
+            "/v1/claims", {k: v for k, v in body.items() if v is not None}, now=now
+        )
+        return [self._item(c) for c in answer.get("items", [])]
+
+    async def claim_next_fifo(
+        self,
+        name: str,
+        now: float | None = None,
+        *,
+        stage: str = "outbound",
+        owner: str | None = None,
+    ) -> OutboxItem | None:
+        """The lane's head, claimed for this handle's ``_owner``. With ``owner`` (the engine's node
+        id when clustered) the lane lease is ``owner``'s; without, no lane lease is taken.
+
+        The two body members this needs (``lane_lease``, ``row_owner``) are proposed: until the
+        server knows them it answers ``400`` naming the member, and the store then claims with
+        today's body (the lane lease held by ``owner``, or by ``_owner`` when ``owner`` is None),
+        the single-owner behaviour docs/MESSAGEFOUNDRY.md describes for today. A ``400`` changes
+        nothing, so sending again is safe."""
+        path = f"/v1/lanes/{segment(stage)}/{segment(name)}/claim"
+        lane_owner = owner if owner is not None else self._owner
+        body: dict[str, Any] = {"owner": lane_owner, "ttl_ms": self._ttl_ms}
+        extra: dict[str, Any] = {}
+        if owner is None:
+            extra["lane_lease"] = False
+        elif owner != self._owner:
+            extra["row_owner"] = self._owner
+        answer: dict[str, Any] | None = None
+        if extra and self._fifo_members is not False:
+            try:
+                answer = await self._post(path, {**body, **extra}, now=now)
+                self._fifo_members = True
+            except BadRequestError as e:
+                if e.field not in extra:
+                    raise
+                self._fifo_members = False
+                log.warning(
+                    "raftlane's FIFO claim does not take %r yet: claiming without it", e.field
+                )
+        if answer is None:
+            answer = await self._post(path, body, now=now)
+        item = answer.get("item")
+        return self._item(item) if isinstance(item, dict) else None
+
+    async def mark_done(self, outbox_id: str, now: float | None = None) -> None:
+        row = _row_id(outbox_id)
+        try:
+            await self._at(now).done(row, await self._fence(row))
+        except WrongStatusError:
+            return  # already done by this claim (a repeat of our own completion)
+
+    async def complete_with_response(
+        self,
+        outbox_id: str,
+        *,
+        body: str,
+        outcome: str,
+        detail: str | None = None,
+        reingress_to: str | None = None,
+        now: float | None = None,
+    ) -> None:
+        row = _row_id(outbox_id)
+        try:
+            await self._at(now).respond(
+                row, await self._fence(row), body, outcome, detail=detail, reingress_to=reingress_to
+            )
+        except WrongStatusError:
+            return
+
+    async def correlate_response(self, message_id: str) -> list[CapturedResponse]:
+        view = await self._view(message_id)
+        if view is None:
+            return []
+        out = [
+            CapturedResponse(
+                message_id=str(r["message_id"]),
+                destination_name=r["destination"],
+                response_seq=int(r["response_seq"]),
+                outcome=r["outcome"],
+                detail=r.get("detail"),
+                captured_at=_s0(r["captured_at"]),
+                body=r.get("body"),
+            )
+            for r in view.get("responses", [])
+        ]
+        out.sort(key=lambda c: (c.destination_name, c.response_seq))
+        return out
+
+    async def _response_reference(self, row_id: int) -> tuple[str, str, int] | None:
+        row = await self._row(row_id)
+        if row.get("stage") != "response":
+            return None
+        try:
+            ref = json.loads(row.get("payload") or "")
+            return str(ref["message_id"]), str(ref["destination"]), int(ref["seq"])
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    async def _response_body(self, ref: tuple[str, str, int]) -> str | None:
+        mid, dest, seq = ref
+        for c in await self.correlate_response(mid):
+            if c.destination_name == dest and c.response_seq == seq:
+                return c.body if c.body is not None else ""
+        return None
+
+    async def ingress_handoff(
+        self,
+        *,
+        response_row_id: str,
+        loopback_channel_id: str,
+        correlation_depth_cap: int,
+        control_id: str | None,
+        message_type: str | None,
+        summary: str | None,
+        peek_failed: bool = False,
+        now: float | None = None,
+    ) -> bool:
+        row = _row_id(response_row_id)
+        body: dict[str, Any] = {
+            "fence": await self._fence(row),
+            "loopback_channel": loopback_channel_id,
+            "depth_cap": correlation_depth_cap,
+            "control_id": control_id,
+            "message_type": message_type,
+            "summary": summary,
+            "peek_failed": peek_failed or None,
+        }
+        # The engine finds the child by an id it derives from the origin and the reply (its own
+        # function, called here); the cluster keeps it with the child.
+        ref = await self._response_reference(row)
+        if ref is not None:
+            reply = await self._response_body(ref)
+            if reply is not None:
+                body["child_key"] = MessageStore._reingress_message_id(
+                    ref[0], ref[1], ref[2], reply
+                )
+        try:
+            await self._post(
+                f"/v1/rows/{segment(row)}/reingress",
+                {k: v for k, v in body.items() if v is not None},
+                now=now,
+            )
+        except WrongStatusError:
+            return False  # this claim's handoff already happened
+        return True
+
+    async def response_body_for_work_row(self, response_row_id: str) -> str | None:
+        try:
+            ref = await self._response_reference(_row_id(response_row_id))
+        except NotFoundError as e:
+            if is_missing_route(e):
+                raise
+            return None
+        return None if ref is None else await self._response_body(ref)
+
+    async def mark_failed(
+        self, outbox_id: str, error: str, retry: MfRetryPolicy, now: float | None = None
+    ) -> None:
+        row = _row_id(outbox_id)
+        policy = RetryPolicy(
+            backoff_ms=_ms(retry.backoff_seconds),
+            multiplier=retry.backoff_multiplier,
+            max_backoff_ms=_ms(retry.max_backoff_seconds),
+            max_attempts=retry.max_attempts,
+        )
+        await self._at(now).fail(row, await self._fence(row), error, retry=policy)
+
+    async def dead_letter_now(self, outbox_id: str, error: str, now: float | None = None) -> None:
+        row = _row_id(outbox_id)
+        fence = self._fences.get(row)
+        try:
+            await self._at(now).dead(row, error, fence=fence)
+        except WrongStatusError:
+            return  # already finished
+        except NotFoundError as e:
+            if is_missing_route(e):
+                raise
+            return  # no such row: nothing to dead-letter
+
+    # --- QueueStore: recovery and replay -------------------------------------------------------
+
+    async def pending_depth(
+        self, name: str, *, stage: str = "outbound"
+    ) -> tuple[int, float | None]:
+        view = await self._client.lane(stage, name)
+        return view.depth, _s(view.oldest)
+
+    async def reset_stale_inflight(
+        self, now: float | None = None, *, stage: str | None = None
+    ) -> int:
+        answer = await self._post("/v1/leases/reset", _stage_body(stage), now=now)
+        return int(answer["reset"])
+
+    async def renew_leases(self, ids: Sequence[str], *, now: float | None = None) -> int:
+        rows = [_row_id(i) for i in ids]
+        if not rows:
+            return 0
+        return await self._at(now).renew(rows, owner=self._owner, ttl_ms=self._ttl_ms)
+
+    async def reclaim_expired_leases(
+        self, now: float | None = None, *, stage: str | None = None
+    ) -> int:
+        answer = await self._post("/v1/leases/reclaim", _stage_body(stage), now=now)
+        return int(answer["reclaimed"])
+
+    async def recover_inflight_on_promotion(
+        self, *, lane_owner: str | None, now: float | None = None
+    ) -> int:
+        body = {"owner": self._owner, "lane_owner": lane_owner}
+        answer = await self._post(
+            "/v1/leases/recover", {k: v for k, v in body.items() if v is not None}, now=now
+        )
+        return int(answer["recovered"])
+
+    async def _sweep(self, stage: str, keep: set[str], now: float | None) -> int:
+        answer = await self._post(
+            "/v1/dead-letters/sweep", {"stage": stage, "keep": sorted(keep)}, now=now
+        )
+        return int(answer["dead"])
+
+    async def dead_letter_missing_destinations(
+        self, valid_names: set[str], now: float | None = None
+    ) -> int:
+        return await self._sweep("outbound", valid_names, now)
+
+    async def dead_letter_missing_handlers(
+        self, valid_names: set[str], now: float | None = None
+    ) -> int:
+        return await self._sweep("routed", valid_names, now)
+
+    async def replay(self, message_id: str, now: float | None = None) -> int:
+        r = await self._at(now).replay(_row_id(message_id))
+        return r.requeued
+
+    async def replay_dead(
+        self,
+        *,
+        channel_id: str | None = None,
+        destination_name: str | None = None,
+        now: float | None = None,
+    ) -> int:
+        r = await self._at(now).replay_dead(channel=channel_id, destination=destination_name)
+        return r.requeued
+
+    async def cancel_queued(
+        self,
+        channel_id: str | None,
+        destination_name: str,
+        *,
+        top_only: bool = False,
+        now: float | None = None,
+    ) -> int:
+        return await self._at(now).cancel(destination_name, channel=channel_id, top_only=top_only)
+
+    # --- QueueStore: reads ---------------------------------------------------------------------
+
+    async def get_message(self, message_id: str) -> dict[str, Any] | None:
+        view = await self._view(message_id)
+        return None if view is None else self._message_dict(view["message"])
+
+    @staticmethod
+    def _filters(
+        channel_id: str | None,
+        status: str | None,
+        message_type: str | None,
+        control_id: str | None,
+        allowed_channels: Sequence[str] | None,
+    ) -> dict[str, Any]:
+        return {
+            "channel": channel_id,
+            "status": status,
+            "message_type": message_type,
+            "control_id": control_id,
+            "allowed_channels": None if allowed_channels is None else ",".join(allowed_channels),
+        }
+
+    async def list_messages(
+        self,
+        *,
+        channel_id: str | None = None,
+        status: str | None = None,
+        message_type: str | None = None,
+        control_id: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        allowed_channels: Sequence[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        if allowed_channels is not None and not allowed_channels:
+            return []
+        params = {
+            **self._filters(channel_id, status, message_type, control_id, allowed_channels),
+            "limit": max(1, min(limit, 1000)),
+            "offset": offset,
+        }
+        answer = await self._get("/v1/messages", params)
+        out = []
+        for m in answer.get("messages", []):
+            if allowed_channels is not None and m["channel_id"] not in allowed_channels:
+                continue  # never widen a scope, whatever the server did with the filter
+            d = self._message_dict(m)
+            del d["raw"]
+            d["last_event"] = m.get("last_event")
+            out.append(d)
+        return out
+
+    async def count_messages(
+        self,
+        *,
+        channel_id: str | None = None,
+        status: str | None = None,
+        message_type: str | None = None,
+        control_id: str | None = None,
+        allowed_channels: Sequence[str] | None = None,
+    ) -> int:
+        if allowed_channels is not None and not allowed_channels:
+            return 0
+        params = self._filters(channel_id, status, message_type, control_id, allowed_channels)
+        return int((await self._get("/v1/messages/count", params))["count"])
+
+    def _dead_params(
+        self,
+        channel_id: str | None,
+        destination_name: str | None,
+        allowed_channels: Sequence[str] | None,
+    ) -> dict[str, Any]:
+        return {
+            "channel": channel_id,
+            "destination": destination_name,
+            "allowed_channels": None if allowed_channels is None else ",".join(allowed_channels),
+        }
+
+    async def list_dead(
+        self,
+        *,
+        channel_id: str | None = None,
+        destination_name: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        allowed_channels: Sequence[str] | None = None,
+    ) -> list[dict[str, Any]]:
+        if allowed_channels is not None and not allowed_channels:
+            return []
+        params = {
+            **self._dead_params(channel_id, destination_name, allowed_channels),
+            "limit": max(1, min(limit, 1000)),
+            "offset": offset,
+            "order": "newest_failed",
+        }
+        answer = await self._get("/v1/dead-letters", params)
+        out = []
+        for r in answer.get("dead_letters", []):
+            if allowed_channels is not None and r["channel_id"] not in allowed_channels:
+                continue
+            out.append(
+                {
+                    "outbox_id": str(r["id"]),
+                    "message_id": str(r["message_id"]),
+                    "channel_id": r["channel_id"],
+                    "destination_name": r.get("destination_name"),
+                    "attempts": r["attempts"],
+                    "last_error": r.get("last_error"),
+                    "updated_at": _s0(r["updated_at"]),
+                    "control_id": r.get("control_id"),
+                    "message_type": r.get("message_type"),
+                    "received_at": _s(r.get("received_at")),
+                    "summary": r.get("summary"),
+                }
+            )
+        return out
+
+    async def count_dead(
+        self,
+        *,
+        channel_id: str | None = None,
+        destination_name: str | None = None,
+        allowed_channels: Sequence[str] | None = None,
+    ) -> int:
+        if allowed_channels is not None and not allowed_channels:
+            return 0
+        params = self._dead_params(channel_id, destination_name, allowed_channels)
+        return int((await self._get("/v1/dead-letters/count", params))["count"])
+
+    async def _outbound_rows(self, message_id: str, *, payload: bool) -> list[dict[str, Any]]:
+        view = await self._view(message_id)
+        if view is None:
+            return []
+        rows = [
+            self._row_dict(r, payload=payload)
+            for r in view.get("rows", [])
+            if r.get("stage") == "outbound"
+        ]
+        rows.sort(key=lambda r: (r["destination_name"] or "", int(r["id"])))
+        return rows
+
+    async def outbox_for(self, message_id: str) -> list[dict[str, Any]]:
+        return await self._outbound_rows(message_id, payload=False)
+
+    async def outbox_payloads_for(self, message_id: str) -> list[dict[str, Any]]:
+        return await self._outbound_rows(message_id, payload=True)
+
+    async def events_for(self, message_id: str) -> list[dict[str, Any]]:
+        view = await self._view(message_id)
+        if view is None:
+            return []
+        return [
+            {
+                "id": i,
+                "message_id": str(view["message"]["id"]),
+                "ts": _s0(e["ts"]),
+                "event": e["event"],
+                "destination": e.get("destination"),
+                "detail": e.get("detail"),
+            }
+            for i, e in enumerate(view.get("events", []))
+        ]
+
+    async def stats(self) -> dict[str, int]:
+        s = await self._client.stats()
+        return {status: n for status, n in s.rows.get("outbound", {}).items() if n}
+
+    async def in_pipeline_depth(self) -> int:
+        s = await self._client.stats()
+        return sum(
+            s.rows.get(stage, {}).get(status, 0)
+            for stage in ("ingress", "routed", "outbound")
+            for status in ("pending", "inflight")
+        )
+
+    # --- QueueStore: keys, retention, health ---------------------------------------------------
+
+    async def reencrypt_to_active(self, *, batch: int = 500) -> int:
+        r = await self._client.rotate_keys(batch_size=batch)
+        return r.rewritten
+
+    async def _purge(self, kind: str, older_than: float, now: float | None) -> int:
+        answer = await self._post(
+            "/v1/retention/purge", {"kind": kind, "older_than": _ms(older_than)}, now=now
+        )
+        return int(answer["purged"])
+
+    async def purge_message_bodies(self, *, older_than: float, now: float | None = None) -> int:
+        return await self._purge("bodies", older_than, now)
+
+    async def purge_dead_letters(self, *, older_than: float, now: float | None = None) -> int:
+        return await self._purge("dead_letters", older_than, now)
+
+    async def purge_state(self, *, older_than: float, now: float | None = None) -> int:
+        return await self._purge("state", older_than, now)
+
+    async def wal_checkpoint(self) -> None:
+        """Nothing to do: each node's RocksDB manages its own files."""
+
+    async def vacuum(self) -> None:
+        """Nothing to do: each node's RocksDB compacts on its own."""
+
+    async def db_status(self) -> DbStatus:
+        stats = await self._get("/v1/stats")
+        anchor = await self._client.audit_anchor(AUDIT_ORG)
+        missing = [k for k in ("events", "size_bytes") if k not in stats]
+        if missing:
+            raise RaftlaneError(f"GET /v1/stats does not answer {', '.join(missing)} yet")
+        return DbStatus(
+            path=self.path,
+            size_bytes=int(stats["size_bytes"]),
+            disk_free_bytes=0,
+            journal_mode=self._journal_mode,
+            messages=int(stats["messages"]),
+            events=int(stats["events"]),
+            audit=anchor.count,
+        )
+
+    async def integrity_check(self) -> tuple[bool, str]:
+        """Every node ready, and every node's state digest equal at one applied index."""
+        endpoints = self._client.endpoints
+        for ep in endpoints:
+            ready = await self._client.readyz(ep)
+            if not ready.ready:
+                return False, f"{ep} is not ready: {ready.reason}"
+        for _ in range(50):
+            digests = [await self._client.digest(ep) for ep in endpoints]
+            if len({d.last_applied for d in digests}) == 1:
+                if len({d.digest for d in digests}) == 1:
+                    return (
+                        True,
+                        f"ok: {len(digests)} nodes agree at index {digests[0].last_applied}",
+                    )
+                return False, f"digests differ at index {digests[0].last_applied}"
+            await asyncio.sleep(0.1)
+        return False, "the nodes did not reach one applied index to compare digests"
+
+    async def connection_metrics(
+        self, *, since: float, now: float | None = None, rate_window: float = 60.0
+    ) -> ConnectionMetrics:
+        answer = await self._get(
+            "/v1/metrics/connections",
+            {"since": _ms(since), "rate_window_ms": _ms(rate_window)},
+            now=now,
+        )
+        inbound = {
+            i["channel"]: InboundMetrics(
+                read=int(i["read"]), errored=int(i["errored"]), last_at=_s(i.get("last_at"))
+            )
+            for i in answer.get("inbound", [])
+        }
+        destinations = {
+            (d["channel"], d["destination"]): DestinationMetrics(
+                queue_depth=int(d["queue_depth"]),
+                written=int(d["written"]),
+                dead=int(d["dead"]),
+                oldest_pending_at=_s(d.get("oldest_pending_at")),
+                recent_done=int(d["recent_done"]),
+                last_done_at=_s(d.get("last_done_at")),
+            )
+            for d in answer.get("destinations", [])
+        }
+        return ConnectionMetrics(inbound=inbound, destinations=destinations)
+
+    # --- AuditStore ----------------------------------------------------------------------------
+
+    async def record_view(
+        self, message_id: str, *, actor: str | None = None, now: float | None = None
+    ) -> None:
+        await self._post(
+            f"/v1/messages/{segment(message_id)}/viewed", _drop_none({"actor": actor}), now=now
+        )
+
+    async def record_audit(
+        self,
+        action: str,
+        *,
+        actor: str | None = None,
+        channel_id: str | None = None,
+        detail: str | None = None,
+        now: float | None = None,
+    ) -> None:
+        body = {
+            "action": action,
+            "org": AUDIT_ORG,
+            "actor": actor,
+            "channel": channel_id,
+            "detail": detail,
+        }
+        await self._post("/v1/audit", _drop_none(body), now=now)
+        # The engine's off-box copy (metadata only, redacted by its own code), after the append.
+        emit_audit_tee(
+            action=action,
+            actor=actor,
+            channel_id=channel_id,
+            detail=detail,
+            ts=time.time() if now is None else now,
+        )
+
+    async def list_audit(self, *, limit: int = 50) -> list[dict[str, Any]]:
+        if limit <= 0:
+            return []
+        anchor = await self._client.audit_anchor(AUDIT_ORG)
+        start = max(0, anchor.count - limit)
+        rows = await self._client.audit_list(AUDIT_ORG, start=start, limit=min(limit, 1000))
+        return [
+            {
+                "id": r.seq,
+                "ts": r.ts / 1000,
+                "actor": r.actor,
+                "action": r.action,
+                "channel_id": r.channel,
+                "detail": r.detail,
+                "row_hash": r.hash,
+            }
+            for r in reversed(rows)
+        ]
+
+    async def security_events_for_user(
+        self, username: str, *, limit: int = 100
+    ) -> list[dict[str, Any]]:
+        answer = await self._get(
+            "/v1/audit/search",
+            {"org": AUDIT_ORG, "actor": username, "action_prefix": "auth.", "limit": limit},
+        )
+        return [
+            {"ts": _s0(r["ts"]), "action": r["action"], "detail": r.get("detail")}
+            for r in answer.get("rows", [])
+        ]
+
+    @staticmethod
+    def _approval_dict(a: Mapping[str, Any]) -> dict[str, Any]:
+        params = a.get("params")
+        if isinstance(params, str):
+            try:
+                decoded = json.loads(params)
+                params = decoded if isinstance(decoded, str) else params
+            except ValueError:
+                pass
+        return {
+            "id": str(a["id"]),
+            "operation": a["operation"],
+            "params": params,
+            "requester": a["requester"],
+            "requested_at": _s0(a["requested_at"]),
+            "status": a["status"],
+            "approver": a.get("approver"),
+            "decided_at": _s(a.get("decided_at")),
+            "expires_at": _s(a.get("expires_at")),
+        }
+
+    async def create_pending_approval(
+        self,
+        *,
+        approval_id: str,
+        operation: str,
+        params: str,
+        requester: str,
+        requested_at: float,
+        expires_at: float | None,
+    ) -> None:
+        body = {
+            "id": approval_id,
+            "operation": operation,
+            "params": params,  # a JSON string, kept as the engine's text
+            "requester": requester,
+            "requested_at": _ms(requested_at),
+            "expires_at": None if expires_at is None else _ms(expires_at),
+        }
+        await self._post("/v1/approvals", _drop_none(body), now=requested_at)
+
+    async def get_pending_approval(self, approval_id: str) -> dict[str, Any] | None:
+        try:
+            a = await self._get(f"/v1/approvals/{segment(approval_id)}")
+        except NotFoundError as e:
+            if is_missing_route(e):
+                raise
+            return None
+        return self._approval_dict(a)
+
+    async def list_pending_approvals(self, *, now: float, limit: int = 100) -> list[dict[str, Any]]:
+        answer = await self._get("/v1/approvals", {"status": "pending", "limit": limit}, now=now)
+        return [self._approval_dict(a) for a in answer.get("approvals", [])]
+
+    async def decide_pending_approval(
+        self, approval_id: str, *, status: str, approver: str | None, decided_at: float
+    ) -> bool:
+        body = {"status": status, "approver": approver, "decided_at": _ms(decided_at)}
+        try:
+            await self._post(
+                f"/v1/approvals/{segment(approval_id)}/decide", _drop_none(body), now=decided_at
+            )
+        except ConflictError as e:
+            if e.code in ("already_decided", "expired"):
+                return False
+            raise
+        return True
+
+    async def audit_anchor(self) -> tuple[int, str]:
+        a = await self._client.audit_anchor(AUDIT_ORG)
+        return (a.count, a.head) if a.count else (0, "")
+
+    async def verify_audit_chain(
+        self, *, expected_anchor: tuple[int, str] | None = None
+    ) -> tuple[bool, str | None]:
+        anchor: AuditAnchor | tuple[int, str] | None = None
+        if expected_anchor is not None:
+            count, head = expected_anchor
+            anchor = (count, head or "0" * 64)
+        v = await self._client.audit_verify(AUDIT_ORG, anchor=anchor)
+        if v.ok:
+            return True, f"verified {v.count} audit row(s)"
+        where = f" at row {v.first_bad_seq}" if v.first_bad_seq is not None else ""
+        return False, f"audit chain broken{where}: {v.reason}"
+
+    # --- AuthStore: users ----------------------------------------------------------------------
+
+    @staticmethod
+    def _user(u: Mapping[str, Any]) -> UserRecord:
+        return UserRecord(
+            id=u["id"],
+            username=u["username"],
+            auth_provider=u["auth_provider"],
+            display_name=u.get("display_name"),
+            email=u.get("email"),
+            disabled=bool(u.get("disabled", False)),
+            created_at=_s0(u["created_at"]),
+            updated_at=_s0(u["updated_at"]),
+            last_login_at=_s(u.get("last_login_at")),
+            password_hash=u.get("password_hash"),
+            password_changed_at=_s(u.get("password_changed_at")),
+            must_change_password=bool(u.get("must_change_password", False)),
+            failed_attempts=int(u.get("failed_attempts", 0)),
+            locked_until=_s(u.get("locked_until")),
+            channel_scope=u.get("channel_scope"),
+            totp_enabled=bool(u.get("totp_enabled", False)),
+            totp_enrolled_at=_s(u.get("totp_enrolled_at")),
+        )
+
+    def _user_path(self, user_id: str, *rest: str) -> str:
+        return "/".join([f"/v1/users/{segment(user_id)}", *rest])
+
+    async def _user_change(
+        self, user_id: str, change: str, body: Mapping[str, Any], now: float | None
+    ) -> dict[str, Any]:
+        return await self._post(self._user_path(user_id, change), body, now=now)
+
+    async def create_user(
+        self,
+        *,
+        user_id: str,
+        username: str,
+        auth_provider: str,
+        display_name: str | None = None,
+        email: str | None = None,
+        password_hash: str | None = None,
+        must_change_password: bool = False,
+        now: float | None = None,
+    ) -> None:
+        body = {
+            "id": user_id,
+            "username": username,
+            "auth_provider": auth_provider,
+            "display_name": display_name,
+            "email": email,
+            "password_hash": password_hash,
+            "must_change_password": must_change_password,
+        }
+        await self._post("/v1/users", _drop_none(body), now=now)
+
+    async def get_user(self, user_id: str) -> UserRecord | None:
+        try:
+            return self._user(await self._get(self._user_path(user_id)))
+        except NotFoundError as e:
+            if is_missing_route(e):
+                raise
+            return None
+
+    async def get_user_by_username(self, username: str) -> UserRecord | None:
+        answer = await self._get("/v1/users", {"username": username})
+        users = answer.get("users", [])
+        return self._user(users[0]) if users else None
+
+    async def list_users(self) -> list[UserRecord]:
+        answer = await self._get("/v1/users")
+        return [self._user(u) for u in answer.get("users", [])]
+
+    async def count_users(self) -> int:
+        return int((await self._get("/v1/users", {"limit": 0}))["count"])
+
+    async def set_password(
+        self,
+        user_id: str,
+        *,
+        password_hash: str,
+        must_change_password: bool = False,
+        now: float | None = None,
+    ) -> None:
+        await self._user_change(
+            user_id,
+            "password",
+            {"password_hash": password_hash, "must_change_password": must_change_password},
+            now,
+        )
+
+    async def set_user_disabled(
+        self, user_id: str, *, disabled: bool, now: float | None = None
+    ) -> None:
+        await self._user_change(user_id, "disabled", {"disabled": disabled}, now)
+
+    async def update_user_profile(
+        self,
+        user_id: str,
+        *,
+        display_name: str | None,
+        email: str | None,
+        now: float | None = None,
+    ) -> None:
+        await self._user_change(
+            user_id, "profile", {"display_name": display_name, "email": email}, now
+        )
+
+    async def delete_user(self, user_id: str) -> None:
+        await self._client.request("DELETE", self._user_path(user_id))
+
+    # --- AuthStore: second factor, sign-in ----------------------------------------------------
+
+    async def set_totp_secret(
+        self, user_id: str, *, secret: str | None, now: float | None = None
+    ) -> None:
+        await self._user_change(user_id, "totp-secret", {"secret": secret}, now)
+
+    async def _secrets(self, user_id: str) -> dict[str, Any]:
+        return await self._get(self._user_path(user_id, "secrets"))
+
+    async def get_totp_secret(self, user_id: str) -> str | None:
+        try:
+            secret = (await self._secrets(user_id)).get("totp_secret")
+        except NotFoundError as e:
+            if is_missing_route(e):
+                raise
+            return None
+        return secret if isinstance(secret, str) else None
+
+    async def enable_totp(
+        self, user_id: str, *, recovery_code_hashes: list[str], now: float | None = None
+    ) -> None:
+        await self._user_change(
+            user_id, "totp-enable", {"recovery_code_hashes": list(recovery_code_hashes)}, now
+        )
+
+    async def disable_totp(self, user_id: str, *, now: float | None = None) -> None:
+        await self._user_change(user_id, "totp-disable", {}, now)
+
+    async def get_recovery_code_hashes(self, user_id: str) -> list[str]:
+        try:
+            hashes = (await self._secrets(user_id)).get("recovery_code_hashes") or []
+        except NotFoundError as e:
+            if is_missing_route(e):
+                raise
+            return []
+        return [str(h) for h in hashes]
+
+    async def consume_recovery_code_hash(
+        self, user_id: str, code_hash: str, *, now: float | None = None
+    ) -> bool:
+        answer = await self._user_change(user_id, "consume", {"recovery_code_hash": code_hash}, now)
+        return bool(answer.get("consumed"))
+
+    async def consume_totp_step(self, user_id: str, step: int) -> bool:
+        answer = await self._user_change(user_id, "consume", {"totp_step": step}, None)
+        return bool(answer.get("consumed"))
+
+    async def record_login_success(self, user_id: str, *, now: float | None = None) -> None:
+        await self._user_change(user_id, "login-success", {}, now)
+
+    async def record_login_failure(
+        self,
+        user_id: str,
+        *,
+        failed_attempts: int,
+        locked_until: float | None,
+        now: float | None = None,
+    ) -> None:
+        body = {
+            "failed_attempts": failed_attempts,
+            "locked_until": None if locked_until is None else _ms(locked_until),
+        }
+        await self._user_change(user_id, "login-failure", body, now)
+
+    # --- AuthStore: roles, scope, directory groups ---------------------------------------------
+
+    async def upsert_role(
+        self,
+        *,
+        role_id: str,
+        display_name: str,
+        description: str | None = None,
+        builtin: bool = True,
+    ) -> None:
+        body = {"display_name": display_name, "description": description, "builtin": builtin}
+        await self._client.request("PUT", f"/v1/roles/{segment(role_id)}", json=body)
+
+    async def list_roles(self) -> list[dict[str, Any]]:
+        return list((await self._get("/v1/roles")).get("roles", []))
+
+    async def get_user_role_ids(self, user_id: str) -> list[str]:
+        try:
+            answer = await self._get(self._user_path(user_id, "roles"))
+        except NotFoundError as e:
+            if is_missing_route(e):
+                raise
+            return []
+        return [str(r) for r in answer.get("role_ids", [])]
+
+    async def set_user_roles(
+        self,
+        user_id: str,
+        role_ids: Sequence[str],
+        *,
+        assigned_by: str | None = None,
+        now: float | None = None,
+    ) -> None:
+        body = _drop_none({"role_ids": list(role_ids), "assigned_by": assigned_by})
+        await self._at(now).request("PUT", self._user_path(user_id, "roles"), json=body)
+
+    async def set_user_channel_scope(
+        self, user_id: str, scope_json: str | None, *, now: float | None = None
+    ) -> None:
+        await self._user_change(user_id, "channel-scope", {"scope": scope_json}, now)
+
+    async def _group_map(self, which: str) -> list[dict[str, Any]]:
+        answer = await self._get(f"/v1/directory-groups/{which}")
+        return list(answer.get("entries", []))
+
+    async def _set_group_map(self, which: str, entries: Iterable[tuple[str, str]]) -> None:
+        body = {"entries": [{"group": g, "value": v} for g, v in entries]}
+        await self._client.request("PUT", f"/v1/directory-groups/{which}", json=body)
+
+    async def _groups_to_values(self, which: str, groups: Iterable[str]) -> set[str]:
+        wanted = {g.lower() for g in groups}
+        if not wanted:
+            return set()
+        return {e["value"] for e in await self._group_map(which) if e["group"].lower() in wanted}
+
+    async def roles_for_ad_groups(self, groups: Iterable[str]) -> set[str]:
+        return await self._groups_to_values("roles", groups)
+
+    async def list_ad_group_role_map(self) -> list[dict[str, Any]]:
+        return [
+            {"ad_group": e["group"], "role_id": e["value"]} for e in await self._group_map("roles")
+        ]
+
+    async def set_ad_group_role_map(self, entries: Iterable[tuple[str, str]]) -> None:
+        await self._set_group_map("roles", entries)
+
+    async def channels_for_ad_groups(self, groups: Iterable[str]) -> set[str]:
+        return await self._groups_to_values("channels", groups)
+
+    async def list_ad_group_scope_map(self) -> list[dict[str, Any]]:
+        return [
+            {"ad_group": e["group"], "channel_id": e["value"]}
+            for e in await self._group_map("channels")
+        ]
+
+    async def set_ad_group_scope_map(self, entries: Iterable[tuple[str, str]]) -> None:
+        await self._set_group_map("channels", entries)
+
+    # --- AuthStore: sessions -------------------------------------------------------------------
+
+    @staticmethod
+    def _session(s: Mapping[str, Any]) -> SessionRecord:
+        return SessionRecord(
+            token_hash=s["token_hash"],
+            user_id=s["user_id"],
+            created_at=_s0(s["created_at"]),
+            expires_at=_s0(s["expires_at"]),
+            last_used_at=_s0(s["last_used_at"]),
+            revoked_at=_s(s.get("revoked_at")),
+            client=s.get("client"),
+            reauth_at=_s(s.get("reauth_at")),
+            mfa_verified_at=_s(s.get("mfa_verified_at")),
+        )
+
+    async def _session_change(
+        self, token_hash: str, change: str, body: Mapping[str, Any], now: float | None
+    ) -> None:
+        await self._post(f"/v1/sessions/{segment(token_hash)}/{change}", body, now=now)
+
+    async def create_session(
+        self,
+        *,
+        token_hash: str,
+        user_id: str,
+        expires_at: float,
+        client: str | None = None,
+        seed_reauth: bool = True,
+        now: float | None = None,
+    ) -> None:
+        body = {
+            "token_hash": token_hash,
+            "user_id": user_id,
+            "expires_at": _ms(expires_at),
+            "client": client,
+            "seed_reauth": seed_reauth,
+        }
+        await self._post("/v1/sessions", _drop_none(body), now=now)
+
+    async def get_session(self, token_hash: str) -> SessionRecord | None:
+        try:
+            return self._session(await self._get(f"/v1/sessions/{segment(token_hash)}"))
+        except NotFoundError as e:
+            if is_missing_route(e):
+                raise
+            return None
+
+    async def list_sessions(self, user_id: str, *, now: float | None = None) -> list[SessionRecord]:
+        answer = await self._get(self._user_path(user_id, "sessions"), now=now)
+        return [self._session(s) for s in answer.get("sessions", [])]
+
+    async def touch_session(self, token_hash: str, *, now: float | None = None) -> None:
+        at = time.time() if now is None else now
+        last = self._touched.get(token_hash)
+        if last is not None and 0 <= at - last < TOUCH_COALESCE_S:
+            return  # touched by this handle within the last minute: one write per minute
+        await self._session_change(token_hash, "touch", {}, now)
+        self._touched[token_hash] = at
+        if len(self._touched) > FENCE_MEMORY:
+            self._touched.clear()
+
+    async def mark_session_reauthed(
+        self, token_hash: str, *, now: float | None = None, client: str | None = None
+    ) -> None:
+        await self._session_change(token_hash, "reauth", _drop_none({"client": client}), now)
+
+    async def mark_session_mfa_verified(self, token_hash: str, *, now: float | None = None) -> None:
+        await self._session_change(token_hash, "mfa-verified", {}, now)
+
+    async def revoke_session(self, token_hash: str, *, now: float | None = None) -> None:
+        await self._session_change(token_hash, "revoke", {}, now)
+
+    async def revoke_user_sessions(
+        self, user_id: str, *, except_token_hash: str | None = None, now: float | None = None
+    ) -> int:
+        answer = await self._post(
+            self._user_path(user_id, "sessions", "revoke"),
+            _drop_none({"except_token_hash": except_token_hash}),
+            now=now,
+        )
+        return int(answer["revoked"])
+
+    async def enforce_session_cap(
+        self, user_id: str, *, keep: int, now: float | None = None
+    ) -> None:
+        await self._post(self._user_path(user_id, "sessions", "cap"), {"keep": keep}, now=now)
+
+    async def purge_expired_sessions(self, *, now: float | None = None) -> int:
+        answer = await self._post("/v1/sessions/purge-expired", {}, now=now)
+        return int(answer["purged"])
+
+
+def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def _stage_body(stage: str | None) -> dict[str, Any]:
+    return {} if stage is None else {"stage": stage}

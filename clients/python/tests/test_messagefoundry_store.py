@@ -1,0 +1,172 @@
+"""RaftlaneStore against a scripted transport: the edge translations (ids, times, the client-time
+header, fences) and the README's list of proposed routes. No cluster needed."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+pytest.importorskip("messagefoundry")
+
+from raftlane import Client
+from raftlane.errors import NotFoundError
+from raftlane.messagefoundry import (
+    CLIENT_TIME_HEADER,
+    PROPOSED_ROUTES,
+    RaftlaneStore,
+)
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+Handler = Callable[[httpx.Request], httpx.Response]
+
+
+def _store(handler: Handler, **kw: Any) -> RaftlaneStore:
+    client = Client(
+        ["127.0.0.1:1"], "t", follow_leader=False, transport=httpx.MockTransport(handler)
+    )
+    return RaftlaneStore(client, owner="me", **kw)
+
+
+def _claimed(row_id: int, fence: int, **kw: Any) -> dict[str, Any]:
+    return {
+        "row_id": row_id,
+        "message_id": 3,
+        "stage": "outbound",
+        "channel_id": "IB",
+        "destination_name": "OB1",
+        "payload": "p",
+        "attempts": 1,
+        "fence": fence,
+        "lease_expires_at": 230_000,
+        **kw,
+    }
+
+
+async def test_claim_then_done_sends_times_in_ms_and_the_claims_fence() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        seen.append(req)
+        if req.url.path == "/v1/claims":
+            return httpx.Response(200, json={"items": [_claimed(5, 41, created_at=100_500)]})
+        return httpx.Response(200, json={"ok": True, "index": 9})
+
+    store = _store(handler)
+    (item,) = await store.claim_ready(now=200.0)
+    assert (item.id, item.message_id, item.created_at) == ("5", "3", 100.5)
+    await store.mark_done(item.id, now=300.25)
+    claim, done = seen
+    assert claim.headers[CLIENT_TIME_HEADER] == "200000"
+    assert json.loads(claim.content) == {
+        "stage": "outbound",
+        "limit": 10,
+        "owner": "me",
+        "ttl_ms": 30_000,
+    }
+    assert done.url.path == "/v1/rows/5/done"
+    assert done.headers[CLIENT_TIME_HEADER] == "300250"
+    assert json.loads(done.content) == {"fence": 41}
+    await store.close()
+
+
+async def test_no_header_without_now() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        seen.append(req)
+        return httpx.Response(200, json={"message_id": 8, "duplicate": False, "index": 2})
+
+    store = _store(handler)
+    assert await store.enqueue_ingress(channel_id="IB", raw="MSH|", metadata='{"a": 1}') == "8"
+    assert CLIENT_TIME_HEADER.lower() not in seen[0].headers
+    assert json.loads(seen[0].content) == {"raw": "MSH|", "metadata": {"a": 1}}
+    await store.close()
+
+
+async def test_fifo_claim_sends_the_proposed_members_until_the_server_refuses_them() -> None:
+    bodies: list[dict[str, Any]] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        body = json.loads(req.content)
+        bodies.append(body)
+        if "lane_lease" in body:
+            err = {"code": "invalid", "message": "unknown field", "field": "lane_lease"}
+            return httpx.Response(400, json={"error": err})
+        return httpx.Response(200, json={"item": _claimed(7, 50)})
+
+    store = _store(handler)
+    item = await store.claim_next_fifo("OB1", now=1.0)
+    assert item is not None and item.id == "7"
+    assert await store.claim_next_fifo("OB1", now=2.0) is not None
+    assert bodies == [
+        {"owner": "me", "ttl_ms": 30_000, "lane_lease": False},
+        {"owner": "me", "ttl_ms": 30_000},
+        {"owner": "me", "ttl_ms": 30_000},  # remembered: not sent again
+    ]
+    await store.close()
+
+
+async def test_fifo_claim_with_a_lane_owner_names_the_row_owner() -> None:
+    bodies: list[dict[str, Any]] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(req.content))
+        return httpx.Response(200, json={"item": None, "reason": "empty"})
+
+    store = _store(handler, lease_ttl_seconds=60.0)
+    assert await store.claim_next_fifo("IB", stage="ingress", owner="node-a") is None
+    assert await store.claim_next_fifo("IB", stage="ingress", owner="me") is None
+    assert bodies == [
+        {"owner": "node-a", "ttl_ms": 60_000, "row_owner": "me"},
+        {"owner": "me", "ttl_ms": 60_000},
+    ]
+    await store.close()
+
+
+async def test_row_lease_tells_a_missing_route_from_a_missing_row() -> None:
+    def handler(req: httpx.Request) -> httpx.Response:
+        message = "no such route" if req.url.path == "/v1/rows/1" else "row 2 not found"
+        return httpx.Response(404, json={"error": {"code": "not_found", "message": message}})
+
+    store = _store(handler)
+    with pytest.raises(NotFoundError):
+        await store.row_lease("1")
+    assert await store.row_lease("2") is None
+    await store.close()
+
+
+async def test_row_lease_and_lane_lease_in_seconds() -> None:
+    def handler(req: httpx.Request) -> httpx.Response:
+        if req.url.path == "/v1/rows/4":
+            claim = {"owner": "me", "lease_expires_at": 230_000, "fence": 3}
+            return httpx.Response(200, json={"id": 4, "status": "inflight", "claim": claim})
+        holder = {"owner": "A", "expires_at": 260_500}
+        return httpx.Response(
+            200, json={"lane": "outbound:OB1", "depth": 0, "inflight": 1, "holder": holder}
+        )
+
+    store = _store(handler)
+    assert await store.row_lease("4") == {
+        "owner": "me",
+        "lease_expires_at": 230.0,
+        "status": "inflight",
+    }
+    assert await store.lane_lease("outbound:OB1") == {"owner": "A", "lease_expires_at": 260.5}
+    await store.close()
+
+
+def test_readme_lists_every_proposed_route() -> None:
+    text = README.read_text()
+    section = text.split("## Routes the store needs that the server does not serve yet", 1)
+    assert len(section) == 2, "README.md has no section listing the proposed routes"
+    body = section[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"`(GET|POST|PUT|DELETE) (/[^`\s]*)", body))
+    wanted = {(r.method, r.path) for r in PROPOSED_ROUTES}
+    assert wanted <= listed, f"not in README.md: {sorted(wanted - listed)}"
