@@ -23,10 +23,11 @@ _raftlane_system_only=0
 #   g++, make       librocksdb-sys and lz4-sys compile C/C++ through the cc crate
 #   pkg-config      probed by -sys build scripts
 #   curl, python3   the demo, the docker-compose test and scripts/bench.sh talk HTTP/JSON
+#   python3-venv    the Python client's tests run in a virtualenv (~/.cache/raftlane/venv)
 #   ca-certificates cargo and pip reach crates.io / PyPI over TLS
 #   docker-compose  the compose test, only where a docker engine is present (the engine itself
 #                   is the machine's; without it the compose test says SKIP)
-_raftlane_packages=(libclang-dev g++ make pkg-config curl python3 ca-certificates)
+_raftlane_packages=(libclang-dev g++ make pkg-config curl python3 python3-venv ca-certificates)
 if command -v docker >/dev/null 2>&1 && ! docker compose version >/dev/null 2>&1; then
   _raftlane_packages+=(docker-compose)
 fi
@@ -42,6 +43,7 @@ _raftlane_present() {
   case "$pkg" in
     curl|python3|make|pkg-config|docker-compose) command -v "$pkg" >/dev/null 2>&1 ;;
     g++) command -v g++ >/dev/null 2>&1 ;;
+    python3-venv) command -v python3 >/dev/null 2>&1 && python3 -c 'import ensurepip, venv' 2>/dev/null ;;
     *) return 1 ;;
   esac
 }

@@ -5,7 +5,10 @@
 #   3. cargo test of the whole workspace, on the release profile, so one RocksDB build serves
 #      tests, the demo and the benchmarks (clippy runs on the release profile for the same reason:
 #      it reuses the RocksDB build script's output instead of compiling RocksDB a second time);
-#   4. the three-node docker-compose failover test (skipped, with a note, where Docker is absent).
+#   4. the Python client's tests, including messagefoundry 0.1.0's own PostgreSQL-store suite run
+#      against raftlane (clients/python/tests/messagefoundry, sdist and virtualenv cached in
+#      ~/.cache/raftlane);
+#   5. the three-node docker-compose failover test (skipped, with a note, where Docker is absent).
 # Extra arguments go to cargo test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,5 +26,7 @@ echo "==> cargo clippy (every target, warnings are errors)"
 cargo clippy --release --workspace --all-targets -- -D warnings
 echo "==> cargo test (release profile)"
 cargo test --release --workspace "$@"
+echo "==> Python client and messagefoundry 0.1.0's store suite on raftlane (clients/python)"
+RAFTLANE_BIN="$CARGO_TARGET_DIR/release/raftlane" bash clients/python/scripts/test.sh
 echo "==> docker-compose cluster test"
 bash tests/docker/compose_test.sh
