@@ -32,6 +32,10 @@ pub struct ApiConfig {
     pub membership_timeout: Duration,
     /// Encryption at rest (docs/SPEC.md §2.6); `None` = off, values are stored as sent.
     pub keyring: Option<crate::crypto::Keyring>,
+    /// Test mode (`raftlane node --test-client-clock`): a request may set the time of its
+    /// proposals and time-dependent reads with `Raftlane-Client-Time-Ms`; without it that
+    /// header is refused.
+    pub test_client_clock: bool,
 }
 
 impl Default for ApiConfig {
@@ -45,6 +49,7 @@ impl Default for ApiConfig {
                 raftlane_raft::Tuning::default().membership_timeout_ms,
             ),
             keyring: None,
+            test_client_clock: false,
         }
     }
 }
@@ -61,6 +66,8 @@ pub struct AppState {
     /// The write path: writes, linearizable reads and membership changes through the leader.
     /// Also holds the cluster signer that verifies other nodes' `/internal/...` calls.
     pub writes: Proposer,
+    /// Whether requests may carry `Raftlane-Client-Time-Ms` (see [`ApiConfig::test_client_clock`]).
+    pub test_client_clock: bool,
 }
 
 impl AppState {
@@ -79,6 +86,7 @@ impl AppState {
             token_key: crate::routes::admin::token_key(&config.cluster_secret),
             max_body_bytes: config.max_body_bytes,
             metrics,
+            test_client_clock: config.test_client_clock,
         })
     }
 
@@ -88,14 +96,14 @@ impl AppState {
         self.writes.keyring()
     }
 
-    /// Wrap a command with the proposer's clock, the caller's name and the request id of
-    /// this proposal.
+    /// Wrap a command with the proposer's clock (the caller's, in test mode: see
+    /// [`crate::auth::Caller::now_ms`]), the caller's name and the request id of this proposal.
     pub fn envelope(
         &self,
         caller: &crate::auth::Caller,
         command: raftlane_statemachine::Command,
     ) -> Envelope {
-        Envelope::new(now_ms(), caller.name.as_str(), command)
+        Envelope::new(caller.now_ms(), caller.name.as_str(), command)
             .with_request_id(caller.requests.next())
     }
 }

@@ -118,6 +118,8 @@ pub struct Client {
     deadline: Duration,
     /// Set by [`Client::for_request`]: the id every write of this handle carries.
     request_id: Option<String>,
+    /// Set by [`Client::with_client_time`]: the `Raftlane-Client-Time-Ms` of every call.
+    client_time: Option<u64>,
 }
 
 impl Client {
@@ -130,6 +132,7 @@ impl Client {
             http: PeerClient::new(Duration::from_secs(10)),
             deadline: Duration::from_secs(20),
             request_id: None,
+            client_time: None,
         }
     }
 
@@ -149,6 +152,7 @@ impl Client {
             http: self.http.clone(),
             deadline: self.deadline,
             request_id: self.request_id.clone(),
+            client_time: self.client_time,
         }
     }
 
@@ -158,6 +162,16 @@ impl Client {
     pub fn for_request(&self, id: impl Into<String>) -> Self {
         Self {
             request_id: Some(id.into()),
+            ..self.clone()
+        }
+    }
+
+    /// A handle whose calls carry `Raftlane-Client-Time-Ms: ms`: their proposals are stamped
+    /// with `ms` instead of the node's wall clock. Only a node started with
+    /// `--test-client-clock` accepts it (others answer 400); for tests.
+    pub fn with_client_time(&self, ms: u64) -> Self {
+        Self {
+            client_time: Some(ms),
             ..self.clone()
         }
     }
@@ -202,6 +216,9 @@ impl Client {
             }
             if let Some(id) = &request_id {
                 hs.push((headers::REQUEST_ID, id.clone()));
+            }
+            if let Some(ms) = self.client_time {
+                hs.push((headers::CLIENT_TIME_MS, ms.to_string()));
             }
             hs.extend(headers.iter().cloned());
             let bytes = body
