@@ -152,7 +152,16 @@ impl From<Rejection> for ApiError {
             Rejection::UnknownMessage(_)
             | Rejection::UnknownRow(_)
             | Rejection::UnknownApproval(_)
-            | Rejection::UnknownPrincipal(_) => ApiError::not_found(message),
+            | Rejection::UnknownPrincipal(_)
+            | Rejection::UnknownUser(_)
+            | Rejection::UnknownRole(_) => ApiError::not_found(message),
+            Rejection::AlreadyExists { field, .. } => {
+                let field = field.clone();
+                ApiError {
+                    field: Some(field),
+                    ..ApiError::new(StatusCode::CONFLICT, "already_exists", message)
+                }
+            }
             Rejection::VersionMismatch { current, .. } => {
                 ApiError::new(StatusCode::PRECONDITION_FAILED, "version_mismatch", message)
                     .with_extra(serde_json::json!({ "current_version": current }))

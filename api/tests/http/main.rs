@@ -16,3 +16,4 @@ mod client_clock;
 mod errors;
 mod node_to_node;
 mod pipeline;
+mod users;
