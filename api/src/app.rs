@@ -32,6 +32,10 @@ pub struct ApiConfig {
     pub membership_timeout: Duration,
     /// Encryption at rest (docs/SPEC.md §2.6); `None` = off, values are stored as sent.
     pub keyring: Option<crate::crypto::Keyring>,
+    /// Test mode (`raftlane node --test-client-clock`): a request may set the time of its
+    /// proposals and time-dependent reads with `Raftlane-Client-Time-Ms`; without it that
+    /// header is refused.
+    pub test_client_clock: bool,
 }
 
 impl Default for ApiConfig {
@@ -45,6 +49,7 @@ impl Default for ApiConfig {
                 raftlane_raft::Tuning::default().membership_timeout_ms,
             ),
             keyring: None,
+            test_client_clock: false,
         }
     }
 }
@@ -61,6 +66,8 @@ pub struct AppState {
     /// The write path: writes, linearizable reads and membership changes through the leader.
     /// Also holds the cluster signer that verifies other nodes' `/internal/...` calls.
     pub writes: Proposer,
+    /// Whether requests may carry `Raftlane-Client-Time-Ms` (see [`ApiConfig::test_client_clock`]).
+    pub test_client_clock: bool,
 }
 
 impl AppState {
@@ -79,6 +86,7 @@ impl AppState {
             token_key: crate::routes::admin::token_key(&config.cluster_secret),
             max_body_bytes: config.max_body_bytes,
             metrics,
+            test_client_clock: config.test_client_clock,
         })
     }
 
@@ -88,14 +96,14 @@ impl AppState {
         self.writes.keyring()
     }
 
-    /// Wrap a command with the proposer's clock, the caller's name and the request id of
-    /// this proposal.
+    /// Wrap a command with the proposer's clock (the caller's, in test mode: see
+    /// [`crate::auth::Caller::now_ms`]), the caller's name and the request id of this proposal.
     pub fn envelope(
         &self,
         caller: &crate::auth::Caller,
         command: raftlane_statemachine::Command,
     ) -> Envelope {
-        Envelope::new(now_ms(), caller.name.as_str(), command)
+        Envelope::new(caller.now_ms(), caller.name.as_str(), command)
             .with_request_id(caller.requests.next())
     }
 }
@@ -182,7 +190,7 @@ fn r(
 /// Every public route of the API, with the contract types it reads and answers.
 pub fn api_routes() -> Vec<ApiRoute> {
     use raftlane_contract as c;
-    use routes::{admin, audit, cluster, config, keys, messages, work};
+    use routes::{admin, audit, cluster, config, keys, messages, sessions, users, work};
     vec![
         r("post", "/v1/channels/{channel}/messages", "Enqueue a message (JSON body or raw body with X- headers; Idempotency-Key)", post(messages::enqueue)).takes_json_or_text::<c::EnqueueRequest>().answers::<c::Enqueued>(),
         r("get", "/v1/messages", "List messages, newest first (channel, status, message_type, control_id, limit, offset)", get(messages::list)).answers::<c::MessageList>(),
@@ -218,6 +226,25 @@ pub fn api_routes() -> Vec<ApiRoute> {
         r("get", "/v1/tokens", "List API principals", get(admin::list_tokens)).answers::<c::TokenList>(),
         r("post", "/v1/tokens", "Create or rotate a principal's token (shown once)", post(admin::create_token)).takes::<c::TokenRequest>().answers::<c::TokenCreated>(),
         r("delete", "/v1/tokens/{name}", "Revoke a principal", delete(admin::revoke_token)).answers::<c::Revoked>(),
+        r("post", "/v1/users", "Create an engine user (admin; 409 already_exists when the id or username is taken)", post(users::create_user)).takes::<c::CreateUserRequest>().answers::<c::UserCreated>(),
+        r("get", "/v1/users", "Engine users by username (username, limit; count = matches before the limit)", get(users::list_users)).answers::<c::UserList>(),
+        r("get", "/v1/users/{id}", "An engine user (without its second-factor secrets)", get(users::get_user)).answers::<c::UserView>(),
+        r("delete", "/v1/users/{id}", "Delete an engine user with its role assignments and sessions", delete(users::delete_user)).answers::<c::UserDeleted>(),
+        r("get", "/v1/users/{id}/secrets", "An engine user's TOTP secret and recovery-code hashes", get(users::user_secrets)).answers::<c::UserSecrets>(),
+        r("get", "/v1/users/{id}/roles", "An engine user's roles", get(users::user_roles)).answers::<c::UserRoles>(),
+        r("put", "/v1/users/{id}/roles", "Replace an engine user's roles (404 for an unknown user or role)", put(users::set_user_roles)).takes::<c::UserRolesRequest>().answers::<c::RolesAssigned>(),
+        r("get", "/v1/users/{id}/sessions", "An engine user's live sessions at the request's time", get(sessions::of_user)).answers::<c::SessionList>(),
+        r("post", "/v1/users/{id}/sessions/revoke", "Revoke an engine user's sessions, all or all but one (except_token_hash)", post(sessions::revoke_of_user)).takes_optional::<c::RevokeSessionsRequest>().answers::<c::SessionsRevoked>(),
+        r("post", "/v1/users/{id}/sessions/cap", "Revoke all but an engine user's newest keep sessions", post(sessions::cap)).takes::<c::SessionCapRequest>().answers::<c::SessionsRevoked>(),
+        r("post", "/v1/users/{id}/{change}", "Change an engine user: password, disabled, profile, totp-secret, totp-enable, totp-disable, login-success, login-failure, channel-scope, consume", post(users::change_user)).takes::<c::UserChangeBody>().answers::<c::UserChanged>(),
+        r("get", "/v1/roles", "The engine's roles", get(users::list_roles)).answers::<c::RoleList>(),
+        r("put", "/v1/roles/{id}", "Create or replace an engine role", put(users::put_role)).takes::<c::RoleRequest>().answers::<c::RoleWritten>(),
+        r("get", "/v1/directory-groups/{map}", "A directory-group map (roles or channels); groups=a,b also resolves groups", get(users::group_map)).answers::<c::GroupMap>(),
+        r("put", "/v1/directory-groups/{map}", "Replace a directory-group map (roles or channels)", put(users::put_group_map)).takes::<c::GroupMapRequest>().answers::<c::GroupMapWritten>(),
+        r("post", "/v1/sessions", "Create an engine session (by token hash; 404 unknown user, 409 hash in use)", post(sessions::create)).takes::<c::CreateSessionRequest>().answers::<c::SessionCreated>(),
+        r("post", "/v1/sessions/purge-expired", "Delete the sessions expired before the request's time", post(sessions::purge_expired)).takes_optional::<c::NoChangeBody>().answers::<c::SessionsPurged>(),
+        r("get", "/v1/sessions/{token_hash}", "An engine session", get(sessions::get_one)).answers::<c::SessionView>(),
+        r("post", "/v1/sessions/{token_hash}/{change}", "Change a session: touch, reauth, mfa-verified, revoke", post(sessions::change)).takes::<c::SessionChangeBody>().answers::<c::SessionChanged>(),
         r("post", "/v1/keys/rotate", "Re-encrypt every covered value under the active key (admin; 409 names an undecryptable value)", post(keys::rotate)).takes_optional::<c::RotateRequest>().answers::<c::Rotated>(),
         r("get", "/v1/cluster", "Cluster status: leader, term, indexes, membership", get(cluster::status)).answers::<c::ClusterStatus>(),
         r("get", "/v1/cluster/digest", "This node's state digest and applied index", get(cluster::digest)).answers::<c::StateDigest>(),

@@ -45,9 +45,17 @@ pub struct Caller {
     pub channels: Option<Vec<String>>,
     /// The ids this request's proposals carry (exactly-once retries).
     pub requests: crate::request_id::RequestIds,
+    /// The request's `Raftlane-Client-Time-Ms` (test mode only; `None` otherwise).
+    pub client_time: Option<u64>,
 }
 
 impl Caller {
+    /// The time this request's proposals carry and its time-dependent reads use: the client's
+    /// (test mode, `Raftlane-Client-Time-Ms`), else the node's wall clock.
+    pub fn now_ms(&self) -> u64 {
+        self.client_time.unwrap_or_else(crate::app::now_ms)
+    }
+
     pub fn require(&self, p: Permission) -> Result<(), ApiError> {
         if role_allows(self.role, p) {
             Ok(())
@@ -125,12 +133,14 @@ impl FromRequestParts<Arc<AppState>> for Caller {
             .ok_or_else(|| ApiError::unauthorized("Authorization must be 'Bearer <token>'"))?;
         let hash = sha256_hex(token);
         let requests = crate::request_id::RequestIds::from_headers(&parts.headers)?;
+        let client_time = client_time(&parts.headers, state.test_client_clock)?;
         if ct_eq(hash.as_bytes(), state.admin_token_hash.as_bytes()) {
             return Ok(Caller {
                 name: "admin".into(),
                 role: Role::Admin,
                 channels: None,
                 requests,
+                client_time,
             });
         }
         let lookup = || backend::read(state.backend.as_ref(), |r| r.principal_by_token_hash(&hash));
@@ -146,10 +156,32 @@ impl FromRequestParts<Arc<AppState>> for Caller {
                 role: p.role,
                 channels: p.channels,
                 requests,
+                client_time,
             }),
             None => Err(ApiError::unauthorized("unknown or revoked token")),
         }
     }
+}
+
+/// The request's `Raftlane-Client-Time-Ms`: accepted only on a node in test mode
+/// (`--test-client-clock`), refused with 400 naming the header everywhere else.
+fn client_time(headers: &axum::http::HeaderMap, enabled: bool) -> Result<Option<u64>, ApiError> {
+    const NAME: &str = "Raftlane-Client-Time-Ms";
+    let Some(value) = headers.get(raftlane_contract::headers::CLIENT_TIME_MS) else {
+        return Ok(None);
+    };
+    if !enabled {
+        return Err(ApiError::invalid(
+            NAME,
+            "only a node started with --test-client-clock accepts it",
+        ));
+    }
+    value
+        .to_str()
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Some)
+        .ok_or_else(|| ApiError::invalid(NAME, "must be milliseconds since the Unix epoch (u64)"))
 }
 
 #[cfg(test)]

@@ -156,6 +156,13 @@ impl From<Rejection> for ApiError {
             | Rejection::UnknownUser(_)
             | Rejection::UnknownRole(_)
             | Rejection::UnknownApprovalKey(_) => ApiError::not_found(message),
+            Rejection::AlreadyExists { field, .. } => {
+                let field = field.clone();
+                ApiError {
+                    field: Some(field),
+                    ..ApiError::new(StatusCode::CONFLICT, "already_exists", message)
+                }
+            }
             Rejection::VersionMismatch { current, .. } => {
                 ApiError::new(StatusCode::PRECONDITION_FAILED, "version_mismatch", message)
                     .with_extra(serde_json::json!({ "current_version": current }))

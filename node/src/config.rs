@@ -43,6 +43,12 @@ pub struct NodeArgs {
     /// Largest accepted request body in bytes (default 1048576); larger bodies get 413.
     #[arg(long, env = "RAFTLANE_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,
+    /// FOR TESTS ONLY: a request may set the time of its proposals and time-dependent reads
+    /// with the header Raftlane-Client-Time-Ms (clamped monotonic as always), and the leader's
+    /// housekeeping timers (lease reclaim, record expiry, retention) are off. Never in
+    /// production: clients control the cluster's clock and nothing reclaims expired leases.
+    #[arg(long, env = "RAFTLANE_TEST_CLIENT_CLOCK")]
+    pub test_client_clock: bool,
     /// A TOML file with any of these settings (keys as the flag names with underscores), plus a
     /// [tuning] table (heartbeat_ms, election_timeout_min_ms, snapshot_logs_since_last, ...).
     #[arg(long, env = "RAFTLANE_CONFIG")]
@@ -181,6 +187,7 @@ impl NodeArgs {
                 .or(file.max_body_bytes)
                 .unwrap_or(1024 * 1024),
             tuning: file.tuning.unwrap_or_default(),
+            test_client_clock: self.test_client_clock,
         })
     }
 }
@@ -222,5 +229,41 @@ mod tests {
         .unwrap();
         assert_eq!(opts.advertise, "h2:7002");
         assert!(!opts.bootstrap);
+    }
+
+    #[test]
+    fn test_client_clock_turns_the_leader_timers_off() {
+        let dir = std::env::temp_dir().join(format!("raftlane-cfg-clock-{}", std::process::id()));
+        let args = NodeArgs {
+            id: Some(1),
+            listen: Some("127.0.0.1:7001".parse().unwrap()),
+            data_dir: Some(dir),
+            admin_token: Some("t".into()),
+            cluster_secret: Some("s".into()),
+            ..Default::default()
+        };
+        let normal = args.clone().resolve().unwrap();
+        assert!(!normal.test_client_clock);
+        let tuning = normal.effective_tuning();
+        assert!(tuning.reclaim_interval_ms > 0 && tuning.expire_interval_ms > 0);
+        assert!(tuning.retention_interval_ms > 0);
+        let test = NodeArgs {
+            test_client_clock: true,
+            ..args
+        }
+        .resolve()
+        .unwrap();
+        assert!(test.test_client_clock);
+        let tuning = test.effective_tuning();
+        assert_eq!(
+            (
+                tuning.reclaim_interval_ms,
+                tuning.expire_interval_ms,
+                tuning.retention_interval_ms
+            ),
+            (0, 0, 0)
+        );
+        // Everything else is as configured.
+        assert_eq!(tuning.heartbeat_ms, test.tuning.heartbeat_ms);
     }
 }

@@ -111,6 +111,7 @@ async fn start_cluster(
             admin_token: admin_token.clone(),
             max_body_bytes: MAX_BODY_BYTES,
             tuning: Tuning::default(),
+            test_client_clock: false,
         };
         nodes.push(
             server::start(opts)

@@ -33,6 +33,24 @@ pub struct NodeOptions {
     pub admin_token: String,
     pub max_body_bytes: usize,
     pub tuning: Tuning,
+    /// Test mode (`--test-client-clock`): requests may carry `Raftlane-Client-Time-Ms`, and
+    /// the leader's housekeeping timers are off ([`NodeOptions::effective_tuning`]).
+    pub test_client_clock: bool,
+}
+
+impl NodeOptions {
+    /// The tuning the replica runs with: in test mode every leader timer that proposes with
+    /// the wall clock (lease reclaim, record expiry, retention purges) is off, since one such
+    /// proposal would move the state's clock past the times a test sets and expire its leases.
+    pub fn effective_tuning(&self) -> Tuning {
+        let mut tuning = self.tuning.clone();
+        if self.test_client_clock {
+            tuning.reclaim_interval_ms = 0;
+            tuning.expire_interval_ms = 0;
+            tuning.retention_interval_ms = 0;
+        }
+        tuning
+    }
 }
 
 /// A node that is serving.
@@ -76,8 +94,13 @@ pub async fn start_on(opts: NodeOptions, listener: TcpListener) -> anyhow::Resul
         peers: opts.peers.clone(),
         bootstrap: opts.bootstrap,
         secret: opts.cluster_secret.clone(),
-        tuning: opts.tuning.clone(),
+        tuning: opts.effective_tuning(),
     };
+    if opts.test_client_clock {
+        tracing::warn!(
+            "test mode (--test-client-clock): clients set the clock, leader timers are off"
+        );
+    }
     let raft = RaftNode::start(raft_config)
         .await
         .context("cannot start the raft replica")?;
@@ -88,6 +111,7 @@ pub async fn start_on(opts: NodeOptions, listener: TcpListener) -> anyhow::Resul
         peer_timeout: Duration::from_secs(10),
         membership_timeout: Duration::from_millis(opts.tuning.membership_timeout_ms),
         keyring: raftlane_api::crypto::Keyring::from_env().context("invalid RAFTLANE_KEYRING")?,
+        test_client_clock: opts.test_client_clock,
     };
     let state = AppState::new(Arc::new(RaftBackend::new(raft.clone())), &api_config);
     let service = raft.http_service();

@@ -20,6 +20,13 @@ use raftlane_contract::{
     ErrorDetail, FifoClaim, FifoClaimRequest, MessageDetail, MessageId, RowAction, RowActionItem,
     RowActionResult, RowActionResults, RowActionsRequest, RowAnswer, StateDigest,
 };
+use raftlane_contract::{
+    CreateSessionRequest, CreateUserRequest, GroupEntry, GroupMap, GroupMapRequest,
+    GroupMapWritten, NoChangeBody, ReauthChange, RevokeSessionsRequest, RoleList, RoleRequest,
+    RoleWritten, RolesAssigned, SessionCapRequest, SessionChanged, SessionCreated, SessionList,
+    SessionView, SessionsPurged, SessionsRevoked, UserChanged, UserCreated, UserDeleted, UserList,
+    UserRoles, UserRolesRequest, UserSecrets, UserView,
+};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -118,6 +125,8 @@ pub struct Client {
     deadline: Duration,
     /// Set by [`Client::for_request`]: the id every write of this handle carries.
     request_id: Option<String>,
+    /// Set by [`Client::with_client_time`]: the `Raftlane-Client-Time-Ms` of every call.
+    client_time: Option<u64>,
 }
 
 impl Client {
@@ -130,6 +139,7 @@ impl Client {
             http: PeerClient::new(Duration::from_secs(10)),
             deadline: Duration::from_secs(20),
             request_id: None,
+            client_time: None,
         }
     }
 
@@ -149,6 +159,7 @@ impl Client {
             http: self.http.clone(),
             deadline: self.deadline,
             request_id: self.request_id.clone(),
+            client_time: self.client_time,
         }
     }
 
@@ -158,6 +169,16 @@ impl Client {
     pub fn for_request(&self, id: impl Into<String>) -> Self {
         Self {
             request_id: Some(id.into()),
+            ..self.clone()
+        }
+    }
+
+    /// A handle whose calls carry `Raftlane-Client-Time-Ms: ms`: their proposals are stamped
+    /// with `ms` instead of the node's wall clock. Only a node started with
+    /// `--test-client-clock` accepts it (others answer 400); for tests.
+    pub fn with_client_time(&self, ms: u64) -> Self {
+        Self {
+            client_time: Some(ms),
             ..self.clone()
         }
     }
@@ -202,6 +223,9 @@ impl Client {
             }
             if let Some(id) = &request_id {
                 hs.push((headers::REQUEST_ID, id.clone()));
+            }
+            if let Some(ms) = self.client_time {
+                hs.push((headers::CLIENT_TIME_MS, ms.to_string()));
             }
             hs.extend(headers.iter().cloned());
             let bytes = body
@@ -444,6 +468,190 @@ impl Client {
     pub async fn config(&self) -> Result<ConfigAnswer, ClientError> {
         let v = self.request(Method::GET, "/v1/config", None).await?;
         Self::decode(v)
+    }
+
+    /// A POST/PUT of a typed body, decoded as `T`.
+    async fn send_typed<B: Serialize, T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: &B,
+    ) -> Result<T, ClientError> {
+        let v = self.request(method, path, Some(encode(body)?)).await?;
+        Self::decode(v)
+    }
+
+    /// A GET decoded as `T`.
+    async fn get_typed<T: DeserializeOwned>(&self, path: &str) -> Result<T, ClientError> {
+        let v = self.request(Method::GET, path, None).await?;
+        Self::decode(v)
+    }
+
+    // --- the engine's users, roles, directory groups and sessions (admin) ---
+
+    /// `POST /v1/users` (409 `already_exists` when the id or username is taken).
+    pub async fn create_user(&self, user: &CreateUserRequest) -> Result<UserCreated, ClientError> {
+        self.send_typed(Method::POST, "/v1/users", user).await
+    }
+
+    /// `GET /v1/users/{id}` (404 for an unknown user).
+    pub async fn user(&self, id: &str) -> Result<UserView, ClientError> {
+        self.get_typed(&format!("/v1/users/{}", encode_segment(id)))
+            .await
+    }
+
+    /// `GET /v1/users`, optionally the one user with `username`.
+    pub async fn users(&self, username: Option<&str>) -> Result<UserList, ClientError> {
+        let path = match username {
+            Some(u) => format!("/v1/users?username={}", encode_segment(u)),
+            None => "/v1/users".to_string(),
+        };
+        self.get_typed(&path).await
+    }
+
+    /// `POST /v1/users/{id}/{change}` with the change's body (e.g. a [`raftlane_contract::PasswordChange`]).
+    pub async fn change_user<B: Serialize>(
+        &self,
+        id: &str,
+        change: &str,
+        body: &B,
+    ) -> Result<UserChanged, ClientError> {
+        let path = format!(
+            "/v1/users/{}/{}",
+            encode_segment(id),
+            encode_segment(change)
+        );
+        self.send_typed(Method::POST, &path, body).await
+    }
+
+    /// `GET /v1/users/{id}/secrets`.
+    pub async fn user_secrets(&self, id: &str) -> Result<UserSecrets, ClientError> {
+        self.get_typed(&format!("/v1/users/{}/secrets", encode_segment(id)))
+            .await
+    }
+
+    /// `DELETE /v1/users/{id}`.
+    pub async fn delete_user(&self, id: &str) -> Result<UserDeleted, ClientError> {
+        let v = self
+            .request(
+                Method::DELETE,
+                &format!("/v1/users/{}", encode_segment(id)),
+                None,
+            )
+            .await?;
+        Self::decode(v)
+    }
+
+    /// `PUT /v1/roles/{id}`.
+    pub async fn put_role(&self, id: &str, role: &RoleRequest) -> Result<RoleWritten, ClientError> {
+        let path = format!("/v1/roles/{}", encode_segment(id));
+        self.send_typed(Method::PUT, &path, role).await
+    }
+
+    /// `GET /v1/roles`.
+    pub async fn roles(&self) -> Result<RoleList, ClientError> {
+        self.get_typed("/v1/roles").await
+    }
+
+    /// `GET /v1/users/{id}/roles`.
+    pub async fn user_roles(&self, id: &str) -> Result<UserRoles, ClientError> {
+        self.get_typed(&format!("/v1/users/{}/roles", encode_segment(id)))
+            .await
+    }
+
+    /// `PUT /v1/users/{id}/roles` (404 for an unknown user or role).
+    pub async fn set_user_roles(
+        &self,
+        id: &str,
+        body: &UserRolesRequest,
+    ) -> Result<RolesAssigned, ClientError> {
+        let path = format!("/v1/users/{}/roles", encode_segment(id));
+        self.send_typed(Method::PUT, &path, body).await
+    }
+
+    /// `GET /v1/directory-groups/{map}` (`roles` or `channels`).
+    pub async fn group_map(&self, map: &str) -> Result<GroupMap, ClientError> {
+        self.get_typed(&format!("/v1/directory-groups/{}", encode_segment(map)))
+            .await
+    }
+
+    /// `PUT /v1/directory-groups/{map}`: replace the whole map.
+    pub async fn put_group_map(
+        &self,
+        map: &str,
+        entries: Vec<GroupEntry>,
+    ) -> Result<GroupMapWritten, ClientError> {
+        let path = format!("/v1/directory-groups/{}", encode_segment(map));
+        self.send_typed(Method::PUT, &path, &GroupMapRequest { entries })
+            .await
+    }
+
+    /// `POST /v1/sessions`.
+    pub async fn create_session(
+        &self,
+        session: &CreateSessionRequest,
+    ) -> Result<SessionCreated, ClientError> {
+        self.send_typed(Method::POST, "/v1/sessions", session).await
+    }
+
+    /// `GET /v1/sessions/{token_hash}` (404 for an unknown session).
+    pub async fn session(&self, token_hash: &str) -> Result<SessionView, ClientError> {
+        self.get_typed(&format!("/v1/sessions/{}", encode_segment(token_hash)))
+            .await
+    }
+
+    /// `GET /v1/users/{id}/sessions`: the live sessions at the request's time.
+    pub async fn user_sessions(&self, id: &str) -> Result<SessionList, ClientError> {
+        self.get_typed(&format!("/v1/users/{}/sessions", encode_segment(id)))
+            .await
+    }
+
+    /// `POST /v1/sessions/{token_hash}/{change}` (`touch`, `reauth`, `mfa-verified`, `revoke`).
+    pub async fn change_session(
+        &self,
+        token_hash: &str,
+        change: &str,
+        client: Option<&str>,
+    ) -> Result<SessionChanged, ClientError> {
+        let path = format!(
+            "/v1/sessions/{}/{}",
+            encode_segment(token_hash),
+            encode_segment(change)
+        );
+        let body = ReauthChange {
+            client: client.map(str::to_string),
+        };
+        self.send_typed(Method::POST, &path, &body).await
+    }
+
+    /// `POST /v1/users/{id}/sessions/revoke`.
+    pub async fn revoke_user_sessions(
+        &self,
+        id: &str,
+        except_token_hash: Option<&str>,
+    ) -> Result<SessionsRevoked, ClientError> {
+        let path = format!("/v1/users/{}/sessions/revoke", encode_segment(id));
+        let body = RevokeSessionsRequest {
+            except_token_hash: except_token_hash.map(str::to_string),
+        };
+        self.send_typed(Method::POST, &path, &body).await
+    }
+
+    /// `POST /v1/users/{id}/sessions/cap`.
+    pub async fn cap_user_sessions(
+        &self,
+        id: &str,
+        keep: u32,
+    ) -> Result<SessionsRevoked, ClientError> {
+        let path = format!("/v1/users/{}/sessions/cap", encode_segment(id));
+        self.send_typed(Method::POST, &path, &SessionCapRequest { keep })
+            .await
+    }
+
+    /// `POST /v1/sessions/purge-expired`.
+    pub async fn purge_expired_sessions(&self) -> Result<SessionsPurged, ClientError> {
+        self.send_typed(Method::POST, "/v1/sessions/purge-expired", &NoChangeBody {})
+            .await
     }
 
     /// Compare-and-set the config (a [`raftlane_contract::ConfigDoc`], or JSON of its shape);

@@ -9,3 +9,9 @@ pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 
 /// The configuration version a `PUT /v1/config` expects (compare-and-set; 412 when stale).
 pub const IF_MATCH: &str = "if-match";
+
+/// Test mode only (a node started with `--test-client-clock`): the time, in ms since the Unix
+/// epoch, the request's proposals carry instead of the node's wall clock (the state machine still
+/// clamps it monotonic), and the time its time-dependent reads use. A node without the flag
+/// refuses a request that carries it (400 naming the header).
+pub const CLIENT_TIME_MS: &str = "raftlane-client-time-ms";

@@ -3,7 +3,7 @@
 //! What a raftlane node and its clients agree on over HTTP, in one place: header names, how a
 //! name becomes a path segment, the error body, and every route's request body and answer as a
 //! named type, grouped by area ([`messages`], [`work`], [`rows`], [`config`], [`audit`],
-//! [`admin`], [`tokens`], [`keys`], [`cluster`]). The server parses and answers with these
+//! [`admin`], [`tokens`], [`keys`], [`cluster`], [`users`]). The server parses and answers with these
 //! types, the Rust client sends and decodes them, and the OpenAPI document's schemas are
 //! derived from them ([`schema`]), so a change to a member shows up on all three at compile
 //! time.
@@ -26,6 +26,7 @@ pub mod path;
 pub mod rows;
 pub mod schema;
 pub mod tokens;
+pub mod users;
 pub mod work;
 
 pub use admin::{
@@ -59,6 +60,15 @@ pub use rows::{
     RowActionResult, RowActionResults, RowActionsRequest, RowAnswer, StateOpBody, TransformBody,
 };
 pub use tokens::{Revoked, TokenCreated, TokenInfo, TokenList, TokenRequest};
+pub use users::{
+    ChannelScopeChange, ConsumeChange, CreateSessionRequest, CreateUserRequest, DisabledChange,
+    GroupEntry, GroupMap, GroupMapRequest, GroupMapWritten, LoginFailureChange, NoChangeBody,
+    PasswordChange, ProfileChange, ReauthChange, RevokeSessionsRequest, RoleAssignmentView,
+    RoleList, RoleRequest, RoleView, RoleWritten, RolesAssigned, SessionCapRequest,
+    SessionChangeBody, SessionChanged, SessionCreated, SessionList, SessionView, SessionsPurged,
+    SessionsRevoked, TotpEnableChange, TotpSecretChange, UserChangeBody, UserChanged, UserCreated,
+    UserDeleted, UserList, UserRoles, UserRolesRequest, UserSecrets, UserView,
+};
 pub use work::{
     CancelRequest, Cancelled, ClaimRequest, Claimed, FifoClaim, FifoClaimRequest, FifoEmptyReason,
     LaneStatus, ReleaseRequest, Released, RenewRequest, Renewed,

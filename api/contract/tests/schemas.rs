@@ -611,6 +611,179 @@ fn examples_conform_to_their_schemas() {
         revoked: true,
     });
 
+    // users, roles, directory groups, sessions
+    for full in [true, false] {
+        let some = |v: &str| full.then(|| v.to_string());
+        let at = |t: u64| full.then_some(t);
+        x.request(&CreateUserRequest {
+            id: "u1".into(),
+            username: "alice".into(),
+            auth_provider: "local".into(),
+            display_name: some("Alice"),
+            email: some("a@x"),
+            password_hash: some("h"),
+            must_change_password: full,
+        });
+        let user = UserView {
+            id: "u1".into(),
+            username: "alice".into(),
+            auth_provider: "local".into(),
+            display_name: some("Alice"),
+            email: some("a@x"),
+            disabled: full,
+            created_at: 1,
+            updated_at: 2,
+            last_login_at: at(3),
+            password_hash: some("h"),
+            password_changed_at: at(4),
+            must_change_password: full,
+            failed_attempts: 1,
+            locked_until: at(5),
+            channel_scope: some("[\"lab\"]"),
+            totp_enabled: full,
+            totp_enrolled_at: at(6),
+        };
+        x.answer(&user);
+        x.answer(&UserList {
+            users: vec![user],
+            count: 1,
+        });
+        x.answer(&UserSecrets {
+            totp_secret: some("s"),
+            recovery_code_hashes: vec!["r1".into()],
+            last_totp_step: at(7),
+        });
+        x.request(&ProfileChange {
+            display_name: some("A"),
+            email: some("e"),
+        });
+        x.request(&TotpSecretChange { secret: some("s") });
+        x.request(&LoginFailureChange {
+            failed_attempts: 2,
+            locked_until: at(9),
+        });
+        x.request(&ChannelScopeChange { scope: some("[]") });
+        x.request(&ConsumeChange {
+            recovery_code_hash: some("r1"),
+            totp_step: at(3),
+        });
+        x.answer(&UserChanged {
+            index: 1,
+            changed: true,
+            consumed: full.then_some(true),
+        });
+        let role = RoleView {
+            id: "ops".into(),
+            display_name: "Ops".into(),
+            description: some("operators"),
+            builtin: full,
+        };
+        x.answer(&RoleList { roles: vec![role] });
+        x.request(&RoleRequest {
+            display_name: "Ops".into(),
+            description: some("operators"),
+            builtin: full,
+        });
+        x.answer(&UserRoles {
+            role_ids: vec!["ops".into()],
+            assignments: vec![RoleAssignmentView {
+                role_id: "ops".into(),
+                assigned_at: 1,
+                assigned_by: some("root"),
+            }],
+        });
+        x.request(&UserRolesRequest {
+            role_ids: vec!["ops".into()],
+            assigned_by: some("root"),
+        });
+        x.answer(&GroupMap {
+            map: "roles".into(),
+            entries: vec![GroupEntry {
+                group: "g".into(),
+                value: "ops".into(),
+            }],
+            values: full.then(|| vec!["ops".into()]),
+        });
+        x.request(&CreateSessionRequest {
+            token_hash: "t".into(),
+            user_id: "u1".into(),
+            expires_at: 10,
+            client: some("10.0.0.1"),
+            seed_reauth: full,
+        });
+        let session = SessionView {
+            token_hash: "t".into(),
+            user_id: "u1".into(),
+            created_at: 1,
+            expires_at: 10,
+            last_used_at: 2,
+            revoked_at: at(3),
+            client: some("10.0.0.1"),
+            reauth_at: at(4),
+            mfa_verified_at: at(5),
+        };
+        x.answer(&session);
+        x.answer(&SessionList {
+            sessions: vec![session],
+        });
+        x.request(&ReauthChange { client: some("c") });
+        x.request(&RevokeSessionsRequest {
+            except_token_hash: some("t"),
+        });
+    }
+    x.answer(&UserCreated {
+        index: 1,
+        id: "u1".into(),
+    });
+    x.answer(&UserDeleted {
+        index: 1,
+        deleted: true,
+    });
+    x.request(&PasswordChange {
+        password_hash: "h".into(),
+        must_change_password: true,
+    });
+    x.request(&DisabledChange { disabled: true });
+    x.request(&TotpEnableChange {
+        recovery_code_hashes: vec!["r".into()],
+    });
+    x.request(&NoChangeBody {});
+    x.answer(&RoleWritten {
+        index: 1,
+        id: "ops".into(),
+    });
+    x.answer(&RolesAssigned {
+        index: 1,
+        assigned: 1,
+    });
+    x.request(&GroupMapRequest {
+        entries: vec![GroupEntry {
+            group: "g".into(),
+            value: "v".into(),
+        }],
+    });
+    x.answer(&GroupMapWritten {
+        index: 1,
+        stored: 1,
+    });
+    x.answer(&SessionCreated {
+        index: 1,
+        token_hash: "t".into(),
+    });
+    x.answer(&SessionChanged {
+        index: 1,
+        changed: false,
+    });
+    x.request(&SessionCapRequest { keep: 2 });
+    x.answer(&SessionsRevoked {
+        index: 1,
+        revoked: 2,
+    });
+    x.answer(&SessionsPurged {
+        index: 1,
+        purged: 3,
+    });
+
     // keys
     x.request(&RotateRequest::default());
     x.request(&RotateRequest {

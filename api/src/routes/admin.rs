@@ -1,7 +1,6 @@
 //! Administration: transform state and reference reads/writes, retention, approvals, tokens.
 
 use super::{check_name, prepare_read, propose, read_covered, read_state, unexpected, ReadOpts};
-use crate::app::now_ms;
 use crate::app::{AppState, JsonBody, Path, Query};
 use crate::auth::{sha256_hex, Caller, Permission};
 use crate::backend;
@@ -107,7 +106,7 @@ pub async fn purge(
     caller.require(Permission::Operate)?;
     // `older_than_ms` is an age; the state machine takes the absolute cutoff, since `apply`
     // has no clock.
-    let older_than = now_ms().saturating_sub(b.older_than_ms);
+    let older_than = caller.now_ms().saturating_sub(b.older_than_ms);
     let command = match b.kind.as_str() {
         "bodies" => Command::PurgeMessageBodies(PurgeMessageBodies { older_than }),
         "dead_letters" => Command::PurgeDeadLetters(PurgeDeadLetters { older_than }),
@@ -263,8 +262,9 @@ pub async fn create_token(
         role,
         channels: b.channels,
     });
-    let envelope = raftlane_statemachine::Envelope::new(now_ms(), caller.name.as_str(), command)
-        .with_request_id(request_id);
+    let envelope =
+        raftlane_statemachine::Envelope::new(caller.now_ms(), caller.name.as_str(), command)
+            .with_request_id(request_id);
     let (index, response) = state.writes.write(envelope).await?;
     match response? {
         Outcome::Done => {}

@@ -6,6 +6,8 @@ pub mod cluster;
 pub mod config;
 pub mod keys;
 pub mod messages;
+pub mod sessions;
+pub mod users;
 pub mod work;
 
 use crate::app::AppState;

@@ -43,7 +43,7 @@ pub async fn claim_fifo(
     }
     if let Some(empty) = state
         .writes
-        .idle_fifo_answer(stage, &name, &body.owner)
+        .idle_fifo_answer(stage, &name, &body.owner, caller.now_ms())
         .await?
     {
         return Ok(Json(FifoClaim::from(Err(empty))));
@@ -160,7 +160,12 @@ pub async fn claim_ready(
     caller.require_channel_filter(body.channel.as_deref())?;
     if state
         .writes
-        .nothing_due(stage, body.channel.as_deref(), body.destination.as_deref())
+        .nothing_due(
+            stage,
+            body.channel.as_deref(),
+            body.destination.as_deref(),
+            caller.now_ms(),
+        )
         .await?
     {
         return Ok(Json(Claimed { items: Vec::new() }));

@@ -27,9 +27,9 @@ const IDLE_CHECK_BUDGET: usize = 256;
 const IDLE_READ_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The time a claim proposed now would at least be applied at: the state's clock never runs
-/// backwards, and the proposer stamps its wall clock.
-fn claim_time(clock: Millis) -> Millis {
-    clock.max(raftlane_raft::now_ms())
+/// backwards, and the proposer stamps `now` (its wall clock, or the client's in test mode).
+fn claim_time(clock: Millis, now: Millis) -> Millis {
+    clock.max(now)
 }
 
 impl Proposer {
@@ -168,14 +168,16 @@ impl Proposer {
     /// lease of another owner, claims nothing (the state machine's rule: `fifo_idle_answer`).
     /// That answer is read here, linearizably, instead of proposed, so idle workers cost no log
     /// entries, fsyncs or applies. In every other case (and whenever in doubt) `None`: propose.
+    /// `now` is the time the claim's envelope would carry.
     pub async fn idle_fifo_answer(
         &self,
         stage: Stage,
         lane: &str,
         owner: &str,
+        now: Millis,
     ) -> Result<Option<FifoEmpty>, WriteError> {
         self.answer_without_write(|r| {
-            r.fifo_idle_answer(stage, lane, owner, claim_time(r.meta().clock))
+            r.fifo_idle_answer(stage, lane, owner, claim_time(r.meta().clock, now))
         })
         .await
     }
@@ -183,12 +185,13 @@ impl Proposer {
     /// Whether a linearizable read shows that a `ClaimReady` of `stage` with these filters
     /// would claim nothing (no due row matches), so the empty answer needs no Raft write.
     /// `false` whenever in doubt, including filters the state machine would reject (it must be
-    /// the one to say so).
+    /// the one to say so). `now` is the time the claim's envelope would carry.
     pub async fn nothing_due(
         &self,
         stage: Stage,
         channel: Option<&str>,
         destination: Option<&str>,
+        now: Millis,
     ) -> Result<bool, WriteError> {
         if checks::opt_name("channel", channel).is_err()
             || checks::opt_name("destination", destination).is_err()
@@ -197,7 +200,7 @@ impl Proposer {
         }
         let nothing = self
             .answer_without_write(|r| {
-                let t = claim_time(r.meta().clock);
+                let t = claim_time(r.meta().clock, now);
                 let due = r.due_rows(stage, t, channel, destination, IDLE_CHECK_BUDGET)?;
                 Ok((due == DueRows::None).then_some(()))
             })

@@ -101,11 +101,27 @@ impl Resp {
 }
 
 pub(crate) async fn start() -> Api {
+    start_with(ApiConfig::default()).await
+}
+
+/// An API in client-clock test mode (`--test-client-clock`): requests may carry
+/// `Raftlane-Client-Time-Ms`.
+pub(crate) async fn start_client_clock() -> Api {
+    start_with(ApiConfig {
+        test_client_clock: true,
+        ..Default::default()
+    })
+    .await
+}
+
+/// An API with `config`'s settings, and the harness's admin token, cluster secret and body
+/// limit.
+pub(crate) async fn start_with(config: ApiConfig) -> Api {
     let api = raftlane_testkit::api::LocalApi::start_with(ApiConfig {
         admin_token: ADMIN.into(),
         cluster_secret: CLUSTER_SECRET.into(),
         max_body_bytes: MAX_BODY,
-        ..Default::default()
+        ..config
     })
     .await;
     Api {
@@ -160,6 +176,19 @@ impl Api {
 
     pub(crate) async fn post_as(&self, token: &str, path: &str, body: Value) -> Resp {
         self.call(Method::POST, path, Some(token), Some(body)).await
+    }
+
+    /// A JSON call as admin with `Raftlane-Client-Time-Ms: ms`.
+    pub(crate) async fn call_at(
+        &self,
+        ms: u64,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Resp {
+        let (mut headers, bytes) = raftlane_testkit::http::json_request(Some(ADMIN), body);
+        headers.push(("raftlane-client-time-ms", ms.to_string()));
+        self.send_raw(method, path, &headers, bytes).await
     }
 
     pub(crate) async fn get(&self, path: &str) -> Resp {

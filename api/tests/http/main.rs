@@ -12,6 +12,8 @@
 mod harness;
 
 mod auth_config_audit;
+mod client_clock;
 mod errors;
 mod node_to_node;
 mod pipeline;
+mod users;

@@ -16,6 +16,9 @@ fn fill(path: &str) -> String {
             "{v}" => "0",
             "{namespace}" => "ns",
             "{key}" => "k",
+            "{map}" => "roles",
+            "{change}" => "disabled",
+            "{token_hash}" => "ab12",
             s if s.starts_with('{') => panic!("no value for parameter {s} of {path}"),
             s => s,
         })

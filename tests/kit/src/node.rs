@@ -207,6 +207,7 @@ impl NodeCluster {
             admin_token: self.options.admin_token.clone(),
             max_body_bytes: self.options.max_body_bytes,
             tuning: self.options.tuning.clone(),
+            test_client_clock: false,
         })
     }
 
@@ -327,6 +328,7 @@ impl NodeCluster {
             admin_token: self.options.admin_token.clone(),
             max_body_bytes: self.options.max_body_bytes,
             tuning: self.options.tuning.clone(),
+            test_client_clock: false,
         };
         server::start_on(opts, listener)
             .await

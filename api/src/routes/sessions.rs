@@ -1,0 +1,160 @@
+//! Sessions of the engine's users (docs/SPEC.md §13): created, read, changed, revoked and
+//! purged, by token hash (the token itself never reaches the API). Admin only, like the users
+//! they belong to ([`super::users`]).
+
+use super::users::{change_body, count, done};
+use super::{check_name, propose, read_state, ReadOpts};
+use crate::app::{parse_json_or_default, AppState, JsonBody, Path, Query, RawBody};
+use crate::auth::{Caller, Permission};
+use crate::error::{ApiError, ApiResult};
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use raftlane_contract::{
+    CreateSessionRequest, NoChangeBody, ReauthChange, RevokeSessionsRequest, SessionCapRequest,
+    SessionChanged, SessionCreated, SessionList, SessionView, SessionsPurged, SessionsRevoked,
+};
+use raftlane_statemachine::wire::command::{
+    CreateSession, EnforceSessionCap, PurgeExpiredSessions, RevokeUserSessions, SessionChange,
+    UpdateSession,
+};
+use raftlane_statemachine::Command;
+use std::sync::Arc;
+
+pub async fn create(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    JsonBody(b): JsonBody<CreateSessionRequest>,
+) -> ApiResult<(StatusCode, Json<SessionCreated>)> {
+    caller.require(Permission::Admin)?;
+    check_name("token_hash", &b.token_hash)?;
+    check_name("user_id", &b.user_id)?;
+    let command = Command::CreateSession(CreateSession {
+        token_hash: b.token_hash.clone(),
+        user_id: b.user_id,
+        expires_at: b.expires_at,
+        client: b.client,
+        seed_reauth: b.seed_reauth,
+    });
+    let index = done(propose(&state, &caller, command).await?)?;
+    Ok((
+        StatusCode::CREATED,
+        Json(SessionCreated {
+            index,
+            token_hash: b.token_hash,
+        }),
+    ))
+}
+
+pub async fn get_one(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(token_hash): Path<String>,
+    Query(opts): Query<ReadOpts>,
+) -> ApiResult<Json<SessionView>> {
+    caller.require(Permission::Admin)?;
+    match read_state(&state, &opts, |r| r.session(&token_hash)).await? {
+        Some(s) => Ok(Json(SessionView::from(s))),
+        None => Err(ApiError::not_found("session not found")),
+    }
+}
+
+/// The user's live sessions at the request's time (the client's in test mode).
+pub async fn of_user(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+    Query(opts): Query<ReadOpts>,
+) -> ApiResult<Json<SessionList>> {
+    caller.require(Permission::Admin)?;
+    let now = caller.now_ms();
+    let sessions = read_state(&state, &opts, |r| r.active_sessions(&user_id, now)).await?;
+    Ok(Json(SessionList {
+        sessions: sessions.into_iter().map(SessionView::from).collect(),
+    }))
+}
+
+pub async fn change(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path((token_hash, change)): Path<(String, String)>,
+    RawBody(body): RawBody,
+) -> ApiResult<Json<SessionChanged>> {
+    caller.require(Permission::Admin)?;
+    check_name("token_hash", &token_hash)?;
+    let change = match change.as_str() {
+        "touch" => {
+            change_body::<NoChangeBody>(&body)?;
+            SessionChange::Touch
+        }
+        "reauth" => SessionChange::Reauthed {
+            client: parse_json_or_default::<ReauthChange>(&body)?.client,
+        },
+        "mfa-verified" => {
+            change_body::<NoChangeBody>(&body)?;
+            SessionChange::MfaVerified
+        }
+        "revoke" => {
+            change_body::<NoChangeBody>(&body)?;
+            SessionChange::Revoke
+        }
+        other => {
+            return Err(ApiError::invalid(
+                "change",
+                format!("'{other}' is not touch, reauth, mfa-verified or revoke"),
+            ))
+        }
+    };
+    let command = Command::UpdateSession(UpdateSession { token_hash, change });
+    let (index, n) = count(propose(&state, &caller, command).await?)?;
+    Ok(Json(SessionChanged {
+        index,
+        changed: n > 0,
+    }))
+}
+
+pub async fn revoke_of_user(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+    RawBody(body): RawBody,
+) -> ApiResult<Json<SessionsRevoked>> {
+    caller.require(Permission::Admin)?;
+    check_name("id", &user_id)?;
+    let b: RevokeSessionsRequest = parse_json_or_default(&body)?;
+    let command = Command::RevokeUserSessions(RevokeUserSessions {
+        user_id,
+        except_token_hash: b.except_token_hash,
+    });
+    let (index, revoked) = count(propose(&state, &caller, command).await?)?;
+    Ok(Json(SessionsRevoked { index, revoked }))
+}
+
+pub async fn cap(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(user_id): Path<String>,
+    JsonBody(b): JsonBody<SessionCapRequest>,
+) -> ApiResult<Json<SessionsRevoked>> {
+    caller.require(Permission::Admin)?;
+    check_name("id", &user_id)?;
+    let command = Command::EnforceSessionCap(EnforceSessionCap {
+        user_id,
+        keep: b.keep,
+    });
+    let (index, revoked) = count(propose(&state, &caller, command).await?)?;
+    Ok(Json(SessionsRevoked { index, revoked }))
+}
+
+/// Delete every session expired before the request's time (the client's in test mode).
+pub async fn purge_expired(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    RawBody(body): RawBody,
+) -> ApiResult<Json<SessionsPurged>> {
+    caller.require(Permission::Admin)?;
+    let NoChangeBody {} = parse_json_or_default(&body)?;
+    let command = Command::PurgeExpiredSessions(PurgeExpiredSessions);
+    let (index, purged) = count(propose(&state, &caller, command).await?)?;
+    Ok(Json(SessionsPurged { index, purged }))
+}
