@@ -447,6 +447,7 @@ impl Client {
             channel: None,
             org: org.map(str::to_string),
             detail: detail.map(str::to_string),
+            actor: None,
         };
         let v = self
             .request(Method::POST, "/v1/audit", Some(encode(&body)?))

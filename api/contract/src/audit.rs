@@ -16,6 +16,10 @@ pub struct AuditAppendRequest {
     pub org: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// Whom the row names as its actor, when the caller records on behalf of its own users
+    /// (an engine's sign-ins, views, exports); absent: the calling principal (docs/SPEC.md §14.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
 }
 
 /// `POST /v1/audit` and `POST /v1/audit/seal`: the row's place in the chain.

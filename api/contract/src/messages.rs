@@ -6,6 +6,7 @@ use raftlane_statemachine::model::ids::MessageId;
 use raftlane_statemachine::model::message::{Event, Message};
 use raftlane_statemachine::model::response::CapturedResponse;
 use raftlane_statemachine::row::WorkRow;
+use raftlane_statemachine::wire::command::ReceivedStatus;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -30,6 +31,18 @@ pub struct EnqueueRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<Map<String, Value>>")]
     pub metadata: Option<Value>,
+    /// A message its producer has routed already: one outbound row per delivery (none: the
+    /// message is `unrouted`). Proposes EnqueueMessage instead of EnqueueIngress.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deliveries: Option<Vec<crate::rows::DeliveryBody>>,
+    /// A message recorded as `filtered` or `error` on receipt, with no row (RecordReceived);
+    /// not with `deliveries`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<model::ReceivedStatus>")]
+    pub status: Option<ReceivedStatus>,
+    /// The reason of an `error` message; only with `status`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 impl EnqueueRequest {

@@ -77,6 +77,14 @@ pub enum RouteDisposition {
     Unrouted,
 }
 
+/// How a message recorded on receipt ended (RecordReceived): no row is made for it.
+#[derive(JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReceivedStatus {
+    Filtered,
+    Error,
+}
+
 /// What a `handoff` did with a row (absent in a request: from its deliveries).
 #[derive(JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -266,6 +266,17 @@ fn examples_conform_to_their_schemas() {
         source_type: Some("s".into()),
         summary: Some("s".into()),
         metadata: Some(json!({ "k": 1 })),
+        deliveries: Some(vec![DeliveryBody {
+            destination: "d".into(),
+            payload: "p".into(),
+        }]),
+        status: None,
+        error: None,
+    });
+    x.request(&EnqueueRequest {
+        status: Some(raftlane_statemachine::wire::command::ReceivedStatus::Error),
+        error: Some("bad parse".into()),
+        ..EnqueueRequest::raw("MSH|")
     });
     x.answer(&Enqueued {
         message_id: MessageId(4),
@@ -472,6 +483,7 @@ fn examples_conform_to_their_schemas() {
         channel: Some("c".into()),
         org: Some("o".into()),
         detail: Some("d".into()),
+        actor: Some("alice".into()),
     });
     x.answer(&AuditAppended {
         hash: "ab".into(),

@@ -11,7 +11,7 @@ use raftlane_contract::{
     AuditAnchor, AuditAppendRequest, AuditAppended, AuditEntry, AuditRows, AuditSealRequest,
     AuditVerification,
 };
-use raftlane_statemachine::wire::command::{RecordAudit, SealAuditEpoch};
+use raftlane_statemachine::wire::command::{RecordAudit, RecordAuditAs, SealAuditEpoch};
 use raftlane_statemachine::{Command, Outcome};
 use serde::Deserialize;
 use std::sync::Arc;
@@ -26,12 +26,24 @@ pub async fn append(
     if let Some(c) = &b.channel {
         caller.require_channel(c)?;
     }
-    let command = Command::RecordAudit(RecordAudit {
-        action: b.action,
-        channel: b.channel,
-        org: b.org,
-        detail: b.detail,
-    });
+    let command = match b.actor {
+        Some(actor) => {
+            check_name("actor", &actor)?;
+            Command::RecordAuditAs(RecordAuditAs {
+                action: b.action,
+                actor: Some(actor),
+                channel: b.channel,
+                org: b.org,
+                detail: b.detail,
+            })
+        }
+        None => Command::RecordAudit(RecordAudit {
+            action: b.action,
+            channel: b.channel,
+            org: b.org,
+            detail: b.detail,
+        }),
+    };
     match propose(&state, &caller, command).await? {
         (index, Outcome::Audit { seq, hash }) => Ok(Json(AuditAppended { hash, index, seq })),
         (_, other) => Err(unexpected(other)),

@@ -10,12 +10,15 @@ use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use raftlane_contract::{
-    DeadLetters, EnqueueRequest, Enqueued, MessageDetail, MessageList, ReplayDeadRequest, Requeued,
-    Stats,
+    DeadLetters, DeliveryBody, EnqueueRequest, Enqueued, MessageDetail, MessageList,
+    ReplayDeadRequest, Requeued, Stats,
 };
 use raftlane_statemachine::model::message::MessageStatus;
 use raftlane_statemachine::query::MessageFilter;
-use raftlane_statemachine::wire::command::{EnqueueIngress, MessageFields, Replay, ReplayDead};
+use raftlane_statemachine::wire::command::{
+    EnqueueIngress, EnqueueMessage, MessageFields, ReceivedStatus, RecordReceived, Replay,
+    ReplayDead,
+};
 use raftlane_statemachine::{Command, MessageId, Outcome};
 use serde::Deserialize;
 use serde_json::Value;
@@ -61,6 +64,7 @@ pub async fn enqueue(
             source_type: header(&headers, "x-source-type"),
             summary: header(&headers, "x-summary"),
             metadata,
+            ..EnqueueRequest::default()
         }
     };
     if body.raw.is_empty() {
@@ -75,18 +79,22 @@ pub async fn enqueue(
     if let Some(k) = &idempotency_key {
         check_name("Idempotency-Key", k)?;
     }
-    let command = Command::EnqueueIngress(EnqueueIngress {
+    let fields = MessageFields {
+        control_id: body.control_id,
+        message_type: body.message_type,
+        source_type: body.source_type,
+        summary: body.summary,
+        metadata,
+    };
+    let command = enqueue_command(
         channel,
-        raw: body.raw,
-        fields: MessageFields {
-            control_id: body.control_id,
-            message_type: body.message_type,
-            source_type: body.source_type,
-            summary: body.summary,
-            metadata,
-        },
+        body.raw,
+        fields,
         idempotency_key,
-    });
+        body.deliveries,
+        body.status,
+        body.error,
+    )?;
     match propose(&state, &caller, command).await? {
         (
             index,
@@ -111,6 +119,59 @@ pub async fn enqueue(
         }
         (_, other) => Err(unexpected(other)),
     }
+}
+
+/// The command an enqueue proposes: a message for the ingress stage (EnqueueIngress), one its
+/// producer routed already (`deliveries`: EnqueueMessage), or one recorded as filtered or in
+/// error on receipt (`status`: RecordReceived). The three shapes exclude each other.
+fn enqueue_command(
+    channel: String,
+    raw: String,
+    fields: MessageFields,
+    idempotency_key: Option<String>,
+    deliveries: Option<Vec<DeliveryBody>>,
+    status: Option<ReceivedStatus>,
+    error: Option<String>,
+) -> ApiResult<Command> {
+    if error.is_some() && status.is_none() {
+        return Err(ApiError::invalid("error", "only with status"));
+    }
+    Ok(match (deliveries, status) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::invalid(
+                "status",
+                "not with deliveries: a message is either routed by its producer or recorded as filtered or in error",
+            ))
+        }
+        (Some(list), None) => Command::EnqueueMessage(EnqueueMessage {
+            channel,
+            raw,
+            fields,
+            deliveries: super::work::deliveries(list)?,
+            idempotency_key,
+        }),
+        (None, Some(status)) => {
+            if idempotency_key.is_some() {
+                return Err(ApiError::invalid(
+                    "Idempotency-Key",
+                    "not with status: a message recorded on receipt has no idempotency key",
+                ));
+            }
+            Command::RecordReceived(RecordReceived {
+                channel,
+                raw,
+                fields,
+                status,
+                error,
+            })
+        }
+        (None, None) => Command::EnqueueIngress(EnqueueIngress {
+            channel,
+            raw,
+            fields,
+            idempotency_key,
+        }),
+    })
 }
 
 #[derive(Deserialize)]

@@ -248,7 +248,7 @@ async fn done_then_claim_next(
     })
 }
 
-fn deliveries(list: Vec<DeliveryBody>) -> ApiResult<Vec<Delivery>> {
+pub(super) fn deliveries(list: Vec<DeliveryBody>) -> ApiResult<Vec<Delivery>> {
     list.into_iter()
         .map(|d| {
             check_name("deliveries.destination", &d.destination)?;

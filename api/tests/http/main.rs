@@ -16,4 +16,5 @@ mod client_clock;
 mod errors;
 mod node_to_node;
 mod pipeline;
+mod store_shapes;
 mod users;
