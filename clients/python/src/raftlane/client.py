@@ -906,6 +906,147 @@ class Client:
             params={"consistency": consistency},
         )
 
+    # --- the engine's users, roles and sessions (docs/SPEC.md §13.6; admin) ----------------
+    # Thin calls answering the parsed JSON: raftlane.messagefoundry.RaftlaneStore gives them
+    # messagefoundry's record types.
+
+    @_route(
+        "post",
+        "/v1/users",
+        body=(
+            "id",
+            "username",
+            "auth_provider",
+            "display_name",
+            "email",
+            "password_hash",
+            "must_change_password",
+        ),
+    )
+    async def create_user(self, body: Mapping[str, Any]) -> Any:
+        return await self.request("POST", "/v1/users", json=dict(body))
+
+    @_route("get", "/v1/users", body=())
+    async def list_users(self, *, username: str | None = None, limit: int | None = None) -> Any:
+        return await self.request(
+            "GET", "/v1/users", params=_drop_none({"username": username, "limit": limit})
+        )
+
+    @_route("get", "/v1/users/{id}", body=())
+    async def get_user(self, user_id: str) -> Any:
+        return await self.request("GET", f"/v1/users/{segment(user_id)}")
+
+    @_route("delete", "/v1/users/{id}", body=())
+    async def delete_user(self, user_id: str) -> Any:
+        return await self.request("DELETE", f"/v1/users/{segment(user_id)}")
+
+    @_route("get", "/v1/users/{id}/secrets", body=())
+    async def user_secrets(self, user_id: str) -> Any:
+        return await self.request("GET", f"/v1/users/{segment(user_id)}/secrets")
+
+    @_route("get", "/v1/users/{id}/roles", body=())
+    async def user_roles(self, user_id: str) -> Any:
+        return await self.request("GET", f"/v1/users/{segment(user_id)}/roles")
+
+    @_route("put", "/v1/users/{id}/roles", body=("role_ids", "assigned_by"))
+    async def set_user_roles(
+        self, user_id: str, role_ids: Sequence[str], *, assigned_by: str | None = None
+    ) -> Any:
+        return await self.request(
+            "PUT",
+            f"/v1/users/{segment(user_id)}/roles",
+            json=_drop_none({"role_ids": list(role_ids), "assigned_by": assigned_by}),
+        )
+
+    @_route("get", "/v1/users/{id}/sessions", body=())
+    async def user_sessions(self, user_id: str) -> Any:
+        return await self.request("GET", f"/v1/users/{segment(user_id)}/sessions")
+
+    @_route("post", "/v1/users/{id}/sessions/revoke", body=("except_token_hash",))
+    async def revoke_user_sessions(
+        self, user_id: str, *, except_token_hash: str | None = None
+    ) -> Any:
+        return await self.request(
+            "POST",
+            f"/v1/users/{segment(user_id)}/sessions/revoke",
+            json=_drop_none({"except_token_hash": except_token_hash}),
+        )
+
+    @_route("post", "/v1/users/{id}/sessions/cap", body=("keep",))
+    async def cap_user_sessions(self, user_id: str, keep: int) -> Any:
+        return await self.request(
+            "POST", f"/v1/users/{segment(user_id)}/sessions/cap", json={"keep": keep}
+        )
+
+    @_route("post", "/v1/users/{id}/{change}", body=())
+    async def change_user(
+        self, user_id: str, change: str, body: Mapping[str, Any] | None = None
+    ) -> Any:
+        return await self.request(
+            "POST", f"/v1/users/{segment(user_id)}/{segment(change)}", json=dict(body or {})
+        )
+
+    @_route("get", "/v1/roles", body=())
+    async def list_roles(self) -> Any:
+        return await self.request("GET", "/v1/roles")
+
+    @_route("put", "/v1/roles/{id}", body=("display_name", "description", "builtin"))
+    async def put_role(
+        self,
+        role_id: str,
+        display_name: str,
+        *,
+        description: str | None = None,
+        builtin: bool | None = None,
+    ) -> Any:
+        return await self.request(
+            "PUT",
+            f"/v1/roles/{segment(role_id)}",
+            json=_drop_none(
+                {"display_name": display_name, "description": description, "builtin": builtin}
+            ),
+        )
+
+    @_route("get", "/v1/directory-groups/{map}", body=())
+    async def group_map(self, which: str, *, groups: Sequence[str] | None = None) -> Any:
+        return await self.request(
+            "GET",
+            f"/v1/directory-groups/{segment(which)}",
+            params=_drop_none({"groups": ",".join(groups) if groups is not None else None}),
+        )
+
+    @_route("put", "/v1/directory-groups/{map}", body=("entries",))
+    async def put_group_map(self, which: str, entries: Sequence[tuple[str, str]]) -> Any:
+        return await self.request(
+            "PUT",
+            f"/v1/directory-groups/{segment(which)}",
+            json={"entries": [{"group": g, "value": v} for g, v in entries]},
+        )
+
+    @_route(
+        "post",
+        "/v1/sessions",
+        body=("token_hash", "user_id", "expires_at", "client", "seed_reauth"),
+    )
+    async def create_session(self, body: Mapping[str, Any]) -> Any:
+        return await self.request("POST", "/v1/sessions", json=dict(body))
+
+    @_route("post", "/v1/sessions/purge-expired", body=())
+    async def purge_expired_sessions(self) -> Any:
+        return await self.request("POST", "/v1/sessions/purge-expired", json={})
+
+    @_route("get", "/v1/sessions/{token_hash}", body=())
+    async def get_session(self, token_hash: str) -> Any:
+        return await self.request("GET", f"/v1/sessions/{segment(token_hash)}")
+
+    @_route("post", "/v1/sessions/{token_hash}/{change}", body=())
+    async def change_session(
+        self, token_hash: str, change: str, body: Mapping[str, Any] | None = None
+    ) -> Any:
+        return await self.request(
+            "POST", f"/v1/sessions/{segment(token_hash)}/{segment(change)}", json=dict(body or {})
+        )
+
     # --- audit ------------------------------------------------------------------------------
 
     @_route("post", "/v1/audit", body=("action", "channel", "org", "detail"), answer=AuditAppended)
