@@ -83,30 +83,11 @@ pub(crate) fn of_user<S: Store + ?Sized>(
     let prefix = user_prefix(user_id);
     let mut hashes = Vec::new();
     for item in txn.scan_prefix(Table::UserSessions, &prefix, Direction::Forward)? {
-        let (key, _) = item?;
-        let hash = key
-            .get(prefix.len()..)
-            .and_then(|b| std::str::from_utf8(b).ok())
-            .ok_or_else(|| StoreError::Corrupt {
-                table: Table::UserSessions,
-                reason: format!("bad key {key:?}"),
-            })?
-            .to_string();
-        hashes.push(hash);
+        hashes.push(hash_after(Table::UserSessions, &item?.0, prefix.len())?);
     }
-    let mut out = Vec::with_capacity(hashes.len());
-    for hash in hashes {
-        match get(txn, &hash)? {
-            Some(session) => out.push(session),
-            None => {
-                return Err(StoreError::Corrupt {
-                    table: Table::UserSessions,
-                    reason: format!("session {hash} of user {user_id} is missing"),
-                })
-            }
-        }
-    }
-    Ok(out)
+    sessions_of(txn, Table::UserSessions, hashes, |hash| {
+        format!("session {hash} of user {user_id} is missing")
+    })
 }
 
 /// The sessions whose `expires_at` is before `t`, by expiry then token hash.
@@ -117,25 +98,39 @@ pub(crate) fn expired_before<S: Store + ?Sized>(
     let end = Key::new().u64(t).build();
     let mut hashes = Vec::new();
     for item in txn.scan(Table::SessionExpiry, &[], Some(&end), Direction::Forward)? {
-        let (key, _) = item?;
-        let hash = key
-            .get(8..)
-            .and_then(|b| std::str::from_utf8(b).ok())
-            .ok_or_else(|| StoreError::Corrupt {
-                table: Table::SessionExpiry,
-                reason: format!("bad key {key:?}"),
-            })?
-            .to_string();
-        hashes.push(hash);
+        hashes.push(hash_after(Table::SessionExpiry, &item?.0, 8)?);
     }
+    sessions_of(txn, Table::SessionExpiry, hashes, |hash| {
+        format!("expired session {hash} is missing")
+    })
+}
+
+/// The token hash an index key ends with, after its first `offset` bytes.
+fn hash_after(table: Table, key: &[u8], offset: usize) -> Result<String, StoreError> {
+    key.get(offset..)
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .map(str::to_string)
+        .ok_or_else(|| StoreError::Corrupt {
+            table,
+            reason: format!("bad key {key:?}"),
+        })
+}
+
+/// The sessions an index names; one it names but the table lacks is corruption of `index`.
+fn sessions_of<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    index: Table,
+    hashes: Vec<String>,
+    missing: impl Fn(&str) -> String,
+) -> Result<Vec<Session>, StoreError> {
     let mut out = Vec::with_capacity(hashes.len());
     for hash in hashes {
         match get(txn, &hash)? {
             Some(session) => out.push(session),
             None => {
                 return Err(StoreError::Corrupt {
-                    table: Table::SessionExpiry,
-                    reason: format!("expired session {hash} is missing"),
+                    table: index,
+                    reason: missing(&hash),
                 })
             }
         }
