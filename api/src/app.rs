@@ -96,13 +96,24 @@ impl AppState {
         self.writes.keyring()
     }
 
-    /// Wrap a command with the proposer's clock (the caller's, in test mode: see
-    /// [`crate::auth::Caller::now_ms`]), the caller's name and the request id of this proposal.
+    /// Wrap a command with the proposer's clock, the caller's name and the request id of this
+    /// proposal. In test mode a request that names its time (`Raftlane-Client-Time-Ms`, see
+    /// [`crate::auth::Caller::client_time`]) has its command applied at exactly that time
+    /// (`AtClientTime`, docs/SPEC.md §2.1).
     pub fn envelope(
         &self,
         caller: &crate::auth::Caller,
         command: raftlane_statemachine::Command,
     ) -> Envelope {
+        let command = match caller.client_time {
+            Some(now_ms) => raftlane_statemachine::Command::AtClientTime(
+                raftlane_statemachine::wire::command::AtClientTime {
+                    now_ms,
+                    command: Box::new(command),
+                },
+            ),
+            None => command,
+        };
         Envelope::new(caller.now_ms(), caller.name.as_str(), command)
             .with_request_id(caller.requests.next())
     }
@@ -190,21 +201,31 @@ fn r(
 /// Every public route of the API, with the contract types it reads and answers.
 pub fn api_routes() -> Vec<ApiRoute> {
     use raftlane_contract as c;
-    use routes::{admin, audit, cluster, config, keys, messages, sessions, users, work};
+    use routes::{admin, audit, cluster, config, keys, messages, recovery, sessions, users, work};
     vec![
         r("post", "/v1/channels/{channel}/messages", "Enqueue a message (JSON body or raw body with X- headers; Idempotency-Key)", post(messages::enqueue)).takes_json_or_text::<c::EnqueueRequest>().answers::<c::Enqueued>(),
-        r("get", "/v1/messages", "List messages, newest first (channel, status, message_type, control_id, limit, offset)", get(messages::list)).answers::<c::MessageList>(),
-        r("get", "/v1/messages/{id}", "A message with its events, rows and captured responses", get(messages::get_one)).answers::<c::MessageDetail>(),
+        r("get", "/v1/messages", "List messages, newest first (channel, status, message_type, control_id, allowed_channels, limit, offset)", get(messages::list)).answers::<c::MessageList>(),
+        r("get", "/v1/messages/count", "Count messages (the list's filters, without limit and offset)", get(messages::count)).answers::<c::Count>(),
+        r("get", "/v1/messages/{id}", "A message with its events, rows and captured responses (by id, or by a re-ingested child's key)", get(messages::get_one)).answers::<c::MessageDetail>(),
+        r("post", "/v1/messages/{id}/viewed", "Record that someone viewed a message (event viewed)", post(messages::viewed)).takes_optional::<c::ViewedRequest>().answers::<c::Viewed>(),
         r("post", "/v1/messages/{id}/replay", "Replay a message (recover stuck rows, else re-send done rows)", post(messages::replay)).answers::<c::Requeued>(),
-        r("get", "/v1/dead-letters", "Dead outbound rows (channel, destination, limit)", get(messages::dead_letters)).answers::<c::DeadLetters>(),
+        r("get", "/v1/dead-letters", "Dead outbound rows with their messages' fields (channel, destination, allowed_channels, limit, offset, order=row_id|newest_failed)", get(messages::dead_letters)).answers::<c::DeadLetters>(),
+        r("get", "/v1/dead-letters/count", "Count dead outbound rows (channel, destination, allowed_channels)", get(messages::dead_count)).answers::<c::Count>(),
+        r("post", "/v1/dead-letters/sweep", "Dead-letter live rows whose destination (outbound) or handler (routed) is not in keep", post(recovery::sweep)).takes::<c::SweepRequest>().answers::<c::Swept>(),
         r("post", "/v1/dead-letters/replay", "Requeue dead outbound rows", post(messages::replay_dead)).takes_optional::<c::ReplayDeadRequest>().answers::<c::Requeued>(),
         r("get", "/v1/stats", "Row counts by stage and status", get(messages::stats)).answers::<c::Stats>(),
+        r("get", "/v1/stats/storage", "Messages, events and the state's logical size (scans the state)", get(messages::storage)).answers::<c::StorageStats>(),
+        r("get", "/v1/metrics/connections", "Inbound traffic per channel and outbound per destination (since, rate_window_ms; scans the state)", get(messages::connections)).answers::<c::ConnectionMetrics>(),
         r("get", "/v1/lanes/{stage}/{name}", "Lane depth, oldest row and holder", get(work::lane)).answers::<c::LaneStatus>(),
         r("post", "/v1/lanes/{stage}/{name}/claim", "Claim a lane's head (strict FIFO, lane lease)", post(work::claim_fifo)).takes::<c::FifoClaimRequest>().answers::<c::FifoClaim>(),
         r("post", "/v1/lanes/{stage}/{name}/release", "Give a lane lease back", post(work::release)).takes::<c::ReleaseRequest>().answers::<c::Released>(),
         r("post", "/v1/lanes/outbound/{dest}/cancel", "Cancel pending outbound rows of a destination", post(work::cancel)).takes_optional::<c::CancelRequest>().answers::<c::Cancelled>(),
         r("post", "/v1/claims", "Claim due rows of a stage (unordered)", post(work::claim_ready)).takes::<c::ClaimRequest>().answers::<c::Claimed>(),
         r("post", "/v1/leases/renew", "Renew an owner's row and lane leases", post(work::renew)).takes::<c::RenewRequest>().answers::<c::Renewed>(),
+        r("post", "/v1/leases/reclaim", "In-flight rows whose lease expired back to pending (stage)", post(recovery::reclaim)).takes_optional::<c::StageScope>().answers::<c::Reclaimed>(),
+        r("post", "/v1/leases/reset", "Every in-flight row back to pending, whatever its lease (stage; single-process start-up)", post(recovery::reset)).takes_optional::<c::StageScope>().answers::<c::ResetRows>(),
+        r("post", "/v1/leases/recover", "A new leader takes back other owners' in-flight rows and lane leases", post(recovery::recover)).takes::<c::RecoverRequest>().answers::<c::Recovered>(),
+        r("get", "/v1/rows/{id}", "A work row as it is now", get(work::get_row)).answers::<c::RowDetail>(),
         r("post", "/v1/rows/actions", "Many fenced row actions in one request ({actions: [{row, action, body}]}), answered one by one in order", post(work::row_actions)).takes::<c::RowActionsRequest>().answers::<c::RowActionResults>(),
         r("post", "/v1/rows/{id}/{action}", "Fenced row action: route, handoff, transform, done (with claim_next: also claim the lane's next row), response, fail, dead, reingress", post(work::row_action)).takes::<c::RowActionBody>().answers::<c::RowAnswer>(),
         r("get", "/v1/config", "The current configuration and its version", get(config::get_current)).answers::<c::ConfigAnswer>(),
@@ -214,12 +235,15 @@ pub fn api_routes() -> Vec<ApiRoute> {
         r("get", "/v1/audit", "List an org's audit rows (org required)", get(audit::list)).answers::<c::AuditRows>(),
         r("get", "/v1/audit/anchor", "An org's chain anchor (count, head)", get(audit::anchor)).answers::<c::AuditAnchor>(),
         r("get", "/v1/audit/verify", "Verify an org's chain, optionally against an anchor (count, head)", get(audit::verify)).answers::<c::AuditVerification>(),
+        r("get", "/v1/audit/search", "An actor's audit rows, newest first (org, actor, action_prefix, limit)", get(audit::search)).answers::<c::AuditRows>(),
         r("post", "/v1/audit/seal", "Seal an org's audit era", post(audit::seal)).takes::<c::AuditSealRequest>().answers::<c::AuditAppended>(),
-        r("get", "/v1/state/{namespace}", "A transform-state namespace's version", get(admin::namespace)).answers::<c::NamespaceVersion>(),
+        r("get", "/v1/state", "Every transform-state namespace with its version", get(admin::namespaces)).answers::<c::NamespaceList>(),
+        r("get", "/v1/state/{namespace}", "A transform-state namespace's version (entries=true: with its entries)", get(admin::namespace)).answers::<c::NamespaceVersion>(),
         r("get", "/v1/state/{namespace}/{key}", "A transform-state entry", get(admin::state_entry)).answers::<c::StateValue>(),
-        r("put", "/v1/reference/{name}", "Replace a reference snapshot", put(admin::put_reference)).takes::<c::ReferenceRequest>().answers::<c::ReferenceWritten>(),
+        r("get", "/v1/reference", "Every reference set's version, label, time and size", get(admin::references)).answers::<c::ReferenceList>(),
+        r("put", "/v1/reference/{name}", "Replace a reference snapshot (version: a number, or a text label)", put(admin::put_reference)).takes::<c::ReferenceRequest>().answers::<c::ReferenceWritten>(),
         r("get", "/v1/reference/{name}", "A reference snapshot", get(admin::get_reference)).answers::<c::Reference>(),
-        r("post", "/v1/retention/purge", "Purge bodies, dead letters or state older than an age (older_than_ms)", post(admin::purge)).takes::<c::PurgeRequest>().answers::<c::Purged>(),
+        r("post", "/v1/retention/purge", "Purge bodies, dead letters or state older than an age (older_than_ms) or a cutoff (older_than)", post(admin::purge)).takes::<c::PurgeRequest>().answers::<c::Purged>(),
         r("post", "/v1/approvals", "Request an approval", post(admin::create_approval)).takes::<c::ApprovalRequest>().answers::<c::ApprovalCreated>(),
         r("get", "/v1/approvals/{id}", "An approval", get(admin::get_approval)).answers::<c::ApprovalView>(),
         r("post", "/v1/approvals/{id}/decide", "Approve or reject (once, by another principal)", post(admin::decide_approval)).takes::<c::DecideRequest>().answers::<c::ApprovalDecided>(),

@@ -95,6 +95,8 @@ use raftlane_statemachine::wire::command::{
     DecideApprovalAs, IngressHandoffKeyed, RecordAuditAs, RecordView, RecoverInflightOnPromotion,
     ResetStaleInflight, WriteReferenceSnapshotText,
 };
+// --- test mode ---
+use raftlane_statemachine::wire::command::AtClientTime;
 use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
 use raftlane_statemachine::{
     ApprovalId, ClaimedRow, Command, Envelope, Fence, FifoEmpty, MemStore, MessageId, MetaState,
@@ -288,6 +290,7 @@ fn command_variant(c: &Command) -> &'static str {
         Command::RecoverInflightOnPromotion(_) => "RecoverInflightOnPromotion",
         Command::CreateApprovalAs(_) => "CreateApprovalAs",
         Command::DecideApprovalAs(_) => "DecideApprovalAs",
+        Command::AtClientTime(_) => "AtClientTime",
     }
 }
 
@@ -836,6 +839,13 @@ fn command_examples() -> Vec<Command> {
             status: ApprovalStatus::Expired,
             approver: some("bob"),
             decided_at: 403,
+        }),
+        Command::AtClientTime(AtClientTime {
+            now_ms: 404,
+            command: Box::new(Command::RecordView(RecordView {
+                message_id: MessageId(405),
+                viewer: some("carol"),
+            })),
         }),
     ]
 }

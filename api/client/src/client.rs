@@ -327,6 +327,8 @@ impl Client {
                 Some(encode(&FifoClaimRequest {
                     owner: owner.to_string(),
                     ttl_ms,
+                    lane_lease: None,
+                    row_owner: None,
                 })?),
             )
             .await?;

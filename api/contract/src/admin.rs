@@ -8,11 +8,22 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// `GET /v1/state/{namespace}`: the namespace's version (bumped by every write to it).
+/// `GET /v1/state/{namespace}`: the namespace's version (bumped by every write to it), and with
+/// `?entries=true` its entries read at that version (how a follower's cache converges).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct NamespaceVersion {
     pub namespace: String,
     pub version: u64,
+    /// Only with `?entries=true`: every entry, in key order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries: Option<Vec<StateValue>>,
+}
+
+/// `GET /v1/state`: every namespace with its version, in name order (a namespace whose entries
+/// were all purged stays, with the version the purge gave it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NamespaceList {
+    pub namespaces: Vec<NamespaceVersion>,
 }
 
 /// `GET /v1/state/{namespace}/{key}`: one transform-state entry. Members in the order the
@@ -33,8 +44,18 @@ pub struct StateValue {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReferenceRequest {
-    pub version: u64,
+    pub version: ReferenceVersion,
     pub rows: BTreeMap<String, String>,
+}
+
+/// A reference snapshot's version as its writer names it: a number, or a text label such as
+/// `"v1"` (then the stored number moves by one on every write and the label is kept beside
+/// it; docs/SPEC.md §14.8).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ReferenceVersion {
+    Number(u64),
+    Label(String),
 }
 
 /// `PUT /v1/reference/{name}`: rows written.
@@ -48,6 +69,9 @@ pub struct ReferenceWritten {
 /// the server has always sent them (alphabetical).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Reference {
+    /// The writer's text version, for a set last written with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
     pub row_count: u64,
     pub rows: BTreeMap<String, String>,
     pub synced_at: u64,
@@ -57,12 +81,30 @@ pub struct Reference {
 impl From<raftlane_statemachine::model::state::ReferenceSnapshot> for Reference {
     fn from(s: raftlane_statemachine::model::state::ReferenceSnapshot) -> Self {
         Reference {
+            label: None,
             row_count: s.row_count,
             rows: s.rows,
             synced_at: s.synced_at,
             version: s.version,
         }
     }
+}
+
+/// One reference set of `GET /v1/reference`, without its rows.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReferenceSetInfo {
+    pub name: String,
+    pub version: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    pub synced_at: u64,
+    pub row_count: u64,
+}
+
+/// `GET /v1/reference`: every reference set, in name order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ReferenceList {
+    pub sets: Vec<ReferenceSetInfo>,
 }
 
 /// What `POST /v1/retention/purge` purges.
@@ -76,14 +118,19 @@ pub enum PurgeKind {
     State,
 }
 
-/// `POST /v1/retention/purge`: purge what is older than an age.
+/// `POST /v1/retention/purge`: purge what is older than an age or a cutoff (exactly one of the
+/// two).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PurgeRequest {
     #[schemars(with = "PurgeKind")]
     pub kind: String,
     /// The age in ms: the server turns it into `now − age`, since the state machine has no clock.
-    pub older_than_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub older_than_ms: Option<u64>,
+    /// The cutoff itself (ms since the epoch): what is older than it goes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub older_than: Option<u64>,
 }
 
 /// `POST /v1/retention/purge`: how many records were purged.

@@ -3,7 +3,7 @@
 //! What a raftlane node and its clients agree on over HTTP, in one place: header names, how a
 //! name becomes a path segment, the error body, and every route's request body and answer as a
 //! named type, grouped by area ([`messages`], [`work`], [`rows`], [`config`], [`audit`],
-//! [`admin`], [`tokens`], [`keys`], [`cluster`], [`users`]). The server parses and answers with these
+//! [`admin`], [`recovery`], [`dashboard`], [`tokens`], [`keys`], [`cluster`], [`users`]). The server parses and answers with these
 //! types, the Rust client sends and decodes them, and the OpenAPI document's schemas are
 //! derived from them ([`schema`]), so a change to a member shows up on all three at compile
 //! time.
@@ -17,12 +17,14 @@ pub mod admin;
 pub mod audit;
 pub mod cluster;
 pub mod config;
+pub mod dashboard;
 pub mod error;
 pub mod headers;
 pub mod keys;
 pub mod messages;
 pub mod model;
 pub mod path;
+pub mod recovery;
 pub mod rows;
 pub mod schema;
 pub mod tokens;
@@ -30,9 +32,9 @@ pub mod users;
 pub mod work;
 
 pub use admin::{
-    ApprovalCreated, ApprovalDecided, ApprovalRequest, ApprovalView, DecideRequest,
-    NamespaceVersion, PurgeRequest, Purged, Reference, ReferenceRequest, ReferenceWritten,
-    StateValue,
+    ApprovalCreated, ApprovalDecided, ApprovalRequest, ApprovalView, DecideRequest, NamespaceList,
+    NamespaceVersion, PurgeRequest, Purged, Reference, ReferenceList, ReferenceRequest,
+    ReferenceSetInfo, ReferenceVersion, ReferenceWritten, StateValue,
 };
 pub use audit::{
     AuditAnchor, AuditAppendRequest, AuditAppended, AuditEntry, AuditRows, AuditSealRequest,
@@ -43,21 +45,26 @@ pub use cluster::{
     Readiness, StateDigest,
 };
 pub use config::{ConfigAnswer, ConfigWritten};
+pub use dashboard::{ConnectionMetrics, DestinationTraffic, InboundTraffic, StorageStats};
 pub use error::{ErrorBody, ErrorDetail};
 pub use keys::{RotateRequest, Rotated};
 pub use messages::{
-    DeadLetters, EnqueueRequest, Enqueued, MessageDetail, MessageList, ReplayDeadRequest, Requeued,
-    Stats,
+    Count, DeadLetterRow, DeadLetters, EnqueueRequest, Enqueued, MessageDetail, MessageList,
+    ReplayDeadRequest, Requeued, Stats, Viewed, ViewedRequest,
 };
 pub use raftlane_statemachine::model::config::ConfigDoc;
 pub use raftlane_statemachine::model::ids::{ApprovalId, Fence, MessageId, Millis, RowId};
 pub use raftlane_statemachine::row::{RowStatus, Stage};
 pub use raftlane_statemachine::wire::command::{HandoffDisposition, RouteDisposition};
 pub use raftlane_statemachine::ClaimedRow;
+pub use recovery::{
+    Reclaimed, RecoverRequest, Recovered, ResetRows, StageScope, SweepRequest, Swept,
+};
 pub use rows::{
     ClaimNext, DeadBody, DeliveryBody, DoneBody, FailBody, HandoffBody, ItemError, ReingressBody,
     ResponseBody, RetryBody, RouteBody, RouteHandler, RowAction, RowActionBody, RowActionItem,
-    RowActionResult, RowActionResults, RowActionsRequest, RowAnswer, StateOpBody, TransformBody,
+    RowActionResult, RowActionResults, RowActionsRequest, RowAnswer, RowDetail, StateOpBody,
+    TransformBody,
 };
 pub use tokens::{Revoked, TokenCreated, TokenInfo, TokenList, TokenRequest};
 pub use users::{

@@ -118,11 +118,59 @@ pub struct ReplayDeadRequest {
     pub destination: Option<String>,
 }
 
-/// `GET /v1/dead-letters`: dead outbound rows, payloads decrypted.
+/// `GET /v1/dead-letters`: dead outbound rows, payloads decrypted, each with its message's
+/// identifying fields.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct DeadLetters {
-    #[schemars(with = "Vec<model::WorkRow>")]
-    pub dead_letters: Vec<WorkRow>,
+    pub dead_letters: Vec<DeadLetterRow>,
+}
+
+/// A dead outbound row (its members as in `GET /v1/messages/{id}` `rows[]`) with its message's
+/// `control_id`, `message_type`, `received_at` and `summary`, which a dead-letter screen shows
+/// beside it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DeadLetterRow {
+    #[serde(flatten)]
+    #[schemars(with = "model::WorkRow")]
+    pub row: WorkRow,
+    pub control_id: Option<String>,
+    pub message_type: Option<String>,
+    /// Absent only for a row whose message is gone.
+    pub received_at: Option<u64>,
+    pub summary: Option<String>,
+}
+
+impl From<raftlane_statemachine::query::DeadLetter> for DeadLetterRow {
+    fn from(d: raftlane_statemachine::query::DeadLetter) -> Self {
+        DeadLetterRow {
+            row: d.row,
+            control_id: d.control_id,
+            message_type: d.message_type,
+            received_at: Some(d.received_at),
+            summary: d.summary,
+        }
+    }
+}
+
+/// `GET /v1/messages/count` and `GET /v1/dead-letters/count`: how many pass the filters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Count {
+    pub count: u64,
+}
+
+/// `POST /v1/messages/{id}/viewed` (an empty body is `{}`): who looked at the message.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ViewedRequest {
+    /// The viewer recorded as the event's detail (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+}
+
+/// `POST /v1/messages/{id}/viewed`: the `viewed` event was appended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Viewed {
+    pub index: u64,
 }
 
 /// `GET /v1/stats`: row counts by stage and status, for every channel.

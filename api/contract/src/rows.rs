@@ -172,6 +172,28 @@ pub struct ReingressBody {
     /// Absent: 5.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub depth_cap: Option<u32>,
+    /// The id the caller knows the child by (a name); `GET /v1/messages/{child_key}` finds the
+    /// child by it. With it the child gets only the fields below (docs/SPEC.md §14.7); without
+    /// it the child copies its origin's message type (§3.7) and the fields below are refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// The caller could not parse the reply: the child is born in status `error` with no
+    /// ingress row. Absent: `false`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peek_failed: Option<bool>,
+}
+
+/// `GET /v1/rows/{id}`: one work row as it is now (payload decrypted).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RowDetail {
+    #[schemars(with = "model::WorkRow")]
+    pub row: raftlane_statemachine::row::WorkRow,
 }
 
 /// A fenced row action and its body. As JSON it is `{"action": <name>, "body": {...}}`, the
@@ -466,6 +488,11 @@ mod tests {
                     fence: Fence(10),
                     loopback_channel: "loop".into(),
                     depth_cap: Some(2),
+                    child_key: None,
+                    control_id: None,
+                    message_type: None,
+                    summary: None,
+                    peek_failed: None,
                 }),
                 json!({ "action": "reingress", "body": {
                     "fence": 10, "loopback_channel": "loop", "depth_cap": 2 } }),

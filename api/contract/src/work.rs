@@ -11,8 +11,17 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FifoClaimRequest {
+    /// Who holds the lane lease (and, without `row_owner`, the row's claim).
     pub owner: String,
     pub ttl_ms: u64,
+    /// `false`: take no lane lease (the single-process engine's claim); the head is still not
+    /// handed out while another owner's row or live lane lease holds the lane. Absent: `true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane_lease: Option<bool>,
+    /// The row's claim owner when it is not `owner` (an engine process claiming under its
+    /// node's lane lease). docs/SPEC.md §14.1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_owner: Option<String>,
 }
 
 /// Why a FIFO claim handed out nothing.

@@ -246,6 +246,21 @@ fn each_action() -> Vec<RowAction> {
             fence: Fence(1),
             loopback_channel: "loop".into(),
             depth_cap: Some(2),
+            child_key: None,
+            control_id: None,
+            message_type: None,
+            summary: None,
+            peek_failed: None,
+        }),
+        RowAction::Reingress(ReingressBody {
+            fence: Fence(1),
+            loopback_channel: "loop".into(),
+            depth_cap: None,
+            child_key: Some("0123456789abcdef0123456789abcdef".into()),
+            control_id: Some("R1".into()),
+            message_type: Some("RSP^K11".into()),
+            summary: Some("reply".into()),
+            peek_failed: Some(true),
         }),
     ]
 }
@@ -317,7 +332,81 @@ fn examples_conform_to_their_schemas() {
         destination: Some("d".into()),
     });
     x.answer(&DeadLetters {
-        dead_letters: vec![work_row(true), work_row(false)],
+        dead_letters: vec![
+            DeadLetterRow {
+                row: work_row(true),
+                control_id: Some("C1".into()),
+                message_type: Some("ADT^A01".into()),
+                received_at: Some(7),
+                summary: Some("s".into()),
+            },
+            DeadLetterRow {
+                row: work_row(false),
+                control_id: None,
+                message_type: None,
+                received_at: None,
+                summary: None,
+            },
+        ],
+    });
+    x.answer(&Count { count: 4 });
+    x.request(&ViewedRequest::default());
+    x.request(&ViewedRequest {
+        actor: Some("alice".into()),
+    });
+    x.answer(&Viewed { index: 9 });
+    x.answer(&RowDetail {
+        row: work_row(true),
+    });
+    x.request(&StageScope::default());
+    x.request(&StageScope {
+        stage: Some("outbound".into()),
+    });
+    x.answer(&Reclaimed {
+        index: 1,
+        reclaimed: 2,
+    });
+    x.answer(&ResetRows { index: 1, reset: 2 });
+    x.request(&RecoverRequest {
+        owner: "node-a:1".into(),
+        lane_owner: Some("node-a".into()),
+    });
+    x.request(&RecoverRequest {
+        owner: "node-a:1".into(),
+        lane_owner: None,
+    });
+    x.answer(&Recovered {
+        index: 1,
+        recovered: 3,
+    });
+    x.request(&SweepRequest {
+        stage: "outbound".into(),
+        keep: vec!["OB1".into()],
+    });
+    x.answer(&Swept { index: 1, dead: 1 });
+    x.answer(&ConnectionMetrics {
+        inbound: vec![InboundTraffic {
+            channel: "IB".into(),
+            read: 2,
+            errored: 1,
+            last_at: Some(5),
+        }],
+        destinations: vec![DestinationTraffic {
+            channel: "IB".into(),
+            destination: "OB1".into(),
+            queue_depth: 1,
+            written: 1,
+            dead: 0,
+            oldest_pending_at: None,
+            recent_done: 1,
+            last_done_at: Some(6),
+        }],
+    });
+    x.answer(&StorageStats {
+        messages: 1,
+        events: 3,
+        size_bytes: 900,
+        last_applied: 12,
     });
     let mut rows = BTreeMap::new();
     rows.insert(
@@ -335,6 +424,14 @@ fn examples_conform_to_their_schemas() {
     x.request(&FifoClaimRequest {
         owner: "w".into(),
         ttl_ms: 5,
+        lane_lease: None,
+        row_owner: None,
+    });
+    x.request(&FifoClaimRequest {
+        owner: "node-a".into(),
+        ttl_ms: 5,
+        lane_lease: Some(false),
+        row_owner: Some("node-a:1".into()),
     });
     for claim in [
         Ok(claimed(true)),
@@ -527,6 +624,47 @@ fn examples_conform_to_their_schemas() {
     x.answer(&NamespaceVersion {
         namespace: "n".into(),
         version: 3,
+        entries: None,
+    });
+    x.answer(&NamespaceVersion {
+        namespace: "n".into(),
+        version: 3,
+        entries: Some(vec![StateValue {
+            key: "k".into(),
+            message_id: MessageId(1),
+            namespace: "n".into(),
+            set_at: 2,
+            value: serde_json::json!({"anon": "A1"}),
+        }]),
+    });
+    x.answer(&NamespaceList {
+        namespaces: vec![NamespaceVersion {
+            namespace: "n".into(),
+            version: 3,
+            entries: None,
+        }],
+    });
+    x.answer(&ReferenceList {
+        sets: vec![
+            ReferenceSetInfo {
+                name: "providers".into(),
+                version: 2,
+                label: Some("v2".into()),
+                synced_at: 5,
+                row_count: 1,
+            },
+            ReferenceSetInfo {
+                name: "codes".into(),
+                version: 1,
+                label: None,
+                synced_at: 5,
+                row_count: 0,
+            },
+        ],
+    });
+    x.request(&ReferenceRequest {
+        version: ReferenceVersion::Label("v1".into()),
+        rows: BTreeMap::new(),
     });
     x.answer(&StateValue {
         key: "k".into(),
@@ -536,7 +674,7 @@ fn examples_conform_to_their_schemas() {
         value: json!({ "a": 1 }),
     });
     x.request(&ReferenceRequest {
-        version: 1,
+        version: ReferenceVersion::Number(1),
         rows: BTreeMap::from([("k".to_string(), "v".to_string())]),
     });
     x.answer(&ReferenceWritten {
@@ -552,7 +690,13 @@ fn examples_conform_to_their_schemas() {
     for kind in ["bodies", "dead_letters", "state"] {
         x.request(&PurgeRequest {
             kind: kind.into(),
-            older_than_ms: 5,
+            older_than_ms: Some(5),
+            older_than: None,
+        });
+        x.request(&PurgeRequest {
+            kind: kind.into(),
+            older_than_ms: None,
+            older_than: Some(200_000),
         });
     }
     x.answer(&Purged {

@@ -9,32 +9,117 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use raftlane_contract::{
-    ApprovalCreated, ApprovalDecided, ApprovalRequest, ApprovalView, DecideRequest,
-    NamespaceVersion, PurgeRequest, Purged, Reference, ReferenceRequest, ReferenceWritten, Revoked,
-    StateValue, TokenCreated, TokenInfo, TokenList, TokenRequest,
+    ApprovalCreated, ApprovalDecided, ApprovalRequest, ApprovalView, DecideRequest, NamespaceList,
+    NamespaceVersion, PurgeRequest, Purged, Reference, ReferenceList, ReferenceRequest,
+    ReferenceSetInfo, ReferenceVersion, ReferenceWritten, Revoked, StateValue, TokenCreated,
+    TokenInfo, TokenList, TokenRequest,
 };
 use raftlane_statemachine::model::principal::Role;
+use raftlane_statemachine::model::state::StateEntry;
 use raftlane_statemachine::wire::command::{
     CreateApproval, DecideApproval, PurgeDeadLetters, PurgeMessageBodies, PurgeState, PutPrincipal,
-    RevokePrincipal, WriteReferenceSnapshot,
+    RevokePrincipal, WriteReferenceSnapshot, WriteReferenceSnapshotText,
 };
 use raftlane_statemachine::{ApprovalId, Command, Outcome};
 use rand::RngCore;
+use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
+
+/// `?entries=true` on `GET /v1/state/{namespace}`.
+#[derive(Debug, Default, Deserialize)]
+pub struct NamespaceQuery {
+    #[serde(default)]
+    entries: bool,
+    consistency: Option<String>,
+}
 
 pub async fn namespace(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(ns): Path<String>,
-    Query(opts): Query<ReadOpts>,
+    Query(q): Query<NamespaceQuery>,
 ) -> ApiResult<Json<NamespaceVersion>> {
     caller.require(Permission::Read)?;
     check_name("namespace", &ns)?;
-    let version = read_state(&state, &opts, |r| r.namespace_version(&ns)).await?;
+    let opts = ReadOpts {
+        consistency: q.consistency,
+    };
+    if !q.entries {
+        let version = read_state(&state, &opts, |r| r.namespace_version(&ns)).await?;
+        return Ok(Json(NamespaceVersion {
+            namespace: ns,
+            version,
+            entries: None,
+        }));
+    }
+    // The version and the entries in one read, so the entries are exactly that version's.
+    prepare_read(&state, &opts).await?;
+    let (version, entries) = state
+        .writes
+        .read_covered(|r| Ok((r.namespace_version(&ns)?, r.state_entries(&ns)?)))?;
+    let entries = entries
+        .into_iter()
+        .map(|(key, e)| state_value(&ns, key, e))
+        .collect();
     Ok(Json(NamespaceVersion {
         namespace: ns,
         version,
+        entries: Some(entries),
+    }))
+}
+
+/// A state entry as served: its stored text as JSON (a string when it is not JSON).
+fn state_value(ns: &str, key: String, e: StateEntry) -> StateValue {
+    let value: Value = serde_json::from_str(&e.value).unwrap_or(Value::String(e.value));
+    StateValue {
+        key,
+        message_id: e.message_id,
+        namespace: ns.to_string(),
+        set_at: e.set_at,
+        value,
+    }
+}
+
+/// `GET /v1/state`: every namespace with its version.
+pub async fn namespaces(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Query(opts): Query<ReadOpts>,
+) -> ApiResult<Json<NamespaceList>> {
+    caller.require(Permission::Read)?;
+    let list = read_state(&state, &opts, |r| r.state_namespaces()).await?;
+    Ok(Json(NamespaceList {
+        namespaces: list
+            .into_iter()
+            .map(|n| NamespaceVersion {
+                namespace: n.namespace,
+                version: n.version,
+                entries: None,
+            })
+            .collect(),
+    }))
+}
+
+/// `GET /v1/reference`: every reference set's version, label, time and size, without rows.
+pub async fn references(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Query(opts): Query<ReadOpts>,
+) -> ApiResult<Json<ReferenceList>> {
+    caller.require(Permission::Read)?;
+    let sets = read_state(&state, &opts, |r| r.reference_sets()).await?;
+    Ok(Json(ReferenceList {
+        sets: sets
+            .into_iter()
+            .map(|s| ReferenceSetInfo {
+                name: s.name,
+                version: s.snapshot.version,
+                label: s.label,
+                synced_at: s.snapshot.synced_at,
+                row_count: s.snapshot.row_count,
+            })
+            .collect(),
     }))
 }
 
@@ -48,16 +133,7 @@ pub async fn state_entry(
     check_name("namespace", &ns)?;
     check_name("key", &key)?;
     match read_covered(&state, &opts, |r| r.state_entry(&ns, &key)).await? {
-        Some(e) => {
-            let value: Value = serde_json::from_str(&e.value).unwrap_or(Value::String(e.value));
-            Ok(Json(StateValue {
-                key,
-                message_id: e.message_id,
-                namespace: ns,
-                set_at: e.set_at,
-                value,
-            }))
-        }
+        Some(e) => Ok(Json(state_value(&ns, key, e))),
         None => Err(ApiError::not_found(format!("no state {ns}/{key}"))),
     }
 }
@@ -70,11 +146,23 @@ pub async fn put_reference(
 ) -> ApiResult<Json<ReferenceWritten>> {
     caller.require(Permission::Operate)?;
     check_name("name", &name)?;
-    let command = Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
-        name,
-        version: b.version,
-        rows: b.rows,
-    });
+    let command = match b.version {
+        ReferenceVersion::Number(version) => {
+            Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
+                name,
+                version,
+                rows: b.rows,
+            })
+        }
+        ReferenceVersion::Label(version) => {
+            check_name("version", &version)?;
+            Command::WriteReferenceSnapshotText(WriteReferenceSnapshotText {
+                name,
+                version,
+                rows: b.rows,
+            })
+        }
+    };
     match propose(&state, &caller, command).await? {
         (index, Outcome::Count(n)) => Ok(Json(ReferenceWritten {
             index,
@@ -92,8 +180,15 @@ pub async fn get_reference(
 ) -> ApiResult<Json<Reference>> {
     caller.require(Permission::Read)?;
     check_name("name", &name)?;
-    match read_covered(&state, &opts, |r| r.reference(&name)).await? {
-        Some(s) => Ok(Json(Reference::from(s))),
+    let (label, snapshot) = read_covered(&state, &opts, |r| {
+        Ok((r.reference_label(&name)?, r.reference(&name)?))
+    })
+    .await?;
+    match snapshot {
+        Some(s) => Ok(Json(Reference {
+            label,
+            ..Reference::from(s)
+        })),
         None => Err(ApiError::not_found(format!("no reference snapshot {name}"))),
     }
 }
@@ -106,7 +201,16 @@ pub async fn purge(
     caller.require(Permission::Operate)?;
     // `older_than_ms` is an age; the state machine takes the absolute cutoff, since `apply`
     // has no clock.
-    let older_than = caller.now_ms().saturating_sub(b.older_than_ms);
+    let older_than = match (b.older_than_ms, b.older_than) {
+        (Some(age), None) => caller.now_ms().saturating_sub(age),
+        (None, Some(cutoff)) => cutoff,
+        _ => {
+            return Err(ApiError::invalid(
+                "older_than_ms",
+                "give exactly one of older_than_ms (an age) and older_than (a cutoff)",
+            ))
+        }
+    };
     let command = match b.kind.as_str() {
         "bodies" => Command::PurgeMessageBodies(PurgeMessageBodies { older_than }),
         "dead_letters" => Command::PurgeDeadLetters(PurgeDeadLetters { older_than }),

@@ -58,6 +58,10 @@ pub struct AuditQuery {
     count: Option<u64>,
     head: Option<String>,
     consistency: Option<String>,
+    /// `search`: the rows of this actor.
+    actor: Option<String>,
+    /// `search`: only actions starting with this (absent: any).
+    action_prefix: Option<String>,
 }
 
 fn org(q: &AuditQuery) -> ApiResult<&str> {
@@ -95,6 +99,32 @@ pub async fn list(
     let limit = q.limit.unwrap_or(100).clamp(1, 1000);
     let rows = backend::read(state.backend.as_ref(), |r| {
         r.audit_list(&org, q.from.unwrap_or(0), limit)
+    })?;
+    let rows = rows
+        .into_iter()
+        .filter(|row| row.channel_id.as_deref().is_none_or(|c| caller.may_see(c)))
+        .map(AuditEntry::from)
+        .collect();
+    Ok(Json(AuditRows { org, rows }))
+}
+
+/// `GET /v1/audit/search`: an actor's rows, newest first, optionally only actions starting with
+/// `action_prefix` (docs/SPEC.md §14.5), read through the actor index.
+pub async fn search(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Query(q): Query<AuditQuery>,
+) -> ApiResult<Json<AuditRows>> {
+    let actor = q
+        .actor
+        .as_deref()
+        .ok_or_else(|| ApiError::invalid("actor", "a search names the actor"))?;
+    check_name("actor", actor)?;
+    let org = readable_org(&state, &caller, &q).await?;
+    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    let prefix = q.action_prefix.as_deref().unwrap_or("");
+    let rows = backend::read(state.backend.as_ref(), |r| {
+        r.audit_by_actor(&org, actor, prefix, limit)
     })?;
     let rows = rows
         .into_iter()

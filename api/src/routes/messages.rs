@@ -10,14 +10,15 @@ use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use raftlane_contract::{
-    DeadLetters, DeliveryBody, EnqueueRequest, Enqueued, MessageDetail, MessageList,
-    ReplayDeadRequest, Requeued, Stats,
+    ConnectionMetrics, Count, DeadLetterRow, DeadLetters, DeliveryBody, EnqueueRequest, Enqueued,
+    MessageDetail, MessageList, ReplayDeadRequest, Requeued, Stats, StorageStats, Viewed,
+    ViewedRequest,
 };
 use raftlane_statemachine::model::message::MessageStatus;
-use raftlane_statemachine::query::MessageFilter;
+use raftlane_statemachine::query::{DeadLetterFilter, MessageFilter};
 use raftlane_statemachine::wire::command::{
-    EnqueueIngress, EnqueueMessage, MessageFields, ReceivedStatus, RecordReceived, Replay,
-    ReplayDead,
+    EnqueueIngress, EnqueueMessage, MessageFields, ReceivedStatus, RecordReceived, RecordView,
+    Replay, ReplayDead,
 };
 use raftlane_statemachine::{Command, MessageId, Outcome};
 use serde::Deserialize;
@@ -174,22 +175,44 @@ fn enqueue_command(
     })
 }
 
+/// The filters of `GET /v1/messages` and `GET /v1/messages/count`.
 #[derive(Deserialize)]
 pub struct ListQuery {
     channel: Option<String>,
     status: Option<String>,
     message_type: Option<String>,
     control_id: Option<String>,
+    /// Comma-separated: only these channels (narrows the token's own scope, never widens it).
+    allowed_channels: Option<String>,
     limit: Option<usize>,
     offset: Option<usize>,
     consistency: Option<String>,
 }
 
-pub async fn list(
-    State(state): State<Arc<AppState>>,
-    caller: Caller,
-    Query(q): Query<ListQuery>,
-) -> ApiResult<Json<MessageList>> {
+/// The channels a read may cover: the caller's scope, narrowed by a comma-separated
+/// `allowed_channels` (an empty list allows none).
+fn allowed_channels(caller: &Caller, asked: Option<&str>) -> Option<Vec<String>> {
+    let asked: Option<Vec<String>> = asked.map(|list| {
+        list.split(',')
+            .filter(|c| !c.is_empty())
+            .map(str::to_string)
+            .collect()
+    });
+    match (caller.scope(), asked) {
+        (None, asked) => asked,
+        (Some(scope), None) => Some(scope),
+        (Some(scope), Some(asked)) => {
+            Some(asked.into_iter().filter(|c| scope.contains(c)).collect())
+        }
+    }
+}
+
+/// The message filter a list query names, after the caller's checks.
+async fn message_filter(
+    state: &AppState,
+    caller: &Caller,
+    q: ListQuery,
+) -> ApiResult<MessageFilter> {
     caller.require(Permission::Read)?;
     let status = match q.status.as_deref() {
         None => None,
@@ -202,23 +225,42 @@ pub async fn list(
         caller.require_channel(c)?;
     }
     prepare_read(
-        &state,
+        state,
         &ReadOpts {
             consistency: q.consistency,
         },
     )
     .await?;
-    let filter = MessageFilter {
+    Ok(MessageFilter {
         channel: q.channel,
         status,
         message_type: q.message_type,
         control_id: q.control_id,
-        allowed_channels: caller.scope(),
+        allowed_channels: allowed_channels(caller, q.allowed_channels.as_deref()),
         limit: q.limit.unwrap_or(50),
         offset: q.offset.unwrap_or(0),
-    };
+    })
+}
+
+pub async fn list(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Query(q): Query<ListQuery>,
+) -> ApiResult<Json<MessageList>> {
+    let filter = message_filter(&state, &caller, q).await?;
     let messages = state.writes.read_covered(|r| r.list_messages(&filter))?;
     Ok(Json(MessageList { messages }))
+}
+
+/// `GET /v1/messages/count`: the messages the list's filters pass (limit and offset ignored).
+pub async fn count(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Query(q): Query<ListQuery>,
+) -> ApiResult<Json<Count>> {
+    let filter = message_filter(&state, &caller, q).await?;
+    let count = backend::read(state.backend.as_ref(), |r| r.count_messages(&filter))?;
+    Ok(Json(Count { count }))
 }
 
 pub async fn get_one(
@@ -228,12 +270,37 @@ pub async fn get_one(
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<MessageDetail>> {
     caller.require(Permission::Read)?;
-    let id = parse_message_id(&id)?;
-    let view = read_covered(&state, &opts, |r| r.message(id)).await?;
+    // A message id, or the key a caller gave a re-ingested child (docs/SPEC.md §14.7).
+    let key = match id.parse::<u64>() {
+        Ok(n) => MessageKey::Id(MessageId(n)),
+        Err(_) => {
+            check_name("id", &id).map_err(|_| {
+                ApiError::invalid("id", "must be a message id (an integer) or a child key")
+            })?;
+            MessageKey::ChildKey(id.clone())
+        }
+    };
+    let view = read_covered(&state, &opts, |r| {
+        let found = match &key {
+            MessageKey::Id(id) => Some(*id),
+            MessageKey::ChildKey(k) => r.message_by_child_key(k)?,
+        };
+        match found {
+            Some(id) => r.message(id),
+            None => Ok(None),
+        }
+    })
+    .await?;
     match view {
         Some(v) if caller.may_see(&v.message.channel_id) => Ok(Json(MessageDetail::from(v))),
         _ => Err(ApiError::not_found(format!("message {id} not found"))),
     }
+}
+
+/// How `GET /v1/messages/{id}` names a message.
+enum MessageKey {
+    Id(MessageId),
+    ChildKey(String),
 }
 
 pub fn parse_message_id(s: &str) -> ApiResult<MessageId> {
@@ -265,12 +332,43 @@ pub async fn replay(
     }
 }
 
+/// The filters of `GET /v1/dead-letters` and `GET /v1/dead-letters/count`.
 #[derive(Deserialize)]
 pub struct DeadQuery {
     channel: Option<String>,
     destination: Option<String>,
+    /// Comma-separated: only these channels (narrows the token's scope).
+    allowed_channels: Option<String>,
     limit: Option<usize>,
+    offset: Option<usize>,
+    /// `newest_failed`: newest dead first (then row id, descending); absent: row-id order.
+    order: Option<String>,
     consistency: Option<String>,
+}
+
+async fn dead_filter(
+    state: &AppState,
+    caller: &Caller,
+    q: &DeadQuery,
+) -> ApiResult<DeadLetterFilter> {
+    caller.require(Permission::Read)?;
+    if let Some(c) = &q.channel {
+        caller.require_channel(c)?;
+    }
+    prepare_read(
+        state,
+        &ReadOpts {
+            consistency: q.consistency.clone(),
+        },
+    )
+    .await?;
+    Ok(DeadLetterFilter {
+        channel: q.channel.clone(),
+        destination: q.destination.clone(),
+        allowed_channels: allowed_channels(caller, q.allowed_channels.as_deref()),
+        limit: q.limit.unwrap_or(100).clamp(1, 1000),
+        offset: q.offset.unwrap_or(0),
+    })
 }
 
 pub async fn dead_letters(
@@ -278,27 +376,58 @@ pub async fn dead_letters(
     caller: Caller,
     Query(q): Query<DeadQuery>,
 ) -> ApiResult<Json<DeadLetters>> {
+    let filter = dead_filter(&state, &caller, &q).await?;
+    let rows = match q.order.as_deref() {
+        Some("newest_failed") => state
+            .writes
+            .read_covered(|r| r.dead_letters_newest(&filter))?,
+        None | Some("row_id") => state.writes.read_covered(|r| {
+            let rows = r.dead_letters_in_order(&filter)?;
+            Ok(rows)
+        })?,
+        Some(other) => {
+            return Err(ApiError::invalid(
+                "order",
+                format!("'{other}' is not row_id or newest_failed"),
+            ))
+        }
+    };
+    Ok(Json(DeadLetters {
+        dead_letters: rows.into_iter().map(DeadLetterRow::from).collect(),
+    }))
+}
+
+/// `GET /v1/dead-letters/count`: the dead outbound rows the filters pass.
+pub async fn dead_count(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Query(q): Query<DeadQuery>,
+) -> ApiResult<Json<Count>> {
+    let filter = dead_filter(&state, &caller, &q).await?;
+    let count = backend::read(state.backend.as_ref(), |r| r.count_dead_letters(&filter))?;
+    Ok(Json(Count { count }))
+}
+
+/// `POST /v1/messages/{id}/viewed`: the event `viewed` in the message's history, with the
+/// viewer as its detail (docs/SPEC.md §14.6).
+pub async fn viewed(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    RawBody(body): RawBody,
+) -> ApiResult<Json<Viewed>> {
     caller.require(Permission::Read)?;
-    if let Some(c) = &q.channel {
-        caller.require_channel(c)?;
+    let id = parse_message_id(&id)?;
+    let body: ViewedRequest = parse_json_or_default(&body)?;
+    if caller.channels.is_some() {
+        caller.require_channel(&message_channel(&state, id)?)?;
     }
-    prepare_read(
-        &state,
-        &ReadOpts {
-            consistency: q.consistency,
-        },
-    )
-    .await?;
-    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
-    let rows = state.writes.read_covered(|r| {
-        let rows = r.dead_letters(q.channel.as_deref(), q.destination.as_deref(), limit * 4)?;
-        Ok(rows
-            .into_iter()
-            .filter(|r| caller.may_see(&r.channel_id))
-            .take(limit)
-            .collect::<Vec<_>>())
-    })?;
-    Ok(Json(DeadLetters { dead_letters: rows }))
+    let command = Command::RecordView(RecordView {
+        message_id: id,
+        viewer: body.actor,
+    });
+    let (index, _) = propose(&state, &caller, command).await?;
+    Ok(Json(Viewed { index }))
 }
 
 pub async fn replay_dead(
@@ -324,14 +453,64 @@ pub async fn stats(
     caller: Caller,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<Stats>> {
-    caller.require(Permission::Read)?;
-    // The counts span every channel: a channel-scoped token would learn the other channels'
-    // volumes from them.
-    if caller.scope().is_some() {
-        return Err(ApiError::forbidden(
-            "the stats count every channel; a channel-scoped token cannot read them",
-        ));
-    }
+    require_all_channels(&caller)?;
     let stats = read_state(&state, &opts, |r| Ok(r.stats())).await?;
     Ok(Json(Stats::from(stats)))
+}
+
+/// Figures that span every channel: refused to a channel-scoped token, which would learn the
+/// other channels' volumes from them.
+fn require_all_channels(caller: &Caller) -> ApiResult<()> {
+    caller.require(Permission::Read)?;
+    if caller.scope().is_some() {
+        return Err(ApiError::forbidden(
+            "these figures count every channel; a channel-scoped token cannot read them",
+        ));
+    }
+    Ok(())
+}
+
+/// `GET /v1/stats/storage`: messages, events and the state's logical size. Scans the state.
+pub async fn storage(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Query(opts): Query<ReadOpts>,
+) -> ApiResult<Json<StorageStats>> {
+    require_all_channels(&caller)?;
+    let (sizes, stats) = read_state(&state, &opts, |r| Ok((r.storage_stats()?, r.stats()))).await?;
+    Ok(Json(StorageStats {
+        messages: stats.messages,
+        events: sizes.events,
+        size_bytes: sizes.bytes,
+        last_applied: stats.last_applied,
+    }))
+}
+
+#[derive(Deserialize)]
+pub struct TrafficQuery {
+    /// Count what happened at or after this time (ms); absent: everything.
+    since: Option<u64>,
+    /// `recent_done` counts rows done within this window before the request's time (ms);
+    /// absent: one minute.
+    rate_window_ms: Option<u64>,
+    consistency: Option<String>,
+}
+
+/// `GET /v1/metrics/connections`: per-channel inbound and per-destination outbound traffic.
+/// Scans every message and row.
+pub async fn connections(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Query(q): Query<TrafficQuery>,
+) -> ApiResult<Json<ConnectionMetrics>> {
+    require_all_channels(&caller)?;
+    let since = q.since.unwrap_or(0);
+    let rate_since = caller
+        .now_ms()
+        .saturating_sub(q.rate_window_ms.unwrap_or(60_000));
+    let opts = ReadOpts {
+        consistency: q.consistency,
+    };
+    let metrics = read_state(&state, &opts, |r| r.connection_metrics(since, rate_since)).await?;
+    Ok(Json(ConnectionMetrics::from(metrics)))
 }

@@ -6,6 +6,7 @@ pub mod cluster;
 pub mod config;
 pub mod keys;
 pub mod messages;
+pub mod recovery;
 pub mod sessions;
 pub mod users;
 pub mod work;

@@ -1,6 +1,6 @@
 //! Workers' routes: claims, lanes, leases and the fenced row actions.
 
-use super::{check_name, parse_stage, prepare_read, propose, unexpected, ReadOpts};
+use super::{check_name, parse_stage, prepare_read, propose, read_covered, unexpected, ReadOpts};
 use crate::app::{parse_json, parse_json_or_default, AppState, JsonBody, Path, Query, RawBody};
 use crate::auth::{Caller, Permission};
 use crate::backend;
@@ -11,12 +11,12 @@ use axum::Json;
 use raftlane_contract::{
     CancelRequest, Cancelled, ClaimNext, ClaimRequest, Claimed, DeliveryBody, FifoClaim,
     FifoClaimRequest, LaneStatus, ReleaseRequest, Released, RenewRequest, Renewed, RowAction,
-    RowActionResult, RowActionResults, RowAnswer,
+    RowActionResult, RowActionResults, RowAnswer, RowDetail,
 };
 use raftlane_statemachine::wire::command::{
-    CancelQueued, ClaimNextFifo, ClaimReady, CompleteWithResponse, DeadLetterNow, Delivery,
-    DoneThenClaimNext, HandlerWork, Handoff, IngressHandoff, MarkDone, MarkFailed, ReleaseLane,
-    RenewLeases, RouteHandoff, StateOp, TransformHandoff,
+    CancelQueued, ClaimFifoHead, ClaimNextFifo, ClaimReady, CompleteWithResponse, DeadLetterNow,
+    Delivery, DoneThenClaimNext, HandlerWork, Handoff, IngressHandoff, IngressHandoffKeyed,
+    MarkDone, MarkFailed, ReleaseLane, RenewLeases, RouteHandoff, StateOp, TransformHandoff,
 };
 use raftlane_statemachine::{checks, Command, Fence, Outcome, RowId};
 use serde::Deserialize;
@@ -34,6 +34,9 @@ pub async fn claim_fifo(
     check_name("name", &name)?;
     check_name("owner", &body.owner)?;
     checks::ttl("ttl_ms", body.ttl_ms)?;
+    if let Some(row_owner) = &body.row_owner {
+        check_name("row_owner", row_owner)?;
+    }
     if stage != raftlane_statemachine::row::Stage::Outbound {
         caller.require_channel(&name)?;
     } else if caller.channels.is_some() {
@@ -41,21 +44,61 @@ pub async fn claim_fifo(
             "channel-scoped tokens cannot claim a whole outbound lane",
         ));
     }
-    if let Some(empty) = state
-        .writes
-        .idle_fifo_answer(stage, &name, &body.owner, caller.now_ms())
-        .await?
-    {
-        return Ok(Json(FifoClaim::from(Err(empty))));
-    }
-    let command = Command::ClaimNextFifo(ClaimNextFifo {
-        stage,
-        lane: name,
-        owner: body.owner,
-        ttl_ms: body.ttl_ms,
-    });
+    // The row's claim owner and the lane lease's holder named apart, or no lane lease at all
+    // (docs/SPEC.md §14.1); otherwise one owner for both (§4.3).
+    let split = body.row_owner.is_some() || body.lane_lease == Some(false);
+    let command = if split {
+        let lane_owner = (body.lane_lease != Some(false)).then(|| body.owner.clone());
+        Command::ClaimFifoHead(ClaimFifoHead {
+            stage,
+            lane: name,
+            owner: body.row_owner.unwrap_or(body.owner),
+            lane_owner,
+            ttl_ms: body.ttl_ms,
+        })
+    } else {
+        // The idle shortcut reads the lane at the proposer's clamped clock, which a test
+        // client's exact time (docs/SPEC.md §2.1) is not: in that mode every claim is proposed.
+        if caller.client_time.is_none() {
+            if let Some(empty) = state
+                .writes
+                .idle_fifo_answer(stage, &name, &body.owner, caller.now_ms())
+                .await?
+            {
+                return Ok(Json(FifoClaim::from(Err(empty))));
+            }
+        }
+        Command::ClaimNextFifo(ClaimNextFifo {
+            stage,
+            lane: name,
+            owner: body.owner,
+            ttl_ms: body.ttl_ms,
+        })
+    };
     let (_, first) = propose(&state, &caller, command.clone()).await?;
     Ok(Json(fifo_answer(&state, &caller, first, command).await?))
+}
+
+/// `GET /v1/rows/{id}`: one work row as it is now, payload decrypted; 404 for a row never made
+/// or consumed by a handoff. Scoped callers see the rows of their channels.
+pub async fn get_row(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(id): Path<String>,
+    Query(opts): Query<ReadOpts>,
+) -> ApiResult<Json<RowDetail>> {
+    caller.require(Permission::Read)?;
+    let id = parse_row_id(&id)?;
+    match read_covered(&state, &opts, |r| r.row(id)).await? {
+        Some(row) if caller.may_see(&row.channel_id) => Ok(Json(RowDetail { row })),
+        _ => Err(ApiError::not_found(format!("row {} not found", id.0))),
+    }
+}
+
+fn parse_row_id(s: &str) -> ApiResult<RowId> {
+    s.parse::<u64>()
+        .map(RowId)
+        .map_err(|_| ApiError::invalid("id", "must be a row id (an integer)"))
 }
 
 /// The answer of a FIFO claim whose proposal answered `outcome`, its head opened by the write
@@ -561,12 +604,44 @@ async fn row_command(
         }),
         RowAction::Reingress(b) => {
             check_name("loopback_channel", &b.loopback_channel)?;
-            Command::IngressHandoff(IngressHandoff {
-                row_id,
-                fence: b.fence,
-                loopback_channel: b.loopback_channel,
-                depth_cap: policy::depth_cap(b.depth_cap),
-            })
+            match b.child_key {
+                // The caller names and describes the child (docs/SPEC.md §14.7).
+                Some(child_key) => {
+                    check_name("child_key", &child_key)?;
+                    Command::IngressHandoffKeyed(IngressHandoffKeyed {
+                        row_id,
+                        fence: b.fence,
+                        loopback_channel: b.loopback_channel,
+                        depth_cap: policy::depth_cap(b.depth_cap),
+                        child_key,
+                        control_id: b.control_id,
+                        message_type: b.message_type,
+                        summary: b.summary,
+                        peek_failed: b.peek_failed.unwrap_or(false),
+                    })
+                }
+                None => {
+                    for (field, given) in [
+                        ("control_id", b.control_id.is_some()),
+                        ("message_type", b.message_type.is_some()),
+                        ("summary", b.summary.is_some()),
+                        ("peek_failed", b.peek_failed.is_some()),
+                    ] {
+                        if given {
+                            return Err(ApiError::invalid(
+                                field,
+                                "describes a caller-named child: only with child_key",
+                            ));
+                        }
+                    }
+                    Command::IngressHandoff(IngressHandoff {
+                        row_id,
+                        fence: b.fence,
+                        loopback_channel: b.loopback_channel,
+                        depth_cap: policy::depth_cap(b.depth_cap),
+                    })
+                }
+            }
         }
     };
     Ok(RowCommand::Plain(command))

@@ -147,6 +147,8 @@ impl Covered for Command {
             | Command::RecoverInflightOnPromotion(_)
             | Command::CreateApprovalAs(_)
             | Command::DecideApprovalAs(_) => Ok(()),
+            // Test mode's exact time: the wrapped command says what it carries.
+            Command::AtClientTime(at) => at.command.each_covered(f),
         }
     }
 }
@@ -219,6 +221,34 @@ impl Covered for ReferenceSnapshot {
         f: &mut impl FnMut(&mut String) -> Result<(), E>,
     ) -> Result<(), E> {
         self.rows.values_mut().try_for_each(f)
+    }
+}
+
+impl Covered for raftlane_statemachine::query::DeadLetter {
+    fn each_covered<E>(
+        &mut self,
+        f: &mut impl FnMut(&mut String) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.row.each_covered(f)
+    }
+}
+
+impl Covered for raftlane_statemachine::query::ReferenceSet {
+    fn each_covered<E>(
+        &mut self,
+        f: &mut impl FnMut(&mut String) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.snapshot.each_covered(f)
+    }
+}
+
+/// A keyed value (a state entry under its key): the key is a name, never covered.
+impl<K, T: Covered> Covered for (K, T) {
+    fn each_covered<E>(
+        &mut self,
+        f: &mut impl FnMut(&mut String) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.1.each_covered(f)
     }
 }
 

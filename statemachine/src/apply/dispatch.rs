@@ -63,5 +63,6 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::RecoverInflightOnPromotion(c) => c.apply(cx),
         Command::CreateApprovalAs(c) => c.apply(cx),
         Command::DecideApprovalAs(c) => c.apply(cx),
+        Command::AtClientTime(c) => c.apply(cx),
     }
 }

@@ -16,6 +16,7 @@ pub(crate) mod approval;
 pub(crate) mod audit;
 pub(crate) mod batch;
 pub(crate) mod claim;
+mod client_clock;
 pub(crate) mod complete;
 pub(crate) mod config;
 mod context;
@@ -54,8 +55,9 @@ pub(crate) fn entry<'s>(
     }
 }
 
-/// Apply one command under operation id `op`: time is clamped first; a rejection rolls back
-/// everything it wrote.
+/// Apply one command under operation id `op`: its time is fixed first (the proposer's clock
+/// clamped monotonic, or a test client's exact time: [`client_clock::time_of`]); a rejection
+/// rolls back everything it wrote.
 pub(crate) fn command<'s>(
     txn: &mut Txn<'s, dyn Store + 's>,
     meta: &mut MetaState,
@@ -64,15 +66,14 @@ pub(crate) fn command<'s>(
 ) -> Result<Response, StoreError> {
     let saved_meta = meta.clone();
     let cp = txn.checkpoint();
-    meta.clock = meta.clock.max(envelope.now_ms);
-    let t = meta.clock;
+    let (t, command) = client_clock::time_of(meta, envelope);
     let result = {
         let mut cx = Ctx {
             db: Db { txn, meta, t },
             index: op,
             actor: &envelope.actor,
         };
-        dispatch::dispatch(&mut cx, &envelope.command)
+        dispatch::dispatch(&mut cx, command)
     };
     match result {
         Ok(outcome) => {

@@ -2,6 +2,7 @@
 //! consistency (linearizable or stale, §10.4) and channel scope (§9.4); this module only reads.
 
 pub mod audit;
+pub mod dashboard;
 
 use crate::model::approval::{Approval, ApprovalStatus};
 use crate::model::audit::{AuditHead, AuditRow};
@@ -308,20 +309,51 @@ impl<'a> Reader<'a> {
             .skip(filter.offset)
             .take(filter.limit.clamp(1, 1000))
         {
-            let Some(row) = rows::get(&self.txn, id)? else {
-                continue;
-            };
-            let message = messages::get(&self.txn, row.message_id)?;
-            let m = message.as_ref();
-            out.push(DeadLetter {
-                control_id: m.and_then(|m| m.control_id.clone()),
-                message_type: m.and_then(|m| m.message_type.clone()),
-                received_at: m.map_or(0, |m| m.received_at),
-                summary: m.and_then(|m| m.summary.clone()),
-                row,
-            });
+            if let Some(row) = rows::get(&self.txn, id)? {
+                out.push(self.dead_letter(row)?);
+            }
         }
         Ok(out)
+    }
+
+    /// Dead `outbound` rows passing `filter` in row-id order (the order they were made), from
+    /// `offset`, at most `limit` (1–1000), each with its message's identifying fields.
+    pub fn dead_letters_in_order(
+        &self,
+        filter: &DeadLetterFilter,
+    ) -> Result<Vec<DeadLetter>, StoreError> {
+        let mut out = Vec::new();
+        let mut skipped = 0usize;
+        for id in rows::dead(&self.txn, Stage::Outbound)? {
+            let Some(row) = rows::get(&self.txn, id?)? else {
+                continue;
+            };
+            if !filter.matches(&row) {
+                continue;
+            }
+            if skipped < filter.offset {
+                skipped += 1;
+                continue;
+            }
+            out.push(self.dead_letter(row)?);
+            if out.len() >= filter.limit.clamp(1, 1000) {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// A dead row with its message's identifying fields.
+    fn dead_letter(&self, row: WorkRow) -> Result<DeadLetter, StoreError> {
+        let message = messages::get(&self.txn, row.message_id)?;
+        let m = message.as_ref();
+        Ok(DeadLetter {
+            control_id: m.and_then(|m| m.control_id.clone()),
+            message_type: m.and_then(|m| m.message_type.clone()),
+            received_at: m.map_or(0, |m| m.received_at),
+            summary: m.and_then(|m| m.summary.clone()),
+            row,
+        })
     }
 
     pub fn lane(&self, stage: Stage, name: &str) -> Result<LaneView, StoreError> {
@@ -566,6 +598,22 @@ impl<'a> Reader<'a> {
             });
         }
         Ok(out)
+    }
+
+    /// The connections dashboard: messages received per channel since `since`, and per
+    /// (channel, destination) the outbound queue now and what finished since `since` (done
+    /// rows also since `rate_since`). Scans every message and row ([`dashboard`]).
+    pub fn connection_metrics(
+        &self,
+        since: Millis,
+        rate_since: Millis,
+    ) -> Result<dashboard::ConnectionMetrics, StoreError> {
+        dashboard::connection_metrics(&self.txn, since, rate_since)
+    }
+
+    /// The number of events and the logical size of the state. Scans every table.
+    pub fn storage_stats(&self) -> Result<dashboard::StorageStats, StoreError> {
+        dashboard::storage_stats(&self.txn)
     }
 
     pub fn principal_by_token_hash(&self, hash: &str) -> Result<Option<Principal>, StoreError> {

@@ -125,6 +125,8 @@ pub enum Command {
     RecoverInflightOnPromotion(RecoverInflightOnPromotion),
     CreateApprovalAs(CreateApprovalAs),
     DecideApprovalAs(DecideApprovalAs),
+    // --- test mode (docs/SPEC.md §2.1) ---
+    AtClientTime(AtClientTime),
 }
 
 impl Command {
@@ -188,6 +190,7 @@ impl Command {
             Command::RecoverInflightOnPromotion(_) => "recover_inflight_on_promotion",
             Command::CreateApprovalAs(_) => "create_approval_as",
             Command::DecideApprovalAs(_) => "decide_approval_as",
+            Command::AtClientTime(_) => "at_client_time",
         }
     }
 }
@@ -829,6 +832,19 @@ pub struct DecideApprovalAs {
     pub status: ApprovalStatus,
     pub approver: Option<String>,
     pub decided_at: Millis,
+}
+
+// --- test mode ---
+
+/// `command` applied at exactly `now_ms`, the time a test client named, instead of at the
+/// envelope's clamped clock (docs/SPEC.md §2.1). Only a node started with
+/// `--test-client-clock` proposes it: messagefoundry's store suite moves its clock backwards
+/// between calls (a login "at 20 s" after a user created "at 1000 s") and checks the times it
+/// named, which no monotonic clock can give. It does not move the machine's clock.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AtClientTime {
+    pub now_ms: Millis,
+    pub command: Box<Command>,
 }
 
 #[cfg(test)]

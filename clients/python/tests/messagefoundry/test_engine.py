@@ -27,7 +27,6 @@ from messagefoundry.config.wiring import (
 )
 from messagefoundry.pipeline.engine import Engine
 
-from raftlane.errors import NotFoundError
 from raftlane.messagefoundry import RaftlaneStore
 from raftlane.testing import ClusterHandle, empty_cluster
 
@@ -66,13 +65,6 @@ def _registry(inbox: Path, outbox: Path) -> Registry:
 
 
 @pytest.mark.cluster
-@pytest.mark.xfail(
-    strict=True,
-    raises=NotFoundError,
-    reason="Engine.start() needs POST /v1/leases/reset (reset_stale_inflight) and "
-    "POST /v1/dead-letters/sweep (dead_letter_missing_destinations/_handlers), "
-    "not served yet (clients/python/README.md)",
-)
 async def test_engine_delivers_one_message_end_to_end(
     own_cluster: ClusterHandle, tmp_path: Path
 ) -> None:

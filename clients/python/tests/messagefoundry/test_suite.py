@@ -83,10 +83,5 @@ def test_no_expected_pass_regresses(result: harness.Result) -> None:
 
 
 @pytest.mark.cluster
-@pytest.mark.xfail(
-    strict=True,
-    reason="switched on once the server pieces land (client clock, the routes of "
-    "clients/python/README.md): all 47 runnable tests pass; when this XPASSes, drop the marker",
-)
 def test_all_runnable_pass(result: harness.Result) -> None:
     assert len(result.passed) == RUNNABLE, result.headline()

@@ -53,7 +53,6 @@ from messagefoundry.store.store import (
 
 from ..client import Client, segment
 from ..errors import (
-    BadRequestError,
     ConflictError,
     NotFoundError,
     RaftlaneError,
@@ -86,6 +85,13 @@ TOUCH_COALESCE_S = 60.0
 
 #: The message raftlane's router answers an unknown path with (``404 not_found``).
 _NO_SUCH_ROUTE = "no such route"
+
+
+def _reference_version(entry: Mapping[str, Any]) -> str:
+    """A reference set's version as the engine names it: the writer's text label, else the
+    number (docs/SPEC.md §14.8)."""
+    label = entry.get("label")
+    return str(label) if label is not None else str(entry["version"])
 
 
 def _ms(seconds: float) -> int:
@@ -150,8 +156,6 @@ class RaftlaneStore:
         self._reference_cache: dict[str, dict[str, Any]] = {}
         self._reference_versions: dict[str, str] = {}
         self._touched: dict[str, float] = {}
-        #: Whether the FIFO claim route takes ``lane_lease``/``row_owner`` (None: not known yet).
-        self._fifo_members: bool | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -522,13 +526,13 @@ class RaftlaneStore:
         refreshed = []
         for entry in listing.get("sets", []):
             name = entry["name"]
-            version = str(entry["version"])
+            version = _reference_version(entry)
             if self._reference_versions.get(name) == version:
                 continue
             snap = await self._get(f"/v1/reference/{segment(name)}")
             rows = snap.get("rows") or {}
             self._reference_cache[name] = {k: json.loads(v) for k, v in rows.items()}
-            self._reference_versions[name] = str(snap.get("version", version))
+            self._reference_versions[name] = _reference_version(snap)
             refreshed.append(name)
         return refreshed
 
@@ -588,35 +592,16 @@ class RaftlaneStore:
         owner: str | None = None,
     ) -> OutboxItem | None:
         """The lane's head, claimed for this handle's ``_owner``. With ``owner`` (the engine's node
-        id when clustered) the lane lease is ``owner``'s; without, no lane lease is taken.
-
-        The two body members this needs (``lane_lease``, ``row_owner``) are proposed: until the
-        server knows them it answers ``400`` naming the member, and the store then claims with
-        today's body (the lane lease held by ``owner``, or by ``_owner`` when ``owner`` is None),
-        the single-owner behaviour docs/MESSAGEFOUNDRY.md describes for today. A ``400`` changes
-        nothing, so sending again is safe."""
+        id when clustered) the lane lease is ``owner``'s; without, no lane lease is taken
+        (docs/SPEC.md §14.1)."""
         path = f"/v1/lanes/{segment(stage)}/{segment(name)}/claim"
         lane_owner = owner if owner is not None else self._owner
         body: dict[str, Any] = {"owner": lane_owner, "ttl_ms": self._ttl_ms}
-        extra: dict[str, Any] = {}
         if owner is None:
-            extra["lane_lease"] = False
+            body["lane_lease"] = False
         elif owner != self._owner:
-            extra["row_owner"] = self._owner
-        answer: dict[str, Any] | None = None
-        if extra and self._fifo_members is not False:
-            try:
-                answer = await self._post(path, {**body, **extra}, now=now)
-                self._fifo_members = True
-            except BadRequestError as e:
-                if e.field not in extra:
-                    raise
-                self._fifo_members = False
-                log.warning(
-                    "raftlane's FIFO claim does not take %r yet: claiming without it", e.field
-                )
-        if answer is None:
-            answer = await self._post(path, body, now=now)
+            body["row_owner"] = self._owner
+        answer = await self._post(path, body, now=now)
         item = answer.get("item")
         return self._item(item) if isinstance(item, dict) else None
 
@@ -1032,11 +1017,8 @@ class RaftlaneStore:
         """Nothing to do: each node's RocksDB compacts on its own."""
 
     async def db_status(self) -> DbStatus:
-        stats = await self._get("/v1/stats")
+        stats = await self._get("/v1/stats/storage")
         anchor = await self._client.audit_anchor(AUDIT_ORG)
-        missing = [k for k in ("events", "size_bytes") if k not in stats]
-        if missing:
-            raise RaftlaneError(f"GET /v1/stats does not answer {', '.join(missing)} yet")
         return DbStatus(
             path=self.path,
             size_bytes=int(stats["size_bytes"]),

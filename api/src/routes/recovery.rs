@@ -1,0 +1,118 @@
+//! Taking work back and sweeping what the engine no longer knows: `POST /v1/leases/reclaim`,
+//! `reset`, `recover` and `POST /v1/dead-letters/sweep` (docs/SPEC.md §4.5, §14.2, §14.3,
+//! §14.9). Each spans every channel, so a channel-scoped token may call none of them.
+
+use super::{check_name, parse_stage, propose, unexpected};
+use crate::app::{parse_json_or_default, AppState, JsonBody, RawBody};
+use crate::auth::{Caller, Permission};
+use crate::error::{ApiError, ApiResult};
+use axum::extract::State;
+use axum::Json;
+use raftlane_contract::{
+    Reclaimed, RecoverRequest, Recovered, ResetRows, StageScope, SweepRequest, Swept,
+};
+use raftlane_statemachine::row::Stage;
+use raftlane_statemachine::wire::command::{
+    DeadLetterMissingDestinations, DeadLetterMissingHandlers, ReclaimExpired,
+    RecoverInflightOnPromotion, ResetStaleInflight,
+};
+use raftlane_statemachine::{Command, Outcome};
+use std::sync::Arc;
+
+/// The caller may take back or sweep rows of every channel.
+fn require_unscoped(caller: &Caller, permission: Permission) -> ApiResult<()> {
+    caller.require(permission)?;
+    if caller.channels.is_some() {
+        return Err(ApiError::forbidden(
+            "this spans every channel; a channel-scoped token cannot call it",
+        ));
+    }
+    Ok(())
+}
+
+/// A body of `{stage?}` (an empty body: every stage).
+fn stage_scope(body: &[u8]) -> ApiResult<Option<Stage>> {
+    let scope: StageScope = parse_json_or_default(body)?;
+    scope.stage.as_deref().map(parse_stage).transpose()
+}
+
+/// Propose `command` and read its `Count`.
+async fn count(state: &AppState, caller: &Caller, command: Command) -> ApiResult<(u64, u64)> {
+    match propose(state, caller, command).await? {
+        (index, Outcome::Count(n)) => Ok((index, n)),
+        (_, other) => Err(unexpected(other)),
+    }
+}
+
+pub async fn reclaim(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    RawBody(body): RawBody,
+) -> ApiResult<Json<Reclaimed>> {
+    require_unscoped(&caller, Permission::Work)?;
+    let stage = stage_scope(&body)?;
+    let (index, reclaimed) = count(
+        &state,
+        &caller,
+        Command::ReclaimExpired(ReclaimExpired { stage }),
+    )
+    .await?;
+    Ok(Json(Reclaimed { index, reclaimed }))
+}
+
+pub async fn reset(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    RawBody(body): RawBody,
+) -> ApiResult<Json<ResetRows>> {
+    require_unscoped(&caller, Permission::Work)?;
+    let stage = stage_scope(&body)?;
+    let command = Command::ResetStaleInflight(ResetStaleInflight { stage });
+    let (index, reset) = count(&state, &caller, command).await?;
+    Ok(Json(ResetRows { index, reset }))
+}
+
+pub async fn recover(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    JsonBody(b): JsonBody<RecoverRequest>,
+) -> ApiResult<Json<Recovered>> {
+    require_unscoped(&caller, Permission::Work)?;
+    check_name("owner", &b.owner)?;
+    if let Some(lane_owner) = &b.lane_owner {
+        check_name("lane_owner", lane_owner)?;
+    }
+    let command = Command::RecoverInflightOnPromotion(RecoverInflightOnPromotion {
+        owner: b.owner,
+        lane_owner: b.lane_owner,
+    });
+    let (index, recovered) = count(&state, &caller, command).await?;
+    Ok(Json(Recovered { index, recovered }))
+}
+
+pub async fn sweep(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    JsonBody(b): JsonBody<SweepRequest>,
+) -> ApiResult<Json<Swept>> {
+    require_unscoped(&caller, Permission::Operate)?;
+    let command = match parse_stage(&b.stage)? {
+        Stage::Outbound => Command::DeadLetterMissingDestinations(DeadLetterMissingDestinations {
+            destinations: b.keep,
+        }),
+        Stage::Routed => {
+            Command::DeadLetterMissingHandlers(DeadLetterMissingHandlers { handlers: b.keep })
+        }
+        other => {
+            return Err(ApiError::invalid(
+                "stage",
+                format!(
+                    "'{}' has no registry to sweep by: outbound or routed",
+                    other.as_str()
+                ),
+            ))
+        }
+    };
+    let (index, dead) = count(&state, &caller, command).await?;
+    Ok(Json(Swept { index, dead }))
+}
