@@ -1,10 +1,9 @@
 """RaftlaneStore against a scripted transport: the edge translations (ids, times, the client-time
-header, fences) and the README's list of proposed routes. No cluster needed."""
+header, fences). No cluster needed."""
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,10 +14,9 @@ import pytest
 pytest.importorskip("messagefoundry")
 
 from raftlane import Client
-from raftlane.errors import NotFoundError
+from raftlane.errors import BadRequestError, NotFoundError
 from raftlane.messagefoundry import (
     CLIENT_TIME_HEADER,
-    PROPOSED_ROUTES,
     RaftlaneStore,
 )
 
@@ -90,26 +88,30 @@ async def test_no_header_without_now() -> None:
     await store.close()
 
 
-async def test_fifo_claim_sends_the_proposed_members_until_the_server_refuses_them() -> None:
+async def test_fifo_claim_without_an_owner_takes_no_lane_lease() -> None:
     bodies: list[dict[str, Any]] = []
 
     def handler(req: httpx.Request) -> httpx.Response:
-        body = json.loads(req.content)
-        bodies.append(body)
-        if "lane_lease" in body:
-            err = {"code": "invalid", "message": "unknown field", "field": "lane_lease"}
-            return httpx.Response(400, json={"error": err})
+        bodies.append(json.loads(req.content))
         return httpx.Response(200, json={"item": _claimed(7, 50)})
 
     store = _store(handler)
     item = await store.claim_next_fifo("OB1", now=1.0)
     assert item is not None and item.id == "7"
     assert await store.claim_next_fifo("OB1", now=2.0) is not None
-    assert bodies == [
-        {"owner": "me", "ttl_ms": 30_000, "lane_lease": False},
-        {"owner": "me", "ttl_ms": 30_000},
-        {"owner": "me", "ttl_ms": 30_000},  # remembered: not sent again
-    ]
+    assert bodies == [{"owner": "me", "ttl_ms": 30_000, "lane_lease": False}] * 2
+    await store.close()
+
+
+async def test_a_refused_fifo_claim_raises_naming_the_member() -> None:
+    def handler(req: httpx.Request) -> httpx.Response:
+        err = {"code": "invalid", "message": "unknown field", "field": "lane_lease"}
+        return httpx.Response(400, json={"error": err})
+
+    store = _store(handler)
+    with pytest.raises(BadRequestError) as refused:
+        await store.claim_next_fifo("OB1", now=1.0)
+    assert refused.value.field == "lane_lease"
     await store.close()
 
 
@@ -160,13 +162,3 @@ async def test_row_lease_and_lane_lease_in_seconds() -> None:
     }
     assert await store.lane_lease("outbound:OB1") == {"owner": "A", "lease_expires_at": 260.5}
     await store.close()
-
-
-def test_readme_lists_every_proposed_route() -> None:
-    text = README.read_text()
-    section = text.split("## Routes the store needs that the server does not serve yet", 1)
-    assert len(section) == 2, "README.md has no section listing the proposed routes"
-    body = section[1].split("\n## ", 1)[0]
-    listed = set(re.findall(r"`(GET|POST|PUT|DELETE) (/[^`\s]*)", body))
-    wanted = {(r.method, r.path) for r in PROPOSED_ROUTES}
-    assert wanted <= listed, f"not in README.md: {sorted(wanted - listed)}"

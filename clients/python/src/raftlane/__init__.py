@@ -28,6 +28,7 @@ from .errors import (
 )
 from .types import (
     ClaimedRow,
+    DeadLetterRow,
     Delivery,
     FifoClaim,
     Handler,
@@ -47,6 +48,7 @@ __all__ = [
     "ClaimedRow",
     "Client",
     "ConflictError",
+    "DeadLetterRow",
     "DecodeError",
     "Delivery",
     "FifoClaim",

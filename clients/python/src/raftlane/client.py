@@ -46,6 +46,7 @@ from .types import (
     ClusterStatus,
     ConfigVersion,
     ConfigWritten,
+    DeadLetterRow,
     DeadLetters,
     Delivery,
     DoneNext,
@@ -80,7 +81,6 @@ from .types import (
     Stats,
     TokenCreated,
     TokenList,
-    WorkRow,
     decode,
 )
 
@@ -612,14 +612,21 @@ class Client:
         *,
         channel: str | None = None,
         destination: str | None = None,
+        allowed_channels: Sequence[str] | None = None,
         limit: int | None = None,
+        offset: int | None = None,
+        newest_failed: bool = False,
         consistency: str | None = None,
-    ) -> list[WorkRow]:
-        """Dead outbound rows, in row-id order."""
+    ) -> list[DeadLetterRow]:
+        """Dead outbound rows with their messages' fields, in row-id order (``newest_failed``:
+        the most recently dead first)."""
         params = {
             "channel": channel,
             "destination": destination,
+            "allowed_channels": None if allowed_channels is None else ",".join(allowed_channels),
             "limit": limit,
+            "offset": offset,
+            "order": "newest_failed" if newest_failed else None,
             "consistency": consistency,
         }
         return (
@@ -642,7 +649,71 @@ class Client:
     async def stats(self, *, consistency: str | None = None) -> Stats:
         return await self._call(Stats, "GET", "/v1/stats", params={"consistency": consistency})
 
+    @_route("get", "/v1/messages/count")
+    async def count_messages(self, **filters: Any) -> int:
+        """Messages passing the list's filters (``channel``, ``status``, ``message_type``,
+        ``control_id``, ``allowed_channels`` comma-separated)."""
+        answer = await self.request("GET", "/v1/messages/count", params=_drop_none(filters))
+        return int(answer["count"])
+
+    @_route("get", "/v1/dead-letters/count")
+    async def count_dead_letters(self, **filters: Any) -> int:
+        """Dead outbound rows passing ``channel``, ``destination``, ``allowed_channels``."""
+        answer = await self.request("GET", "/v1/dead-letters/count", params=_drop_none(filters))
+        return int(answer["count"])
+
+    @_route("post", "/v1/messages/{id}/viewed", body=("actor",))
+    async def record_view(self, message_id: int | str, *, actor: str | None = None) -> Any:
+        """Append the event ``viewed`` (detail: ``actor``) to a message's history."""
+        return await self.request(
+            "POST", f"/v1/messages/{segment(message_id)}/viewed", json=_drop_none({"actor": actor})
+        )
+
+    @_route("get", "/v1/stats/storage")
+    async def storage_stats(self) -> Any:
+        """``{messages, events, size_bytes, last_applied}`` (scans the state)."""
+        return await self.request("GET", "/v1/stats/storage")
+
+    @_route("get", "/v1/metrics/connections")
+    async def connection_metrics(self, *, since: int = 0, rate_window_ms: int = 60_000) -> Any:
+        """Inbound traffic per channel and outbound per destination (scans the state)."""
+        return await self.request(
+            "GET",
+            "/v1/metrics/connections",
+            params={"since": since, "rate_window_ms": rate_window_ms},
+        )
+
     # --- work -------------------------------------------------------------------------------
+
+    @_route("get", "/v1/rows/{id}")
+    async def row(self, row_id: int) -> Any:
+        """A work row as it is now: ``{row: {...}}``."""
+        return await self.request("GET", f"/v1/rows/{segment(row_id)}")
+
+    @_route("post", "/v1/leases/reclaim", body=("stage",))
+    async def reclaim_expired(self, *, stage: Stage | str | None = None) -> int:
+        """In-flight rows whose lease expired back to pending; answers how many."""
+        body = {} if stage is None else {"stage": _stage(stage)}
+        return int((await self.request("POST", "/v1/leases/reclaim", json=body))["reclaimed"])
+
+    @_route("post", "/v1/leases/reset", body=("stage",))
+    async def reset_inflight(self, *, stage: Stage | str | None = None) -> int:
+        """Every in-flight row back to pending, whatever its lease (single-process start-up)."""
+        body = {} if stage is None else {"stage": _stage(stage)}
+        return int((await self.request("POST", "/v1/leases/reset", json=body))["reset"])
+
+    @_route("post", "/v1/leases/recover", body=("owner", "lane_owner"))
+    async def recover_inflight(self, owner: str, *, lane_owner: str | None = None) -> int:
+        """Other owners' in-flight rows and lane leases taken back by a new leader."""
+        body = _drop_none({"owner": owner, "lane_owner": lane_owner})
+        return int((await self.request("POST", "/v1/leases/recover", json=body))["recovered"])
+
+    @_route("post", "/v1/dead-letters/sweep", body=("stage", "keep"))
+    async def sweep_dead_letters(self, stage: Stage | str, keep: Sequence[str]) -> int:
+        """Dead-letter live rows of ``stage`` (``outbound`` or ``routed``) whose destination or
+        handler is not in ``keep``; answers how many."""
+        body = {"stage": _stage(stage), "keep": list(keep)}
+        return int((await self.request("POST", "/v1/dead-letters/sweep", json=body))["dead"])
 
     @_route("get", "/v1/lanes/{stage}/{name}", answer=LaneView)
     async def lane(
@@ -656,16 +727,35 @@ class Client:
             params={"consistency": consistency},
         )
 
-    @_route("post", "/v1/lanes/{stage}/{name}/claim", body=("owner", "ttl_ms"), answer=FifoClaim)
+    @_route(
+        "post",
+        "/v1/lanes/{stage}/{name}/claim",
+        body=("owner", "ttl_ms", "lane_lease", "row_owner"),
+        answer=FifoClaim,
+    )
     async def claim_fifo(
-        self, stage: Stage | str, name: str, *, owner: str, ttl_ms: int
+        self,
+        stage: Stage | str,
+        name: str,
+        *,
+        owner: str,
+        ttl_ms: int,
+        lane_lease: bool = True,
+        row_owner: str | None = None,
     ) -> FifoClaim:
-        """Claim the lane's head under a lane lease for ``owner`` (strict FIFO)."""
+        """Claim the lane's head under a lane lease for ``owner`` (strict FIFO). With
+        ``row_owner`` the row's claim is recorded for it while ``owner`` holds the lane; with
+        ``lane_lease=False`` no lane lease is taken (the single-process engine's claim)."""
+        body: dict[str, Any] = {"owner": owner, "ttl_ms": ttl_ms}
+        if not lane_lease:
+            body["lane_lease"] = False
+        if row_owner is not None:
+            body["row_owner"] = row_owner
         return await self._call(
             FifoClaim,
             "POST",
             f"/v1/lanes/{segment(_stage(stage))}/{segment(name)}/claim",
-            json={"owner": owner, "ttl_ms": ttl_ms},
+            json=body,
         )
 
     @_route("post", "/v1/lanes/{stage}/{name}/release", body=("owner",), answer=Released)
@@ -1102,6 +1192,19 @@ class Client:
             params.update(count=count, head=head)
         return await self._call(AuditVerification, "GET", "/v1/audit/verify", params=params)
 
+    @_route("get", "/v1/audit/search")
+    async def audit_search(
+        self, org: str, actor: str, *, action_prefix: str | None = None, limit: int = 100
+    ) -> Any:
+        """``actor``'s audit rows of ``org``, newest first: ``{org, rows}``."""
+        return await self.request(
+            "GET",
+            "/v1/audit/search",
+            params=_drop_none(
+                {"org": org, "actor": actor, "action_prefix": action_prefix, "limit": limit}
+            ),
+        )
+
     @_route("post", "/v1/audit/seal", body=("org",), answer=AuditAppended)
     async def audit_seal(self, org: str) -> AuditAppended:
         return await self._call(AuditAppended, "POST", "/v1/audit/seal", json={"org": org})
@@ -1109,12 +1212,15 @@ class Client:
     # --- transform state, reference sets, retention -----------------------------------------
 
     @_route("get", "/v1/state/{namespace}", answer=Namespace)
-    async def namespace(self, namespace: str, *, consistency: str | None = None) -> Namespace:
+    async def namespace(
+        self, namespace: str, *, entries: bool = False, consistency: str | None = None
+    ) -> Namespace:
+        """A namespace's version; with ``entries`` also every entry, read at that version."""
         return await self._call(
             Namespace,
             "GET",
             f"/v1/state/{segment(namespace)}",
-            params={"consistency": consistency},
+            params=_drop_none({"entries": "true" if entries else None, "consistency": consistency}),
         )
 
     @_route("get", "/v1/state/{namespace}/{key}", answer=StateEntry)
@@ -1128,10 +1234,28 @@ class Client:
             params={"consistency": consistency},
         )
 
+    @_route("get", "/v1/state")
+    async def namespaces(self, *, consistency: str | None = None) -> Any:
+        """Every transform-state namespace with its version: ``{namespaces: [{namespace,
+        version}]}``."""
+        return await self.request(
+            "GET", "/v1/state", params=_drop_none({"consistency": consistency})
+        )
+
+    @_route("get", "/v1/reference")
+    async def reference_sets(self, *, consistency: str | None = None) -> Any:
+        """Every reference set without its rows: ``{sets: [{name, version, label?, synced_at,
+        row_count}]}``."""
+        return await self.request(
+            "GET", "/v1/reference", params=_drop_none({"consistency": consistency})
+        )
+
     @_route("put", "/v1/reference/{name}", body=("version", "rows"), answer=ReferenceWritten)
     async def put_reference(
-        self, name: str, version: int, rows: Mapping[str, str]
+        self, name: str, version: int | str, rows: Mapping[str, str]
     ) -> ReferenceWritten:
+        """Replace a set whole. ``version``: a number, or a text label such as ``"v1"`` (then
+        the stored number moves by one and the label is kept beside it)."""
         return await self._call(
             ReferenceWritten,
             "PUT",
@@ -1148,14 +1272,21 @@ class Client:
             params={"consistency": consistency},
         )
 
-    @_route("post", "/v1/retention/purge", body=("kind", "older_than_ms"), answer=Purged)
-    async def purge(self, kind: str, *, older_than_ms: int) -> Purged:
-        """``kind``: ``bodies``, ``dead_letters`` or ``state``."""
+    @_route(
+        "post", "/v1/retention/purge", body=("kind", "older_than_ms", "older_than"), answer=Purged
+    )
+    async def purge(
+        self, kind: str, *, older_than_ms: int | None = None, older_than: int | None = None
+    ) -> Purged:
+        """``kind``: ``bodies``, ``dead_letters`` or ``state``; what is older than an age
+        (``older_than_ms``) or a cutoff (``older_than``, ms since the epoch) goes."""
         return await self._call(
             Purged,
             "POST",
             "/v1/retention/purge",
-            json={"kind": kind, "older_than_ms": older_than_ms},
+            json=_drop_none(
+                {"kind": kind, "older_than_ms": older_than_ms, "older_than": older_than}
+            ),
         )
 
     # --- approvals, tokens, keys ------------------------------------------------------------

@@ -186,8 +186,18 @@ class MessageList:
 
 
 @dataclass(frozen=True)
+class DeadLetterRow(WorkRow):
+    """A dead outbound row with its message's identifying fields."""
+
+    control_id: str | None = None
+    message_type: str | None = None
+    received_at: int | None = None
+    summary: str | None = None
+
+
+@dataclass(frozen=True)
 class DeadLetters:
-    dead_letters: list[WorkRow]
+    dead_letters: list[DeadLetterRow]
 
 
 @dataclass(frozen=True)
@@ -430,6 +440,8 @@ class AuditVerification:
 class Namespace:
     namespace: str
     version: int
+    #: Only when asked for (``GET /v1/state/{namespace}?entries=true``).
+    entries: list[StateEntry] | None = None
 
 
 @dataclass(frozen=True)
@@ -453,6 +465,8 @@ class ReferenceSnapshot:
     rows: dict[str, str]
     synced_at: int
     row_count: int
+    #: The writer's text version (``"v1"``), for a set last written with one.
+    label: str | None = None
 
 
 @dataclass(frozen=True)

@@ -4,14 +4,11 @@
 Needs messagefoundry (``pip install 'raftlane[messagefoundry]'``), imported for its answer types.
 """
 
-from ._routes import PROPOSED_ROUTES, ProposedRoute
 from .store import AUDIT_ORG, CLIENT_TIME_HEADER, RaftlaneStore, StoreSettings, is_missing_route
 
 __all__ = [
     "AUDIT_ORG",
     "CLIENT_TIME_HEADER",
-    "PROPOSED_ROUTES",
-    "ProposedRoute",
     "RaftlaneStore",
     "StoreSettings",
     "is_missing_route",

@@ -240,7 +240,7 @@ class RaftlaneStore:
         raise RaftlaneError(f"row {row_id} has never been claimed: no fence to complete it with")
 
     async def _row(self, row_id: int) -> dict[str, Any]:
-        answer = await self._client.request("GET", f"/v1/rows/{segment(row_id)}")
+        answer = await self._client.row(row_id)
         if not isinstance(answer, dict):
             raise RaftlaneError(f"GET /v1/rows/{row_id}: not an object")
         row = answer.get("row", answer)
@@ -514,15 +514,14 @@ class RaftlaneStore:
     async def write_reference_snapshot(
         self, *, name: str, version: str, rows: Mapping[str, Any]
     ) -> None:
-        body = {"version": version, "rows": {k: json.dumps(v) for k, v in rows.items()}}
-        await self._client.request("PUT", f"/v1/reference/{segment(name)}", json=body)
+        await self._client.put_reference(name, version, {k: json.dumps(v) for k, v in rows.items()})
         self._reference_cache[name] = dict(rows)
         self._reference_versions[name] = version
 
     async def converge_reference_cache(self) -> list[str]:
         """Reload every reference set whose version in the cluster differs from the one this
         handle reflects; answers the names reloaded."""
-        listing = await self._get("/v1/reference")
+        listing = await self._client.reference_sets()
         refreshed = []
         for entry in listing.get("sets", []):
             name = entry["name"]
@@ -539,18 +538,18 @@ class RaftlaneStore:
     async def converge_state_cache(self) -> list[str]:
         """Re-read every namespace whose version in the cluster moved past the one this handle
         reflects; answers the namespaces re-read."""
-        listing = await self._get("/v1/state")
+        listing = await self._client.namespaces()
         refreshed = []
         for entry in listing.get("namespaces", []):
             ns = entry["namespace"]
             if self._state_versions.get(ns) == int(entry["version"]):
                 continue
-            view = await self._get(f"/v1/state/{segment(ns)}", {"entries": "true"})
+            view = await self._client.namespace(ns, entries=True)
             for key in [k for k in self._state_cache if k[0] == ns]:
                 del self._state_cache[key]
-            for e in view.get("entries", []):
-                self._state_cache[(ns, e["key"])] = e["value"]
-            self._state_versions[ns] = int(view["version"])
+            for e in view.entries or []:
+                self._state_cache[(ns, e.key)] = e.value
+            self._state_versions[ns] = view.version
             refreshed.append(ns)
         return refreshed
 
@@ -751,8 +750,7 @@ class RaftlaneStore:
     async def reset_stale_inflight(
         self, now: float | None = None, *, stage: str | None = None
     ) -> int:
-        answer = await self._post("/v1/leases/reset", _stage_body(stage), now=now)
-        return int(answer["reset"])
+        return await self._at(now).reset_inflight(stage=stage)
 
     async def renew_leases(self, ids: Sequence[str], *, now: float | None = None) -> int:
         rows = [_row_id(i) for i in ids]
@@ -763,23 +761,15 @@ class RaftlaneStore:
     async def reclaim_expired_leases(
         self, now: float | None = None, *, stage: str | None = None
     ) -> int:
-        answer = await self._post("/v1/leases/reclaim", _stage_body(stage), now=now)
-        return int(answer["reclaimed"])
+        return await self._at(now).reclaim_expired(stage=stage)
 
     async def recover_inflight_on_promotion(
         self, *, lane_owner: str | None, now: float | None = None
     ) -> int:
-        body = {"owner": self._owner, "lane_owner": lane_owner}
-        answer = await self._post(
-            "/v1/leases/recover", {k: v for k, v in body.items() if v is not None}, now=now
-        )
-        return int(answer["recovered"])
+        return await self._at(now).recover_inflight(self._owner, lane_owner=lane_owner)
 
     async def _sweep(self, stage: str, keep: set[str], now: float | None) -> int:
-        answer = await self._post(
-            "/v1/dead-letters/sweep", {"stage": stage, "keep": sorted(keep)}, now=now
-        )
-        return int(answer["dead"])
+        return await self._at(now).sweep_dead_letters(stage, sorted(keep))
 
     async def dead_letter_missing_destinations(
         self, valid_names: set[str], now: float | None = None
@@ -878,7 +868,7 @@ class RaftlaneStore:
         if allowed_channels is not None and not allowed_channels:
             return 0
         params = self._filters(channel_id, status, message_type, control_id, allowed_channels)
-        return int((await self._get("/v1/messages/count", params))["count"])
+        return await self._client.count_messages(**params)
 
     def _dead_params(
         self,
@@ -941,7 +931,7 @@ class RaftlaneStore:
         if allowed_channels is not None and not allowed_channels:
             return 0
         params = self._dead_params(channel_id, destination_name, allowed_channels)
-        return int((await self._get("/v1/dead-letters/count", params))["count"])
+        return await self._client.count_dead_letters(**params)
 
     async def _outbound_rows(self, message_id: str, *, payload: bool) -> list[dict[str, Any]]:
         view = await self._view(message_id)
@@ -996,10 +986,7 @@ class RaftlaneStore:
         return r.rewritten
 
     async def _purge(self, kind: str, older_than: float, now: float | None) -> int:
-        answer = await self._post(
-            "/v1/retention/purge", {"kind": kind, "older_than": _ms(older_than)}, now=now
-        )
-        return int(answer["purged"])
+        return (await self._at(now).purge(kind, older_than=_ms(older_than))).purged
 
     async def purge_message_bodies(self, *, older_than: float, now: float | None = None) -> int:
         return await self._purge("bodies", older_than, now)
@@ -1017,7 +1004,7 @@ class RaftlaneStore:
         """Nothing to do: each node's RocksDB compacts on its own."""
 
     async def db_status(self) -> DbStatus:
-        stats = await self._get("/v1/stats/storage")
+        stats = await self._client.storage_stats()
         anchor = await self._client.audit_anchor(AUDIT_ORG)
         return DbStatus(
             path=self.path,
@@ -1051,10 +1038,8 @@ class RaftlaneStore:
     async def connection_metrics(
         self, *, since: float, now: float | None = None, rate_window: float = 60.0
     ) -> ConnectionMetrics:
-        answer = await self._get(
-            "/v1/metrics/connections",
-            {"since": _ms(since), "rate_window_ms": _ms(rate_window)},
-            now=now,
+        answer = await self._at(now).connection_metrics(
+            since=_ms(since), rate_window_ms=_ms(rate_window)
         )
         inbound = {
             i["channel"]: InboundMetrics(
@@ -1080,9 +1065,7 @@ class RaftlaneStore:
     async def record_view(
         self, message_id: str, *, actor: str | None = None, now: float | None = None
     ) -> None:
-        await self._post(
-            f"/v1/messages/{segment(message_id)}/viewed", _drop_none({"actor": actor}), now=now
-        )
+        await self._at(now).record_view(message_id, actor=actor)
 
     async def record_audit(
         self,
@@ -1132,9 +1115,8 @@ class RaftlaneStore:
     async def security_events_for_user(
         self, username: str, *, limit: int = 100
     ) -> list[dict[str, Any]]:
-        answer = await self._get(
-            "/v1/audit/search",
-            {"org": AUDIT_ORG, "actor": username, "action_prefix": "auth.", "limit": limit},
+        answer = await self._client.audit_search(
+            AUDIT_ORG, username, action_prefix="auth.", limit=limit
         )
         return [
             {"ts": _s0(r["ts"]), "action": r["action"], "detail": r.get("detail")}
@@ -1574,7 +1556,3 @@ class RaftlaneStore:
 
 def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
-
-
-def _stage_body(stage: str | None) -> dict[str, Any]:
-    return {} if stage is None else {"stage": stage}
