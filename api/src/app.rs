@@ -201,7 +201,9 @@ fn r(
 /// Every public route of the API, with the contract types it reads and answers.
 pub fn api_routes() -> Vec<ApiRoute> {
     use raftlane_contract as c;
-    use routes::{admin, audit, cluster, config, keys, messages, recovery, sessions, users, work};
+    use routes::{
+        admin, approvals, audit, cluster, config, keys, messages, recovery, sessions, users, work,
+    };
     vec![
         r("post", "/v1/channels/{channel}/messages", "Enqueue a message (JSON body or raw body with X- headers; Idempotency-Key)", post(messages::enqueue)).takes_json_or_text::<c::EnqueueRequest>().answers::<c::Enqueued>(),
         r("get", "/v1/messages", "List messages, newest first (channel, status, message_type, control_id, allowed_channels, limit, offset)", get(messages::list)).answers::<c::MessageList>(),
@@ -244,9 +246,13 @@ pub fn api_routes() -> Vec<ApiRoute> {
         r("put", "/v1/reference/{name}", "Replace a reference snapshot (version: a number, or a text label)", put(admin::put_reference)).takes::<c::ReferenceRequest>().answers::<c::ReferenceWritten>(),
         r("get", "/v1/reference/{name}", "A reference snapshot", get(admin::get_reference)).answers::<c::Reference>(),
         r("post", "/v1/retention/purge", "Purge bodies, dead letters or state older than an age (older_than_ms) or a cutoff (older_than)", post(admin::purge)).takes::<c::PurgeRequest>().answers::<c::Purged>(),
-        r("post", "/v1/approvals", "Request an approval", post(admin::create_approval)).takes::<c::ApprovalRequest>().answers::<c::ApprovalCreated>(),
-        r("get", "/v1/approvals/{id}", "An approval", get(admin::get_approval)).answers::<c::ApprovalView>(),
-        r("post", "/v1/approvals/{id}/decide", "Approve or reject (once, by another principal)", post(admin::decide_approval)).takes::<c::DecideRequest>().answers::<c::ApprovalDecided>(),
+        r("post", "/v1/approvals", "Request an approval", post(approvals::create_approval)).takes::<c::ApprovalRequest>().answers::<c::ApprovalCreated>(),
+        r("get", "/v1/approvals/{id}", "An approval", get(approvals::get_approval)).answers::<c::ApprovalView>(),
+        r("post", "/v1/approvals/{id}/decide", "Approve or reject (once, by another principal)", post(approvals::decide_approval)).takes::<c::DecideRequest>().answers::<c::ApprovalDecided>(),
+        r("get", "/v1/approvals", "Approvals pending and unexpired at the request's time, newest first (status=pending, limit)", get(approvals::list)).answers::<c::ApprovalList>(),
+        r("post", "/v1/approvals/keyed", "Record an approval under the caller's key, requester and times", post(approvals::create_keyed)).takes::<c::KeyedApprovalRequest>().answers::<c::ApprovalCreated>(),
+        r("get", "/v1/approvals/keyed/{key}", "An approval by the caller's key (status as stored)", get(approvals::get_keyed)).answers::<c::ApprovalView>(),
+        r("post", "/v1/approvals/keyed/{key}/decide", "Decide an approval by key: approved, rejected or expired (409 already_decided)", post(approvals::decide_keyed)).takes::<c::KeyedDecideRequest>().answers::<c::KeyedDecided>(),
         r("get", "/v1/tokens", "List API principals", get(admin::list_tokens)).answers::<c::TokenList>(),
         r("post", "/v1/tokens", "Create or rotate a principal's token (shown once)", post(admin::create_token)).takes::<c::TokenRequest>().answers::<c::TokenCreated>(),
         r("delete", "/v1/tokens/{name}", "Revoke a principal", delete(admin::revoke_token)).answers::<c::Revoked>(),

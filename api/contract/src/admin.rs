@@ -166,6 +166,9 @@ pub struct ApprovalCreated {
 /// absent values are `null`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ApprovalView {
+    /// The caller's key, for an approval made by `POST /v1/approvals/keyed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
     pub approver: Option<String>,
     pub decided_at: Option<u64>,
     pub expires_at: u64,
@@ -185,6 +188,7 @@ impl ApprovalView {
     pub fn at(a: Approval, now: u64) -> Self {
         let status = a.status_at(now);
         ApprovalView {
+            key: None,
             approver: a.approver,
             decided_at: a.decided_at,
             expires_at: a.expires_at,
@@ -196,6 +200,66 @@ impl ApprovalView {
             status,
         }
     }
+}
+
+impl ApprovalView {
+    /// An approval the caller keyed, with its status as stored: its caller judges expiry
+    /// itself (docs/SPEC.md §14.10); `expires_at` 2^64 − 1 means "never".
+    pub fn keyed(key: Option<String>, a: Approval) -> Self {
+        ApprovalView {
+            key,
+            status: a.status,
+            ..ApprovalView::at(a, 0)
+        }
+    }
+}
+
+/// `POST /v1/approvals/keyed`: an approval the caller names with its own `key` and dates
+/// itself (an engine's pending approvals; docs/SPEC.md §14.10).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KeyedApprovalRequest {
+    pub key: String,
+    pub operation: String,
+    /// Kept as the caller's text.
+    pub params: String,
+    pub requester: String,
+    /// ms since the epoch.
+    pub requested_at: u64,
+    /// ms since the epoch; absent: never expires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<u64>,
+}
+
+/// `POST /v1/approvals/keyed/{key}/decide`: the caller's decision, as it names it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KeyedDecideRequest {
+    /// `approved`, `rejected` or `expired`.
+    #[schemars(with = "model::ApprovalStatus")]
+    pub status: ApprovalStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approver: Option<String>,
+    /// ms since the epoch.
+    pub decided_at: u64,
+}
+
+/// `POST /v1/approvals/keyed/{key}/decide`: the decision recorded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct KeyedDecided {
+    pub key: String,
+    #[schemars(with = "u64")]
+    pub id: ApprovalId,
+    #[schemars(with = "model::ApprovalStatus")]
+    pub status: ApprovalStatus,
+    pub index: u64,
+}
+
+/// `GET /v1/approvals?status=pending`: approvals still pending and unexpired at the request's
+/// time, newest request first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ApprovalList {
+    pub approvals: Vec<ApprovalView>,
 }
 
 /// `POST /v1/approvals/{id}/decide`: approve or reject (once, by a principal other than the

@@ -32,9 +32,10 @@ pub mod users;
 pub mod work;
 
 pub use admin::{
-    ApprovalCreated, ApprovalDecided, ApprovalRequest, ApprovalView, DecideRequest, NamespaceList,
-    NamespaceVersion, PurgeRequest, Purged, Reference, ReferenceList, ReferenceRequest,
-    ReferenceSetInfo, ReferenceVersion, ReferenceWritten, StateValue,
+    ApprovalCreated, ApprovalDecided, ApprovalList, ApprovalRequest, ApprovalView, DecideRequest,
+    KeyedApprovalRequest, KeyedDecideRequest, KeyedDecided, NamespaceList, NamespaceVersion,
+    PurgeRequest, Purged, Reference, ReferenceList, ReferenceRequest, ReferenceSetInfo,
+    ReferenceVersion, ReferenceWritten, StateValue,
 };
 pub use audit::{
     AuditAnchor, AuditAppendRequest, AuditAppended, AuditEntry, AuditRows, AuditSealRequest,

@@ -350,6 +350,25 @@ fn examples_conform_to_their_schemas() {
         ],
     });
     x.answer(&Count { count: 4 });
+    x.request(&KeyedApprovalRequest {
+        key: "ap-1".into(),
+        operation: "replay_dead".into(),
+        params: "{}".into(),
+        requester: "alice".into(),
+        requested_at: 5,
+        expires_at: None,
+    });
+    x.request(&KeyedDecideRequest {
+        status: ApprovalStatus::Expired,
+        approver: None,
+        decided_at: 6,
+    });
+    x.answer(&KeyedDecided {
+        key: "ap-1".into(),
+        id: ApprovalId(3),
+        status: ApprovalStatus::Rejected,
+        index: 7,
+    });
     x.request(&ViewedRequest::default());
     x.request(&ViewedRequest {
         actor: Some("alice".into()),
@@ -728,7 +747,10 @@ fn examples_conform_to_their_schemas() {
             decided_at: decided.then_some(2),
             expires_at: 10,
         };
-        x.answer(&ApprovalView::at(approval, 20));
+        x.answer(&ApprovalView::at(approval.clone(), 20));
+        x.answer(&ApprovalList {
+            approvals: vec![ApprovalView::keyed(Some("ap-1".into()), approval)],
+        });
     }
     x.request(&DecideRequest { approve: true });
     x.answer(&ApprovalDecided {

@@ -1,4 +1,4 @@
-//! Administration: transform state and reference reads/writes, retention, approvals, tokens.
+//! Administration: transform state and reference reads/writes, retention, tokens.
 
 use super::{check_name, prepare_read, propose, read_covered, read_state, unexpected, ReadOpts};
 use crate::app::{AppState, JsonBody, Path, Query};
@@ -9,18 +9,17 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use raftlane_contract::{
-    ApprovalCreated, ApprovalDecided, ApprovalRequest, ApprovalView, DecideRequest, NamespaceList,
-    NamespaceVersion, PurgeRequest, Purged, Reference, ReferenceList, ReferenceRequest,
-    ReferenceSetInfo, ReferenceVersion, ReferenceWritten, Revoked, StateValue, TokenCreated,
-    TokenInfo, TokenList, TokenRequest,
+    NamespaceList, NamespaceVersion, PurgeRequest, Purged, Reference, ReferenceList,
+    ReferenceRequest, ReferenceSetInfo, ReferenceVersion, ReferenceWritten, Revoked, StateValue,
+    TokenCreated, TokenInfo, TokenList, TokenRequest,
 };
 use raftlane_statemachine::model::principal::Role;
 use raftlane_statemachine::model::state::StateEntry;
 use raftlane_statemachine::wire::command::{
-    CreateApproval, DecideApproval, PurgeDeadLetters, PurgeMessageBodies, PurgeState, PutPrincipal,
-    RevokePrincipal, WriteReferenceSnapshot, WriteReferenceSnapshotText,
+    PurgeDeadLetters, PurgeMessageBodies, PurgeState, PutPrincipal, RevokePrincipal,
+    WriteReferenceSnapshot, WriteReferenceSnapshotText,
 };
-use raftlane_statemachine::{ApprovalId, Command, Outcome};
+use raftlane_statemachine::{Command, Outcome};
 use rand::RngCore;
 use serde::Deserialize;
 use serde_json::Value;
@@ -224,77 +223,6 @@ pub async fn purge(
     };
     match propose(&state, &caller, command).await? {
         (index, Outcome::Count(n)) => Ok(Json(Purged { index, purged: n })),
-        (_, other) => Err(unexpected(other)),
-    }
-}
-
-pub async fn create_approval(
-    State(state): State<Arc<AppState>>,
-    caller: Caller,
-    JsonBody(b): JsonBody<ApprovalRequest>,
-) -> ApiResult<(StatusCode, Json<ApprovalCreated>)> {
-    caller.require(Permission::Operate)?;
-    check_name("operation", &b.operation)?;
-    let command = Command::CreateApproval(CreateApproval {
-        operation: b.operation,
-        params: b.params.to_string(),
-        ttl_ms: b.ttl_ms.unwrap_or(24 * 60 * 60 * 1000),
-    });
-    match propose(&state, &caller, command).await? {
-        (index, Outcome::Approval(id)) => {
-            Ok((StatusCode::CREATED, Json(ApprovalCreated { id, index })))
-        }
-        (_, other) => Err(unexpected(other)),
-    }
-}
-
-fn approval_id(s: &str) -> ApiResult<ApprovalId> {
-    s.parse::<u64>()
-        .map(ApprovalId)
-        .map_err(|_| ApiError::invalid("id", "must be an approval id (an integer)"))
-}
-
-pub async fn get_approval(
-    State(state): State<Arc<AppState>>,
-    caller: Caller,
-    Path(id): Path<String>,
-    Query(opts): Query<ReadOpts>,
-) -> ApiResult<Json<ApprovalView>> {
-    caller.require(Permission::Read)?;
-    let id = approval_id(&id)?;
-    prepare_read(&state, &opts).await?;
-    let (approval, t) = backend::read(state.backend.as_ref(), |r| {
-        Ok((r.approval(id)?, r.meta().clock))
-    })?;
-    match approval {
-        Some(a) => Ok(Json(ApprovalView::at(a, t))),
-        None => Err(ApiError::not_found(format!("approval {id} not found"))),
-    }
-}
-
-pub async fn decide_approval(
-    State(state): State<Arc<AppState>>,
-    caller: Caller,
-    Path(id): Path<String>,
-    JsonBody(b): JsonBody<DecideRequest>,
-) -> ApiResult<Json<ApprovalDecided>> {
-    caller.require(Permission::Operate)?;
-    let id = approval_id(&id)?;
-    match propose(
-        &state,
-        &caller,
-        Command::DecideApproval(DecideApproval {
-            id,
-            approve: b.approve,
-        }),
-    )
-    .await?
-    {
-        (index, Outcome::Approval(id)) => Ok(Json(ApprovalDecided {
-            approved: b.approve,
-            id,
-            index,
-        })),
         (_, other) => Err(unexpected(other)),
     }
 }

@@ -1,6 +1,7 @@
 //! Route handlers, one module per area of the API.
 
 pub mod admin;
+pub mod approvals;
 pub mod audit;
 pub mod cluster;
 pub mod config;

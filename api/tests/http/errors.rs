@@ -60,7 +60,11 @@ async fn every_error_status_with_its_json_body() {
     api_error(&r, 400, "invalid", Some("status"));
     let r = api.get("/v1/messages/%FF").await;
     api_error(&r, 400, "invalid", Some("id"));
+    // Not a number: a re-ingested child's key, which nobody gave (docs/SPEC.md §14.7)...
     let r = api.get("/v1/messages/abc").await;
+    api_error(&r, 404, "not_found", None);
+    // ...and one that cannot be a key is refused.
+    let r = api.get("/v1/messages/a%07b").await;
     api_error(&r, 400, "invalid", Some("id"));
     let r = api
         .post("/v1/rows/1/done", json!({ "fence": 1, "extra": true }))

@@ -16,5 +16,6 @@ mod client_clock;
 mod errors;
 mod node_to_node;
 mod pipeline;
+mod store_routes;
 mod store_shapes;
 mod users;

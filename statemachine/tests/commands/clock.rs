@@ -1,6 +1,7 @@
 //! The state machine's clock: proposer timestamps are clamped, and a rejection leaves it alone.
 
 use crate::harness::*;
+use raftlane_statemachine::wire::command::AtClientTime;
 
 #[test]
 fn earlier_now_ms_is_clamped_to_the_clock_and_fifo_order_is_kept() {
@@ -56,4 +57,46 @@ fn a_rejected_command_does_not_even_advance_the_clock() {
     assert_eq!(h.clock(), before.clock);
     assert_eq!(h.sm.meta().next_message_id, before.next_message_id);
     assert_eq!(h.sm.meta().next_row_id, before.next_row_id);
+}
+
+/// Test mode's exact time (docs/SPEC.md §2.1): `AtClientTime` applies its command at the time
+/// it names, even before the machine's clock, and leaves that clock where it was.
+#[test]
+fn a_client_time_command_applies_at_exactly_its_time_and_leaves_the_clock() {
+    let mut h = Harness::new();
+    h.advance(5_000);
+    let before = h.clock();
+    let at = |now_ms, command| {
+        Command::AtClientTime(AtClientTime {
+            now_ms,
+            command: Box::new(command),
+        })
+    };
+    let out = h.run(at(
+        T0 - 1_000,
+        Command::EnqueueMessage(EnqueueMessage {
+            channel: "orders".into(),
+            raw: "early".into(),
+            fields: MessageFields::default(),
+            deliveries: vec![delivery("d", "early")],
+            idempotency_key: None,
+        }),
+    ));
+    let (id, _) = enqueued(out.unwrap());
+    assert_eq!(h.view(id).message.received_at, T0 - 1_000);
+    assert_eq!(h.row(RowId(0)).created_at, T0 - 1_000);
+    assert_eq!(h.clock(), before, "the machine's clock does not move");
+    // A lease taken at a client time runs from that time.
+    match h.run(at(T0 + 7, fifo_cmd(Stage::Outbound, "d", "a", 100))) {
+        Ok(Outcome::FifoClaimed(Ok(row))) => assert_eq!(row.lease_expires_at, T0 + 107),
+        other => panic!("unexpected {other:?}"),
+    }
+    // Nesting names no single time: refused, and nothing changes.
+    let meta = h.sm.meta().clone();
+    let nested = h.run(at(T0, at(T0, Command::ExpireRecords)));
+    assert!(
+        matches!(nested, Err(Rejection::Invalid { ref field, .. }) if field == "command"),
+        "{nested:?}"
+    );
+    assert_eq!(h.sm.meta(), &meta);
 }

@@ -1320,6 +1320,58 @@ class Client:
             json={"approve": approve},
         )
 
+    @_route("get", "/v1/approvals")
+    async def pending_approvals(self, *, limit: int = 100) -> Any:
+        """Approvals pending and unexpired at the request's time, newest request first:
+        ``{approvals: [...]}``."""
+        return await self.request(
+            "GET", "/v1/approvals", params={"status": "pending", "limit": limit}
+        )
+
+    @_route(
+        "post",
+        "/v1/approvals/keyed",
+        body=("key", "operation", "params", "requester", "requested_at", "expires_at"),
+        answer=ApprovalCreated,
+    )
+    async def create_keyed_approval(
+        self,
+        key: str,
+        operation: str,
+        *,
+        params: str,
+        requester: str,
+        requested_at: int,
+        expires_at: int | None = None,
+    ) -> ApprovalCreated:
+        """An approval under the caller's ``key``, requester and times (ms); no ``expires_at``:
+        it never expires."""
+        body = {
+            "key": key,
+            "operation": operation,
+            "params": params,
+            "requester": requester,
+            "requested_at": requested_at,
+            "expires_at": expires_at,
+        }
+        return await self._call(
+            ApprovalCreated, "POST", "/v1/approvals/keyed", json=_drop_none(body)
+        )
+
+    @_route("get", "/v1/approvals/keyed/{key}")
+    async def keyed_approval(self, key: str) -> Any:
+        """The approval under ``key``, its status as stored."""
+        return await self.request("GET", f"/v1/approvals/keyed/{segment(key)}")
+
+    @_route("post", "/v1/approvals/keyed/{key}/decide", body=("status", "approver", "decided_at"))
+    async def decide_keyed_approval(
+        self, key: str, status: str, *, approver: str | None = None, decided_at: int
+    ) -> Any:
+        """``status``: ``approved``, ``rejected`` or ``expired``; a decided approval answers
+        409 ``already_decided``."""
+        body = _drop_none({"status": status, "approver": approver, "decided_at": decided_at})
+        return await self.request("POST", f"/v1/approvals/keyed/{segment(key)}/decide", json=body)
+
     @_route("get", "/v1/tokens", answer=TokenList)
     async def tokens(self, *, consistency: str | None = None) -> list[Principal]:
         return (

@@ -496,6 +496,8 @@ class Approval:
     expires_at: int
     approver: str | None = None
     decided_at: int | None = None
+    #: The caller's key, for an approval made by ``POST /v1/approvals/keyed``.
+    key: str | None = None
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,10 @@ TOUCH_COALESCE_S = 60.0
 _NO_SUCH_ROUTE = "no such route"
 
 
+#: ``expires_at`` of an approval that never expires (2^64 - 1 ms).
+NEVER_MS = 2**64 - 1
+
+
 def _reference_version(entry: Mapping[str, Any]) -> str:
     """A reference set's version as the engine names it: the writer's text label, else the
     number (docs/SPEC.md §14.8)."""
@@ -1125,23 +1129,18 @@ class RaftlaneStore:
 
     @staticmethod
     def _approval_dict(a: Mapping[str, Any]) -> dict[str, Any]:
-        params = a.get("params")
-        if isinstance(params, str):
-            try:
-                decoded = json.loads(params)
-                params = decoded if isinstance(decoded, str) else params
-            except ValueError:
-                pass
+        expires = a.get("expires_at")
         return {
-            "id": str(a["id"]),
+            "id": str(a.get("key", a["id"])),
             "operation": a["operation"],
-            "params": params,
+            "params": a["params"],
             "requester": a["requester"],
             "requested_at": _s0(a["requested_at"]),
             "status": a["status"],
             "approver": a.get("approver"),
             "decided_at": _s(a.get("decided_at")),
-            "expires_at": _s(a.get("expires_at")),
+            # 2^64 - 1 is "never" (docs/SPEC.md §14.10).
+            "expires_at": None if expires is None or expires >= NEVER_MS else _s(expires),
         }
 
     async def create_pending_approval(
@@ -1154,19 +1153,18 @@ class RaftlaneStore:
         requested_at: float,
         expires_at: float | None,
     ) -> None:
-        body = {
-            "id": approval_id,
-            "operation": operation,
-            "params": params,  # a JSON string, kept as the engine's text
-            "requester": requester,
-            "requested_at": _ms(requested_at),
-            "expires_at": None if expires_at is None else _ms(expires_at),
-        }
-        await self._post("/v1/approvals", _drop_none(body), now=requested_at)
+        await self._client.create_keyed_approval(
+            approval_id,
+            operation,
+            params=params,
+            requester=requester,
+            requested_at=_ms(requested_at),
+            expires_at=None if expires_at is None else _ms(expires_at),
+        )
 
     async def get_pending_approval(self, approval_id: str) -> dict[str, Any] | None:
         try:
-            a = await self._get(f"/v1/approvals/{segment(approval_id)}")
+            a = await self._client.keyed_approval(approval_id)
         except NotFoundError as e:
             if is_missing_route(e):
                 raise
@@ -1174,19 +1172,18 @@ class RaftlaneStore:
         return self._approval_dict(a)
 
     async def list_pending_approvals(self, *, now: float, limit: int = 100) -> list[dict[str, Any]]:
-        answer = await self._get("/v1/approvals", {"status": "pending", "limit": limit}, now=now)
+        answer = await self._at(now).pending_approvals(limit=max(1, min(limit, 1000)))
         return [self._approval_dict(a) for a in answer.get("approvals", [])]
 
     async def decide_pending_approval(
         self, approval_id: str, *, status: str, approver: str | None, decided_at: float
     ) -> bool:
-        body = {"status": status, "approver": approver, "decided_at": _ms(decided_at)}
         try:
-            await self._post(
-                f"/v1/approvals/{segment(approval_id)}/decide", _drop_none(body), now=decided_at
+            await self._client.decide_keyed_approval(
+                approval_id, status, approver=approver, decided_at=_ms(decided_at)
             )
         except ConflictError as e:
-            if e.code in ("already_decided", "expired"):
+            if e.code == "already_decided":
                 return False
             raise
         return True
