@@ -69,8 +69,27 @@ pub struct Enqueued {
 /// `GET /v1/messages`: newest first, bodies decrypted, only channels the token may see.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct MessageList {
-    #[schemars(with = "Vec<model::Message>")]
-    pub messages: Vec<Message>,
+    pub messages: Vec<ListedMessage>,
+}
+
+/// A message of `GET /v1/messages` (its members as in `GET /v1/messages/{id}` `message`) with
+/// the kind of its newest event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ListedMessage {
+    #[serde(flatten)]
+    #[schemars(with = "model::Message")]
+    pub message: Message,
+    #[schemars(with = "Option<model::EventKind>")]
+    pub last_event: Option<raftlane_statemachine::model::message::EventKind>,
+}
+
+impl From<raftlane_statemachine::query::ListedMessage> for ListedMessage {
+    fn from(m: raftlane_statemachine::query::ListedMessage) -> Self {
+        ListedMessage {
+            message: m.message,
+            last_event: m.last_event,
+        }
+    }
 }
 
 /// `GET /v1/messages/{id}`: a message with its events, rows and captured responses.

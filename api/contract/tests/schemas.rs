@@ -299,7 +299,16 @@ fn examples_conform_to_their_schemas() {
         index: 12,
     });
     x.answer(&MessageList {
-        messages: vec![message(true), message(false)],
+        messages: vec![
+            ListedMessage {
+                message: message(true),
+                last_event: Some(EventKind::Received),
+            },
+            ListedMessage {
+                message: message(false),
+                last_event: None,
+            },
+        ],
     });
     for full in [true, false] {
         x.answer(&MessageDetail::from(MessageView {

@@ -11,8 +11,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use raftlane_contract::{
     ConnectionMetrics, Count, DeadLetterRow, DeadLetters, DeliveryBody, EnqueueRequest, Enqueued,
-    MessageDetail, MessageList, ReplayDeadRequest, Requeued, Stats, StorageStats, Viewed,
-    ViewedRequest,
+    ListedMessage, MessageDetail, MessageList, ReplayDeadRequest, Requeued, Stats, StorageStats,
+    Viewed, ViewedRequest,
 };
 use raftlane_statemachine::model::message::MessageStatus;
 use raftlane_statemachine::query::{DeadLetterFilter, MessageFilter};
@@ -248,8 +248,12 @@ pub async fn list(
     Query(q): Query<ListQuery>,
 ) -> ApiResult<Json<MessageList>> {
     let filter = message_filter(&state, &caller, q).await?;
-    let messages = state.writes.read_covered(|r| r.list_messages(&filter))?;
-    Ok(Json(MessageList { messages }))
+    let messages = state
+        .writes
+        .read_covered(|r| r.list_messages_with_last_event(&filter))?;
+    Ok(Json(MessageList {
+        messages: messages.into_iter().map(ListedMessage::from).collect(),
+    }))
 }
 
 /// `GET /v1/messages/count`: the messages the list's filters pass (limit and offset ignored).

@@ -224,6 +224,15 @@ impl Covered for ReferenceSnapshot {
     }
 }
 
+impl Covered for raftlane_statemachine::query::ListedMessage {
+    fn each_covered<E>(
+        &mut self,
+        f: &mut impl FnMut(&mut String) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.message.each_covered(f)
+    }
+}
+
 impl Covered for raftlane_statemachine::query::DeadLetter {
     fn each_covered<E>(
         &mut self,

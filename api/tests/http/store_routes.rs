@@ -545,6 +545,11 @@ async fn viewed_appends_an_event_and_nothing_else() {
     assert_eq!(last["event"], "viewed");
     assert_eq!(last["detail"], "alice");
     assert_eq!(view.body["message"]["status"], "received");
+    // The list shows each message's newest event.
+    let list = api.get("/v1/messages").await;
+    ok(&list, 200);
+    assert_eq!(list.body["messages"][0]["id"], id);
+    assert_eq!(list.body["messages"][0]["last_event"], "viewed");
     let r = api.post("/v1/messages/99/viewed", json!({})).await;
     api_error(&r, 404, "not_found", None);
 }

@@ -9,7 +9,7 @@ use crate::model::audit::{AuditHead, AuditRow};
 use crate::model::config::ConfigVersion;
 use crate::model::ids::{ApprovalId, MessageId, Millis, RowId};
 use crate::model::lane::{LaneKey, LaneLease};
-use crate::model::message::{Event, Message, MessageStatus};
+use crate::model::message::{Event, EventKind, Message, MessageStatus};
 use crate::model::meta::MetaState;
 use crate::model::principal::Principal;
 use crate::model::response::CapturedResponse;
@@ -29,6 +29,13 @@ use audit::Verification;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// A message as a list shows it: with the kind of its newest event.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListedMessage {
+    pub message: Message,
+    pub last_event: Option<EventKind>,
+}
 
 /// A message with everything attached to it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -216,6 +223,23 @@ impl<'a> Reader<'a> {
             if out.len() >= limit {
                 break;
             }
+        }
+        Ok(out)
+    }
+
+    /// [`Reader::list_messages`] with each message's newest event kind (what a message list
+    /// screen shows beside it): one point read per listed message.
+    pub fn list_messages_with_last_event(
+        &self,
+        filter: &MessageFilter,
+    ) -> Result<Vec<ListedMessage>, StoreError> {
+        let mut out = Vec::new();
+        for message in self.list_messages(filter)? {
+            let last_event = messages::last_event(&self.txn, message.id)?.map(|e| e.event);
+            out.push(ListedMessage {
+                message,
+                last_event,
+            });
         }
         Ok(out)
     }

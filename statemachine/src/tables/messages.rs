@@ -125,6 +125,27 @@ pub(crate) fn numbered_events<S: Store + ?Sized>(
     Ok(out)
 }
 
+/// A message's newest event: a point read by its count, or (a message stored before counts
+/// existed) the last key of its events.
+pub(crate) fn last_event<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    message: MessageId,
+) -> Result<Option<Event>, StoreError> {
+    if let Some(count) = txn.get::<u64>(Table::EventCounts, &key(message))? {
+        return match count.checked_sub(1) {
+            Some(no) => get_event(txn, message, no),
+            None => Ok(None),
+        };
+    }
+    match txn
+        .scan_prefix(Table::Events, &key(message), Direction::Reverse)?
+        .next()
+    {
+        Some(item) => Ok(Some(Txn::<S>::decode(Table::Events, &item?.1)?)),
+        None => Ok(None),
+    }
+}
+
 pub(crate) fn get_event<S: Store + ?Sized>(
     txn: &Txn<'_, S>,
     message: MessageId,

@@ -251,8 +251,8 @@ fn connection_metrics_count_traffic_per_channel_and_destination() {
     let mut h = Harness::new();
     h.enqueue_message("ib", &[("ob1", "a"), ("ob2", "b")]);
     h.advance(100);
-    let since = h.clock();
     h.enqueue_message("ib", &[("ob1", "c")]);
+    let since = h.clock();
     h.enqueue_message("ib2", &[("ob1", "d")]);
     let rows = h.claim_ready(Stage::Outbound, 10, "w", 60_000);
     let ob2 = rows

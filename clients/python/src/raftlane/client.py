@@ -58,7 +58,7 @@ from .types import (
     Health,
     KeyRotation,
     LaneView,
-    Message,
+    ListedMessage,
     MessageList,
     MessageView,
     Namespace,
@@ -575,16 +575,18 @@ class Client:
         status: str | None = None,
         message_type: str | None = None,
         control_id: str | None = None,
+        allowed_channels: Sequence[str] | None = None,
         limit: int | None = None,
         offset: int | None = None,
         consistency: str | None = None,
-    ) -> list[Message]:
-        """Messages, newest first."""
+    ) -> list[ListedMessage]:
+        """Messages, newest first, each with its newest event's kind."""
         params = {
             "channel": channel,
             "status": status,
             "message_type": message_type,
             "control_id": control_id,
+            "allowed_channels": None if allowed_channels is None else ",".join(allowed_channels),
             "limit": limit,
             "offset": offset,
             "consistency": consistency,

@@ -181,8 +181,15 @@ class MessageView:
 
 
 @dataclass(frozen=True)
+class ListedMessage(Message):
+    """A message as ``GET /v1/messages`` lists it: with its newest event's kind."""
+
+    last_event: str | None = None
+
+
+@dataclass(frozen=True)
 class MessageList:
-    messages: list[Message]
+    messages: list[ListedMessage]
 
 
 @dataclass(frozen=True)

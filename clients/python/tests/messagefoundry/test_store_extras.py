@@ -75,6 +75,8 @@ async def test_views_scopes_and_purges(store: RaftlaneStore) -> None:
     await store.record_view(mid, actor="alice", now=102.0)
     events = await store.events_for(mid)
     assert events[-1]["event"] == "viewed" and events[-1]["detail"] == "alice"
+    (listed,) = await store.list_messages(channel_id="IB")
+    assert listed["last_event"] == "viewed"
 
     assert [m["channel_id"] for m in await store.list_messages(allowed_channels=["IB2"])] == ["IB2"]
     assert await store.count_messages(allowed_channels=["IB", "IB2"]) == 2
