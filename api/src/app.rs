@@ -202,7 +202,8 @@ fn r(
 pub fn api_routes() -> Vec<ApiRoute> {
     use raftlane_contract as c;
     use routes::{
-        admin, approvals, audit, cluster, config, keys, messages, recovery, sessions, users, work,
+        admin, approvals, audit, cluster, config, coordination, keys, messages, recovery, sessions,
+        users, work,
     };
     vec![
         r("post", "/v1/channels/{channel}/messages", "Enqueue a message (JSON body or raw body with X- headers; Idempotency-Key)", post(messages::enqueue)).takes_json_or_text::<c::EnqueueRequest>().answers::<c::Enqueued>(),
@@ -275,6 +276,15 @@ pub fn api_routes() -> Vec<ApiRoute> {
         r("post", "/v1/sessions/purge-expired", "Delete the sessions expired before the request's time", post(sessions::purge_expired)).takes_optional::<c::NoChangeBody>().answers::<c::SessionsPurged>(),
         r("get", "/v1/sessions/{token_hash}", "An engine session", get(sessions::get_one)).answers::<c::SessionView>(),
         r("post", "/v1/sessions/{token_hash}/{change}", "Change a session: touch, reauth, mfa-verified, revoke", post(sessions::change)).takes::<c::SessionChangeBody>().answers::<c::SessionChanged>(),
+        r("get", "/v1/engine/nodes", "The engine processes' registry, with the time of the read", get(coordination::nodes)).answers::<c::EngineNodes>(),
+        r("put", "/v1/engine/nodes/{node_id}", "An engine process's heartbeat (registers it)", put(coordination::heartbeat)).takes_optional::<c::HeartbeatRequest>().answers::<c::HeartbeatAck>(),
+        r("delete", "/v1/engine/nodes/{node_id}", "An engine process stops cleanly (left; gives up its leadership)", delete(coordination::leave)).answers::<c::NodeLeft>(),
+        r("get", "/v1/engine/leadership/{group}", "A group's leadership lease", get(coordination::leadership)).answers::<c::Leadership>(),
+        r("post", "/v1/engine/leadership/{group}", "Take or renew a group's leadership lease; answers the lease, whoever holds it", post(coordination::campaign)).takes::<c::CampaignRequest>().answers::<c::Leadership>(),
+        r("post", "/v1/engine/leadership/{group}/resign", "Give a group's leadership up", post(coordination::resign)).takes::<c::ResignRequest>().answers::<c::Resigned>(),
+        r("get", "/v1/engine/counters/{name}", "A shared counter", get(coordination::counter)).answers::<c::CounterValue>(),
+        r("post", "/v1/engine/counters/{name}", "Add one to a shared counter", post(coordination::bump)).answers::<c::CounterValue>(),
+        r("get", "/v1/engine/lanes/{owner}", "The lanes whose lease owner holds now", get(coordination::held_lanes)).answers::<c::HeldLanes>(),
         r("post", "/v1/keys/rotate", "Re-encrypt every covered value under the active key (admin; 409 names an undecryptable value)", post(keys::rotate)).takes_optional::<c::RotateRequest>().answers::<c::Rotated>(),
         r("get", "/v1/cluster", "Cluster status: leader, term, indexes, membership", get(cluster::status)).answers::<c::ClusterStatus>(),
         r("get", "/v1/cluster/digest", "This node's state digest and applied index", get(cluster::digest)).answers::<c::StateDigest>(),

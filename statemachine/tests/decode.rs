@@ -6,11 +6,17 @@
 //! a fresh one. Nothing may panic, no store error may surface, the state stays deterministic
 //! (two machines fed the same stream end with the same digest) and the audit chains verify.
 
+use raftlane_statemachine::model::approval::ApprovalStatus;
 use raftlane_statemachine::model::config::{ConfigDoc, RetryPolicy};
 use raftlane_statemachine::model::principal::Role;
 use raftlane_statemachine::model::row::Stage;
 use raftlane_statemachine::model::user::{AdGroupMap, AuthProvider};
 use raftlane_statemachine::wire::codec;
+use raftlane_statemachine::wire::command::{
+    AtClientTime, ClaimFifoHead, CreateApprovalAs, DeadLetterMissingDestinations,
+    DeadLetterMissingHandlers, DecideApprovalAs, IngressHandoffKeyed, RecordAuditAs, RecordView,
+    RecoverInflightOnPromotion, ResetStaleInflight, WriteReferenceSnapshotText,
+};
 use raftlane_statemachine::wire::command::{
     CancelQueued, ClaimNextFifo, ClaimReady, CompleteWithResponse, CreateApproval, CreateSession,
     CreateUser, DeadLetterNow, DecideApproval, DeleteUser, Delivery, DoneThenClaimNext,
@@ -292,6 +298,81 @@ fn samples() -> Vec<Envelope> {
         Command::PurgeExpiredSessions(PurgeExpiredSessions),
         Command::DeleteUser(DeleteUser {
             user_id: "u1".into(),
+        }),
+        // --- messagefoundry store: queue side (docs/SPEC.md §14) ---
+        Command::ClaimFifoHead(ClaimFifoHead {
+            stage: Stage::Outbound,
+            lane: "d1".into(),
+            owner: "node-a:1".into(),
+            lane_owner: Some("node-a".into()),
+            ttl_ms: 5000,
+        }),
+        Command::ClaimFifoHead(ClaimFifoHead {
+            stage: Stage::Outbound,
+            lane: "d1".into(),
+            owner: "solo".into(),
+            lane_owner: None,
+            ttl_ms: 5000,
+        }),
+        Command::ResetStaleInflight(ResetStaleInflight { stage: None }),
+        Command::DeadLetterMissingDestinations(DeadLetterMissingDestinations {
+            destinations: vec!["d1".into()],
+        }),
+        Command::DeadLetterMissingHandlers(DeadLetterMissingHandlers {
+            handlers: vec!["h".into()],
+        }),
+        Command::RecordAuditAs(RecordAuditAs {
+            action: "auth.login_success".into(),
+            actor: Some("alice".into()),
+            channel: None,
+            org: Some("mf".into()),
+            detail: None,
+        }),
+        Command::RecordView(RecordView {
+            message_id: MessageId(0),
+            viewer: Some("alice".into()),
+        }),
+        Command::IngressHandoffKeyed(IngressHandoffKeyed {
+            row_id: RowId(3),
+            fence: Fence(9),
+            loopback_channel: "loop".into(),
+            depth_cap: 4,
+            child_key: "k0123".into(),
+            control_id: Some("R1".into()),
+            message_type: None,
+            summary: None,
+            peek_failed: true,
+        }),
+        Command::WriteReferenceSnapshotText(WriteReferenceSnapshotText {
+            name: "providers".into(),
+            version: "v1".into(),
+            rows: BTreeMap::from([("P1".to_string(), "{}".to_string())]),
+        }),
+        Command::RecoverInflightOnPromotion(RecoverInflightOnPromotion {
+            owner: "node-b:1".into(),
+            lane_owner: None,
+        }),
+        Command::CreateApprovalAs(CreateApprovalAs {
+            key: "ap-1".into(),
+            operation: "purge".into(),
+            params: "{}".into(),
+            requester: "alice".into(),
+            requested_at: 900,
+            expires_at: None,
+        }),
+        Command::DecideApprovalAs(DecideApprovalAs {
+            key: "ap-1".into(),
+            status: ApprovalStatus::Rejected,
+            approver: Some("bob".into()),
+            decided_at: 950,
+        }),
+        // --- test mode ---
+        Command::AtClientTime(AtClientTime {
+            now_ms: 10,
+            command: Box::new(Command::RecordView(RecordView {
+                message_id: MessageId(0),
+                viewer: None,
+            })),
         }),
     ];
     commands

@@ -97,6 +97,11 @@ use raftlane_statemachine::wire::command::{
 };
 // --- test mode ---
 use raftlane_statemachine::wire::command::AtClientTime;
+// --- engine coordination ---
+use raftlane_statemachine::model::coordination::{LeaderLease, NodeRecord, NodeStatus};
+use raftlane_statemachine::wire::command::{
+    BumpCounter, CampaignLeadership, NodeHeartbeat, NodeLeave, ResignLeadership,
+};
 use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
 use raftlane_statemachine::{
     ApprovalId, ClaimedRow, Command, Envelope, Fence, FifoEmpty, MemStore, MessageId, MetaState,
@@ -291,6 +296,11 @@ fn command_variant(c: &Command) -> &'static str {
         Command::CreateApprovalAs(_) => "CreateApprovalAs",
         Command::DecideApprovalAs(_) => "DecideApprovalAs",
         Command::AtClientTime(_) => "AtClientTime",
+        Command::NodeHeartbeat(_) => "NodeHeartbeat",
+        Command::NodeLeave(_) => "NodeLeave",
+        Command::CampaignLeadership(_) => "CampaignLeadership",
+        Command::ResignLeadership(_) => "ResignLeadership",
+        Command::BumpCounter(_) => "BumpCounter",
     }
 }
 
@@ -309,6 +319,7 @@ fn outcome_variant(o: &Outcome) -> &'static str {
         Outcome::Done => "Done",
         Outcome::Batch(_) => "Batch",
         Outcome::Repeated { .. } => "Repeated",
+        Outcome::Leader(_) => "Leader",
     }
 }
 
@@ -529,6 +540,9 @@ fn table_name(t: Table) -> (&'static str, &'static str) {
         Table::ReferenceLabels => ("ReferenceLabels", "reference_labels"),
         Table::ApprovalKeys => ("ApprovalKeys", "approval_keys"),
         Table::ApprovalKeyOf => ("ApprovalKeyOf", "approval_key_of"),
+        Table::EngineNodes => ("EngineNodes", "engine_nodes"),
+        Table::Leadership => ("Leadership", "leadership"),
+        Table::Counters => ("Counters", "counters"),
     }
 }
 
@@ -847,6 +861,27 @@ fn command_examples() -> Vec<Command> {
                 viewer: some("carol"),
             })),
         }),
+        // --- engine coordination ---
+        Command::NodeHeartbeat(NodeHeartbeat {
+            node_id: s("engine-1"),
+            host: some("host-a"),
+            pid: Some(406),
+        }),
+        Command::NodeLeave(NodeLeave {
+            node_id: s("engine-1"),
+        }),
+        Command::CampaignLeadership(CampaignLeadership {
+            group: s("messagefoundry"),
+            node_id: s("engine-2"),
+            ttl_ms: 407,
+        }),
+        Command::ResignLeadership(ResignLeadership {
+            group: s("messagefoundry"),
+            node_id: s("engine-2"),
+        }),
+        Command::BumpCounter(BumpCounter {
+            name: s("config_version"),
+        }),
     ]
 }
 
@@ -923,6 +958,11 @@ fn outcome_examples() -> Vec<Outcome> {
                 duplicate: true,
             })),
         },
+        Outcome::Leader(LeaderLease {
+            owner: s("engine-2"),
+            expires_at: 493,
+            fence: Fence(494),
+        }),
     ]
 }
 
@@ -1302,6 +1342,27 @@ fn stored_cases(table: Table) -> Vec<Case> {
         Table::ReferenceLabels => vec![codec_case(name("String"), s("v-label-1"))],
         Table::ApprovalKeys => vec![codec_case(name("ApprovalId"), ApprovalId(801))],
         Table::ApprovalKeyOf => vec![codec_case(name("String"), s("approval-key-3"))],
+        // --- engine coordination ---
+        Table::EngineNodes => vec![codec_case(
+            name("NodeRecord"),
+            NodeRecord {
+                node_id: s("engine-1"),
+                host: some("host-a"),
+                pid: Some(901),
+                started_at: 902,
+                last_seen: 903,
+                status: NodeStatus::Left,
+            },
+        )],
+        Table::Leadership => vec![codec_case(
+            name("LeaderLease"),
+            LeaderLease {
+                owner: s("engine-1"),
+                expires_at: 904,
+                fence: Fence(905),
+            },
+        )],
+        Table::Counters => vec![codec_case(name("u64"), 906u64)],
         // Index tables: key only, the value is always empty.
         Table::MessageRows
         | Table::LanePending
@@ -1359,6 +1420,9 @@ fn verify_live_value(table: Table, key: &[u8], value: &[u8]) -> Result<(), Strin
         Table::ReferenceLabels => reencodes::<String>(value),
         Table::ApprovalKeys => reencodes::<ApprovalId>(value),
         Table::ApprovalKeyOf => reencodes::<String>(value),
+        Table::EngineNodes => reencodes::<NodeRecord>(value),
+        Table::Leadership => reencodes::<LeaderLease>(value),
+        Table::Counters => reencodes::<u64>(value),
         Table::MessageRows
         | Table::LanePending
         | Table::LaneInflight
@@ -2129,6 +2193,20 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
         expires_at: NOW + 1_000_000,
         client: some("10.0.0.1"),
         seed_reauth: false,
+    }));
+    // Engine coordination.
+    live.ok(Command::NodeHeartbeat(NodeHeartbeat {
+        node_id: s("engine-1"),
+        host: some("host-a"),
+        pid: Some(1),
+    }));
+    live.ok(Command::CampaignLeadership(CampaignLeadership {
+        group: s("messagefoundry"),
+        node_id: s("engine-1"),
+        ttl_ms: 1_000,
+    }));
+    live.ok(Command::BumpCounter(BumpCounter {
+        name: s("config_version"),
     }));
 
     let mut seen = BTreeSet::new();

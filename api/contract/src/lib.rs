@@ -3,7 +3,7 @@
 //! What a raftlane node and its clients agree on over HTTP, in one place: header names, how a
 //! name becomes a path segment, the error body, and every route's request body and answer as a
 //! named type, grouped by area ([`messages`], [`work`], [`rows`], [`config`], [`audit`],
-//! [`admin`], [`recovery`], [`dashboard`], [`tokens`], [`keys`], [`cluster`], [`users`]). The server parses and answers with these
+//! [`admin`], [`recovery`], [`dashboard`], [`coordination`], [`tokens`], [`keys`], [`cluster`], [`users`]). The server parses and answers with these
 //! types, the Rust client sends and decodes them, and the OpenAPI document's schemas are
 //! derived from them ([`schema`]), so a change to a member shows up on all three at compile
 //! time.
@@ -17,6 +17,7 @@ pub mod admin;
 pub mod audit;
 pub mod cluster;
 pub mod config;
+pub mod coordination;
 pub mod dashboard;
 pub mod error;
 pub mod headers;
@@ -46,6 +47,10 @@ pub use cluster::{
     Readiness, StateDigest,
 };
 pub use config::{ConfigAnswer, ConfigWritten};
+pub use coordination::{
+    CampaignRequest, CounterValue, EngineNode, EngineNodes, HeartbeatAck, HeartbeatRequest,
+    HeldLanes, Leadership, NodeLeft, ResignRequest, Resigned,
+};
 pub use dashboard::{ConnectionMetrics, DestinationTraffic, InboundTraffic, StorageStats};
 pub use error::{ErrorBody, ErrorDetail};
 pub use keys::{RotateRequest, Rotated};

@@ -359,6 +359,48 @@ fn examples_conform_to_their_schemas() {
         ],
     });
     x.answer(&Count { count: 4 });
+    // engine coordination
+    x.request(&HeartbeatRequest::default());
+    x.request(&HeartbeatRequest {
+        host: Some("h".into()),
+        pid: Some(1),
+    });
+    x.answer(&HeartbeatAck { index: 1 });
+    x.answer(&NodeLeft {
+        left: true,
+        index: 2,
+    });
+    x.answer(&EngineNodes {
+        nodes: vec![EngineNode {
+            node_id: "a".into(),
+            host: None,
+            pid: None,
+            started_at: 1,
+            last_seen: 2,
+            status: "active".into(),
+        }],
+        now: 3,
+    });
+    x.request(&CampaignRequest {
+        node_id: "a".into(),
+        ttl_ms: 5,
+    });
+    x.request(&ResignRequest {
+        node_id: "a".into(),
+    });
+    x.answer(&Resigned {
+        resigned: true,
+        index: 4,
+    });
+    x.answer(&Leadership::of("mf".into(), None, 6));
+    x.answer(&CounterValue {
+        name: "config_version".into(),
+        value: 7,
+    });
+    x.answer(&HeldLanes {
+        owner: "a".into(),
+        lanes: vec!["outbound:ob1".into()],
+    });
     x.request(&KeyedApprovalRequest {
         key: "ap-1".into(),
         operation: "replay_dead".into(),

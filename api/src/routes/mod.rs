@@ -5,6 +5,7 @@ pub mod approvals;
 pub mod audit;
 pub mod cluster;
 pub mod config;
+pub mod coordination;
 pub mod keys;
 pub mod messages;
 pub mod recovery;

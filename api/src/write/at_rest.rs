@@ -149,6 +149,12 @@ impl Covered for Command {
             | Command::DecideApprovalAs(_) => Ok(()),
             // Test mode's exact time: the wrapped command says what it carries.
             Command::AtClientTime(at) => at.command.each_covered(f),
+            // Engine coordination: names, times and counters, nothing covered.
+            Command::NodeHeartbeat(_)
+            | Command::NodeLeave(_)
+            | Command::CampaignLeadership(_)
+            | Command::ResignLeadership(_)
+            | Command::BumpCounter(_) => Ok(()),
         }
     }
 }

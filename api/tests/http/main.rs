@@ -13,6 +13,7 @@ mod harness;
 
 mod auth_config_audit;
 mod client_clock;
+mod coordination;
 mod errors;
 mod node_to_node;
 mod pipeline;

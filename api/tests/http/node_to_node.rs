@@ -19,6 +19,9 @@ fn fill(path: &str) -> String {
             "{map}" => "roles",
             "{change}" => "disabled",
             "{token_hash}" => "ab12",
+            "{owner}" => "node-a",
+            "{node_id}" => "node-a",
+            "{group}" => "mf",
             s if s.starts_with('{') => panic!("no value for parameter {s} of {path}"),
             s => s,
         })

@@ -64,5 +64,10 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::CreateApprovalAs(c) => c.apply(cx),
         Command::DecideApprovalAs(c) => c.apply(cx),
         Command::AtClientTime(c) => c.apply(cx),
+        Command::NodeHeartbeat(c) => c.apply(cx),
+        Command::NodeLeave(c) => c.apply(cx),
+        Command::CampaignLeadership(c) => c.apply(cx),
+        Command::ResignLeadership(c) => c.apply(cx),
+        Command::BumpCounter(c) => c.apply(cx),
     }
 }

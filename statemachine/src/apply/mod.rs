@@ -20,6 +20,7 @@ mod client_clock;
 pub(crate) mod complete;
 pub(crate) mod config;
 mod context;
+pub(crate) mod coordination;
 pub(crate) mod dispatch;
 pub(crate) mod enqueue;
 pub(crate) mod handoff;

@@ -640,6 +640,41 @@ impl<'a> Reader<'a> {
         dashboard::storage_stats(&self.txn)
     }
 
+    // --- engine coordination (docs/SPEC.md §15) ---
+
+    /// Every registered engine process, by node id (tombstones of clean stops included).
+    pub fn engine_nodes(&self) -> Result<Vec<crate::model::coordination::NodeRecord>, StoreError> {
+        crate::tables::coordination::nodes(&self.txn)
+    }
+
+    /// A group's leadership lease as stored, live or expired.
+    pub fn leadership(
+        &self,
+        group: &str,
+    ) -> Result<Option<crate::model::coordination::LeaderLease>, StoreError> {
+        crate::tables::coordination::leader(&self.txn, group)
+    }
+
+    /// The lanes whose lease `owner` holds live at `t`, as `stage:name`, in key order (what an
+    /// engine node reports as the lanes it owns). Scans the lanes.
+    pub fn lanes_held_by(&self, owner: &str, t: Millis) -> Result<Vec<String>, StoreError> {
+        Ok(lanes::all_states(&self.txn)?
+            .into_iter()
+            .filter(|(_, state)| {
+                state
+                    .lease
+                    .as_ref()
+                    .is_some_and(|l| l.owner == owner && fifo::lease_is_live(l, t))
+            })
+            .map(|(key, _)| key.to_string())
+            .collect())
+    }
+
+    /// A shared counter (0 until first bumped).
+    pub fn counter(&self, name: &str) -> Result<u64, StoreError> {
+        crate::tables::coordination::counter(&self.txn, name)
+    }
+
     pub fn principal_by_token_hash(&self, hash: &str) -> Result<Option<Principal>, StoreError> {
         principals::by_token_hash(&self.txn, hash)
     }

@@ -96,10 +96,17 @@ pub enum Table {
     ApprovalKeys,
     /// ApprovalId → the caller's approval key (the reverse of `ApprovalKeys`).
     ApprovalKeyOf,
+    // --- engine coordination (docs/SPEC.md §15) ---
+    /// node id → NodeRecord: the engine processes' registry.
+    EngineNodes,
+    /// group → LeaderLease: one leadership lease per group.
+    Leadership,
+    /// name → u64: shared counters (the engine's configuration version).
+    Counters,
 }
 
 impl Table {
-    pub const ALL: [Table; 41] = [
+    pub const ALL: [Table; 44] = [
         Table::Meta,
         Table::Messages,
         Table::Rows,
@@ -142,6 +149,10 @@ impl Table {
         Table::ReferenceLabels,
         Table::ApprovalKeys,
         Table::ApprovalKeyOf,
+        // --- engine coordination ---
+        Table::EngineNodes,
+        Table::Leadership,
+        Table::Counters,
     ];
 
     /// Column family name in RocksDB.
@@ -189,6 +200,10 @@ impl Table {
             Table::ReferenceLabels => "reference_labels",
             Table::ApprovalKeys => "approval_keys",
             Table::ApprovalKeyOf => "approval_key_of",
+            // --- engine coordination ---
+            Table::EngineNodes => "engine_nodes",
+            Table::Leadership => "leadership",
+            Table::Counters => "counters",
         }
     }
 

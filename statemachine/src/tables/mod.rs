@@ -10,6 +10,7 @@ pub(crate) mod approvals;
 pub(crate) mod audit;
 pub(crate) mod children;
 pub(crate) mod config;
+pub(crate) mod coordination;
 pub(crate) mod covered;
 pub(crate) mod idempotency;
 pub(crate) mod lanes;

@@ -68,6 +68,8 @@ pub enum Outcome {
         index: u64,
         response: Box<Response>,
     },
+    /// A group's leadership lease after a campaign (docs/SPEC.md §15.2).
+    Leader(crate::model::coordination::LeaderLease),
 }
 
 /// What `apply` returns for one command.

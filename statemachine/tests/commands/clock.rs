@@ -102,7 +102,17 @@ fn a_client_time_command_applies_at_exactly_its_time_and_leaves_the_clock() {
     );
     let after = h.sm.meta();
     assert_eq!(
-        (after.clock, after.next_message_id, after.next_row_id, &after.row_counts),
-        (meta.clock, meta.next_message_id, meta.next_row_id, &meta.row_counts)
+        (
+            after.clock,
+            after.next_message_id,
+            after.next_row_id,
+            &after.row_counts
+        ),
+        (
+            meta.clock,
+            meta.next_message_id,
+            meta.next_row_id,
+            &meta.row_counts
+        )
     );
 }

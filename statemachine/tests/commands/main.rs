@@ -18,6 +18,7 @@ mod claims;
 mod clock;
 mod completion;
 mod config;
+mod coordination;
 mod enqueue;
 mod fencing;
 mod fifo;

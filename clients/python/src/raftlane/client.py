@@ -1374,6 +1374,67 @@ class Client:
         body = _drop_none({"status": status, "approver": approver, "decided_at": decided_at})
         return await self.request("POST", f"/v1/approvals/keyed/{segment(key)}/decide", json=body)
 
+    # --- engine coordination (docs/SPEC.md §15) ----------------------------------------------
+
+    @_route("put", "/v1/engine/nodes/{node_id}", body=("host", "pid"))
+    async def engine_heartbeat(
+        self, node_id: str, *, host: str | None = None, pid: int | None = None
+    ) -> Any:
+        """Register ``node_id`` or refresh its ``last_seen``."""
+        return await self.request(
+            "PUT",
+            f"/v1/engine/nodes/{segment(node_id)}",
+            json=_drop_none({"host": host, "pid": pid}),
+        )
+
+    @_route("delete", "/v1/engine/nodes/{node_id}")
+    async def engine_leave(self, node_id: str) -> bool:
+        """Mark ``node_id`` left (and give up its leadership); false when it was never registered."""
+        answer = await self.request("DELETE", f"/v1/engine/nodes/{segment(node_id)}")
+        return bool(answer["left"])
+
+    @_route("get", "/v1/engine/nodes")
+    async def engine_nodes(self) -> Any:
+        """``{nodes: [{node_id, host, pid, started_at, last_seen, status}], now}``."""
+        return await self.request("GET", "/v1/engine/nodes")
+
+    @_route("post", "/v1/engine/leadership/{group}", body=("node_id", "ttl_ms"))
+    async def campaign(self, group: str, node_id: str, *, ttl_ms: int) -> Any:
+        """Take or renew ``group``'s leadership for ``node_id``; answers the lease as it stands
+        (``{group, owner, expires_at, fence, now}``), whoever holds it."""
+        return await self.request(
+            "POST",
+            f"/v1/engine/leadership/{segment(group)}",
+            json={"node_id": node_id, "ttl_ms": ttl_ms},
+        )
+
+    @_route("post", "/v1/engine/leadership/{group}/resign", body=("node_id",))
+    async def resign(self, group: str, node_id: str) -> bool:
+        answer = await self.request(
+            "POST", f"/v1/engine/leadership/{segment(group)}/resign", json={"node_id": node_id}
+        )
+        return bool(answer["resigned"])
+
+    @_route("get", "/v1/engine/leadership/{group}")
+    async def leadership(self, group: str) -> Any:
+        return await self.request("GET", f"/v1/engine/leadership/{segment(group)}")
+
+    @_route("post", "/v1/engine/counters/{name}")
+    async def bump_counter(self, name: str) -> int:
+        answer = await self.request("POST", f"/v1/engine/counters/{segment(name)}")
+        return int(answer["value"])
+
+    @_route("get", "/v1/engine/counters/{name}")
+    async def counter(self, name: str) -> int:
+        answer = await self.request("GET", f"/v1/engine/counters/{segment(name)}")
+        return int(answer["value"])
+
+    @_route("get", "/v1/engine/lanes/{owner}")
+    async def held_lanes(self, owner: str) -> list[str]:
+        """The lanes (``stage:name``) whose lease ``owner`` holds now."""
+        answer = await self.request("GET", f"/v1/engine/lanes/{segment(owner)}")
+        return [str(lane) for lane in answer["lanes"]]
+
     @_route("get", "/v1/tokens", answer=TokenList)
     async def tokens(self, *, consistency: str | None = None) -> list[Principal]:
         return (

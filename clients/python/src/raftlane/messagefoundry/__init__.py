@@ -4,11 +4,15 @@
 Needs messagefoundry (``pip install 'raftlane[messagefoundry]'``), imported for its answer types.
 """
 
+from .coordinator import CONFIG_VERSION_COUNTER, LEADERSHIP_GROUP, RaftlaneCoordinator
 from .store import AUDIT_ORG, CLIENT_TIME_HEADER, RaftlaneStore, StoreSettings, is_missing_route
 
 __all__ = [
     "AUDIT_ORG",
     "CLIENT_TIME_HEADER",
+    "CONFIG_VERSION_COUNTER",
+    "LEADERSHIP_GROUP",
+    "RaftlaneCoordinator",
     "RaftlaneStore",
     "StoreSettings",
     "is_missing_route",
