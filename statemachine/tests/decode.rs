@@ -13,9 +13,10 @@ use raftlane_statemachine::model::row::Stage;
 use raftlane_statemachine::model::user::{AdGroupMap, AuthProvider};
 use raftlane_statemachine::wire::codec;
 use raftlane_statemachine::wire::command::{
-    AtClientTime, ClaimFifoHead, CreateApprovalAs, DeadLetterMissingDestinations,
-    DeadLetterMissingHandlers, DecideApprovalAs, IngressHandoffKeyed, RecordAuditAs, RecordView,
-    RecoverInflightOnPromotion, ResetStaleInflight, WriteReferenceSnapshotText,
+    AtClientTime, BumpCounter, CampaignLeadership, ClaimFifoHead, CreateApprovalAs,
+    DeadLetterMissingDestinations, DeadLetterMissingHandlers, DecideApprovalAs,
+    IngressHandoffKeyed, NodeHeartbeat, NodeLeave, RecordAuditAs, RecordView,
+    RecoverInflightOnPromotion, ResetStaleInflight, ResignLeadership, WriteReferenceSnapshotText,
 };
 use raftlane_statemachine::wire::command::{
     CancelQueued, ClaimNextFifo, ClaimReady, CompleteWithResponse, CreateApproval, CreateSession,
@@ -365,6 +366,27 @@ fn samples() -> Vec<Envelope> {
             status: ApprovalStatus::Rejected,
             approver: Some("bob".into()),
             decided_at: 950,
+        }),
+        // --- engine coordination (docs/SPEC.md §15) ---
+        Command::NodeHeartbeat(NodeHeartbeat {
+            node_id: "engine-a".into(),
+            host: Some("h".into()),
+            pid: Some(4),
+        }),
+        Command::CampaignLeadership(CampaignLeadership {
+            group: "mf".into(),
+            node_id: "engine-a".into(),
+            ttl_ms: 3000,
+        }),
+        Command::BumpCounter(BumpCounter {
+            name: "config_version".into(),
+        }),
+        Command::ResignLeadership(ResignLeadership {
+            group: "mf".into(),
+            node_id: "engine-a".into(),
+        }),
+        Command::NodeLeave(NodeLeave {
+            node_id: "engine-a".into(),
         }),
         // --- test mode ---
         Command::AtClientTime(AtClientTime {

@@ -29,7 +29,7 @@ def _store(handler: Handler, **kw: Any) -> RaftlaneStore:
     client = Client(
         ["127.0.0.1:1"], "t", follow_leader=False, transport=httpx.MockTransport(handler)
     )
-    return RaftlaneStore(client, owner="me", **kw)
+    return RaftlaneStore(client, owner="me", **{"client_clock": True, **kw})
 
 
 def _claimed(row_id: int, fence: int, **kw: Any) -> dict[str, Any]:
@@ -161,4 +161,18 @@ async def test_row_lease_and_lane_lease_in_seconds() -> None:
         "status": "inflight",
     }
     assert await store.lane_lease("outbound:OB1") == {"owner": "A", "lease_expires_at": 260.5}
+    await store.close()
+
+
+async def test_now_is_ignored_unless_the_cluster_runs_on_the_client_clock() -> None:
+    """In production the cluster stamps time; a node without the test mode refuses the header."""
+    seen: list[httpx.Request] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        seen.append(req)
+        return httpx.Response(200, json={"message_id": 8, "duplicate": False, "index": 2})
+
+    store = _store(handler, client_clock=False)
+    await store.enqueue_ingress(channel_id="IB", raw="MSH|", now=1234.5)
+    assert CLIENT_TIME_HEADER.lower() not in seen[0].headers
     await store.close()

@@ -39,7 +39,13 @@ async def store(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[RaftlaneStore]
         opened: list[RaftlaneStore] = []
 
         async def open_handle() -> RaftlaneStore:
-            s = await RaftlaneStore.open(endpoints, token, journal_mode="postgres", deadline=10.0)
+            s = await RaftlaneStore.open(
+                endpoints,
+                token,
+                journal_mode="postgres",
+                deadline=10.0,
+                client_clock=CLIENT_CLOCK,
+            )
             opened.append(s)
             return s
 

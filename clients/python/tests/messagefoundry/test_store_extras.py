@@ -20,7 +20,7 @@ pytestmark = pytest.mark.cluster
 @pytest_asyncio.fixture
 async def store() -> AsyncIterator[RaftlaneStore]:
     async with empty_cluster(node_args=["--test-client-clock"]) as (endpoints, token):
-        s = await RaftlaneStore.open(endpoints, token, owner="node-a:1")
+        s = await RaftlaneStore.open(endpoints, token, owner="node-a:1", client_clock=True)
         try:
             yield s
         finally:

@@ -146,6 +146,7 @@ class RaftlaneStore:
         owner: str | None = None,
         lease_ttl_seconds: float = 30.0,
         journal_mode: str = "raftlane",
+        client_clock: bool = False,
     ) -> None:
         if lease_ttl_seconds <= 0:
             raise ValueError("lease_ttl_seconds must be > 0")
@@ -154,6 +155,9 @@ class RaftlaneStore:
         self._owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.path = "raftlane:" + ",".join(client.endpoints)
         self._journal_mode = journal_mode
+        #: Send a method's ``now=`` as the request's time (a cluster in client-clock test mode);
+        #: otherwise ``now`` is ignored and the cluster stamps its own time, as in production.
+        self._client_clock = client_clock
         self._fences: OrderedDict[int, int] = OrderedDict()
         self._state_cache: dict[tuple[str, str], Any] = {}
         self._state_versions: dict[str, int] = {}
@@ -173,15 +177,19 @@ class RaftlaneStore:
         lease_ttl_seconds: float = 30.0,
         journal_mode: str = "raftlane",
         deadline: float = 20.0,
+        client_clock: bool = False,
     ) -> RaftlaneStore:
         """Connect to the cluster at ``endpoints`` with ``token`` and load the read-through caches
         (transform state, reference sets). ``owner`` names this handle's claims (default
-        ``host:pid:random``); ``journal_mode`` is the label :meth:`db_status` reports."""
+        ``host:pid:random``); ``journal_mode`` is the label :meth:`db_status` reports. ``client_clock``: the cluster runs in
+        client-clock test mode (``--test-client-clock``) and a method's ``now=`` becomes the time
+        of its command; otherwise ``now`` is ignored (the cluster stamps time, docs/SPEC.md §2.1)."""
         store = cls(
             Client(endpoints, token, deadline=deadline),
             owner=owner,
             lease_ttl_seconds=lease_ttl_seconds,
             journal_mode=journal_mode,
+            client_clock=client_clock,
         )
         try:
             await store._load_caches()
@@ -212,8 +220,9 @@ class RaftlaneStore:
     # --- plumbing -------------------------------------------------------------------------------
 
     def _at(self, now: float | None) -> Client:
-        """The client handle for a call made at ``now`` (the header only when ``now`` is given)."""
-        if now is None:
+        """The client handle for a call made at ``now``: with the client-time header when the
+        store runs against a client-clock cluster and ``now`` is given."""
+        if now is None or not self._client_clock:
             return self._client
         return self._client.with_headers({CLIENT_TIME_HEADER: str(_ms(now))})
 
