@@ -14,6 +14,7 @@ and must not reset each other's in-flight rows at start-up.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,7 +23,19 @@ from typing import Any
 from .coordinator import RaftlaneCoordinator
 from .store import RaftlaneStore
 
-__all__ = ["install", "main"]
+__all__ = ["SETTINGS_ENV", "install", "main"]
+
+#: messagefoundry settings the service runs under on raftlane, as ``MEFOR_<SECTION>_<KEY>``
+#: overrides (they win over its TOML file). messagefoundry accepts ``[cluster].enabled`` only
+#: with a server-database ``[store]`` and then checks its connection fields; the store it would
+#: open is replaced by :func:`install`, so those fields only name raftlane and are never used.
+SETTINGS_ENV = {
+    "MEFOR_STORE_BACKEND": "postgres",
+    "MEFOR_STORE_SERVER": "raftlane",
+    "MEFOR_STORE_DATABASE": "raftlane",
+    "MEFOR_STORE_USERNAME": "raftlane",
+    "MEFOR_CLUSTER_ENABLED": "true",
+}
 
 
 def install(
@@ -103,6 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: --token-file {args.token_file} is empty", file=sys.stderr)
         return 2
     install(endpoints, token, node_id=args.node_id, lease_ttl_seconds=args.lease_ttl)
+    os.environ.update(SETTINGS_ENV)
     from messagefoundry.__main__ import main as messagefoundry_main
 
     return int(messagefoundry_main(["serve", *rest]))
