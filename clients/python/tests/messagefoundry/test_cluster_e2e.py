@@ -18,10 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import socket
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -30,11 +26,18 @@ import pytest_asyncio
 
 pytest.importorskip("messagefoundry")
 
-from mllp import Receiver, Sender, adt
 
 from raftlane import Client
 from raftlane.errors import RaftlaneError
 from raftlane.messagefoundry import AUDIT_ORG
+from raftlane.messagefoundry.testing import (
+    EngineProcess,
+    Receiver,
+    Sender,
+    adt,
+    free_port,
+    write_project,
+)
 from raftlane.testing import ClusterHandle, empty_cluster
 
 pytestmark = pytest.mark.cluster
@@ -44,105 +47,6 @@ KILL_LEADER_AT = MESSAGES * 3 // 10
 KILL_ENGINE_AT = MESSAGES * 6 // 10
 #: Row and lane leases of the engines' claims: a killed engine's lanes free up after this.
 LEASE_TTL = 3.0
-
-REGISTRY = """\
-from messagefoundry import MLLP, Send, env, handler, inbound, outbound, router
-
-inbound("IB_LAB", MLLP(port=env("lab_in_port", cast=int)), router="lab_router")
-outbound("OB_EMR", MLLP(host="127.0.0.1", port=env("emr_port", cast=int), timeout_seconds=5.0))
-
-
-@router("lab_router")
-def route(msg):
-    return ["lab_handler"] if msg["MSH-9.1"] == "ADT" else []
-
-
-@handler("lab_handler")
-def handle(msg):
-    return Send("OB_EMR", msg)
-"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Engine:
-    """One ``python -m raftlane.messagefoundry serve`` process."""
-
-    def __init__(self, name: str, project: Path, cluster: ClusterHandle, token_file: Path) -> None:
-        self.name = name
-        self.inbound_port = free_port()
-        self.api_port = free_port()
-        self.log = project / f"{name}.log"
-        self.argv = [
-            sys.executable,
-            "-m",
-            "raftlane.messagefoundry",
-            "serve",
-            "--raftlane",
-            ",".join(cluster.endpoints),
-            "--token-file",
-            str(token_file),
-            "--node-id",
-            name,
-            "--lease-ttl",
-            str(LEASE_TTL),
-            "--config",
-            str(project / "config"),
-            "--env",
-            "dev",
-            "--project-root",
-            str(project),
-            "--port",
-            str(self.api_port),
-            "--service-config",
-            str(project / "messagefoundry.toml"),
-        ]
-        self.env = {**os.environ, "MEFOR_VALUE_LAB_IN_PORT": str(self.inbound_port)}
-        self.cwd = project
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(
-                self.argv, env=self.env, cwd=self.cwd, stdout=out, stderr=subprocess.STDOUT
-            )
-
-    async def wait_listening(self, timeout: float = 60.0) -> None:
-        deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            assert self.proc is not None and self.proc.poll() is None, self.tail()
-            try:
-                _, w = await asyncio.open_connection("127.0.0.1", self.inbound_port)
-                w.close()
-                return
-            except OSError:
-                if asyncio.get_running_loop().time() > deadline:
-                    raise AssertionError(f"{self.name} never listened\n{self.tail()}") from None
-                await asyncio.sleep(0.2)
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-    def tail(self, lines: int = 40) -> str:
-        try:
-            text = self.log.read_text(errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(line for line in text.splitlines() if "HTTP Request" not in line)[-6000:]
 
 
 @pytest_asyncio.fixture
@@ -163,25 +67,31 @@ async def test_two_engines_deliver_every_acked_message_in_order_through_crashes(
     cluster: ClusterHandle, tmp_path: Path
 ) -> None:
     endpoints, token = cluster
-    project = tmp_path / "project"
-    (project / "config").mkdir(parents=True)
-    (project / "environments").mkdir()
-    (project / "config" / "lab.py").write_text(REGISTRY)
+    receiver = Receiver(free_port())
     # messagefoundry 0.1.0 runs its clustered engine active-passive: only the leader runs the
     # graph (listeners and workers); a standby takes over once the leader's lease ran out.
-    (project / "messagefoundry.toml").write_text(
-        "[cluster]\nheartbeat_seconds = 0.5\nnode_timeout_seconds = 5.0\n"
-        "leader_lease_ttl_seconds = 3.0\nleader_fence_timeout_seconds = 2.0\n"
-        "reclaim_interval_seconds = 2.0\n"
-    )
-    receiver = Receiver(free_port())
-    (project / "environments" / "dev.toml").write_text(
-        f"lab_in_port = 1\nemr_port = {receiver.port}\n"
+    project = write_project(
+        tmp_path / "project",
+        emr_port=receiver.port,
+        settings={
+            "cluster": {
+                "heartbeat_seconds": 0.5,
+                "node_timeout_seconds": 5.0,
+                "leader_lease_ttl_seconds": 3.0,
+                "leader_fence_timeout_seconds": 2.0,
+                "reclaim_interval_seconds": 2.0,
+            }
+        },
     )
     token_file = tmp_path / "token"
     token_file.write_text(token)
     await receiver.start()
-    engines = [Engine(f"engine-{i}", project, cluster, token_file) for i in (1, 2)]
+    engines = [
+        EngineProcess(
+            f"engine-{i}", project, raftlane=endpoints, token_file=token_file, lease_ttl=LEASE_TTL
+        )
+        for i in (1, 2)
+    ]
     try:
         # engine-1 starts first and leads; engine-2 stands by.
         engines[0].start()
@@ -209,8 +119,7 @@ async def test_two_engines_deliver_every_acked_message_in_order_through_crashes(
                 except (TimeoutError, OSError, asyncio.IncompleteReadError):
                     # The engine is gone or slow: this message is un-ACKed; send it again, to
                     # the other engine once the first is dead.
-                    proc = engines[target].proc
-                    if proc is not None and proc.poll() is not None:
+                    if not engines[target].running:
                         target = 1 - target
                         sender = Sender("127.0.0.1", engines[target].inbound_port)
                     await asyncio.sleep(0.5)

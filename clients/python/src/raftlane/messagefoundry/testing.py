@@ -1,0 +1,288 @@
+"""Test tooling for messagefoundry on raftlane, for this package's tests and benchmarks and for
+users' own: a minimal MLLP sender and receiver (HL7 v2 over TCP, each message framed as
+0x0B ... 0x1C 0x0D), synthetic ADT messages, a project directory with a code-first registry
+(MLLP inbound → router → handler → MLLP outbound), and :class:`EngineProcess`, one
+``python -m raftlane.messagefoundry serve`` child process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "REGISTRY",
+    "EngineProcess",
+    "Receiver",
+    "Sender",
+    "ack_for",
+    "adt",
+    "field_of",
+    "free_port",
+    "write_project",
+]
+
+START, END = b"\x0b", b"\x1c\x0d"
+
+
+def frame(message: str) -> bytes:
+    return START + message.encode() + END
+
+
+async def read_frame(reader: asyncio.StreamReader) -> str:
+    data = await reader.readuntil(END)
+    start = data.find(START)
+    if start < 0:
+        raise ValueError("an MLLP frame without its start byte")
+    return data[start + 1 : -len(END)].decode()
+
+
+def field_of(message: str, segment: str, index: int) -> str | None:
+    """Field ``index`` of the first ``segment`` (MSH counts its field separator as MSH-1)."""
+    for line in message.replace("\n", "\r").split("\r"):
+        parts = line.split("|")
+        if parts[0] == segment:
+            i = index - 1 if segment == "MSH" else index
+            return parts[i] if 0 <= i < len(parts) else None
+    return None
+
+
+def ack_for(message: str, code: str = "AA") -> str:
+    control = field_of(message, "MSH", 10) or ""
+    return f"MSH|^~\\&|RECV|TEST|||20261205000000||ACK|A{control}|P|2.5.1\rMSA|{code}|{control}\r"
+
+
+def adt(n: int) -> str:
+    """Synthetic ADT^A01 number ``n`` (control id ``MSG<n>``)."""
+    return (
+        f"MSH|^~\\&|LAB|NORTH|EMR|SOUTH|20261205120000||ADT^A01|MSG{n:06d}|P|2.5.1\r"
+        f"EVN|A01|20261205120000\r"
+        f"PID|1||{n}^^^NORTH^MR||DOE^JANE\r"
+    )
+
+
+class Sender:
+    """One MLLP connection that sends a message and waits for its ACK."""
+
+    def __init__(self, host: str, port: int, timeout: float = 10.0) -> None:
+        self.host, self.port, self.timeout = host, port, timeout
+        self._conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def send(self, message: str) -> str:
+        """The ACK code (``AA``, ``AE``, ``AR``) the peer answered."""
+        if self._conn is None:
+            self._conn = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port), self.timeout
+            )
+        reader, writer = self._conn
+        try:
+            writer.write(frame(message))
+            await writer.drain()
+            ack = await asyncio.wait_for(read_frame(reader), self.timeout)
+        except BaseException:
+            await self.close()
+            raise
+        return field_of(ack, "MSA", 1) or "??"
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            _, writer = self._conn
+            self._conn = None
+            writer.close()
+            try:
+                await writer.wait_closed()
+            except OSError:
+                pass
+
+
+@dataclass
+class Receiver:
+    """An MLLP listener that records every message it receives, in arrival order, and answers
+    AA."""
+
+    port: int
+    received: list[str] = field(default_factory=list)
+    _server: asyncio.Server | None = None
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", self.port)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                message = await read_frame(reader)
+                self.received.append(message)
+                writer.write(frame(ack_for(message)))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    def control_ids(self) -> list[str]:
+        return [field_of(m, "MSH", 10) or "" for m in self.received]
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+
+REGISTRY = """\
+from messagefoundry import MLLP, Send, env, handler, inbound, outbound, router
+
+inbound("IB_LAB", MLLP(port=env("lab_in_port", cast=int)), router="lab_router")
+outbound("OB_EMR", MLLP(host="127.0.0.1", port=env("emr_port", cast=int), timeout_seconds=5.0))
+
+
+@router("lab_router")
+def route(msg):
+    return ["lab_handler"] if msg["MSH-9.1"] == "ADT" else []
+
+
+@handler("lab_handler")
+def handle(msg):
+    return Send("OB_EMR", msg)
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def write_project(
+    root: Path, *, emr_port: int, settings: Mapping[str, Mapping[str, object]] | None = None
+) -> Path:
+    """A messagefoundry project under ``root``: ``config/lab.py`` (:data:`REGISTRY`),
+    ``environments/dev.toml`` (the outbound peer on ``emr_port``; each engine's inbound port
+    comes from ``MEFOR_VALUE_LAB_IN_PORT``) and ``messagefoundry.toml`` with ``settings``
+    (``{section: {key: value}}``). Answers ``root``."""
+    (root / "config").mkdir(parents=True, exist_ok=True)
+    (root / "environments").mkdir(exist_ok=True)
+    (root / "config" / "lab.py").write_text(REGISTRY)
+    (root / "environments" / "dev.toml").write_text(f"lab_in_port = 1\nemr_port = {emr_port}\n")
+    lines = []
+    for section, values in (settings or {}).items():
+        lines.append(f"[{section}]")
+        for key, value in values.items():
+            rendered = str(value).lower() if isinstance(value, bool) else repr(value)
+            lines.append(f"{key} = {rendered}".replace("'", '"'))
+    (root / "messagefoundry.toml").write_text("\n".join(lines) + "\n")
+    return root
+
+
+class EngineProcess:
+    """One messagefoundry engine process on the project at ``project``: on raftlane
+    (``python -m raftlane.messagefoundry serve``) when ``raftlane`` names the nodes, else
+    messagefoundry's own ``serve`` on the store its settings name (``env`` may set them)."""
+
+    def __init__(
+        self,
+        name: str,
+        project: Path,
+        *,
+        raftlane: Sequence[str] | None = None,
+        token_file: Path | None = None,
+        lease_ttl: float = 30.0,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.name = name
+        self.inbound_port = free_port()
+        self.api_port = free_port()
+        self.log = project / f"{name}.log"
+        common = [
+            "--config",
+            str(project / "config"),
+            "--env",
+            "dev",
+            "--project-root",
+            str(project),
+            "--port",
+            str(self.api_port),
+            "--service-config",
+            str(project / "messagefoundry.toml"),
+        ]
+        if raftlane is not None:
+            if token_file is None:
+                raise ValueError("an engine on raftlane needs its token file")
+            self.argv = [
+                sys.executable,
+                "-m",
+                "raftlane.messagefoundry",
+                "serve",
+                "--raftlane",
+                ",".join(raftlane),
+                "--token-file",
+                str(token_file),
+                "--node-id",
+                name,
+                "--lease-ttl",
+                str(lease_ttl),
+                *common,
+            ]
+        else:
+            self.argv = [sys.executable, "-m", "messagefoundry", "serve", *common]
+        self.env = {
+            **os.environ,
+            **(env or {}),
+            "MEFOR_VALUE_LAB_IN_PORT": str(self.inbound_port),
+        }
+        self.cwd = project
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> None:
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(
+                self.argv, env=self.env, cwd=self.cwd, stdout=out, stderr=subprocess.STDOUT
+            )
+
+    async def wait_listening(self, timeout: float = 60.0) -> None:
+        """Until the engine's MLLP inbound accepts connections (only a leading engine listens:
+        messagefoundry 0.1.0 runs its clustered engine active-passive)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            if not self.running:
+                raise AssertionError(f"{self.name} exited\n{self.tail()}")
+            try:
+                _, w = await asyncio.open_connection("127.0.0.1", self.inbound_port)
+                w.close()
+                return
+            except OSError:
+                if loop.time() > deadline:
+                    raise AssertionError(f"{self.name} never listened\n{self.tail()}") from None
+                await asyncio.sleep(0.2)
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash."""
+        if self.proc is not None and self.running:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.running:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def tail(self) -> str:
+        """The end of the engine's log, without the per-request lines."""
+        try:
+            text = self.log.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(line for line in text.splitlines() if "HTTP Request" not in line)[-6000:]
