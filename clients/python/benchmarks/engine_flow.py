@@ -29,8 +29,8 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from raftlane.messagefoundry.testing import (
@@ -132,17 +132,16 @@ async def on_raftlane(n: int, work: Path) -> dict[str, float]:
             await receiver.stop()
 
 
-@asynccontextmanager
-async def postgres() -> AsyncIterator[int]:
+@contextmanager
+def postgres() -> Iterator[int]:
     """A throwaway PostgreSQL server (trust auth, user ``postgres``) on a free port, in a
     temporary directory of its own (removed after)."""
-    with tempfile.TemporaryDirectory(prefix="mf-bench-pg-") as tmp:
-        async with _postgres_in(Path(tmp)) as port:
-            yield port
+    with tempfile.TemporaryDirectory(prefix="mf-bench-pg-") as tmp, _postgres_in(Path(tmp)) as port:
+        yield port
 
 
-@asynccontextmanager
-async def _postgres_in(work: Path) -> AsyncIterator[int]:
+@contextmanager
+def _postgres_in(work: Path) -> Iterator[int]:
     initdb = shutil.which("initdb") or next(Path("/usr/lib/postgresql").glob("*/bin/initdb"), None)
     if initdb is None:
         raise RuntimeError("no PostgreSQL server binaries (initdb): apt-get install postgresql")
@@ -182,13 +181,14 @@ async def _postgres_in(work: Path) -> AsyncIterator[int]:
         subprocess.run(
             [*runas, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"],
             capture_output=True,
+            check=False,
         )
 
 
 async def on_postgres(n: int, work: Path) -> dict[str, float]:
     receiver = TimedReceiver(free_port())
     await receiver.start()
-    async with postgres() as port:
+    with postgres() as port:
         project = write_project(
             work / "postgres",
             emr_port=receiver.port,
