@@ -558,10 +558,13 @@ fn valid_encodings_round_trip() {
 fn hostile_bytes_never_panic_and_stay_deterministic() {
     let mut rng = Lcg(0x5eed);
     let singles: Vec<Vec<u8>> = samples().iter().map(codec::encode).collect();
+    let lists = vec![
+        codec::encode(&samples()),
+        codec::encode(&samples()[..5].to_vec()),
+        codec::encode(&samples()[..2].to_vec()),
+    ];
     let mut pool = singles.clone();
-    pool.push(codec::encode(&samples()));
-    pool.push(codec::encode(&samples()[..5].to_vec()));
-    pool.push(codec::encode(&samples()[..2].to_vec()));
+    pool.extend(lists.iter().cloned());
     let mut inputs: Vec<Vec<u8>> = Vec::new();
     // Pure noise of every small length, and some longer.
     for _ in 0..1500 {
@@ -570,8 +573,10 @@ fn hostile_bytes_never_panic_and_stay_deterministic() {
         inputs.push((0..len).map(|_| rng.byte()).collect());
     }
     // Mutations of valid encodings, single and lists.
+    // A quarter of them lists, whatever the number of sample commands.
     for _ in 0..12_000 {
-        let base = &pool[rng.below(pool.len() as u64) as usize];
+        let bases = if rng.below(4) == 0 { &lists } else { &singles };
+        let base = &bases[rng.below(bases.len() as u64) as usize];
         inputs.push(mutate(&mut rng, base, &pool));
     }
     // Every truncation of the list encoding.
