@@ -38,7 +38,6 @@ from raftlane.messagefoundry.testing import (
     Receiver,
     Sender,
     adt,
-    field_of,
     free_port,
     write_project,
 )
@@ -53,30 +52,17 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * p))]
 
 
-class TimedReceiver(Receiver):
-    """A receiver that notes when each control id first arrived."""
-
-    def __init__(self, port: int) -> None:
-        super().__init__(port)
-        self.arrived: dict[str, float] = {}
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        from raftlane.messagefoundry.testing import ack_for, frame, read_frame
-
-        try:
-            while True:
-                message = await read_frame(reader)
-                self.received.append(message)
-                self.arrived.setdefault(field_of(message, "MSH", 10) or "", time.perf_counter())
-                writer.write(frame(ack_for(message)))
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
+async def measure(engine: EngineProcess, receiver: Receiver, n: int) -> dict[str, float]:
+    """Start ``engine``, run the flow through it, stop it and the receiver."""
+    engine.start()
+    try:
+        return await run_flow(engine, receiver, n)
+    finally:
+        engine.stop()
+        await receiver.stop()
 
 
-async def run_flow(engine: EngineProcess, receiver: TimedReceiver, n: int) -> dict[str, float]:
+async def run_flow(engine: EngineProcess, receiver: Receiver, n: int) -> dict[str, float]:
     await engine.wait_listening(timeout=120.0)
     sender = Sender("127.0.0.1", engine.inbound_port, timeout=30.0)
     # Warm-up (connections, caches), not measured.
@@ -111,7 +97,7 @@ async def run_flow(engine: EngineProcess, receiver: TimedReceiver, n: int) -> di
 
 
 async def on_raftlane(n: int, work: Path) -> dict[str, float]:
-    receiver = TimedReceiver(free_port())
+    receiver = Receiver(free_port())
     await receiver.start()
     project = write_project(
         work / "raftlane",
@@ -186,7 +172,7 @@ def _postgres_in(work: Path) -> Iterator[int]:
 
 
 async def on_postgres(n: int, work: Path) -> dict[str, float]:
-    receiver = TimedReceiver(free_port())
+    receiver = Receiver(free_port())
     await receiver.start()
     with postgres() as port:
         project = write_project(
@@ -206,12 +192,7 @@ async def on_postgres(n: int, work: Path) -> dict[str, float]:
         )
         # A loopback server without TLS: messagefoundry wants that said explicitly.
         engine = EngineProcess("engine-postgres", project, env={"MEFOR_ALLOW_INSECURE_TLS": "1"})
-        engine.start()
-        try:
-            return await run_flow(engine, receiver, n)
-        finally:
-            engine.stop()
-            await receiver.stop()
+        return await measure(engine, receiver, n)
 
 
 def show(name: str, r: dict[str, float]) -> None:

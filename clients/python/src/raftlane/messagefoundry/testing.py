@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -104,10 +105,11 @@ class Sender:
 @dataclass
 class Receiver:
     """An MLLP listener that records every message it receives, in arrival order, and answers
-    AA."""
+    AA; ``arrived`` keeps when each control id first arrived (``time.perf_counter()``)."""
 
     port: int
     received: list[str] = field(default_factory=list)
+    arrived: dict[str, float] = field(default_factory=dict)
     _server: asyncio.Server | None = None
 
     async def start(self) -> None:
@@ -118,6 +120,7 @@ class Receiver:
             while True:
                 message = await read_frame(reader)
                 self.received.append(message)
+                self.arrived.setdefault(field_of(message, "MSH", 10) or "", time.perf_counter())
                 writer.write(frame(ack_for(message)))
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
