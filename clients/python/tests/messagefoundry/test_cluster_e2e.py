@@ -177,6 +177,10 @@ async def test_two_engines_deliver_every_acked_message_in_order_through_crashes(
                 return live == 0
 
             await wait_for(settled, "no pending or in-flight row", 60.0)
+            # Every message reached a terminal status: none left received or routed.
+            for status in ("received", "routed"):
+                assert await client.count_messages(status=status) == 0, status
+            assert await client.count_messages(status="processed") >= len(first)
             for org in (AUDIT_ORG, "default"):
                 verification = await client.audit_verify(org)
                 assert verification.ok, (org, verification)

@@ -13,6 +13,8 @@ import pytest_asyncio
 
 pytest.importorskip("messagefoundry")
 
+from messagefoundry.pipeline.cluster import ClusterCoordinator
+
 from raftlane import Client
 from raftlane.messagefoundry import RaftlaneCoordinator
 from raftlane.testing import ClusterHandle, empty_cluster
@@ -54,6 +56,7 @@ async def _node(client: Client, node_id: str) -> dict[str, object] | None:
 
 async def test_registers_heartbeats_and_leaves_a_tombstone(client: Client) -> None:
     coord = RaftlaneCoordinator(client, "node-X", **FAST)
+    assert isinstance(coord, ClusterCoordinator)  # messagefoundry's runtime-checkable protocol
     try:
         await coord.start()
         await coord.start()  # idempotent
