@@ -66,6 +66,20 @@ impl Caller {
         }
     }
 
+    /// [`Caller::require`] for an operation that is not about one channel (configuration,
+    /// purges, reference data, approvals, audit seals, tokens, keys, membership, engine
+    /// coordination, recovery sweeps): a channel-scoped token may not perform it, whatever its
+    /// role (docs/SPEC.md §9.4).
+    pub fn require_global(&self, p: Permission) -> Result<(), ApiError> {
+        self.require(p)?;
+        if self.channels.is_some() {
+            return Err(ApiError::forbidden(
+                "this operation spans every channel; a channel-scoped token cannot perform it",
+            ));
+        }
+        Ok(())
+    }
+
     pub fn may_see(&self, channel: &str) -> bool {
         self.channels
             .as_ref()
@@ -102,6 +116,19 @@ impl Caller {
     }
 }
 
+/// The name the bootstrap admin token acts under (in audit rows, approvals, request ids).
+pub const BOOTSTRAP_ADMIN: &str = "admin";
+
+/// Names no principal created through the API may take: the bootstrap admin's, and the
+/// `raftlane:` prefix of the cluster's own actors (the leader's timers), so that audit rows and
+/// approvals always tell a person's principal from the cluster's.
+pub fn reserved_principal_name(name: &str) -> bool {
+    name.eq_ignore_ascii_case(BOOTSTRAP_ADMIN)
+        || name
+            .get(..9)
+            .is_some_and(|p| p.eq_ignore_ascii_case("raftlane:"))
+}
+
 pub fn sha256_hex(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
@@ -136,7 +163,7 @@ impl FromRequestParts<Arc<AppState>> for Caller {
         let client_time = client_time(&parts.headers, state.test_client_clock)?;
         if ct_eq(hash.as_bytes(), state.admin_token_hash.as_bytes()) {
             return Ok(Caller {
-                name: "admin".into(),
+                name: BOOTSTRAP_ADMIN.into(),
                 role: Role::Admin,
                 channels: None,
                 requests,

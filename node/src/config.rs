@@ -93,15 +93,12 @@ pub fn parse_peers(s: &str) -> anyhow::Result<BTreeMap<u64, String>> {
 /// Read the stored admin token or create one (printed once, on creation).
 pub fn admin_token_for(data_dir: &Path) -> anyhow::Result<String> {
     let path = data_dir.join("admin.token");
-    if let Ok(t) = std::fs::read_to_string(&path) {
-        let t = t.trim().to_string();
-        if !t.is_empty() {
-            return Ok(t);
-        }
+    if let Some(t) = crate::secret_file::read(&path)? {
+        return Ok(t);
     }
     std::fs::create_dir_all(data_dir)?;
     let token = generate_token();
-    std::fs::write(&path, &token).with_context(|| format!("cannot write {}", path.display()))?;
+    crate::secret_file::write(&path, &token)?;
     // The bootstrap token is a node-local credential (its hash is not replicated), so a token
     // generated here works on this node only. Say so where the operator will see it.
     println!(

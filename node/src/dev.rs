@@ -37,13 +37,11 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// Read a secret kept in the data directory, or create it.
 fn stored_secret(dir: &Path, file: &str) -> anyhow::Result<String> {
     let path = dir.join(file);
-    if let Ok(s) = std::fs::read_to_string(&path) {
-        if !s.trim().is_empty() {
-            return Ok(s.trim().to_string());
-        }
+    if let Some(s) = crate::secret_file::read(&path)? {
+        return Ok(s);
     }
     let s = generate_token();
-    std::fs::write(&path, &s).with_context(|| format!("cannot write {}", path.display()))?;
+    crate::secret_file::write(&path, &s)?;
     Ok(s)
 }
 

@@ -8,6 +8,7 @@ pub mod config;
 pub mod dev;
 pub mod health;
 pub mod process;
+pub mod secret_file;
 pub mod server;
 
 use tracing_subscriber::EnvFilter;

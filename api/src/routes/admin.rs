@@ -143,7 +143,7 @@ pub async fn put_reference(
     Path(name): Path<String>,
     JsonBody(b): JsonBody<ReferenceRequest>,
 ) -> ApiResult<Json<ReferenceWritten>> {
-    caller.require(Permission::Operate)?;
+    caller.require_global(Permission::Operate)?;
     check_name("name", &name)?;
     let command = match b.version {
         ReferenceVersion::Number(version) => {
@@ -197,7 +197,7 @@ pub async fn purge(
     caller: Caller,
     JsonBody(b): JsonBody<PurgeRequest>,
 ) -> ApiResult<Json<Purged>> {
-    caller.require(Permission::Operate)?;
+    caller.require_global(Permission::Operate)?;
     // `older_than_ms` is an age; the state machine takes the absolute cutoff, since `apply`
     // has no clock.
     let older_than = match (b.older_than_ms, b.older_than) {
@@ -232,7 +232,7 @@ pub async fn list_tokens(
     caller: Caller,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<TokenList>> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     let principals = read_state(&state, &opts, |r| r.principals()).await?;
     let tokens = principals.into_iter().map(TokenInfo::from).collect();
     Ok(Json(TokenList { tokens }))
@@ -265,8 +265,14 @@ pub async fn create_token(
     caller: Caller,
     JsonBody(b): JsonBody<TokenRequest>,
 ) -> ApiResult<(StatusCode, Json<TokenCreated>)> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     check_name("name", &b.name)?;
+    if crate::auth::reserved_principal_name(&b.name) {
+        return Err(ApiError::invalid(
+            "name",
+            "is reserved (the bootstrap admin, or the cluster's own raftlane: actors)",
+        ));
+    }
     let role = Role::parse(&b.role)
         .ok_or_else(|| ApiError::invalid("role", "must be admin, operator, worker or viewer"))?;
     if let Some(chs) = &b.channels {
@@ -370,7 +376,7 @@ pub async fn revoke_token(
     caller: Caller,
     Path(name): Path<String>,
 ) -> ApiResult<Json<Revoked>> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     check_name("name", &name)?;
     match propose(
         &state,

@@ -26,7 +26,7 @@ pub async fn create_approval(
     caller: Caller,
     JsonBody(b): JsonBody<ApprovalRequest>,
 ) -> ApiResult<(StatusCode, Json<ApprovalCreated>)> {
-    caller.require(Permission::Operate)?;
+    caller.require_global(Permission::Operate)?;
     check_name("operation", &b.operation)?;
     let command = Command::CreateApproval(CreateApproval {
         operation: b.operation,
@@ -71,7 +71,7 @@ pub async fn decide_approval(
     Path(id): Path<String>,
     JsonBody(b): JsonBody<DecideRequest>,
 ) -> ApiResult<Json<ApprovalDecided>> {
-    caller.require(Permission::Operate)?;
+    caller.require_global(Permission::Operate)?;
     let id = approval_id(&id)?;
     match propose(
         &state,
@@ -98,7 +98,7 @@ pub async fn create_keyed(
     caller: Caller,
     JsonBody(b): JsonBody<KeyedApprovalRequest>,
 ) -> ApiResult<(StatusCode, Json<ApprovalCreated>)> {
-    caller.require(Permission::Operate)?;
+    caller.require_global(Permission::Operate)?;
     check_name("key", &b.key)?;
     check_name("operation", &b.operation)?;
     check_name("requester", &b.requester)?;
@@ -142,7 +142,7 @@ pub async fn decide_keyed(
     Path(key): Path<String>,
     JsonBody(b): JsonBody<KeyedDecideRequest>,
 ) -> ApiResult<Json<KeyedDecided>> {
-    caller.require(Permission::Operate)?;
+    caller.require_global(Permission::Operate)?;
     check_name("key", &key)?;
     if b.status == ApprovalStatus::Pending {
         return Err(ApiError::invalid(

@@ -178,7 +178,7 @@ pub async fn seal(
     caller: Caller,
     JsonBody(b): JsonBody<AuditSealRequest>,
 ) -> ApiResult<Json<AuditAppended>> {
-    caller.require(Permission::Operate)?;
+    caller.require_global(Permission::Operate)?;
     check_name("org", &b.org)?;
     match propose(
         &state,

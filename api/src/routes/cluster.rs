@@ -42,7 +42,7 @@ pub async fn add_learner(
     caller: Caller,
     JsonBody(b): JsonBody<LearnerRequest>,
 ) -> ApiResult<Json<Ack>> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     check_addr(&b.addr)?;
     state
         .writes
@@ -59,7 +59,7 @@ pub async fn change_membership(
     caller: Caller,
     JsonBody(b): JsonBody<MembershipRequest>,
 ) -> ApiResult<Json<Ack>> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     if b.voters.is_empty() {
         return Err(ApiError::invalid("voters", "must name at least one node"));
     }

@@ -46,7 +46,7 @@ pub async fn put_config(
     headers: HeaderMap,
     JsonBody(doc): JsonBody<ConfigDoc>,
 ) -> ApiResult<Json<ConfigWritten>> {
-    caller.require(Permission::Operate)?;
+    caller.require_global(Permission::Operate)?;
     let expected = headers
         .get("if-match")
         .and_then(|v| v.to_str().ok())

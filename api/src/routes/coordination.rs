@@ -24,7 +24,7 @@ pub async fn heartbeat(
     Path(node_id): Path<String>,
     RawBody(body): RawBody,
 ) -> ApiResult<Json<HeartbeatAck>> {
-    caller.require(Permission::Work)?;
+    caller.require_global(Permission::Work)?;
     check_name("node_id", &node_id)?;
     let b: HeartbeatRequest = parse_json_or_default(&body)?;
     checks::opt_name("host", b.host.as_deref())?;
@@ -42,7 +42,7 @@ pub async fn leave(
     caller: Caller,
     Path(node_id): Path<String>,
 ) -> ApiResult<Json<NodeLeft>> {
-    caller.require(Permission::Work)?;
+    caller.require_global(Permission::Work)?;
     check_name("node_id", &node_id)?;
     match propose(&state, &caller, Command::NodeLeave(NodeLeave { node_id })).await? {
         (index, Outcome::Count(n)) => Ok(Json(NodeLeft {
@@ -73,7 +73,7 @@ pub async fn campaign(
     Path(group): Path<String>,
     JsonBody(b): JsonBody<CampaignRequest>,
 ) -> ApiResult<Json<Leadership>> {
-    caller.require(Permission::Work)?;
+    caller.require_global(Permission::Work)?;
     check_name("group", &group)?;
     check_name("node_id", &b.node_id)?;
     checks::ttl("ttl_ms", b.ttl_ms)?;
@@ -96,7 +96,7 @@ pub async fn resign(
     Path(group): Path<String>,
     JsonBody(b): JsonBody<ResignRequest>,
 ) -> ApiResult<Json<Resigned>> {
-    caller.require(Permission::Work)?;
+    caller.require_global(Permission::Work)?;
     check_name("group", &group)?;
     check_name("node_id", &b.node_id)?;
     let command = Command::ResignLeadership(ResignLeadership {
@@ -130,7 +130,7 @@ pub async fn bump(
     caller: Caller,
     Path(name): Path<String>,
 ) -> ApiResult<Json<CounterValue>> {
-    caller.require(Permission::Work)?;
+    caller.require_global(Permission::Work)?;
     check_name("name", &name)?;
     let command = Command::BumpCounter(BumpCounter { name: name.clone() });
     match propose(&state, &caller, command).await? {

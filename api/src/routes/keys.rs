@@ -84,7 +84,7 @@ pub async fn rotate(
     caller: Caller,
     RawBody(body): RawBody,
 ) -> ApiResult<Json<Rotated>> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     let body: RotateRequest = if body.is_empty() {
         RotateRequest::default()
     } else {

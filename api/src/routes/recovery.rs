@@ -19,17 +19,6 @@ use raftlane_statemachine::wire::command::{
 use raftlane_statemachine::{Command, Outcome};
 use std::sync::Arc;
 
-/// The caller may take back or sweep rows of every channel.
-fn require_unscoped(caller: &Caller, permission: Permission) -> ApiResult<()> {
-    caller.require(permission)?;
-    if caller.channels.is_some() {
-        return Err(ApiError::forbidden(
-            "this spans every channel; a channel-scoped token cannot call it",
-        ));
-    }
-    Ok(())
-}
-
 /// A body of `{stage?}` (an empty body: every stage).
 fn stage_scope(body: &[u8]) -> ApiResult<Option<Stage>> {
     let scope: StageScope = parse_json_or_default(body)?;
@@ -49,7 +38,7 @@ pub async fn reclaim(
     caller: Caller,
     RawBody(body): RawBody,
 ) -> ApiResult<Json<Reclaimed>> {
-    require_unscoped(&caller, Permission::Work)?;
+    caller.require_global(Permission::Work)?;
     let stage = stage_scope(&body)?;
     let (index, reclaimed) = count(
         &state,
@@ -65,7 +54,7 @@ pub async fn reset(
     caller: Caller,
     RawBody(body): RawBody,
 ) -> ApiResult<Json<ResetRows>> {
-    require_unscoped(&caller, Permission::Work)?;
+    caller.require_global(Permission::Work)?;
     let stage = stage_scope(&body)?;
     let command = Command::ResetStaleInflight(ResetStaleInflight { stage });
     let (index, reset) = count(&state, &caller, command).await?;
@@ -77,7 +66,7 @@ pub async fn recover(
     caller: Caller,
     JsonBody(b): JsonBody<RecoverRequest>,
 ) -> ApiResult<Json<Recovered>> {
-    require_unscoped(&caller, Permission::Work)?;
+    caller.require_global(Permission::Work)?;
     check_name("owner", &b.owner)?;
     if let Some(lane_owner) = &b.lane_owner {
         check_name("lane_owner", lane_owner)?;
@@ -95,7 +84,7 @@ pub async fn sweep(
     caller: Caller,
     JsonBody(b): JsonBody<SweepRequest>,
 ) -> ApiResult<Json<Swept>> {
-    require_unscoped(&caller, Permission::Operate)?;
+    caller.require_global(Permission::Operate)?;
     let command = match parse_stage(&b.stage)? {
         Stage::Outbound => Command::DeadLetterMissingDestinations(DeadLetterMissingDestinations {
             destinations: b.keep,

@@ -457,7 +457,24 @@ async fn prepare_action(
 ) -> ApiResult<RowCommand> {
     let row = scoped_row(state, caller, row_id).await?;
     let action = parse_row_action(action, body)?;
+    authorize_action(caller, &action)?;
     row_command(state, row_id, row, action).await
+}
+
+/// What an action reaches beyond its row: a re-ingress creates a message on its loopback
+/// channel and a response may name a channel to re-enter, so a scoped caller must be allowed
+/// those channels too; dead-lettering a row without its fence overrides whoever holds it, an
+/// operator's decision (docs/SPEC.md §9.4).
+fn authorize_action(caller: &Caller, action: &RowAction) -> ApiResult<()> {
+    match action {
+        RowAction::Reingress(b) => caller.require_channel(&b.loopback_channel),
+        RowAction::Response(b) => match &b.reingress_to {
+            Some(channel) => caller.require_channel(channel),
+            None => Ok(()),
+        },
+        RowAction::Dead(b) if b.fence.is_none() => caller.require(Permission::Operate),
+        _ => Ok(()),
+    }
 }
 
 /// `body` as the typed body of the action named `name` (`400` naming the member at fault), or
