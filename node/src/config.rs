@@ -35,16 +35,30 @@ pub struct NodeArgs {
     /// Shared secret that authenticates node-to-node traffic (required; same on every node).
     #[arg(long, env = "RAFTLANE_CLUSTER_SECRET", hide_env_values = true)]
     pub cluster_secret: Option<String>,
+    /// A file holding the cluster secret (preferred to --cluster-secret, which `ps` shows).
+    #[arg(
+        long,
+        env = "RAFTLANE_CLUSTER_SECRET_FILE",
+        conflicts_with = "cluster_secret"
+    )]
+    pub cluster_secret_file: Option<PathBuf>,
     /// The bootstrap admin token; give every node the same one. When unset, one is generated
     /// on first start, stored in the data directory (admin.token) and printed once; it is then
     /// valid on this node only (use it to create cluster-wide tokens with POST /v1/tokens).
     #[arg(long, env = "RAFTLANE_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
+    /// A file holding the bootstrap admin token (preferred to --admin-token, which `ps` shows).
+    #[arg(
+        long,
+        env = "RAFTLANE_ADMIN_TOKEN_FILE",
+        conflicts_with = "admin_token"
+    )]
+    pub admin_token_file: Option<PathBuf>,
     /// Largest accepted request body in bytes (default 1048576); larger bodies get 413.
     #[arg(long, env = "RAFTLANE_MAX_BODY_BYTES")]
     pub max_body_bytes: Option<usize>,
-    /// FOR TESTS ONLY: a request may set the time of its proposals and time-dependent reads
-    /// with the header Raftlane-Client-Time-Ms (clamped monotonic as always), and the leader's
+    /// FOR TESTS ONLY: a request may set the time of its proposals (applied at exactly that
+    /// time) and time-dependent reads with the header Raftlane-Client-Time-Ms, and the leader's
     /// housekeeping timers (lease reclaim, record expiry, retention) are off. Never in
     /// production: clients control the cluster's clock and nothing reclaims expired leases.
     #[arg(long, env = "RAFTLANE_TEST_CLIENT_CLOCK")]
@@ -66,9 +80,27 @@ struct FileConfig {
     data_dir: Option<PathBuf>,
     bootstrap: Option<bool>,
     cluster_secret: Option<String>,
+    cluster_secret_file: Option<PathBuf>,
     admin_token: Option<String>,
+    admin_token_file: Option<PathBuf>,
     max_body_bytes: Option<usize>,
     tuning: Option<Tuning>,
+}
+
+/// A secret given directly, or through a file (read with [`crate::secret_file::read`]).
+fn secret_from(
+    value: Option<String>,
+    file: Option<PathBuf>,
+    what: &str,
+) -> anyhow::Result<Option<String>> {
+    match (value.filter(|v| !v.is_empty()), file) {
+        (Some(v), _) => Ok(Some(v)),
+        (None, Some(path)) => match crate::secret_file::read(&path)? {
+            Some(v) => Ok(Some(v)),
+            None => bail!("the {what} file {} is missing or empty", path.display()),
+        },
+        (None, None) => Ok(None),
+    }
 }
 
 /// Parse `1=host:port,2=host:port`.
@@ -153,16 +185,17 @@ impl NodeArgs {
             .data_dir
             .or(file.data_dir)
             .context("--data-dir is required (or RAFTLANE_DATA_DIR)")?;
-        let cluster_secret = self
-            .cluster_secret
-            .or(file.cluster_secret)
-            .filter(|s| !s.is_empty())
-            .context("a cluster secret is required: --cluster-secret or RAFTLANE_CLUSTER_SECRET (same on every node)")?;
-        let admin_token = match self
-            .admin_token
-            .or(file.admin_token)
-            .filter(|t| !t.is_empty())
-        {
+        let cluster_secret = secret_from(
+            self.cluster_secret.or(file.cluster_secret),
+            self.cluster_secret_file.or(file.cluster_secret_file),
+            "cluster secret",
+        )?
+        .context("a cluster secret is required: --cluster-secret-file, --cluster-secret or RAFTLANE_CLUSTER_SECRET(_FILE) (same on every node)")?;
+        let admin_token = match secret_from(
+            self.admin_token.or(file.admin_token),
+            self.admin_token_file.or(file.admin_token_file),
+            "admin token",
+        )? {
             Some(t) => t,
             None => admin_token_for(&data_dir)?,
         };
@@ -226,6 +259,35 @@ mod tests {
         .unwrap();
         assert_eq!(opts.advertise, "h2:7002");
         assert!(!opts.bootstrap);
+    }
+
+    #[test]
+    fn secrets_can_come_from_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("cluster.secret");
+        let token = dir.path().join("admin.token");
+        std::fs::write(&secret, "from-a-file\n").unwrap();
+        std::fs::write(&token, "token-from-a-file").unwrap();
+        let args = NodeArgs {
+            id: Some(1),
+            listen: Some("127.0.0.1:7001".parse().unwrap()),
+            data_dir: Some(dir.path().join("data")),
+            cluster_secret_file: Some(secret.clone()),
+            admin_token_file: Some(token),
+            ..Default::default()
+        };
+        let opts = args.clone().resolve().unwrap();
+        assert_eq!(opts.cluster_secret, "from-a-file");
+        assert_eq!(opts.admin_token, "token-from-a-file");
+        // An empty or missing file is an error naming it, not a silently generated secret.
+        std::fs::write(&secret, "").unwrap();
+        let err = args.clone().resolve().unwrap_err().to_string();
+        assert!(err.contains("cluster secret file"), "{err}");
+        let missing = NodeArgs {
+            cluster_secret_file: Some(dir.path().join("nope")),
+            ..args
+        };
+        assert!(missing.resolve().is_err());
     }
 
     #[test]

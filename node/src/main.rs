@@ -26,7 +26,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run one node of a cluster (flags, RAFTLANE_* environment variables or --config FILE).
-    Node(NodeArgs),
+    Node(Box<NodeArgs>),
     /// Run a local three-node cluster in the foreground (127.0.0.1:P..P+2) until Ctrl-C
     /// (the demo workload on such a cluster is the `raftlane-demo` binary).
     Dev(dev::DevArgs),

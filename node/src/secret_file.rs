@@ -45,7 +45,8 @@ fn open_private(path: &Path) -> std::io::Result<std::fs::File> {
     std::fs::File::create(path)
 }
 
-/// Remove every permission of group and others from `path`.
+/// Remove every permission of group and others from `path`. A file that cannot be changed (a
+/// read-only mount of a secret) is only warned about.
 #[cfg(unix)]
 fn tighten(path: &Path) -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt;
@@ -58,8 +59,11 @@ fn tighten(path: &Path) -> anyhow::Result<()> {
             mode = format!("{:o}", mode & 0o777),
             "secret file was readable by others; setting its mode to 0600"
         );
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & 0o700))
-            .with_context(|| format!("cannot chmod {}", path.display()))?;
+        if let Err(e) =
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode & 0o700))
+        {
+            tracing::warn!(path = %path.display(), error = %e, "cannot restrict the secret file's mode");
+        }
     }
     Ok(())
 }

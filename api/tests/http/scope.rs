@@ -30,7 +30,11 @@ fn global_calls() -> Vec<(Method, &'static str, Option<Value>)> {
             Some(json!({ "key": "k", "operation": "purge", "params": "{}",
                          "requester": "r", "requested_at": 1 })),
         ),
-        (Method::POST, "/v1/audit/seal", Some(json!({ "org": "default" }))),
+        (
+            Method::POST,
+            "/v1/audit/seal",
+            Some(json!({ "org": "default" })),
+        ),
         (
             Method::POST,
             "/v1/dead-letters/sweep",
