@@ -100,12 +100,21 @@ pub async fn list(
     let rows = backend::read(state.backend.as_ref(), |r| {
         r.audit_list(&org, q.from.unwrap_or(0), limit)
     })?;
+    Ok(Json(visible_rows(&caller, org, rows)))
+}
+
+/// The rows `caller` may see (a row about a channel outside its scope is left out).
+fn visible_rows(
+    caller: &Caller,
+    org: String,
+    rows: Vec<raftlane_statemachine::model::audit::AuditRow>,
+) -> AuditRows {
     let rows = rows
         .into_iter()
         .filter(|row| row.channel_id.as_deref().is_none_or(|c| caller.may_see(c)))
         .map(AuditEntry::from)
         .collect();
-    Ok(Json(AuditRows { org, rows }))
+    AuditRows { org, rows }
 }
 
 /// `GET /v1/audit/search`: an actor's rows, newest first, optionally only actions starting with
@@ -126,12 +135,7 @@ pub async fn search(
     let rows = backend::read(state.backend.as_ref(), |r| {
         r.audit_by_actor(&org, actor, prefix, limit)
     })?;
-    let rows = rows
-        .into_iter()
-        .filter(|row| row.channel_id.as_deref().is_none_or(|c| caller.may_see(c)))
-        .map(AuditEntry::from)
-        .collect();
-    Ok(Json(AuditRows { org, rows }))
+    Ok(Json(visible_rows(&caller, org, rows)))
 }
 
 pub async fn anchor(
