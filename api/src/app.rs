@@ -36,6 +36,9 @@ pub struct ApiConfig {
     /// proposals and time-dependent reads with `Raftlane-Client-Time-Ms`; without it that
     /// header is refused.
     pub test_client_clock: bool,
+    /// `GET /metrics` needs a token of a principal that may read every channel (its totals span
+    /// every channel, like `/v1/stats`); off by default so a Prometheus scraper needs none.
+    pub metrics_token_required: bool,
 }
 
 impl Default for ApiConfig {
@@ -50,6 +53,7 @@ impl Default for ApiConfig {
             ),
             keyring: None,
             test_client_clock: false,
+            metrics_token_required: false,
         }
     }
 }
@@ -68,6 +72,8 @@ pub struct AppState {
     pub writes: Proposer,
     /// Whether requests may carry `Raftlane-Client-Time-Ms` (see [`ApiConfig::test_client_clock`]).
     pub test_client_clock: bool,
+    /// See [`ApiConfig::metrics_token_required`].
+    pub metrics_token_required: bool,
 }
 
 impl AppState {
@@ -87,6 +93,7 @@ impl AppState {
             max_body_bytes: config.max_body_bytes,
             metrics,
             test_client_clock: config.test_client_clock,
+            metrics_token_required: config.metrics_token_required,
         })
     }
 

@@ -63,6 +63,10 @@ pub struct NodeArgs {
     /// production: clients control the cluster's clock and nothing reclaims expired leases.
     #[arg(long, env = "RAFTLANE_TEST_CLIENT_CLOCK")]
     pub test_client_clock: bool,
+    /// GET /metrics answers only a token that may read every channel (its totals span every
+    /// channel); without it Prometheus scrapes it with no token.
+    #[arg(long, env = "RAFTLANE_METRICS_TOKEN_REQUIRED")]
+    pub metrics_token_required: bool,
     /// A TOML file with any of these settings (keys as the flag names with underscores), plus a
     /// [tuning] table (heartbeat_ms, election_timeout_min_ms, snapshot_logs_since_last, ...).
     #[arg(long, env = "RAFTLANE_CONFIG")]
@@ -218,6 +222,7 @@ impl NodeArgs {
                 .unwrap_or(1024 * 1024),
             tuning: file.tuning.unwrap_or_default(),
             test_client_clock: self.test_client_clock,
+            metrics_token_required: self.metrics_token_required,
         })
     }
 }

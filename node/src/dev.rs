@@ -110,6 +110,7 @@ async fn start_cluster(
             max_body_bytes: MAX_BODY_BYTES,
             tuning: Tuning::default(),
             test_client_clock: false,
+            metrics_token_required: false,
         };
         nodes.push(
             server::start(opts)

@@ -36,6 +36,8 @@ pub struct NodeOptions {
     /// Test mode (`--test-client-clock`): requests may carry `Raftlane-Client-Time-Ms`, and
     /// the leader's housekeeping timers are off ([`NodeOptions::effective_tuning`]).
     pub test_client_clock: bool,
+    /// `GET /metrics` needs an unscoped token (`--metrics-token-required`).
+    pub metrics_token_required: bool,
 }
 
 impl NodeOptions {
@@ -112,6 +114,7 @@ pub async fn start_on(opts: NodeOptions, listener: TcpListener) -> anyhow::Resul
         membership_timeout: Duration::from_millis(opts.tuning.membership_timeout_ms),
         keyring: raftlane_api::crypto::Keyring::from_env().context("invalid RAFTLANE_KEYRING")?,
         test_client_clock: opts.test_client_clock,
+        metrics_token_required: opts.metrics_token_required,
     };
     let state = AppState::new(Arc::new(RaftBackend::new(raft.clone())), &api_config);
     let service = raft.http_service();

@@ -120,7 +120,21 @@ pub async fn readyz(State(state): State<Arc<AppState>>) -> axum::response::Respo
     }
 }
 
-pub async fn metrics(State(state): State<Arc<AppState>>) -> axum::response::Response {
+pub async fn metrics(
+    State(state): State<Arc<AppState>>,
+    mut parts: axum::http::request::Parts,
+) -> axum::response::Response {
+    if state.metrics_token_required {
+        use axum::extract::FromRequestParts;
+        use axum::response::IntoResponse;
+        let allowed = match crate::auth::Caller::from_request_parts(&mut parts, &state).await {
+            Ok(caller) => caller.require_global(crate::auth::Permission::Read),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = allowed {
+            return e.into_response();
+        }
+    }
     let s = state.backend.status();
     let mut gauges = state.backend.gauges();
     gauges.insert("raftlane_term".into(), s.term as f64);

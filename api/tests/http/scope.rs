@@ -166,3 +166,26 @@ async fn reserved_principal_names_are_refused() {
         .await;
     assert!(r.status.is_success(), "{}", r.text());
 }
+
+#[tokio::test]
+async fn metrics_can_require_a_token_that_reads_every_channel() {
+    // Off by default: a scraper needs no token.
+    let open = start().await;
+    let r = open.call(Method::GET, "/metrics", None, None).await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.text());
+
+    let api = start_with(ApiConfig {
+        metrics_token_required: true,
+        ..Default::default()
+    })
+    .await;
+    let r = api.call(Method::GET, "/metrics", None, None).await;
+    api_error(&r, 401, "unauthorized", None);
+    let scoped = api.token("viewer-a", "viewer", Some(&["a"])).await;
+    let r = api.get_as(&scoped, "/metrics").await;
+    api_error(&r, 403, "forbidden", None);
+    let viewer = api.token("viewer-all", "viewer", None).await;
+    let r = api.get_as(&viewer, "/metrics").await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.text());
+    assert!(r.text().contains("raftlane_last_applied"));
+}

@@ -208,6 +208,7 @@ impl NodeCluster {
             max_body_bytes: self.options.max_body_bytes,
             tuning: self.options.tuning.clone(),
             test_client_clock: false,
+            metrics_token_required: false,
         })
     }
 
@@ -329,6 +330,7 @@ impl NodeCluster {
             max_body_bytes: self.options.max_body_bytes,
             tuning: self.options.tuning.clone(),
             test_client_clock: false,
+            metrics_token_required: false,
         };
         server::start_on(opts, listener)
             .await
