@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import socket
 import time
@@ -67,7 +66,6 @@ __all__ = [
     "StoreSettings",
 ]
 
-log = logging.getLogger(__name__)
 
 #: The request header carrying the caller's ``now`` (integer milliseconds since the epoch). A node
 #: started with ``--test-client-clock`` uses it as the command's time instead of its wall clock.
@@ -202,20 +200,9 @@ class RaftlaneStore:
         await self._client.aclose()
 
     async def _load_caches(self) -> None:
-        """Fill the state and reference caches from the cluster. Until the listings exist
-        (``GET /v1/state``, ``GET /v1/reference``) the caches start empty, with a warning."""
-        try:
-            await self.converge_state_cache()
-        except NotFoundError as e:
-            if not is_missing_route(e):
-                raise
-            log.warning("raftlane has no state listing yet: the state cache starts empty")
-        try:
-            await self.converge_reference_cache()
-        except NotFoundError as e:
-            if not is_missing_route(e):
-                raise
-            log.warning("raftlane has no reference listing yet: the reference cache starts empty")
+        """Fill the state and reference caches from the cluster."""
+        await self.converge_state_cache()
+        await self.converge_reference_cache()
 
     # --- plumbing -------------------------------------------------------------------------------
 
