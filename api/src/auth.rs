@@ -15,8 +15,11 @@ use std::sync::Arc;
 /// What a request may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Permission {
-    /// Read messages, lanes, stats, config, audit.
+    /// Read messages, lanes, stats, config, audit: everything but bodies.
     Read,
+    /// Read message bodies, payloads and captured responses (`GET /v1/messages/{id}?body=true`,
+    /// recorded as a `viewed` event): every role but `metadata`.
+    ReadBodies,
     /// Enqueue messages.
     Produce,
     /// Claim and complete work.
@@ -31,8 +34,12 @@ pub fn role_allows(role: Role, p: Permission) -> bool {
     match role {
         Role::Admin => true,
         Role::Operator => p != Permission::Admin,
-        Role::Worker => matches!(p, Permission::Read | Permission::Produce | Permission::Work),
-        Role::Viewer => p == Permission::Read,
+        Role::Worker => matches!(
+            p,
+            Permission::Read | Permission::ReadBodies | Permission::Produce | Permission::Work
+        ),
+        Role::Viewer => matches!(p, Permission::Read | Permission::ReadBodies),
+        Role::Metadata => p == Permission::Read,
     }
 }
 
@@ -47,6 +54,9 @@ pub struct Caller {
     pub requests: crate::request_id::RequestIds,
     /// The request's `Raftlane-Client-Time-Ms` (test mode only; `None` otherwise).
     pub client_time: Option<u64>,
+    /// The request's `Raftlane-Approval`: the approval an action under dual control uses
+    /// (`crate::dual_control`).
+    pub approval: Option<raftlane_statemachine::model::ids::ApprovalId>,
 }
 
 impl Caller {
@@ -161,6 +171,7 @@ impl FromRequestParts<Arc<AppState>> for Caller {
         let hash = sha256_hex(token);
         let requests = crate::request_id::RequestIds::from_headers(&parts.headers)?;
         let client_time = client_time(&parts.headers, state.test_client_clock)?;
+        let approval = crate::dual_control::approval_header(&parts.headers)?;
         if ct_eq(hash.as_bytes(), state.admin_token_hash.as_bytes()) {
             return Ok(Caller {
                 name: BOOTSTRAP_ADMIN.into(),
@@ -168,6 +179,7 @@ impl FromRequestParts<Arc<AppState>> for Caller {
                 channels: None,
                 requests,
                 client_time,
+                approval,
             });
         }
         let lookup = || backend::read(state.backend.as_ref(), |r| r.principal_by_token_hash(&hash));
@@ -184,6 +196,7 @@ impl FromRequestParts<Arc<AppState>> for Caller {
                 channels: p.channels,
                 requests,
                 client_time,
+                approval,
             }),
             None => Err(ApiError::unauthorized("unknown or revoked token")),
         }
@@ -224,6 +237,9 @@ mod tests {
         assert!(!role_allows(Role::Worker, Permission::Operate));
         assert!(role_allows(Role::Viewer, Permission::Read));
         assert!(!role_allows(Role::Viewer, Permission::Produce));
+        assert!(role_allows(Role::Viewer, Permission::ReadBodies));
+        assert!(role_allows(Role::Metadata, Permission::Read));
+        assert!(!role_allows(Role::Metadata, Permission::ReadBodies));
     }
 
     #[test]

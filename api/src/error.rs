@@ -173,6 +173,9 @@ impl From<Rejection> for ApiError {
             Rejection::SelfApproval => {
                 ApiError::new(StatusCode::FORBIDDEN, "self_approval", message)
             }
+            Rejection::OwnerOfAnother { .. } => {
+                ApiError::new(StatusCode::FORBIDDEN, "owner_of_another_principal", message)
+            }
             _ => ApiError::new(StatusCode::CONFLICT, r.code(), message),
         }
     }

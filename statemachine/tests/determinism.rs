@@ -628,12 +628,39 @@ impl Generator {
             return;
         }
         let command = self.command();
-        let envelope = Envelope::new(self.now, *self.rng.pick(&ACTORS), command);
+        // Lease owner names belong to the principal that claims under them (rules::lease_owner):
+        // each owner is one actor's, as a worker's name would be, except now and then, when
+        // another actor tries it (and is refused).
+        let actor = match lease_owner_of(&command) {
+            Some(owner) if !self.rng.pct(3) => owner_actor(&owner),
+            _ => *self.rng.pick(&ACTORS),
+        };
+        let envelope = Envelope::new(self.now, actor, command);
         let response = self.sm.apply(index, &envelope).expect("store");
         self.learn(&response);
         self.log.push(Entry::Command(Box::new(envelope)));
         self.responses.push(Some(response));
     }
+}
+
+/// The lease owner a command claims, renews or releases under.
+fn lease_owner_of(command: &Command) -> Option<String> {
+    match command {
+        Command::ClaimReady(c) => Some(c.owner.clone()),
+        Command::ClaimNextFifo(c) => Some(c.owner.clone()),
+        Command::DoneThenClaimNext(c) => Some(c.owner.clone()),
+        Command::RenewLeases(c) => Some(c.owner.clone()),
+        Command::ReleaseLane(c) => Some(c.owner.clone()),
+        _ => None,
+    }
+}
+
+/// The actor an owner name belongs to: `w1` is alice's, `w2` bob's, `w3` carol's.
+fn owner_actor(owner: &str) -> &'static str {
+    OWNERS
+        .iter()
+        .position(|o| *o == owner)
+        .map_or(ACTORS[0], |i| ACTORS[i])
 }
 
 /// A generated log, the responses and digest of generating it, and the machine it built.

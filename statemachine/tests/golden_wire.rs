@@ -100,7 +100,7 @@ use raftlane_statemachine::wire::command::AtClientTime;
 // --- engine coordination ---
 use raftlane_statemachine::model::coordination::{LeaderLease, NodeRecord, NodeStatus};
 use raftlane_statemachine::wire::command::{
-    BumpCounter, CampaignLeadership, NodeHeartbeat, NodeLeave, ResignLeadership,
+    BumpCounter, CampaignLeadership, ConsumeApproval, NodeHeartbeat, NodeLeave, ResignLeadership,
 };
 use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
 use raftlane_statemachine::{
@@ -301,6 +301,7 @@ fn command_variant(c: &Command) -> &'static str {
         Command::CampaignLeadership(_) => "CampaignLeadership",
         Command::ResignLeadership(_) => "ResignLeadership",
         Command::BumpCounter(_) => "BumpCounter",
+        Command::ConsumeApproval(_) => "ConsumeApproval",
     }
 }
 
@@ -351,6 +352,8 @@ fn rejection_variant(r: &Rejection) -> &'static str {
         Rejection::UnknownRole(_) => "UnknownRole",
         // --- messagefoundry store: queue side ---
         Rejection::UnknownApprovalKey(_) => "UnknownApprovalKey",
+        Rejection::ApprovalNotUsable { .. } => "ApprovalNotUsable",
+        Rejection::OwnerOfAnother { .. } => "OwnerOfAnother",
     }
 }
 
@@ -447,6 +450,7 @@ fn role_variant(v: &Role) -> &'static str {
         Role::Operator => "Operator",
         Role::Worker => "Worker",
         Role::Viewer => "Viewer",
+        Role::Metadata => "Metadata",
     }
 }
 
@@ -478,6 +482,7 @@ fn approval_status_variant(v: &ApprovalStatus) -> &'static str {
         ApprovalStatus::Approved => "Approved",
         ApprovalStatus::Rejected => "Rejected",
         ApprovalStatus::Expired => "Expired",
+        ApprovalStatus::Consumed => "Consumed",
     }
 }
 
@@ -543,6 +548,7 @@ fn table_name(t: Table) -> (&'static str, &'static str) {
         Table::EngineNodes => ("EngineNodes", "engine_nodes"),
         Table::Leadership => ("Leadership", "leadership"),
         Table::Counters => ("Counters", "counters"),
+        Table::LeaseOwners => ("LeaseOwners", "lease_owners"),
     }
 }
 
@@ -882,6 +888,11 @@ fn command_examples() -> Vec<Command> {
         Command::BumpCounter(BumpCounter {
             name: s("config_version"),
         }),
+        Command::ConsumeApproval(ConsumeApproval {
+            id: ApprovalId(408),
+            operation: s("purge"),
+            params: s(r#"{"scope":"bodies","older_than_ms":409}"#),
+        }),
     ]
 }
 
@@ -1021,6 +1032,14 @@ fn rejection_examples() -> Vec<Rejection> {
         Rejection::UnknownRole(s("role-853")),
         // --- messagefoundry store: queue side ---
         Rejection::UnknownApprovalKey(s("approval-key-2")),
+        Rejection::ApprovalNotUsable {
+            id: ApprovalId(514),
+            reason: s("it was already used"),
+        },
+        Rejection::OwnerOfAnother {
+            owner: s("worker-7"),
+            principal: s("alice"),
+        },
     ]
 }
 
@@ -1363,6 +1382,7 @@ fn stored_cases(table: Table) -> Vec<Case> {
             },
         )],
         Table::Counters => vec![codec_case(name("u64"), 906u64)],
+        Table::LeaseOwners => vec![codec_case(name("String"), s("worker-a"))],
         // Index tables: key only, the value is always empty.
         Table::MessageRows
         | Table::LanePending
@@ -1423,6 +1443,7 @@ fn verify_live_value(table: Table, key: &[u8], value: &[u8]) -> Result<(), Strin
         Table::EngineNodes => reencodes::<NodeRecord>(value),
         Table::Leadership => reencodes::<LeaderLease>(value),
         Table::Counters => reencodes::<u64>(value),
+        Table::LeaseOwners => reencodes::<String>(value),
         Table::MessageRows
         | Table::LanePending
         | Table::LaneInflight
@@ -1786,7 +1807,13 @@ fn commands_cases() -> Vec<Case> {
     ));
     cases.extend(enum_cases(
         "Role",
-        vec![Role::Admin, Role::Operator, Role::Worker, Role::Viewer],
+        vec![
+            Role::Admin,
+            Role::Operator,
+            Role::Worker,
+            Role::Viewer,
+            Role::Metadata,
+        ],
         role_variant,
         |v| v,
     ));
@@ -1888,6 +1915,7 @@ fn stored_cases_all() -> Vec<Case> {
             ApprovalStatus::Approved,
             ApprovalStatus::Rejected,
             ApprovalStatus::Expired,
+            ApprovalStatus::Consumed,
         ],
         approval_status_variant,
         |v| v,

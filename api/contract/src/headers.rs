@@ -15,3 +15,7 @@ pub const IF_MATCH: &str = "if-match";
 /// clamps it monotonic), and the time its time-dependent reads use. A node without the flag
 /// refuses a request that carries it (400 naming the header).
 pub const CLIENT_TIME_MS: &str = "raftlane-client-time-ms";
+
+/// Dual control: the id of an approved approval for the action this request performs, when the
+/// configuration lists that action in `approvals_required` (docs/SPEC.md §9.5). Used once.
+pub const APPROVAL: &str = "raftlane-approval";

@@ -55,8 +55,9 @@ pub use dashboard::{ConnectionMetrics, DestinationTraffic, InboundTraffic, Stora
 pub use error::{ErrorBody, ErrorDetail};
 pub use keys::{RotateRequest, Rotated};
 pub use messages::{
-    Count, DeadLetterRow, DeadLetters, EnqueueRequest, Enqueued, ListedMessage, MessageDetail,
-    MessageList, ReplayDeadRequest, Requeued, Stats, Viewed, ViewedRequest,
+    Count, DeadLetterRow, DeadLetters, DetailMessage, DetailResponse, DetailRow, EnqueueRequest,
+    Enqueued, ListedMessage, MessageDetail, MessageList, MessageMeta, ReplayDeadRequest, Requeued,
+    RowMeta, Stats, Viewed, ViewedRequest,
 };
 pub use raftlane_statemachine::model::config::ConfigDoc;
 pub use raftlane_statemachine::model::ids::{ApprovalId, Fence, MessageId, Millis, RowId};

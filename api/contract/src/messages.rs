@@ -2,10 +2,10 @@
 //! letters, the counts.
 
 use crate::model;
-use raftlane_statemachine::model::ids::MessageId;
-use raftlane_statemachine::model::message::{Event, Message};
+use raftlane_statemachine::model::ids::{Fence, MessageId, RowId};
+use raftlane_statemachine::model::message::{Correlation, Event, Message, MessageStatus};
 use raftlane_statemachine::model::response::CapturedResponse;
-use raftlane_statemachine::row::WorkRow;
+use raftlane_statemachine::row::{Claim, RowStatus, Stage, WorkRow};
 use raftlane_statemachine::wire::command::ReceivedStatus;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -66,19 +66,109 @@ pub struct Enqueued {
     pub index: u64,
 }
 
-/// `GET /v1/messages`: newest first, bodies decrypted, only channels the token may see.
+/// `GET /v1/messages`: newest first, only channels the token may see, without bodies (a body is
+/// read with `GET /v1/messages/{id}?body=true`, which records the view: docs/SPEC.md §9.7).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct MessageList {
     pub messages: Vec<ListedMessage>,
 }
 
-/// A message of `GET /v1/messages` (its members as in `GET /v1/messages/{id}` `message`) with
-/// the kind of its newest event.
+/// A message's members without its body (`raw`) or its producer's idempotency key: what lists
+/// and body-less reads carry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MessageMeta {
+    #[schemars(with = "u64")]
+    pub id: MessageId,
+    pub channel_id: String,
+    pub received_at: u64,
+    pub source_type: Option<String>,
+    pub control_id: Option<String>,
+    pub message_type: Option<String>,
+    #[schemars(with = "model::MessageStatus")]
+    pub status: MessageStatus,
+    pub error: Option<String>,
+    pub summary: Option<String>,
+    /// A JSON object, as its text.
+    pub metadata: Option<String>,
+    #[schemars(with = "Option<model::Correlation>")]
+    pub correlation: Option<Correlation>,
+    pub purged: bool,
+}
+
+impl MessageMeta {
+    /// The message's members and its body, apart.
+    pub fn split(m: Message) -> (MessageMeta, String) {
+        let meta = MessageMeta {
+            id: m.id,
+            channel_id: m.channel_id,
+            received_at: m.received_at,
+            source_type: m.source_type,
+            control_id: m.control_id,
+            message_type: m.message_type,
+            status: m.status,
+            error: m.error,
+            summary: m.summary,
+            metadata: m.metadata,
+            correlation: m.correlation,
+            purged: m.purged,
+        };
+        (meta, m.raw)
+    }
+}
+
+/// A work row's members without its payload.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RowMeta {
+    #[schemars(with = "u64")]
+    pub id: RowId,
+    #[schemars(with = "u64")]
+    pub message_id: MessageId,
+    #[schemars(with = "model::Stage")]
+    pub stage: Stage,
+    pub channel_id: String,
+    pub destination_name: Option<String>,
+    pub handler_name: Option<String>,
+    #[schemars(with = "model::RowStatus")]
+    pub status: RowStatus,
+    pub attempts: u32,
+    pub next_attempt_at: u64,
+    pub last_error: Option<String>,
+    pub created_at: u64,
+    pub updated_at: u64,
+    #[schemars(with = "Option<model::Claim>")]
+    pub claim: Option<Claim>,
+    #[schemars(with = "Option<u64>")]
+    pub last_fence: Option<Fence>,
+}
+
+impl RowMeta {
+    /// The row's members and its payload, apart.
+    pub fn split(r: WorkRow) -> (RowMeta, String) {
+        let meta = RowMeta {
+            id: r.id,
+            message_id: r.message_id,
+            stage: r.stage,
+            channel_id: r.channel_id,
+            destination_name: r.destination_name,
+            handler_name: r.handler_name,
+            status: r.status,
+            attempts: r.attempts,
+            next_attempt_at: r.next_attempt_at,
+            last_error: r.last_error,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            claim: r.claim,
+            last_fence: r.last_fence,
+        };
+        (meta, r.payload)
+    }
+}
+
+/// A message of `GET /v1/messages` with the kind of its newest event.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ListedMessage {
     #[serde(flatten)]
-    #[schemars(with = "model::Message")]
-    pub message: Message,
+    pub message: MessageMeta,
     #[schemars(with = "Option<model::EventKind>")]
     pub last_event: Option<raftlane_statemachine::model::message::EventKind>,
 }
@@ -86,13 +176,15 @@ pub struct ListedMessage {
 impl From<raftlane_statemachine::query::ListedMessage> for ListedMessage {
     fn from(m: raftlane_statemachine::query::ListedMessage) -> Self {
         ListedMessage {
-            message: m.message,
+            message: MessageMeta::split(m.message).0,
             last_event: m.last_event,
         }
     }
 }
 
-/// `GET /v1/messages/{id}`: a message with its events, rows and captured responses.
+/// `GET /v1/messages/{id}`: a message with its events, rows and captured responses. Bodies
+/// (`message.raw`, `rows[].payload`, `responses[].body`) only with `?body=true`, a read that
+/// records a `viewed` event (its index in `viewed_index`).
 ///
 /// Members in the order the server has always sent them (alphabetical: this answer used to be
 /// built as a JSON map).
@@ -100,21 +192,82 @@ impl From<raftlane_statemachine::query::ListedMessage> for ListedMessage {
 pub struct MessageDetail {
     #[schemars(with = "Vec<model::Event>")]
     pub events: Vec<Event>,
-    #[schemars(with = "model::Message")]
-    pub message: Message,
-    #[schemars(with = "Vec<model::CapturedResponse>")]
-    pub responses: Vec<CapturedResponse>,
-    #[schemars(with = "Vec<model::WorkRow>")]
-    pub rows: Vec<WorkRow>,
+    pub message: DetailMessage,
+    pub responses: Vec<DetailResponse>,
+    pub rows: Vec<DetailRow>,
+    /// The log index of the `viewed` event a body read recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub viewed_index: Option<u64>,
 }
 
-impl From<raftlane_statemachine::query::MessageView> for MessageDetail {
-    fn from(v: raftlane_statemachine::query::MessageView) -> Self {
+/// The message of [`MessageDetail`]: its body only when asked for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DetailMessage {
+    #[serde(flatten)]
+    pub meta: MessageMeta,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<String>,
+}
+
+/// A row of [`MessageDetail`]: its payload only when bodies were asked for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DetailRow {
+    #[serde(flatten)]
+    pub meta: RowMeta,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<String>,
+}
+
+/// A captured response of [`MessageDetail`]: its body only when bodies were asked for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DetailResponse {
+    #[schemars(with = "u64")]
+    pub message_id: MessageId,
+    pub destination: String,
+    pub response_seq: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    pub outcome: String,
+    pub detail: Option<String>,
+    pub captured_at: u64,
+}
+
+impl MessageDetail {
+    /// The answer for `v`, with its bodies when `bodies`.
+    pub fn new(v: raftlane_statemachine::query::MessageView, bodies: bool) -> Self {
+        let keep = |b: String| bodies.then_some(b);
+        let (meta, raw) = MessageMeta::split(v.message);
         MessageDetail {
             events: v.events,
-            message: v.message,
-            responses: v.responses,
-            rows: v.rows,
+            message: DetailMessage {
+                meta,
+                raw: keep(raw),
+            },
+            responses: v
+                .responses
+                .into_iter()
+                .map(|r: CapturedResponse| DetailResponse {
+                    message_id: r.message_id,
+                    destination: r.destination,
+                    response_seq: r.response_seq,
+                    body: keep(r.body),
+                    outcome: r.outcome,
+                    detail: r.detail,
+                    captured_at: r.captured_at,
+                })
+                .collect(),
+            rows: v
+                .rows
+                .into_iter()
+                .map(|r| {
+                    let (meta, payload) = RowMeta::split(r);
+                    DetailRow {
+                        meta,
+                        payload: keep(payload),
+                    }
+                })
+                .collect(),
+            viewed_index: None,
         }
     }
 }
@@ -137,21 +290,20 @@ pub struct ReplayDeadRequest {
     pub destination: Option<String>,
 }
 
-/// `GET /v1/dead-letters`: dead outbound rows, payloads decrypted, each with its message's
+/// `GET /v1/dead-letters`: dead outbound rows without their payloads, each with its message's
 /// identifying fields.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct DeadLetters {
     pub dead_letters: Vec<DeadLetterRow>,
 }
 
-/// A dead outbound row (its members as in `GET /v1/messages/{id}` `rows[]`) with its message's
-/// `control_id`, `message_type`, `received_at` and `summary`, which a dead-letter screen shows
-/// beside it.
+/// A dead outbound row (its members as in `GET /v1/messages/{id}` `rows[]`, without the
+/// payload) with its message's `control_id`, `message_type`, `received_at` and `summary`, which
+/// a dead-letter screen shows beside it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct DeadLetterRow {
     #[serde(flatten)]
-    #[schemars(with = "model::WorkRow")]
-    pub row: WorkRow,
+    pub row: RowMeta,
     pub control_id: Option<String>,
     pub message_type: Option<String>,
     /// Absent only for a row whose message is gone.
@@ -162,7 +314,7 @@ pub struct DeadLetterRow {
 impl From<raftlane_statemachine::query::DeadLetter> for DeadLetterRow {
     fn from(d: raftlane_statemachine::query::DeadLetter) -> Self {
         DeadLetterRow {
-            row: d.row,
+            row: RowMeta::split(d.row).0,
             control_id: d.control_id,
             message_type: d.message_type,
             received_at: Some(d.received_at),

@@ -102,6 +102,8 @@ pub enum ApprovalStatus {
     Approved,
     Rejected,
     Expired,
+    /// Approved, then used by the action it named; it cannot be used again.
+    Consumed,
 }
 
 /// A principal's role.
@@ -112,6 +114,8 @@ pub enum Role {
     Operator,
     Worker,
     Viewer,
+    /// Everything a viewer reads but bodies.
+    Metadata,
 }
 
 /// A claimed row as handed to a worker, with the fence every action on it must carry.

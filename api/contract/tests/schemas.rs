@@ -301,35 +301,38 @@ fn examples_conform_to_their_schemas() {
     x.answer(&MessageList {
         messages: vec![
             ListedMessage {
-                message: message(true),
+                message: MessageMeta::split(message(true)).0,
                 last_event: Some(EventKind::Received),
             },
             ListedMessage {
-                message: message(false),
+                message: MessageMeta::split(message(false)).0,
                 last_event: None,
             },
         ],
     });
-    for full in [true, false] {
-        x.answer(&MessageDetail::from(MessageView {
-            message: message(full),
-            events: vec![Event {
-                ts: 1,
-                event: EventKind::Delivered,
-                destination: full.then(|| "emr".into()),
-                detail: full.then(|| "d".into()),
-            }],
-            rows: vec![work_row(full)],
-            responses: vec![CapturedResponse {
-                message_id: MessageId(3),
-                destination: "emr".into(),
-                response_seq: 0,
-                body: "b".into(),
-                outcome: "ok".into(),
-                detail: full.then(|| "d".into()),
-                captured_at: 3,
-            }],
-        }));
+    for (full, bodies) in [(true, true), (false, false), (true, false)] {
+        x.answer(&MessageDetail::new(
+            MessageView {
+                message: message(full),
+                events: vec![Event {
+                    ts: 1,
+                    event: EventKind::Delivered,
+                    destination: full.then(|| "emr".into()),
+                    detail: full.then(|| "d".into()),
+                }],
+                rows: vec![work_row(full)],
+                responses: vec![CapturedResponse {
+                    message_id: MessageId(3),
+                    destination: "emr".into(),
+                    response_seq: 0,
+                    body: "b".into(),
+                    outcome: "ok".into(),
+                    detail: full.then(|| "d".into()),
+                    captured_at: 3,
+                }],
+            },
+            bodies,
+        ));
     }
     x.answer(&Requeued {
         index: 1,
@@ -343,14 +346,14 @@ fn examples_conform_to_their_schemas() {
     x.answer(&DeadLetters {
         dead_letters: vec![
             DeadLetterRow {
-                row: work_row(true),
+                row: RowMeta::split(work_row(true)).0,
                 control_id: Some("C1".into()),
                 message_type: Some("ADT^A01".into()),
                 received_at: Some(7),
                 summary: Some("s".into()),
             },
             DeadLetterRow {
-                row: work_row(false),
+                row: RowMeta::split(work_row(false)).0,
                 control_id: None,
                 message_type: None,
                 received_at: None,
@@ -1089,12 +1092,15 @@ fn a_value_with_an_undeclared_or_missing_member_does_not_conform() {
         .expect("an item")
         .remove("fence");
     assert!(conforms(&claim, &doc["claim"], components).is_err());
-    let mut detail = serde_json::to_value(MessageDetail::from(MessageView {
-        message: message(true),
-        events: vec![],
-        rows: vec![work_row(true)],
-        responses: vec![],
-    }))
+    let mut detail = serde_json::to_value(MessageDetail::new(
+        MessageView {
+            message: message(true),
+            events: vec![],
+            rows: vec![work_row(true)],
+            responses: vec![],
+        },
+        true,
+    ))
     .expect("json");
     assert!(conforms(&detail, &doc["detail"], components).is_ok());
     detail["rows"][0]["claim"]["extra"] = json!(true);

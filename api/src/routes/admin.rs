@@ -4,6 +4,7 @@ use super::{check_name, prepare_read, propose, read_covered, read_state, unexpec
 use crate::app::{AppState, JsonBody, Path, Query};
 use crate::auth::{sha256_hex, Caller, Permission};
 use crate::backend;
+use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -211,6 +212,13 @@ pub async fn purge(
         }
     };
     let command = match b.kind.as_str() {
+        "bodies" | "dead_letters" | "state" => {
+            dual_control::authorize(&state, &caller, Action::Purge, &b).await?;
+            b.kind.as_str()
+        }
+        other => other,
+    };
+    let command = match command {
         "bodies" => Command::PurgeMessageBodies(PurgeMessageBodies { older_than }),
         "dead_letters" => Command::PurgeDeadLetters(PurgeDeadLetters { older_than }),
         "state" => Command::PurgeState(PurgeState { older_than }),
@@ -273,14 +281,19 @@ pub async fn create_token(
             "is reserved (the bootstrap admin, or the cluster's own raftlane: actors)",
         ));
     }
-    let role = Role::parse(&b.role)
-        .ok_or_else(|| ApiError::invalid("role", "must be admin, operator, worker or viewer"))?;
+    let role = Role::parse(&b.role).ok_or_else(|| {
+        ApiError::invalid(
+            "role",
+            "must be admin, operator, worker, viewer or metadata",
+        )
+    })?;
     if let Some(chs) = &b.channels {
         for c in chs {
             check_name("channels", c)?;
         }
     }
-    // The handler's only proposal: the id `propose` would give it.
+    dual_control::authorize(&state, &caller, Action::CreateToken, &b).await?;
+    // The handler's last proposal: the id `propose` would give it.
     let request_id = caller.requests.next();
     let token = match &state.token_key {
         Some(key) => derive_token(

@@ -6,6 +6,7 @@
 use crate::app::{AppState, JsonBody};
 use crate::auth::{Caller, Permission};
 use crate::backend::{self, MembershipChange};
+use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -44,6 +45,7 @@ pub async fn add_learner(
 ) -> ApiResult<Json<Ack>> {
     caller.require_global(Permission::Admin)?;
     check_addr(&b.addr)?;
+    dual_control::authorize(&state, &caller, Action::ChangeMembership, &b).await?;
     state
         .writes
         .membership(MembershipChange::AddLearner {
@@ -63,6 +65,7 @@ pub async fn change_membership(
     if b.voters.is_empty() {
         return Err(ApiError::invalid("voters", "must name at least one node"));
     }
+    dual_control::authorize(&state, &caller, Action::ChangeMembership, &b).await?;
     state
         .writes
         .membership(MembershipChange::SetVoters(b.voters))

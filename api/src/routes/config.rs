@@ -3,6 +3,7 @@
 use super::{propose, read_state, unexpected, ReadOpts};
 use crate::app::{AppState, JsonBody, Path, Query};
 use crate::auth::{Caller, Permission};
+use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -47,6 +48,7 @@ pub async fn put_config(
     JsonBody(doc): JsonBody<ConfigDoc>,
 ) -> ApiResult<Json<ConfigWritten>> {
     caller.require_global(Permission::Operate)?;
+    dual_control::check_required(&doc.approvals_required)?;
     let expected = headers
         .get("if-match")
         .and_then(|v| v.to_str().ok())
@@ -57,6 +59,8 @@ pub async fn put_config(
         .trim_matches('"')
         .parse::<u64>()
         .map_err(|_| ApiError::invalid("If-Match", "must be a version number"))?;
+    let params = serde_json::json!({ "expected_version": expected, "config": &doc });
+    dual_control::authorize(&state, &caller, Action::PutConfig, &params).await?;
     match propose(
         &state,
         &caller,

@@ -6,6 +6,7 @@ use crate::app::{parse_json, AppState, RawBody};
 use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::crypto::{self, Keyring};
+use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -104,6 +105,7 @@ pub async fn rotate(
             "encryption at rest is off on this node (set RAFTLANE_KEYRING)",
         ));
     };
+    dual_control::authorize(&state, &caller, Action::RotateKey, &body).await?;
     let active = keyring.active_id().to_string();
     tracing::info!(active = %active, "key rotation: checking every covered value decrypts");
     let total = preflight(&state, keyring, size).await?;

@@ -4,6 +4,7 @@ use super::{check_name, prepare_read, propose, read_covered, read_state, unexpec
 use crate::app::{body_error, parse_json, parse_json_or_default, AppState, Path, Query, RawBody};
 use crate::auth::{Caller, Permission};
 use crate::backend;
+use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
@@ -267,13 +268,47 @@ pub async fn count(
     Ok(Json(Count { count }))
 }
 
+/// The query of `GET /v1/messages/{id}`.
+#[derive(Deserialize)]
+pub struct DetailQuery {
+    consistency: Option<String>,
+    /// `true`: the answer carries the bodies, and the read is recorded as a `viewed` event.
+    body: Option<bool>,
+    /// With `body=true`: `false` reads the bodies without recording a view. Only for callers
+    /// that process messages (role worker and above: they receive payloads in claims anyway),
+    /// e.g. an engine that records its users' views itself (`POST /v1/messages/{id}/viewed`).
+    record_view: Option<bool>,
+    /// With `body=true`: the person the caller reads for, recorded in the `viewed` event beside
+    /// the caller's principal.
+    viewer: Option<String>,
+}
+
+/// `GET /v1/messages/{id}`: without `body=true` the message's members, events, rows and
+/// responses without any body; with it the bodies too, and a `viewed` event records who read
+/// them (docs/SPEC.md §9.7).
 pub async fn get_one(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(id): Path<String>,
-    Query(opts): Query<ReadOpts>,
+    Query(q): Query<DetailQuery>,
 ) -> ApiResult<Json<MessageDetail>> {
     caller.require(Permission::Read)?;
+    let bodies = q.body.unwrap_or(false);
+    let record = q.record_view.unwrap_or(true);
+    if bodies {
+        caller.require(Permission::ReadBodies)?;
+        if !record {
+            caller.require(Permission::Work).map_err(|_| {
+                ApiError::forbidden(
+                    "record_view=false is for callers that process messages (role worker and \
+                     above); a body read by this role is always recorded",
+                )
+            })?;
+        }
+    }
+    if let Some(v) = &q.viewer {
+        check_name("viewer", v)?;
+    }
     // A message id, or the key a caller gave a re-ingested child (docs/SPEC.md §14.7).
     let key = match id.parse::<u64>() {
         Ok(n) => MessageKey::Id(MessageId(n)),
@@ -284,6 +319,10 @@ pub async fn get_one(
             MessageKey::ChildKey(id.clone())
         }
     };
+    let opts = ReadOpts {
+        consistency: q.consistency,
+    };
+    // The covered read opens the values a body-less answer keeps too (`error`, `last_error`).
     let view = read_covered(&state, &opts, |r| {
         let found = match &key {
             MessageKey::Id(id) => Some(*id),
@@ -295,10 +334,25 @@ pub async fn get_one(
         }
     })
     .await?;
-    match view {
-        Some(v) if caller.may_see(&v.message.channel_id) => Ok(Json(MessageDetail::from(v))),
-        _ => Err(ApiError::not_found(format!("message {id} not found"))),
+    let view = match view {
+        Some(v) if caller.may_see(&v.message.channel_id) => v,
+        _ => return Err(ApiError::not_found(format!("message {id} not found"))),
+    };
+    let message_id = view.message.id;
+    let mut detail = MessageDetail::new(view, bodies);
+    if bodies && record {
+        let viewer = match q.viewer {
+            Some(person) => format!("{person} (via {})", caller.name),
+            None => caller.name.clone(),
+        };
+        let command = Command::RecordView(RecordView {
+            message_id,
+            viewer: Some(viewer),
+        });
+        let (index, _) = propose(&state, &caller, command).await?;
+        detail.viewed_index = Some(index);
     }
+    Ok(Json(detail))
 }
 
 /// How `GET /v1/messages/{id}` names a message.
@@ -441,6 +495,7 @@ pub async fn replay_dead(
     caller.require(Permission::Operate)?;
     let body: ReplayDeadRequest = parse_json_or_default(&body)?;
     caller.require_channel_filter(body.channel.as_deref())?;
+    dual_control::authorize(&state, &caller, Action::ReplayDead, &body).await?;
     let command = Command::ReplayDead(ReplayDead {
         channel: body.channel,
         destination: body.destination,

@@ -87,7 +87,9 @@ pub async fn get_row(
     Path(id): Path<String>,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<RowDetail>> {
-    caller.require(Permission::Read)?;
+    // A row carries its payload: a processing read (workers and above), never a viewer's
+    // unrecorded look at a body (docs/SPEC.md §9.7).
+    caller.require(Permission::Work)?;
     let id = parse_row_id(&id)?;
     match read_covered(&state, &opts, |r| r.row(id)).await? {
         Some(row) if caller.may_see(&row.channel_id) => Ok(Json(RowDetail { row })),

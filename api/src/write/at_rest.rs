@@ -154,7 +154,8 @@ impl Covered for Command {
             | Command::NodeLeave(_)
             | Command::CampaignLeadership(_)
             | Command::ResignLeadership(_)
-            | Command::BumpCounter(_) => Ok(()),
+            | Command::BumpCounter(_)
+            | Command::ConsumeApproval(_) => Ok(()),
         }
     }
 }

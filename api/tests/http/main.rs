@@ -14,6 +14,7 @@ mod harness;
 mod auth_config_audit;
 mod client_clock;
 mod coordination;
+mod dual_control;
 mod errors;
 mod node_to_node;
 mod pipeline;

@@ -90,6 +90,13 @@ async def test_enqueue_claim_handoff_done(client: Client, name: str) -> None:
     assert kinds[0] == "received" and "routed" in kinds and kinds[-1] == "delivered"
     listed = await client.list_messages(channel=name)
     assert [m.id for m in listed] == [sent.message_id]
+    # Lists and plain reads carry no body; a body read is recorded as a `viewed` event.
+    assert listed[0].raw is None and view.message.raw is None
+    assert all(r.payload is None for r in view.rows)
+    seen = await client.message(sent.message_id, body=True, viewer="dr.who")
+    assert seen.message.raw == "MSH|1" and seen.viewed_index is not None
+    last = (await client.message(sent.message_id)).events[-1]
+    assert (last.event, last.detail) == ("viewed", "dr.who (via admin)")
 
 
 async def test_an_idempotency_key_and_a_request_id_each_make_one_message(
@@ -138,7 +145,9 @@ async def test_fail_backoff_dead_letter_replay_and_purge(client: Client, name: s
     await asyncio.sleep(0.05)
     assert (await client.purge("dead_letters", older_than_ms=0)).purged >= 1
     (purged,) = await client.dead_letters(destination=dest)
-    assert (purged.payload, purged.last_error) == ("", None)
+    assert (purged.payload, purged.last_error) == (None, None)
+    (row,) = (await client.message(mid, body=True, record_view=False)).rows
+    assert (row.payload, row.status) == ("", "dead")
 
     # Replay of the message recovers its dead row.
     assert (await client.replay(mid)).requeued == 1
@@ -211,14 +220,14 @@ async def test_response_capture_and_reingress(client: Client, name: str) -> None
     mid = await to_outbound(client, name, dest)
     (out,) = await client.claim("outbound", owner="w", ttl_ms=TTL, destination=dest)
     assert (await client.respond(out.row_id, out.fence, "ACK|1", "AA", reingress_to=loop)).ok
-    view = await client.message(mid)
+    view = await client.message(mid, body=True, record_view=False)
     assert [(r.destination, r.response_seq, r.body, r.outcome) for r in view.responses] == [
         (dest, 1, "ACK|1", "AA")
     ]
     (resp,) = await client.claim("response", owner="w", ttl_ms=TTL, channel=loop)
     child = (await client.reingress(resp.row_id, resp.fence, loop)).child_message_id
     assert child is not None
-    cv = await client.message(child)
+    cv = await client.message(child, body=True, record_view=False)
     assert (cv.message.channel_id, cv.message.raw) == (loop, "ACK|1")
     assert cv.message.correlation is not None and cv.message.correlation.correlation_id == mid
 

@@ -6,7 +6,9 @@ use crate::model::approval::{Approval, ApprovalStatus};
 use crate::model::ids::ApprovalId;
 use crate::rules::validate;
 use crate::tables::approvals;
-use crate::wire::command::{CreateApproval, CreateApprovalAs, DecideApproval, DecideApprovalAs};
+use crate::wire::command::{
+    ConsumeApproval, CreateApproval, CreateApprovalAs, DecideApproval, DecideApprovalAs,
+};
 use crate::wire::outcome::Outcome;
 use crate::wire::rejection::Rejection;
 
@@ -64,7 +66,7 @@ fn decide(cx: &mut Ctx<'_, '_>, id: ApprovalId, approve: bool) -> ApplyResult<Ou
     match approval.status_at(cx.t) {
         ApprovalStatus::Pending => {}
         ApprovalStatus::Expired => return Err(Rejection::ApprovalExpired(id).into()),
-        ApprovalStatus::Approved | ApprovalStatus::Rejected => {
+        ApprovalStatus::Approved | ApprovalStatus::Rejected | ApprovalStatus::Consumed => {
             return Err(Rejection::AlreadyDecided(id).into())
         }
     }
@@ -165,5 +167,92 @@ impl Apply for DecideApprovalAs {
             format!("approval {id} ({key}) {verb}"),
         )?;
         Ok(Outcome::Approval(id))
+    }
+}
+
+/// Dual control (docs/SPEC.md §9.5): the one place an approval is checked against the action it
+/// authorizes and used up. The decision rule (someone other than the requester decided it)
+/// was enforced when it was decided; here it must still be approved and unexpired, unused, and
+/// name exactly this operation and these parameters. Parameters are compared as JSON values
+/// (parsing is deterministic), so member order and spacing in the approval do not matter.
+impl Apply for ConsumeApproval {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let ConsumeApproval {
+            id,
+            operation,
+            params,
+        } = self;
+        let not_usable = |reason: String| Rejection::ApprovalNotUsable { id: *id, reason };
+        let mut approval: Approval =
+            approvals::get(cx.txn, *id)?.ok_or(Rejection::UnknownApproval(*id))?;
+        // A keyed approval's requester and approver are whatever its caller stated
+        // (`CreateApprovalAs`, `DecideApprovalAs`: an engine's own records), so it proves
+        // nothing about two people: only approvals requested and decided under their own
+        // principals authorize an action.
+        if approvals::key_of(cx.txn, *id)?.is_some() {
+            return Err(not_usable(
+                "it is a keyed record, not one requested and decided by principals".into(),
+            )
+            .into());
+        }
+        // The action is run by whoever requested it: an approval is one person's request
+        // that another person agreed to, not a pass anyone holding the id may use.
+        if approval.requester != cx.actor {
+            return Err(not_usable(format!(
+                "it was requested by {}, and only its requester may use it",
+                approval.requester
+            ))
+            .into());
+        }
+        match approval.status {
+            ApprovalStatus::Approved => {}
+            ApprovalStatus::Consumed => {
+                return Err(not_usable("it was already used".into()).into());
+            }
+            other => {
+                let status = format!("{other:?}").to_lowercase();
+                return Err(not_usable(format!("it is {status}, not approved")).into());
+            }
+        }
+        if cx.t >= approval.expires_at {
+            return Err(not_usable("it expired".into()).into());
+        }
+        if approval.operation != *operation {
+            return Err(not_usable(format!(
+                "it approves '{}', not '{operation}'",
+                approval.operation
+            ))
+            .into());
+        }
+        if !same_json(&approval.params, params) {
+            return Err(
+                not_usable("it approves other parameters than this request's".into()).into(),
+            );
+        }
+        approval.status = ApprovalStatus::Consumed;
+        approvals::put(cx, &approval);
+        audit::record_default(
+            cx,
+            "approval.consume",
+            None,
+            format!("approval {id} used for {operation}"),
+        )?;
+        Ok(Outcome::Approval(*id))
+    }
+}
+
+/// Equal as JSON values; text that is not JSON equals only the identical text. An approval
+/// created without parameters (`""`) stands for `{}`.
+fn same_json(a: &str, b: &str) -> bool {
+    let parse = |s: &str| {
+        if s.trim().is_empty() {
+            Some(serde_json::Value::Object(Default::default()))
+        } else {
+            serde_json::from_str::<serde_json::Value>(s).ok()
+        }
+    };
+    match (parse(a), parse(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
     }
 }

@@ -28,7 +28,8 @@ impl Apply for ClaimReady {
             owner,
             ttl_ms,
         } = self;
-        claim_ready(
+        cx.check_owner(owner)?;
+        let out = claim_ready(
             cx,
             *stage,
             *limit,
@@ -36,7 +37,9 @@ impl Apply for ClaimReady {
             destination.as_deref(),
             owner,
             *ttl_ms,
-        )
+        )?;
+        bind_if_taken(cx, &out, owner)?;
+        Ok(out)
     }
 }
 
@@ -48,7 +51,10 @@ impl Apply for ClaimNextFifo {
             owner,
             ttl_ms,
         } = self;
-        claim_next_fifo(cx, *stage, lane, owner, *ttl_ms)
+        cx.check_owner(owner)?;
+        let out = claim_next_fifo(cx, *stage, lane, owner, *ttl_ms)?;
+        bind_if_taken(cx, &out, owner)?;
+        Ok(out)
     }
 }
 
@@ -61,7 +67,11 @@ impl Apply for ClaimFifoHead {
             lane_owner,
             ttl_ms,
         } = self;
-        claim_fifo_head(
+        cx.check_owner(owner)?;
+        if let Some(lane_owner) = lane_owner {
+            cx.check_owner(lane_owner)?;
+        }
+        let out = claim_fifo_head(
             cx,
             *stage,
             lane,
@@ -70,7 +80,12 @@ impl Apply for ClaimFifoHead {
                 lane_owner: lane_owner.as_deref(),
             },
             *ttl_ms,
-        )
+        )?;
+        bind_if_taken(cx, &out, owner)?;
+        if let Some(lane_owner) = lane_owner {
+            bind_if_taken(cx, &out, lane_owner)?;
+        }
+        Ok(out)
     }
 }
 
@@ -82,15 +97,34 @@ impl Apply for DoneThenClaimNext {
             owner,
             ttl_ms,
         } = self;
-        done_then_claim_next(cx, *row_id, *fence, owner, *ttl_ms)
+        cx.check_owner(owner)?;
+        let out = done_then_claim_next(cx, *row_id, *fence, owner, *ttl_ms)?;
+        bind_if_taken(cx, &out, owner)?;
+        Ok(out)
     }
 }
 
 impl Apply for RenewLeases {
     fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
         let RenewLeases { ids, owner, ttl_ms } = self;
+        cx.check_owner(owner)?;
         renew_leases(cx, ids, owner, *ttl_ms)
     }
+}
+
+/// A claim that took a row binds its owner name to the claiming principal
+/// (`crate::rules::lease_owner`); one that took nothing leaves the name free and the state as it
+/// was.
+fn bind_if_taken(cx: &mut Ctx<'_, '_>, out: &Outcome, owner: &str) -> ApplyResult<()> {
+    let took = match out {
+        Outcome::Claimed(rows) => !rows.is_empty(),
+        Outcome::FifoClaimed(head) => head.is_ok(),
+        _ => false,
+    };
+    if took {
+        cx.bind_owner(owner)?;
+    }
+    Ok(())
 }
 
 impl Apply for ReclaimExpired {
@@ -119,6 +153,7 @@ impl Apply for RecoverInflightOnPromotion {
 impl Apply for ReleaseLane {
     fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
         let ReleaseLane { stage, lane, owner } = self;
+        cx.check_owner(owner)?;
         release_lane(cx, *stage, lane, owner)
     }
 }

@@ -41,6 +41,18 @@ impl Ctx<'_, '_> {
         rows::get(self.db.txn, id)?.ok_or_else(|| Rejection::UnknownRow(id).into())
     }
 
+    /// Refuse `owner` when it belongs to another principal than this command's
+    /// (`crate::rules::lease_owner`).
+    pub fn check_owner(&self, owner: &str) -> ApplyResult<()> {
+        crate::rules::lease_owner::check(&self.db, owner, self.actor)
+    }
+
+    /// `owner` took a lease for this command's principal: bind it to it.
+    pub fn bind_owner(&mut self, owner: &str) -> ApplyResult<()> {
+        let actor = self.actor;
+        crate::rules::lease_owner::bind(&mut self.db, owner, actor)
+    }
+
     /// A message, or the rejection `UnknownMessage`.
     pub fn message(&self, id: MessageId) -> ApplyResult<Message> {
         messages::get(self.db.txn, id)?.ok_or_else(|| Rejection::UnknownMessage(id).into())

@@ -69,5 +69,6 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::CampaignLeadership(c) => c.apply(cx),
         Command::ResignLeadership(c) => c.apply(cx),
         Command::BumpCounter(c) => c.apply(cx),
+        Command::ConsumeApproval(c) => c.apply(cx),
     }
 }

@@ -12,6 +12,9 @@ pub enum ApprovalStatus {
     Approved,
     Rejected,
     Expired,
+    /// Approved and then used by the action it named (`ConsumeApproval`): it cannot be used
+    /// again. Appended last: statuses are encoded by position.
+    Consumed,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

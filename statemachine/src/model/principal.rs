@@ -11,6 +11,9 @@ pub enum Role {
     Operator,
     Worker,
     Viewer,
+    /// Reads everything a viewer reads except bodies (docs/SPEC.md §9.7). Appended last: roles
+    /// are encoded by position.
+    Metadata,
 }
 
 impl Role {
@@ -20,13 +23,20 @@ impl Role {
             Role::Operator => "operator",
             Role::Worker => "worker",
             Role::Viewer => "viewer",
+            Role::Metadata => "metadata",
         }
     }
 
     pub fn parse(s: &str) -> Option<Role> {
-        [Role::Admin, Role::Operator, Role::Worker, Role::Viewer]
-            .into_iter()
-            .find(|r| r.as_str() == s)
+        [
+            Role::Admin,
+            Role::Operator,
+            Role::Worker,
+            Role::Viewer,
+            Role::Metadata,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == s)
     }
 }
 

@@ -8,6 +8,7 @@
 //! - [`dedupe`]: how long an idempotency key answers with its message.
 //! - [`validate`]: the input checks every command (and the API) makes.
 //! - [`ad_groups`]: how the AD group maps name a group.
+//! - [`lease_owner`]: a lease owner name belongs to the principal that first claimed under it.
 //!
 //! A rule that stops a command says so with an [`ApplyError`]: a typed rejection, which the
 //! apply layer turns into a no-op, or a storage failure.
@@ -17,6 +18,7 @@ pub mod dedupe;
 pub mod fence;
 pub mod fifo;
 pub mod finalizer;
+pub mod lease_owner;
 pub mod retry;
 pub mod validate;
 

@@ -103,10 +103,14 @@ pub enum Table {
     Leadership,
     /// name → u64: shared counters (the engine's configuration version).
     Counters,
+    // --- security (docs/SPEC.md §9.4) ---
+    /// lease owner name → the principal that first claimed under it: an owner name belongs to
+    /// one principal (`rules::lease_owner`).
+    LeaseOwners,
 }
 
 impl Table {
-    pub const ALL: [Table; 44] = [
+    pub const ALL: [Table; 45] = [
         Table::Meta,
         Table::Messages,
         Table::Rows,
@@ -153,6 +157,8 @@ impl Table {
         Table::EngineNodes,
         Table::Leadership,
         Table::Counters,
+        // --- security ---
+        Table::LeaseOwners,
     ];
 
     /// Column family name in RocksDB.
@@ -204,6 +210,8 @@ impl Table {
             Table::EngineNodes => "engine_nodes",
             Table::Leadership => "leadership",
             Table::Counters => "counters",
+            // --- security ---
+            Table::LeaseOwners => "lease_owners",
         }
     }
 

@@ -14,6 +14,7 @@ pub(crate) mod coordination;
 pub(crate) mod covered;
 pub(crate) mod idempotency;
 pub(crate) mod lanes;
+pub(crate) mod lease_owners;
 pub(crate) mod messages;
 pub(crate) mod meta;
 pub(crate) mod principals;

@@ -133,6 +133,8 @@ pub enum Command {
     CampaignLeadership(CampaignLeadership),
     ResignLeadership(ResignLeadership),
     BumpCounter(BumpCounter),
+    // --- dual control (docs/SPEC.md §9.5) ---
+    ConsumeApproval(ConsumeApproval),
 }
 
 impl Command {
@@ -202,6 +204,7 @@ impl Command {
             Command::CampaignLeadership(_) => "campaign_leadership",
             Command::ResignLeadership(_) => "resign_leadership",
             Command::BumpCounter(_) => "bump_counter",
+            Command::ConsumeApproval(_) => "consume_approval",
         }
     }
 }
@@ -897,6 +900,17 @@ pub struct ResignLeadership {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BumpCounter {
     pub name: String,
+}
+
+/// Use an approved approval for the action it names, once (docs/SPEC.md §9.5): the approval
+/// must be approved, unexpired and not used yet, and name exactly this `operation` with these
+/// `params` (JSON text, compared as JSON values so that member order and spacing do not matter).
+/// The API proposes it before it performs an action the config lists in `approvals_required`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsumeApproval {
+    pub id: ApprovalId,
+    pub operation: String,
+    pub params: String,
 }
 
 #[cfg(test)]

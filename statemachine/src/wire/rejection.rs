@@ -59,6 +59,15 @@ pub enum Rejection {
     // --- messagefoundry store: queue side ---
     #[error("approval {0} not found")]
     UnknownApprovalKey(String),
+    // --- dual control (docs/SPEC.md §9.5) ---
+    /// An approval presented for an action cannot authorize it: not approved (yet), expired,
+    /// already used, or it names another operation or other parameters.
+    #[error("approval {id} cannot authorize this action: {reason}")]
+    ApprovalNotUsable { id: ApprovalId, reason: String },
+    // --- security (docs/SPEC.md §9.4) ---
+    /// A claim, renewal or release under an owner name another principal claims under.
+    #[error("the lease owner '{owner}' belongs to principal {principal}; claim under an owner name of your own")]
+    OwnerOfAnother { owner: String, principal: String },
 }
 
 impl Rejection {
@@ -88,6 +97,8 @@ impl Rejection {
             Rejection::ApprovalExpired(_) => "expired",
             Rejection::SelfApproval => "self_approval",
             Rejection::AlreadyExists { .. } => "already_exists",
+            Rejection::ApprovalNotUsable { .. } => "approval_not_usable",
+            Rejection::OwnerOfAnother { .. } => "owner_of_another_principal",
         }
     }
 }

@@ -142,9 +142,15 @@ impl Harness {
     /// Apply a command that must succeed with `expected` without changing the state.
     #[track_caller]
     pub fn no_change(&mut self, command: Command, expected: Outcome) {
+        self.no_change_as(ACTOR, command, expected);
+    }
+
+    /// [`Harness::no_change`] as `actor`.
+    #[track_caller]
+    pub fn no_change_as(&mut self, actor: &str, command: Command, expected: Outcome) {
         self.tick();
         let before = self.digest();
-        assert_eq!(self.run(command), Ok(expected));
+        assert_eq!(self.run_as(actor, command), Ok(expected));
         assert_eq!(self.digest(), before, "the command changed the state");
     }
 

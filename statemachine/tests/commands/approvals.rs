@@ -1,6 +1,7 @@
 //! Approvals: create, decide, self-approval, expiry.
 
 use crate::harness::*;
+use raftlane_statemachine::wire::command::{CreateApprovalAs, DecideApprovalAs};
 
 #[test]
 fn approval_is_created_pending_and_decided_by_another_principal() {
@@ -82,5 +83,143 @@ fn create_approval_rejects_invalid_operation_and_ttl() {
     h.reject(
         create_approval("purge", 0),
         invalid("ttl_ms", "must be between 1 and 86400000 ms"),
+    );
+}
+
+fn consume(id: ApprovalId, operation: &str, params: &str) -> Command {
+    Command::ConsumeApproval(ConsumeApproval {
+        id,
+        operation: operation.into(),
+        params: params.into(),
+    })
+}
+
+fn not_usable(id: ApprovalId, reason: &str) -> Rejection {
+    Rejection::ApprovalNotUsable {
+        id,
+        reason: reason.into(),
+    }
+}
+
+fn purge_approval(h: &mut Harness, params: &str, ttl_ms: u64) -> ApprovalId {
+    approval_id(h.ok_as(
+        "alice",
+        Command::CreateApproval(CreateApproval {
+            operation: "purge".into(),
+            params: params.into(),
+            ttl_ms,
+        }),
+    ))
+}
+
+/// Dual control (docs/SPEC.md §9.5): an approved approval authorizes exactly the operation and
+/// parameters it names (compared as JSON values), once; afterwards it reads as consumed.
+#[test]
+fn an_approved_approval_is_used_once_for_exactly_its_action() {
+    let mut h = Harness::new();
+    let id = purge_approval(&mut h, r#"{"kind":"bodies","older_than_ms":5}"#, 60_000);
+    h.reject_as(
+        "alice",
+        consume(id, "purge", r#"{"kind":"bodies","older_than_ms":5}"#),
+        not_usable(id, "it is pending, not approved"),
+    );
+    h.ok_as("bob", decide(id, true));
+    // Only its requester may use it (not the approver, not a third principal).
+    for other in ["bob", "carol"] {
+        h.reject_as(
+            other,
+            consume(id, "purge", r#"{"kind":"bodies","older_than_ms":5}"#),
+            not_usable(
+                id,
+                "it was requested by alice, and only its requester may use it",
+            ),
+        );
+    }
+    h.reject_as(
+        "alice",
+        consume(id, "put_config", r#"{"kind":"bodies","older_than_ms":5}"#),
+        not_usable(id, "it approves 'purge', not 'put_config'"),
+    );
+    h.reject_as(
+        "alice",
+        consume(id, "purge", r#"{"kind":"bodies","older_than_ms":6}"#),
+        not_usable(id, "it approves other parameters than this request's"),
+    );
+    // Member order and spacing do not matter.
+    assert_eq!(
+        h.ok_as(
+            "alice",
+            consume(id, "purge", r#"{ "older_than_ms": 5, "kind": "bodies" }"#)
+        ),
+        Outcome::Approval(id)
+    );
+    let a = h.sm.read().approval(id).unwrap().unwrap();
+    assert_eq!(a.status, ApprovalStatus::Consumed);
+    h.reject_as(
+        "alice",
+        consume(id, "purge", r#"{"kind":"bodies","older_than_ms":5}"#),
+        not_usable(id, "it was already used"),
+    );
+    // A consumed approval cannot be decided again either.
+    h.reject_as("bob", decide(id, false), Rejection::AlreadyDecided(id));
+}
+
+#[test]
+fn a_rejected_expired_or_unknown_approval_authorizes_nothing() {
+    let mut h = Harness::new();
+    let rejected = purge_approval(&mut h, "{}", 60_000);
+    h.ok_as("bob", decide(rejected, false));
+    h.reject_as(
+        "alice",
+        consume(rejected, "purge", "{}"),
+        not_usable(rejected, "it is rejected, not approved"),
+    );
+    let late = purge_approval(&mut h, "{}", 1_000);
+    h.ok_as("bob", decide(late, true));
+    h.advance(1_000);
+    h.reject_as(
+        "alice",
+        consume(late, "purge", "{}"),
+        not_usable(late, "it expired"),
+    );
+    h.reject_as(
+        "alice",
+        consume(ApprovalId(999_999), "purge", "{}"),
+        Rejection::UnknownApproval(ApprovalId(999_999)),
+    );
+}
+
+/// A keyed approval's requester and approver are the caller's say-so (docs/SPEC.md §14.10), so
+/// even "approved" by "someone else" it authorizes no action.
+#[test]
+fn a_keyed_approval_never_authorizes_an_action() {
+    let mut h = Harness::new();
+    let id = approval_id(h.ok_as(
+        "alice",
+        Command::CreateApprovalAs(CreateApprovalAs {
+            key: "k-1".into(),
+            operation: "purge".into(),
+            params: "{}".into(),
+            requester: "alice".into(),
+            requested_at: T0,
+            expires_at: None,
+        }),
+    ));
+    h.ok_as(
+        "alice",
+        Command::DecideApprovalAs(DecideApprovalAs {
+            key: "k-1".into(),
+            status: ApprovalStatus::Approved,
+            approver: Some("bob".into()),
+            decided_at: T0,
+        }),
+    );
+    h.reject_as(
+        "alice",
+        consume(id, "purge", "{}"),
+        not_usable(
+            id,
+            "it is a keyed record, not one requested and decided by principals",
+        ),
     );
 }

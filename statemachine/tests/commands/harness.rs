@@ -20,12 +20,12 @@ pub(crate) use raftlane_statemachine::model::state::ReferenceSnapshot;
 pub(crate) use raftlane_statemachine::model::user::{AdGroupMap, AuthProvider, User};
 pub(crate) use raftlane_statemachine::storage::store::WriteBatch;
 pub(crate) use raftlane_statemachine::wire::command::{
-    Batch, CancelQueued, ClaimReady, CompleteWithResponse, CreateApproval, CreateSession,
-    CreateUser, DeadLetterNow, DecideApproval, DeleteUser, DoneThenClaimNext, EnforceSessionCap,
-    EnqueueIngress, EnqueueMessage, Handoff, HandoffDisposition, IngressHandoff, MarkDone,
-    MarkFailed, MessageFields, PurgeDeadLetters, PurgeExpiredSessions, PurgeMessageBodies,
-    PurgeState, PutConfig, PutPrincipal, ReceivedStatus, ReclaimExpired, RecordAudit,
-    RecordReceived, ReleaseLane, RenewLeases, Replay, ReplayDead, RevokePrincipal,
+    Batch, CancelQueued, ClaimReady, CompleteWithResponse, ConsumeApproval, CreateApproval,
+    CreateSession, CreateUser, DeadLetterNow, DecideApproval, DeleteUser, DoneThenClaimNext,
+    EnforceSessionCap, EnqueueIngress, EnqueueMessage, Handoff, HandoffDisposition, IngressHandoff,
+    MarkDone, MarkFailed, MessageFields, PurgeDeadLetters, PurgeExpiredSessions,
+    PurgeMessageBodies, PurgeState, PutConfig, PutPrincipal, ReceivedStatus, ReclaimExpired,
+    RecordAudit, RecordReceived, ReleaseLane, RenewLeases, Replay, ReplayDead, RevokePrincipal,
     RevokeUserSessions, RouteDisposition, RouteHandoff, SealAuditEpoch, SessionChange,
     SetAdGroupMap, SetUserRoles, StateOp, TransformHandoff, UpdateSession, UpdateUser, UpsertRole,
     UserChange, WriteReferenceSnapshot,

@@ -190,3 +190,84 @@ fn a_released_lane_is_still_held_by_the_previous_owners_live_row() {
         .expect("b gets the head");
     assert_eq!(next.row_id, head.row_id);
 }
+
+/// docs/SPEC.md §9.4: an owner name belongs to the principal that first took a lease under it.
+/// Another principal can neither renew its rows nor release its lane nor claim under its name
+/// (a worker of one channel once kept another channel's row leased for a day this way), and
+/// a refused attempt changes nothing. A claim that takes nothing binds nothing.
+#[test]
+fn a_lease_owner_name_belongs_to_the_principal_that_claimed_under_it() {
+    let mut h = Harness::new();
+    h.enqueue_message("orders", &[("d", "0"), ("e", "1")]);
+    let rows = match h.ok_as(
+        "worker-a",
+        Command::ClaimReady(ClaimReady {
+            stage: Stage::Outbound,
+            limit: 1,
+            channel: None,
+            destination: Some("d".into()),
+            owner: "wa".into(),
+            ttl_ms: 30_000,
+        }),
+    ) {
+        Outcome::Claimed(rows) => rows,
+        other => panic!("expected Claimed, got {other:?}"),
+    };
+    let row = &rows[0];
+    let taken = || Rejection::OwnerOfAnother {
+        owner: "wa".into(),
+        principal: "worker-a".into(),
+    };
+    h.reject_as(
+        "worker-b",
+        Command::RenewLeases(RenewLeases {
+            ids: vec![row.row_id],
+            owner: "wa".into(),
+            ttl_ms: 86_400_000,
+        }),
+        taken(),
+    );
+    h.reject_as(
+        "worker-b",
+        Command::ReleaseLane(ReleaseLane {
+            stage: Stage::Outbound,
+            lane: "d".into(),
+            owner: "wa".into(),
+        }),
+        taken(),
+    );
+    h.reject_as(
+        "worker-b",
+        fifo_cmd(Stage::Outbound, "e", "wa", 30_000),
+        taken(),
+    );
+    // Its own principal renews as before.
+    assert_eq!(
+        h.ok_as(
+            "worker-a",
+            Command::RenewLeases(RenewLeases {
+                ids: vec![row.row_id],
+                owner: "wa".into(),
+                ttl_ms: 60_000,
+            }),
+        ),
+        Outcome::Count(1)
+    );
+    // A claim that finds nothing leaves its owner name free: worker-b may take it up later.
+    h.no_change_as(
+        "worker-a",
+        Command::ClaimReady(ClaimReady {
+            stage: Stage::Routed,
+            limit: 1,
+            channel: None,
+            destination: None,
+            owner: "unused".into(),
+            ttl_ms: 30_000,
+        }),
+        Outcome::Claimed(vec![]),
+    );
+    assert!(matches!(
+        h.ok_as("worker-b", fifo_cmd(Stage::Outbound, "e", "unused", 30_000)),
+        Outcome::FifoClaimed(Ok(_))
+    ));
+}

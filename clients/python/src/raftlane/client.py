@@ -594,13 +594,27 @@ class Client:
         return (await self._call(MessageList, "GET", "/v1/messages", params=params)).messages
 
     @_route("get", "/v1/messages/{id}", answer=MessageView)
-    async def message(self, message_id: int, *, consistency: str | None = None) -> MessageView:
-        """A message with its events, rows and captured responses."""
+    async def message(
+        self,
+        message_id: int,
+        *,
+        body: bool = False,
+        record_view: bool | None = None,
+        viewer: str | None = None,
+        consistency: str | None = None,
+    ) -> MessageView:
+        """A message with its events, rows and captured responses. ``body=True`` adds the bodies
+        and records the read as a ``viewed`` event (for ``viewer``, the person the caller reads
+        for); ``record_view=False`` skips that record, for callers that process messages
+        (role worker and above)."""
+        params = {
+            "body": "true" if body else None,
+            "record_view": None if record_view is None else str(record_view).lower(),
+            "viewer": viewer,
+            "consistency": consistency,
+        }
         return await self._call(
-            MessageView,
-            "GET",
-            f"/v1/messages/{segment(message_id)}",
-            params={"consistency": consistency},
+            MessageView, "GET", f"/v1/messages/{segment(message_id)}", params=params
         )
 
     @_route("post", "/v1/messages/{id}/replay", answer=Requeued)

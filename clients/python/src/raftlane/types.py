@@ -111,7 +111,6 @@ class Message:
     id: int
     channel_id: str
     received_at: int
-    raw: str
     status: str
     purged: bool
     source_type: str | None = None
@@ -123,6 +122,8 @@ class Message:
     metadata: str | None = None
     correlation: Correlation | None = None
     idempotency_key: str | None = None
+    #: The body: only in ``message(id, body=True)`` (lists and plain reads carry none).
+    raw: str | None = None
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,6 @@ class WorkRow:
     message_id: int
     stage: str
     channel_id: str
-    payload: str
     status: str
     attempts: int
     next_attempt_at: int
@@ -157,6 +157,8 @@ class WorkRow:
     last_error: str | None = None
     claim: Claim | None = None
     last_fence: int | None = None
+    #: The payload: only in ``message(id, body=True)``.
+    payload: str | None = None
 
 
 @dataclass(frozen=True)
@@ -164,20 +166,23 @@ class CapturedResponse:
     message_id: int
     destination: str
     response_seq: int
-    body: str
     outcome: str
     captured_at: int
     detail: str | None = None
+    #: The response body: only in ``message(id, body=True)``.
+    body: str | None = None
 
 
 @dataclass(frozen=True)
 class MessageView:
-    """``GET /v1/messages/{id}``: the message with its history, rows and captured responses."""
+    """``GET /v1/messages/{id}``: the message with its history, rows and captured responses;
+    bodies only when asked for, a read recorded as a ``viewed`` event (``viewed_index``)."""
 
     message: Message
     events: list[Event]
     rows: list[WorkRow]
     responses: list[CapturedResponse]
+    viewed_index: int | None = None
 
 
 @dataclass(frozen=True)

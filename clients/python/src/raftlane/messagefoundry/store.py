@@ -261,9 +261,15 @@ class RaftlaneStore:
         return answer
 
     async def _view(self, message_id: str) -> dict[str, Any] | None:
-        """``GET /v1/messages/{id}`` as JSON, ``None`` for an unknown message."""
+        """``GET /v1/messages/{id}`` with its bodies as JSON, ``None`` for an unknown message.
+
+        The engine reads bodies to process them and records its users' views itself
+        (``record_view``), so this read does not record one (``record_view=false``)."""
         try:
-            return await self._get(f"/v1/messages/{segment(message_id)}")
+            return await self._get(
+                f"/v1/messages/{segment(message_id)}",
+                {"body": "true", "record_view": "false"},
+            )
         except NotFoundError as e:
             if is_missing_route(e):
                 raise

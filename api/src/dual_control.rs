@@ -1,0 +1,137 @@
+//! Dual control: the actions the configuration lists in `approvals_required` need a second
+//! person's approval, used once (docs/SPEC.md §9.5).
+//!
+//! The rule lives in two places by design, each once: this module decides *whether* an action
+//! needs an approval and names the action and its parameters; the state machine's
+//! `ConsumeApproval` (`statemachine/src/apply/approval.rs`) decides whether the approval the
+//! request presents authorizes exactly that, and uses it up in the same log entry, so two
+//! requests racing with one approval cannot both pass.
+//!
+//! The approval is used when the action starts: an action that then fails (a 409 on a stale
+//! config version, say) needs a new approval. A retry of the same request (same `Request-Id`)
+//! finds its first answer and does not need another.
+
+use crate::app::AppState;
+use crate::auth::Caller;
+use crate::error::{ApiError, ApiResult};
+use crate::routes::{propose, unexpected};
+use axum::http::StatusCode;
+use raftlane_statemachine::model::ids::ApprovalId;
+use raftlane_statemachine::wire::command::{Command, ConsumeApproval};
+use raftlane_statemachine::wire::outcome::Outcome;
+use serde::Serialize;
+
+/// The actions dual control can cover: the names `approvals_required` lists.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// `POST /v1/retention/purge`
+    Purge,
+    /// `POST /v1/dead-letters/replay`
+    ReplayDead,
+    /// `POST /v1/keys/rotate`
+    RotateKey,
+    /// `POST /v1/cluster/learners` and `POST /v1/cluster/membership`
+    ChangeMembership,
+    /// `POST /v1/tokens`
+    CreateToken,
+    /// `PUT /v1/config`
+    PutConfig,
+}
+
+impl Action {
+    pub const ALL: [Action; 6] = [
+        Action::Purge,
+        Action::ReplayDead,
+        Action::RotateKey,
+        Action::ChangeMembership,
+        Action::CreateToken,
+        Action::PutConfig,
+    ];
+
+    /// The name an approval's `operation` and the config's `approvals_required` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Purge => "purge",
+            Action::ReplayDead => "replay_dead",
+            Action::RotateKey => "rotate_key",
+            Action::ChangeMembership => "change_membership",
+            Action::CreateToken => "create_token",
+            Action::PutConfig => "put_config",
+        }
+    }
+}
+
+/// A configuration may list only actions dual control knows: a misspelt name would otherwise
+/// protect nothing, silently.
+pub fn check_required<'a>(names: impl IntoIterator<Item = &'a String>) -> ApiResult<()> {
+    for name in names {
+        if !Action::ALL.iter().any(|a| a.name() == name) {
+            let known: Vec<&str> = Action::ALL.iter().map(|a| a.name()).collect();
+            return Err(ApiError::invalid(
+                "approvals_required",
+                format!(
+                    "'{name}' is not an action dual control covers ({})",
+                    known.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The request's `Raftlane-Approval` header: `None` when absent, 400 naming it when it is not an
+/// approval id.
+pub fn approval_header(headers: &axum::http::HeaderMap) -> ApiResult<Option<ApprovalId>> {
+    const NAME: &str = "Raftlane-Approval";
+    let Some(v) = headers.get(raftlane_contract::headers::APPROVAL) else {
+        return Ok(None);
+    };
+    v.to_str()
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .map(|n| Some(ApprovalId(n)))
+        .ok_or_else(|| ApiError::invalid(NAME, "must be an approval id (an integer)"))
+}
+
+/// Before `action` runs with `params`: nothing when the configuration does not list it; else the
+/// request's approval (`Raftlane-Approval`) is used up for exactly this action and these
+/// parameters, or the request is refused (403 `approval_required` naming the operation and the
+/// parameters to request an approval for; 409 `approval_not_usable`; 404 for an unknown id).
+pub async fn authorize<P: Serialize>(
+    state: &AppState,
+    caller: &Caller,
+    action: Action,
+    params: &P,
+) -> ApiResult<()> {
+    // The current configuration, as of now: a list changed a moment ago must hold.
+    state.writes.linearize().await?;
+    let config = crate::backend::read(state.backend.as_ref(), |r| r.config())?;
+    let required = config.doc.approvals_required.contains(action.name());
+    if !required {
+        return Ok(());
+    }
+    let params = serde_json::to_value(params)
+        .map_err(|e| ApiError::internal(format!("parameters of {}: {e}", action.name())))?;
+    let Some(id) = caller.approval else {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "approval_required",
+            format!(
+                "the configuration requires an approval for '{}': request one (POST \
+                 /v1/approvals with this operation and params), have another principal approve \
+                 it, then send its id in Raftlane-Approval",
+                action.name()
+            ),
+        )
+        .with_extra(serde_json::json!({ "operation": action.name(), "params": params })));
+    };
+    let command = Command::ConsumeApproval(ConsumeApproval {
+        id,
+        operation: action.name().to_string(),
+        params: params.to_string(),
+    });
+    match propose(state, caller, command).await? {
+        (_, Outcome::Approval(_)) => Ok(()),
+        (_, other) => Err(unexpected(other)),
+    }
+}
