@@ -50,6 +50,9 @@ pub struct Caller {
     pub role: Role,
     /// `None` = every channel.
     pub channels: Option<Vec<String>>,
+    /// The audit orgs in scope; `None` = no org scope set: every org for an unscoped caller,
+    /// none for a channel-scoped one (docs/SPEC.md §9.4).
+    pub orgs: Option<Vec<String>>,
     /// The ids this request's proposals carry (exactly-once retries).
     pub requests: crate::request_id::RequestIds,
     /// The request's `Raftlane-Client-Time-Ms` (test mode only; `None` otherwise).
@@ -120,6 +123,47 @@ impl Caller {
         }
     }
 
+    /// Whether the caller may read or append to `org`'s audit chain: an org scope names the
+    /// orgs; without one, an unscoped caller may reach every org and a channel-scoped caller
+    /// none (its channels say nothing about orgs, so it gets none unless given some).
+    pub fn may_see_org(&self, org: &str) -> bool {
+        match (&self.orgs, &self.channels) {
+            (Some(orgs), _) => orgs.iter().any(|o| o == org),
+            (None, None) => true,
+            (None, Some(_)) => false,
+        }
+    }
+
+    /// 403 unless the caller's scope includes the audit org `org`.
+    pub fn require_org(&self, org: &str) -> Result<(), ApiError> {
+        if self.may_see_org(org) {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(format!(
+                "token is not scoped to audit org {org}"
+            )))
+        }
+    }
+
+    /// 403 unless the caller may hold `stage`'s lane `name`: every lane but an outbound one is
+    /// named by its channel, which must be in scope; an outbound lane (a destination) carries
+    /// rows of every channel, so only an unscoped caller may claim or release it whole.
+    pub fn require_lane(
+        &self,
+        stage: raftlane_statemachine::row::Stage,
+        name: &str,
+    ) -> Result<(), ApiError> {
+        if stage != raftlane_statemachine::row::Stage::Outbound {
+            self.require_channel(name)
+        } else if self.channels.is_some() {
+            Err(ApiError::forbidden(
+                "channel-scoped tokens cannot claim or release a whole outbound lane",
+            ))
+        } else {
+            Ok(())
+        }
+    }
+
     /// A channel-scoped caller must name a channel; returns the scope filter for lists.
     pub fn scope(&self) -> Option<Vec<String>> {
         self.channels.clone()
@@ -177,6 +221,7 @@ impl FromRequestParts<Arc<AppState>> for Caller {
                 name: BOOTSTRAP_ADMIN.into(),
                 role: Role::Admin,
                 channels: None,
+                orgs: None,
                 requests,
                 client_time,
                 approval,
@@ -191,6 +236,7 @@ impl FromRequestParts<Arc<AppState>> for Caller {
         }
         match principal {
             Some(p) => Ok(Caller {
+                orgs: backend::read(state.backend.as_ref(), |r| r.principal_orgs(&p.name))?,
                 name: p.name,
                 role: p.role,
                 channels: p.channels,

@@ -176,7 +176,7 @@ async fn probe_skew(conn: &Conn, node: u64, offset_ms: i64) -> String {
         .await
     {
         Attempt::Ok(v) => {
-            let observed = v.message.received_at as i64 - sent as i64;
+            let observed = v.message.meta.received_at as i64 - sent as i64;
             let verdict = if offset_ms <= 0 {
                 "not observable (negative offsets are absorbed by the monotonic clock)"
             } else if observed >= offset_ms / 2 {

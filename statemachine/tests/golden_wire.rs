@@ -101,6 +101,7 @@ use raftlane_statemachine::wire::command::AtClientTime;
 use raftlane_statemachine::model::coordination::{LeaderLease, NodeRecord, NodeStatus};
 use raftlane_statemachine::wire::command::{
     BumpCounter, CampaignLeadership, ConsumeApproval, NodeHeartbeat, NodeLeave, ResignLeadership,
+    SetPrincipalOrgs,
 };
 use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
 use raftlane_statemachine::{
@@ -302,6 +303,7 @@ fn command_variant(c: &Command) -> &'static str {
         Command::ResignLeadership(_) => "ResignLeadership",
         Command::BumpCounter(_) => "BumpCounter",
         Command::ConsumeApproval(_) => "ConsumeApproval",
+        Command::SetPrincipalOrgs(_) => "SetPrincipalOrgs",
     }
 }
 
@@ -549,6 +551,7 @@ fn table_name(t: Table) -> (&'static str, &'static str) {
         Table::Leadership => ("Leadership", "leadership"),
         Table::Counters => ("Counters", "counters"),
         Table::LeaseOwners => ("LeaseOwners", "lease_owners"),
+        Table::PrincipalOrgs => ("PrincipalOrgs", "principal_orgs"),
     }
 }
 
@@ -892,6 +895,10 @@ fn command_examples() -> Vec<Command> {
             id: ApprovalId(408),
             operation: s("purge"),
             params: s(r#"{"scope":"bodies","older_than_ms":409}"#),
+        }),
+        Command::SetPrincipalOrgs(SetPrincipalOrgs {
+            name: s("auditor-410"),
+            orgs: Some(vec![s("org-411")]),
         }),
     ]
 }
@@ -1383,6 +1390,10 @@ fn stored_cases(table: Table) -> Vec<Case> {
         )],
         Table::Counters => vec![codec_case(name("u64"), 906u64)],
         Table::LeaseOwners => vec![codec_case(name("String"), s("worker-a"))],
+        Table::PrincipalOrgs => vec![codec_case(
+            name("Vec<String>"),
+            vec![s("org-a"), s("org-b")],
+        )],
         // Index tables: key only, the value is always empty.
         Table::MessageRows
         | Table::LanePending
@@ -1444,6 +1455,7 @@ fn verify_live_value(table: Table, key: &[u8], value: &[u8]) -> Result<(), Strin
         Table::Leadership => reencodes::<LeaderLease>(value),
         Table::Counters => reencodes::<u64>(value),
         Table::LeaseOwners => reencodes::<String>(value),
+        Table::PrincipalOrgs => reencodes::<Vec<String>>(value),
         Table::MessageRows
         | Table::LanePending
         | Table::LaneInflight
@@ -2235,6 +2247,10 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
     }));
     live.ok(Command::BumpCounter(BumpCounter {
         name: s("config_version"),
+    }));
+    live.ok(Command::SetPrincipalOrgs(SetPrincipalOrgs {
+        name: s("auditor"),
+        orgs: Some(vec![s("default")]),
     }));
 
     let mut seen = BTreeSet::new();

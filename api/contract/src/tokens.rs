@@ -43,6 +43,10 @@ pub struct TokenRequest {
     /// Absent: every channel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channels: Option<Vec<String>>,
+    /// The audit orgs the principal may read and append to. Absent: every org for an unscoped
+    /// principal, none for a channel-scoped one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub orgs: Option<Vec<String>>,
 }
 
 /// `POST /v1/tokens` (201): the token, shown this once (only its hash is kept).

@@ -831,6 +831,7 @@ fn examples_conform_to_their_schemas() {
         name: "w".into(),
         role: "worker".into(),
         channels: Some(vec!["lab".into()]),
+        orgs: Some(vec!["clinic".into()]),
     });
     x.answer(&TokenCreated {
         index: 1,

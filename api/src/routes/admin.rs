@@ -18,7 +18,7 @@ use raftlane_statemachine::model::principal::Role;
 use raftlane_statemachine::model::state::StateEntry;
 use raftlane_statemachine::wire::command::{
     PurgeDeadLetters, PurgeMessageBodies, PurgeState, PutPrincipal, RevokePrincipal,
-    WriteReferenceSnapshot, WriteReferenceSnapshotText,
+    SetPrincipalOrgs, WriteReferenceSnapshot, WriteReferenceSnapshotText,
 };
 use raftlane_statemachine::{Command, Outcome};
 use rand::RngCore;
@@ -40,7 +40,7 @@ pub async fn namespace(
     Path(ns): Path<String>,
     Query(q): Query<NamespaceQuery>,
 ) -> ApiResult<Json<NamespaceVersion>> {
-    caller.require(Permission::Read)?;
+    caller.require_global(Permission::Read)?;
     check_name("namespace", &ns)?;
     let opts = ReadOpts {
         consistency: q.consistency,
@@ -87,7 +87,7 @@ pub async fn namespaces(
     caller: Caller,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<NamespaceList>> {
-    caller.require(Permission::Read)?;
+    caller.require_global(Permission::Read)?;
     let list = read_state(&state, &opts, |r| r.state_namespaces()).await?;
     Ok(Json(NamespaceList {
         namespaces: list
@@ -107,7 +107,7 @@ pub async fn references(
     caller: Caller,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<ReferenceList>> {
-    caller.require(Permission::Read)?;
+    caller.require_global(Permission::Read)?;
     let sets = read_state(&state, &opts, |r| r.reference_sets()).await?;
     Ok(Json(ReferenceList {
         sets: sets
@@ -129,7 +129,7 @@ pub async fn state_entry(
     Path((ns, key)): Path<(String, String)>,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<StateValue>> {
-    caller.require(Permission::Read)?;
+    caller.require_global(Permission::Read)?;
     check_name("namespace", &ns)?;
     check_name("key", &key)?;
     match read_covered(&state, &opts, |r| r.state_entry(&ns, &key)).await? {
@@ -178,7 +178,7 @@ pub async fn get_reference(
     Path(name): Path<String>,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<Reference>> {
-    caller.require(Permission::Read)?;
+    caller.require_global(Permission::Read)?;
     check_name("name", &name)?;
     let (label, snapshot) = read_covered(&state, &opts, |r| {
         Ok((r.reference_label(&name)?, r.reference(&name)?))
@@ -292,7 +292,21 @@ pub async fn create_token(
             check_name("channels", c)?;
         }
     }
+    if let Some(orgs) = &b.orgs {
+        for org in orgs {
+            check_name("orgs", org)?;
+        }
+    }
     dual_control::authorize(&state, &caller, Action::CreateToken, &b).await?;
+    // The org scope first: the principal never holds its new token under an earlier scope.
+    let orgs = Command::SetPrincipalOrgs(SetPrincipalOrgs {
+        name: b.name.clone(),
+        orgs: b.orgs.clone(),
+    });
+    match propose(&state, &caller, orgs).await? {
+        (_, Outcome::Done) => {}
+        (_, other) => return Err(unexpected(other)),
+    }
     // The handler's last proposal: the id `propose` would give it.
     let request_id = caller.requests.next();
     let token = match &state.token_key {

@@ -53,7 +53,7 @@ pub async fn get_approval(
     Path(id): Path<String>,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<ApprovalView>> {
-    caller.require(Permission::Read)?;
+    caller.require_global(Permission::Read)?;
     let id = approval_id(&id)?;
     prepare_read(&state, &opts).await?;
     let (approval, t) = backend::read(state.backend.as_ref(), |r| {
@@ -125,7 +125,7 @@ pub async fn get_keyed(
     Path(key): Path<String>,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<ApprovalView>> {
-    caller.require(Permission::Read)?;
+    caller.require_global(Permission::Read)?;
     check_name("key", &key)?;
     prepare_read(&state, &opts).await?;
     match backend::read(state.backend.as_ref(), |r| r.approval_by_key(&key))? {
@@ -184,7 +184,7 @@ pub async fn list(
     caller: Caller,
     Query(q): Query<ListQuery>,
 ) -> ApiResult<Json<ApprovalList>> {
-    caller.require(Permission::Read)?;
+    caller.require_global(Permission::Read)?;
     match q.status.as_deref() {
         Some("pending") => {}
         other => {

@@ -11,6 +11,7 @@ use raftlane_contract::{
     AuditAnchor, AuditAppendRequest, AuditAppended, AuditEntry, AuditRows, AuditSealRequest,
     AuditVerification,
 };
+use raftlane_statemachine::model::audit::DEFAULT_ORG;
 use raftlane_statemachine::wire::command::{RecordAudit, RecordAuditAs, SealAuditEpoch};
 use raftlane_statemachine::{Command, Outcome};
 use serde::Deserialize;
@@ -26,6 +27,7 @@ pub async fn append(
     if let Some(c) = &b.channel {
         caller.require_channel(c)?;
     }
+    caller.require_org(b.org.as_deref().unwrap_or(DEFAULT_ORG))?;
     let command = match b.actor {
         Some(actor) => {
             check_name("actor", &actor)?;
@@ -86,6 +88,7 @@ async fn read_ready(state: &AppState, q: &AuditQuery) -> ApiResult<()> {
 async fn readable_org(state: &AppState, caller: &Caller, q: &AuditQuery) -> ApiResult<String> {
     caller.require(Permission::Read)?;
     let org = org(q)?.to_string();
+    caller.require_org(&org)?;
     read_ready(state, q).await?;
     Ok(org)
 }
@@ -160,6 +163,7 @@ pub async fn verify(
 ) -> ApiResult<Json<AuditVerification>> {
     caller.require(Permission::Read)?;
     let org = org(&q)?.to_string();
+    caller.require_org(&org)?;
     let anchor = match (q.count, &q.head) {
         (None, None) => None,
         (Some(count), Some(head)) => {

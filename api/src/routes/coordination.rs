@@ -58,7 +58,7 @@ pub async fn nodes(
     caller: Caller,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<EngineNodes>> {
-    caller.require(Permission::Read)?;
+    caller.require_global(Permission::Read)?;
     prepare_read(&state, &opts).await?;
     let nodes = backend::read(state.backend.as_ref(), |r| r.engine_nodes())?;
     Ok(Json(EngineNodes {
@@ -118,7 +118,7 @@ pub async fn leadership(
     Path(group): Path<String>,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<Leadership>> {
-    caller.require(Permission::Read)?;
+    caller.require_global(Permission::Read)?;
     check_name("group", &group)?;
     prepare_read(&state, &opts).await?;
     let lease = backend::read(state.backend.as_ref(), |r| r.leadership(&group))?;
@@ -145,7 +145,7 @@ pub async fn counter(
     Path(name): Path<String>,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<CounterValue>> {
-    caller.require(Permission::Read)?;
+    caller.require_global(Permission::Read)?;
     check_name("name", &name)?;
     prepare_read(&state, &opts).await?;
     let value = backend::read(state.backend.as_ref(), |r| r.counter(&name))?;
@@ -158,7 +158,7 @@ pub async fn held_lanes(
     Path(owner): Path<String>,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<HeldLanes>> {
-    caller.require(Permission::Read)?;
+    caller.require_global(Permission::Read)?;
     check_name("owner", &owner)?;
     prepare_read(&state, &opts).await?;
     let now = caller.now_ms();

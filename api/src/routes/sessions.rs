@@ -26,7 +26,7 @@ pub async fn create(
     caller: Caller,
     JsonBody(b): JsonBody<CreateSessionRequest>,
 ) -> ApiResult<(StatusCode, Json<SessionCreated>)> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     check_name("token_hash", &b.token_hash)?;
     check_name("user_id", &b.user_id)?;
     let command = Command::CreateSession(CreateSession {
@@ -52,7 +52,7 @@ pub async fn get_one(
     Path(token_hash): Path<String>,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<SessionView>> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     match read_state(&state, &opts, |r| r.session(&token_hash)).await? {
         Some(s) => Ok(Json(SessionView::from(s))),
         None => Err(ApiError::not_found("session not found")),
@@ -66,7 +66,7 @@ pub async fn of_user(
     Path(user_id): Path<String>,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<SessionList>> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     let now = caller.now_ms();
     let sessions = read_state(&state, &opts, |r| r.active_sessions(&user_id, now)).await?;
     Ok(Json(SessionList {
@@ -80,7 +80,7 @@ pub async fn change(
     Path((token_hash, change)): Path<(String, String)>,
     RawBody(body): RawBody,
 ) -> ApiResult<Json<SessionChanged>> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     check_name("token_hash", &token_hash)?;
     let change = match change.as_str() {
         "touch" => {
@@ -119,7 +119,7 @@ pub async fn revoke_of_user(
     Path(user_id): Path<String>,
     RawBody(body): RawBody,
 ) -> ApiResult<Json<SessionsRevoked>> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     check_name("id", &user_id)?;
     let b: RevokeSessionsRequest = parse_json_or_default(&body)?;
     let command = Command::RevokeUserSessions(RevokeUserSessions {
@@ -136,7 +136,7 @@ pub async fn cap(
     Path(user_id): Path<String>,
     JsonBody(b): JsonBody<SessionCapRequest>,
 ) -> ApiResult<Json<SessionsRevoked>> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     check_name("id", &user_id)?;
     let command = Command::EnforceSessionCap(EnforceSessionCap {
         user_id,
@@ -152,7 +152,7 @@ pub async fn purge_expired(
     caller: Caller,
     RawBody(body): RawBody,
 ) -> ApiResult<Json<SessionsPurged>> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     let NoChangeBody {} = parse_json_or_default(&body)?;
     let command = Command::PurgeExpiredSessions(PurgeExpiredSessions);
     let (index, purged) = count(propose(&state, &caller, command).await?)?;

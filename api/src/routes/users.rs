@@ -55,7 +55,7 @@ pub async fn create_user(
     caller: Caller,
     JsonBody(b): JsonBody<CreateUserRequest>,
 ) -> ApiResult<(StatusCode, Json<UserCreated>)> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     check_name("id", &b.id)?;
     check_name("username", &b.username)?;
     let auth_provider = AuthProvider::parse(&b.auth_provider).ok_or_else(|| {
@@ -90,7 +90,7 @@ pub async fn list_users(
     caller: Caller,
     Query(q): Query<UserQuery>,
 ) -> ApiResult<Json<UserList>> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     let opts = ReadOpts {
         consistency: q.consistency,
     };
@@ -122,7 +122,7 @@ pub async fn get_user(
     Path(id): Path<String>,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<UserView>> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     match read_state(&state, &opts, |r| r.user(&id)).await? {
         Some(u) => Ok(Json(UserView::from(u))),
         None => Err(ApiError::not_found(format!("user {id} not found"))),
@@ -135,7 +135,7 @@ pub async fn user_secrets(
     Path(id): Path<String>,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<UserSecrets>> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     match read_state(&state, &opts, |r| r.user(&id)).await? {
         Some(u) => Ok(Json(UserSecrets::from(u))),
         None => Err(ApiError::not_found(format!("user {id} not found"))),
@@ -147,7 +147,7 @@ pub async fn delete_user(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<UserDeleted>> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     check_name("id", &id)?;
     let command = Command::DeleteUser(DeleteUser { user_id: id });
     let (index, n) = count(propose(&state, &caller, command).await?)?;
@@ -237,7 +237,7 @@ pub async fn change_user(
     Path((id, change)): Path<(String, String)>,
     RawBody(body): RawBody,
 ) -> ApiResult<Json<UserChanged>> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     check_name("id", &id)?;
     let change = user_change(&change, &body)?;
     let consume = matches!(
@@ -263,7 +263,7 @@ pub async fn list_roles(
     caller: Caller,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<RoleList>> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     let roles = read_state(&state, &opts, |r| r.roles()).await?;
     Ok(Json(RoleList {
         roles: roles.into_iter().map(RoleView::from).collect(),
@@ -276,7 +276,7 @@ pub async fn put_role(
     Path(id): Path<String>,
     JsonBody(b): JsonBody<RoleRequest>,
 ) -> ApiResult<Json<RoleWritten>> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     check_name("id", &id)?;
     let command = Command::UpsertRole(UpsertRole {
         role_id: id.clone(),
@@ -294,7 +294,7 @@ pub async fn user_roles(
     Path(id): Path<String>,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<UserRoles>> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     let assignments = read_state(&state, &opts, |r| r.user_role_assignments(&id)).await?;
     let mut role_ids: Vec<String> = assignments.iter().map(|a| a.role_id.clone()).collect();
     role_ids.sort();
@@ -310,7 +310,7 @@ pub async fn set_user_roles(
     Path(id): Path<String>,
     JsonBody(b): JsonBody<UserRolesRequest>,
 ) -> ApiResult<Json<RolesAssigned>> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     check_name("id", &id)?;
     for (i, role) in b.role_ids.iter().enumerate() {
         check_name(&format!("role_ids[{i}]"), role)?;
@@ -352,7 +352,7 @@ pub async fn group_map(
     Path(map): Path<String>,
     Query(q): Query<GroupQuery>,
 ) -> ApiResult<Json<GroupMap>> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     let which = parse_map(&map)?;
     let opts = ReadOpts {
         consistency: q.consistency,
@@ -386,7 +386,7 @@ pub async fn put_group_map(
     Path(map): Path<String>,
     JsonBody(b): JsonBody<GroupMapRequest>,
 ) -> ApiResult<Json<GroupMapWritten>> {
-    caller.require(Permission::Admin)?;
+    caller.require_global(Permission::Admin)?;
     let which = parse_map(&map)?;
     let command = Command::SetAdGroupMap(SetAdGroupMap {
         map: which,

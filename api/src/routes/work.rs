@@ -37,13 +37,7 @@ pub async fn claim_fifo(
     if let Some(row_owner) = &body.row_owner {
         check_name("row_owner", row_owner)?;
     }
-    if stage != raftlane_statemachine::row::Stage::Outbound {
-        caller.require_channel(&name)?;
-    } else if caller.channels.is_some() {
-        return Err(ApiError::forbidden(
-            "channel-scoped tokens cannot claim a whole outbound lane",
-        ));
-    }
+    caller.require_lane(stage, &name)?;
     // The row's claim owner and the lane lease's holder named apart, or no lane lease at all
     // (docs/SPEC.md §14.1); otherwise one owner for both (§4.3).
     let split = body.row_owner.is_some() || body.lane_lease == Some(false);
@@ -152,6 +146,7 @@ pub async fn release(
     let stage = parse_stage(&stage)?;
     check_name("name", &name)?;
     check_name("owner", &body.owner)?;
+    caller.require_lane(stage, &name)?;
     let command = Command::ReleaseLane(ReleaseLane {
         stage,
         lane: name,

@@ -155,7 +155,8 @@ impl Covered for Command {
             | Command::CampaignLeadership(_)
             | Command::ResignLeadership(_)
             | Command::BumpCounter(_)
-            | Command::ConsumeApproval(_) => Ok(()),
+            | Command::ConsumeApproval(_)
+            | Command::SetPrincipalOrgs(_) => Ok(()),
         }
     }
 }

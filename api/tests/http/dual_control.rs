@@ -73,8 +73,8 @@ async fn a_listed_purge_needs_another_principals_approval_used_once() {
     )
     .await;
     api_error(&r, 403, "approval_required", None);
-    assert_eq!(r.body["operation"], "purge");
-    assert_eq!(r.body["params"], purge);
+    assert_eq!(r.body["error"]["operation"], "purge");
+    assert_eq!(r.body["error"]["params"], purge);
     nothing_proposed(&api, &before, "a purge without an approval").await;
 
     // Requested by alice; while pending it authorizes nothing.
@@ -187,7 +187,7 @@ async fn token_creation_and_config_changes_need_approval_when_listed() {
                          "approvals_required": [] });
     let r = api.put_config(Some(&version.to_string()), &lifted).await;
     api_error(&r, 403, "approval_required", None);
-    let params = r.body["params"].clone();
+    let params = r.body["error"]["params"].clone();
     let id = request_approval(&api, &alice, "put_config", params).await;
     ok(&decide(&api, &bob, id, true).await, 200);
     let (mut headers, bytes) = raftlane_testkit::http::json_request(Some(&alice), Some(lifted));

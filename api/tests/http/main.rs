@@ -16,6 +16,8 @@ mod client_clock;
 mod coordination;
 mod dual_control;
 mod errors;
+mod least_privilege;
+mod matrix;
 mod node_to_node;
 mod pipeline;
 mod scope;

@@ -14,7 +14,9 @@ async fn full_pipeline_ingress_route_transform_deliver() {
     assert_eq!(r.body["duplicate"], false);
     assert!(r.body["index"].as_u64().is_some());
     let mid = r.body["message_id"].as_u64().expect("message_id");
-    let view = api.get(&format!("/v1/messages/{mid}")).await;
+    let view = api
+        .get(&format!("/v1/messages/{mid}?body=true&record_view=false"))
+        .await;
     ok(&view, 200);
     assert_eq!(view.body["message"]["status"], "received");
     assert_eq!(view.body["message"]["channel_id"], "orders");
@@ -61,7 +63,9 @@ async fn full_pipeline_ingress_route_transform_deliver() {
         .await;
     ok(&r, 200);
     assert_eq!(r.body["applied"], true);
-    let view = api.get(&format!("/v1/messages/{mid}")).await;
+    let view = api
+        .get(&format!("/v1/messages/{mid}?body=true&record_view=false"))
+        .await;
     ok(&view, 200);
     assert_eq!(view.body["message"]["status"], "routed");
 
@@ -97,7 +101,9 @@ async fn full_pipeline_ingress_route_transform_deliver() {
         .await;
     ok(&r, 200);
     assert_eq!(r.body["applied"], true);
-    let view = api.get(&format!("/v1/messages/{mid}")).await;
+    let view = api
+        .get(&format!("/v1/messages/{mid}?body=true&record_view=false"))
+        .await;
     ok(&view, 200);
     assert_eq!(
         view.body["message"]["status"], "routed",
@@ -146,7 +152,9 @@ async fn full_pipeline_ingress_route_transform_deliver() {
         assert_eq!(r.body["ok"], true);
     }
 
-    let view = api.get(&format!("/v1/messages/{mid}")).await;
+    let view = api
+        .get(&format!("/v1/messages/{mid}?body=true&record_view=false"))
+        .await;
     ok(&view, 200);
     assert_eq!(view.body["message"]["status"], "processed");
     assert_eq!(

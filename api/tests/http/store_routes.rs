@@ -211,10 +211,14 @@ async fn sweeps_dead_letter_what_left_the_registry() {
         .await;
     ok(&r, 200);
     assert_eq!(r.body["dead"], 1);
-    let view = api.get(&format!("/v1/messages/{gone}")).await;
+    let view = api
+        .get(&format!("/v1/messages/{gone}?body=true&record_view=false"))
+        .await;
     assert_eq!(view.body["rows"][0]["status"], "dead");
     assert_eq!(view.body["message"]["status"], "error", "{}", view.body);
-    let view = api.get(&format!("/v1/messages/{kept}")).await;
+    let view = api
+        .get(&format!("/v1/messages/{kept}?body=true&record_view=false"))
+        .await;
     assert_eq!(view.body["rows"][0]["status"], "pending");
 
     let before = api.digest().await;
@@ -343,7 +347,9 @@ async fn a_reingested_child_is_found_by_its_callers_key() {
         )
         .await;
     ok(&r, 200);
-    let child = api.get(&format!("/v1/messages/{key}")).await;
+    let child = api
+        .get(&format!("/v1/messages/{key}?body=true&record_view=false"))
+        .await;
     ok(&child, 200);
     assert_eq!(child.body["message"]["control_id"], "R1");
     assert_eq!(child.body["message"]["message_type"], "RSP^K11");
@@ -537,7 +543,9 @@ async fn viewed_appends_an_event_and_nothing_else() {
         )
         .await;
     ok(&r, 200);
-    let view = api.get(&format!("/v1/messages/{id}")).await;
+    let view = api
+        .get(&format!("/v1/messages/{id}?body=true&record_view=false"))
+        .await;
     let last = view.body["events"]
         .as_array()
         .and_then(|e| e.last().cloned())

@@ -17,7 +17,9 @@ async fn enqueue_with_deliveries_routes_at_once() {
         .await;
     ok(&r, 201);
     let mid = r.body["message_id"].as_u64().expect("message_id");
-    let view = api.get(&format!("/v1/messages/{mid}")).await;
+    let view = api
+        .get(&format!("/v1/messages/{mid}?body=true&record_view=false"))
+        .await;
     ok(&view, 200);
     assert_eq!(view.body["message"]["status"], "routed");
     assert_eq!(view.body["message"]["control_id"], "c1");
@@ -36,7 +38,9 @@ async fn enqueue_with_deliveries_routes_at_once() {
         .await;
     ok(&r, 201);
     let mid = r.body["message_id"].as_u64().expect("message_id");
-    let view = api.get(&format!("/v1/messages/{mid}")).await;
+    let view = api
+        .get(&format!("/v1/messages/{mid}?body=true&record_view=false"))
+        .await;
     assert_eq!(view.body["message"]["status"], "unrouted");
     assert_eq!(view.body["rows"].as_array().map(Vec::len), Some(0));
 }
@@ -52,7 +56,9 @@ async fn enqueue_with_status_records_on_receipt() {
         .await;
     ok(&r, 201);
     let mid = r.body["message_id"].as_u64().expect("message_id");
-    let view = api.get(&format!("/v1/messages/{mid}")).await;
+    let view = api
+        .get(&format!("/v1/messages/{mid}?body=true&record_view=false"))
+        .await;
     assert_eq!(view.body["message"]["status"], "error");
     assert_eq!(view.body["message"]["error"], "bad parse");
     assert_eq!(view.body["rows"].as_array().map(Vec::len), Some(0));
@@ -65,7 +71,9 @@ async fn enqueue_with_status_records_on_receipt() {
         .await;
     ok(&r, 201);
     let mid = r.body["message_id"].as_u64().expect("message_id");
-    let view = api.get(&format!("/v1/messages/{mid}")).await;
+    let view = api
+        .get(&format!("/v1/messages/{mid}?body=true&record_view=false"))
+        .await;
     assert_eq!(view.body["message"]["status"], "filtered");
 }
 

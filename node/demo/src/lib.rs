@@ -170,7 +170,7 @@ pub async fn run(client: &Client, nodes: &[String], messages: u32) -> anyhow::Re
             let m = client
                 .message(raftlane_client::contract::MessageId(mid))
                 .await?;
-            if m.message.status.as_str() == "processed" {
+            if m.message.meta.status.as_str() == "processed" {
                 replayed_ok = true;
                 break;
             }

@@ -70,5 +70,6 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::ResignLeadership(c) => c.apply(cx),
         Command::BumpCounter(c) => c.apply(cx),
         Command::ConsumeApproval(c) => c.apply(cx),
+        Command::SetPrincipalOrgs(c) => c.apply(cx),
     }
 }

@@ -5,7 +5,7 @@ use crate::apply::{audit, Apply, ApplyResult, Ctx};
 use crate::model::principal::{Principal, Role};
 use crate::rules::validate;
 use crate::tables::principals;
-use crate::wire::command::{PutPrincipal, RevokePrincipal};
+use crate::wire::command::{PutPrincipal, RevokePrincipal, SetPrincipalOrgs};
 use crate::wire::outcome::Outcome;
 use crate::wire::rejection::Rejection;
 
@@ -83,4 +83,21 @@ fn revoke(cx: &mut Ctx<'_, '_>, name: &str) -> ApplyResult<Outcome> {
     principals::delete(cx, name);
     audit::record_default(cx, "principal.revoke", None, name.to_string())?;
     Ok(Outcome::Done)
+}
+
+impl Apply for SetPrincipalOrgs {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let SetPrincipalOrgs { name, orgs } = self;
+        validate::name("name", name)?;
+        for org in orgs.as_deref().unwrap_or_default() {
+            validate::name("orgs", org)?;
+        }
+        principals::set_orgs(cx, name, orgs.as_deref());
+        let scope = match orgs {
+            Some(orgs) => orgs.join(","),
+            None => "unset".to_string(),
+        };
+        audit::record_default(cx, "principal.orgs", None, format!("{name}: {scope}"))?;
+        Ok(Outcome::Done)
+    }
 }

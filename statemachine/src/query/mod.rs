@@ -679,6 +679,11 @@ impl<'a> Reader<'a> {
         principals::by_token_hash(&self.txn, hash)
     }
 
+    /// The audit orgs a principal is scoped to (`None`: no org scope set).
+    pub fn principal_orgs(&self, name: &str) -> Result<Option<Vec<String>>, StoreError> {
+        principals::orgs(&self.txn, name)
+    }
+
     /// Every principal (admin listing).
     pub fn principals(&self) -> Result<Vec<Principal>, StoreError> {
         principals::all(&self.txn)

@@ -107,10 +107,13 @@ pub enum Table {
     /// lease owner name → the principal that first claimed under it: an owner name belongs to
     /// one principal (`rules::lease_owner`).
     LeaseOwners,
+    /// principal name → Vec<org>: the audit orgs a principal may read and append to (absent:
+    /// every org for an unscoped principal, none for a channel-scoped one).
+    PrincipalOrgs,
 }
 
 impl Table {
-    pub const ALL: [Table; 45] = [
+    pub const ALL: [Table; 46] = [
         Table::Meta,
         Table::Messages,
         Table::Rows,
@@ -159,6 +162,7 @@ impl Table {
         Table::Counters,
         // --- security ---
         Table::LeaseOwners,
+        Table::PrincipalOrgs,
     ];
 
     /// Column family name in RocksDB.
@@ -212,6 +216,7 @@ impl Table {
             Table::Counters => "counters",
             // --- security ---
             Table::LeaseOwners => "lease_owners",
+            Table::PrincipalOrgs => "principal_orgs",
         }
     }
 

@@ -1,4 +1,5 @@
-//! `Principals` (name → [`Principal`]) and `PrincipalTokens` (token hash → name).
+//! `Principals` (name → [`Principal`]), `PrincipalTokens` (token hash → name) and
+//! `PrincipalOrgs` (name → the audit orgs in its scope).
 
 use crate::model::principal::Principal;
 use crate::storage::keys::Key;
@@ -64,4 +65,21 @@ pub(crate) fn all<S: Store + ?Sized>(txn: &Txn<'_, S>) -> Result<Vec<Principal>,
         out.push(Txn::<S>::decode(Table::Principals, &item?.1)?);
     }
     Ok(out)
+}
+
+/// The audit orgs `name` is scoped to; `None` when no org scope was set.
+pub(crate) fn orgs<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    name: &str,
+) -> Result<Option<Vec<String>>, StoreError> {
+    txn.get(Table::PrincipalOrgs, &name_key(name))
+}
+
+pub(crate) fn set_orgs(cx: &mut Db<'_, '_>, name: &str, orgs: Option<&[String]>) {
+    match orgs {
+        Some(orgs) => cx
+            .txn
+            .put(Table::PrincipalOrgs, name_key(name), &orgs.to_vec()),
+        None => cx.txn.delete(Table::PrincipalOrgs, name_key(name)),
+    }
 }

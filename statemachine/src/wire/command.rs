@@ -135,6 +135,8 @@ pub enum Command {
     BumpCounter(BumpCounter),
     // --- dual control (docs/SPEC.md §9.5) ---
     ConsumeApproval(ConsumeApproval),
+    // --- security (docs/SPEC.md §9.4) ---
+    SetPrincipalOrgs(SetPrincipalOrgs),
 }
 
 impl Command {
@@ -205,6 +207,7 @@ impl Command {
             Command::ResignLeadership(_) => "resign_leadership",
             Command::BumpCounter(_) => "bump_counter",
             Command::ConsumeApproval(_) => "consume_approval",
+            Command::SetPrincipalOrgs(_) => "set_principal_orgs",
         }
     }
 }
@@ -911,6 +914,16 @@ pub struct ConsumeApproval {
     pub id: ApprovalId,
     pub operation: String,
     pub params: String,
+}
+
+/// The audit orgs a principal may read and append to (docs/SPEC.md §9.4); `None` clears the
+/// scope (every org for an unscoped principal, none for a channel-scoped one). Proposed with
+/// each token creation, before the principal's `PutPrincipal`, so a re-created principal
+/// never keeps an earlier scope.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetPrincipalOrgs {
+    pub name: String,
+    pub orgs: Option<Vec<String>>,
 }
 
 #[cfg(test)]

@@ -1,0 +1,892 @@
+//! The authorization matrix (docs/SPEC.md §9.3, §9.4, §9.7): every route of the OpenAPI
+//! document × every role × an unscoped token, one scoped to the route's channel and one scoped
+//! to another channel. One table ([`table`]) says, per route, the permission it needs and how
+//! far its reach goes; the expected answer of every cell is derived from that row, and a route
+//! the document lists but the table does not fails the test (so a new route cannot ship
+//! without a decided rule).
+//!
+//! A cell that should be refused must answer exactly `403` (or `404` where a refusal hides the
+//! resource); a cell that should pass must not answer `401` or `403` (it may still fail later
+//! for its own reasons: a stale fence, a missing user, an empty list of voters). Bodies are
+//! valid for their route's type, so a refusal cannot hide behind a `400` from parsing; where a
+//! body's *values* are refused after authorization (`voters: []`), that is deliberate: the call
+//! is judged without changing the cluster's shape.
+
+use crate::harness::*;
+use std::collections::BTreeSet;
+
+/// The channel every channel-bound route targets; the "own" token is scoped to it.
+const OWN: &str = "own";
+/// The channel the "other" token is scoped to.
+const OTHER: &str = "elsewhere";
+
+/// What a route needs of its caller's role.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Level {
+    /// No token at all.
+    Public,
+    Read,
+    /// Read bodies (every role but `metadata`).
+    Bodies,
+    Produce,
+    Work,
+    Operate,
+    Admin,
+}
+
+/// How far a route reaches, so which scopes may call it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reach {
+    /// Spans every channel: unscoped tokens only.
+    Global,
+    /// Targets channel [`OWN`]: the "other" scope is refused with 403.
+    Channel,
+    /// Targets channel [`OWN`], and a refusal by scope answers 404 (the resource is hidden).
+    Hidden,
+    /// Not about a channel: any scope.
+    Any,
+    /// An audit org: channel-scoped tokens carry no org scope, so only unscoped tokens.
+    Org,
+}
+
+/// One row of the table: a route, a concrete call of it, and its rule.
+struct Route {
+    method: Method,
+    template: &'static str,
+    path: String,
+    /// `{me}` is replaced with the caller's label (owner names belong to principals).
+    body: Option<Value>,
+    level: Level,
+    reach: Reach,
+}
+
+fn route(
+    method: Method,
+    template: &'static str,
+    path: impl Into<String>,
+    body: Option<Value>,
+    level: Level,
+    reach: Reach,
+) -> Route {
+    Route {
+        method,
+        template,
+        path: path.into(),
+        body,
+        level,
+        reach,
+    }
+}
+
+/// Ids the table's calls point at: a message and its ingress row in [`OWN`].
+struct Fixture {
+    message: u64,
+    row: u64,
+}
+
+/// The table: every route, once.
+fn table(f: &Fixture) -> Vec<Route> {
+    use Level::*;
+    use Method as M;
+    use Reach::*;
+    let (msg, row) = (f.message, f.row);
+    let hex64 = "a".repeat(64);
+    let doc = json!({ "channels": {}, "destinations": {}, "handlers": {}, "retention": {},
+                      "approvals_required": [] });
+    vec![
+        // --- producing and reading messages ---
+        route(
+            M::POST,
+            "/v1/channels/{channel}/messages",
+            format!("/v1/channels/{OWN}/messages"),
+            Some(json!({ "raw": "MSH|m" })),
+            Produce,
+            Channel,
+        ),
+        route(
+            M::GET,
+            "/v1/messages",
+            format!("/v1/messages?channel={OWN}"),
+            None,
+            Read,
+            Channel,
+        ),
+        route(
+            M::GET,
+            "/v1/messages/count",
+            format!("/v1/messages/count?channel={OWN}"),
+            None,
+            Read,
+            Channel,
+        ),
+        route(
+            M::GET,
+            "/v1/messages/{id}",
+            format!("/v1/messages/{msg}?body=true"),
+            None,
+            Bodies,
+            Hidden,
+        ),
+        route(
+            M::POST,
+            "/v1/messages/{id}/viewed",
+            format!("/v1/messages/{msg}/viewed"),
+            Some(json!({})),
+            Read,
+            Channel,
+        ),
+        route(
+            M::POST,
+            "/v1/messages/{id}/replay",
+            format!("/v1/messages/{msg}/replay"),
+            None,
+            Operate,
+            Channel,
+        ),
+        route(
+            M::GET,
+            "/v1/dead-letters",
+            format!("/v1/dead-letters?channel={OWN}"),
+            None,
+            Read,
+            Channel,
+        ),
+        route(
+            M::GET,
+            "/v1/dead-letters/count",
+            format!("/v1/dead-letters/count?channel={OWN}"),
+            None,
+            Read,
+            Channel,
+        ),
+        route(
+            M::POST,
+            "/v1/dead-letters/sweep",
+            "/v1/dead-letters/sweep",
+            Some(json!({ "stage": "handler", "keep": [] })),
+            Operate,
+            Global,
+        ),
+        route(
+            M::POST,
+            "/v1/dead-letters/replay",
+            "/v1/dead-letters/replay",
+            Some(json!({ "channel": OWN })),
+            Operate,
+            Channel,
+        ),
+        route(M::GET, "/v1/stats", "/v1/stats", None, Read, Global),
+        route(
+            M::GET,
+            "/v1/stats/storage",
+            "/v1/stats/storage",
+            None,
+            Read,
+            Global,
+        ),
+        route(
+            M::GET,
+            "/v1/metrics/connections",
+            "/v1/metrics/connections",
+            None,
+            Read,
+            Global,
+        ),
+        // --- lanes, claims, leases, rows ---
+        route(
+            M::GET,
+            "/v1/lanes/{stage}/{name}",
+            format!("/v1/lanes/ingress/{OWN}"),
+            None,
+            Read,
+            Channel,
+        ),
+        route(
+            M::POST,
+            "/v1/lanes/{stage}/{name}/claim",
+            format!("/v1/lanes/routed/{OWN}/claim"),
+            Some(json!({ "owner": "{me}", "ttl_ms": 1000 })),
+            Work,
+            Channel,
+        ),
+        route(
+            M::POST,
+            "/v1/lanes/{stage}/{name}/release",
+            format!("/v1/lanes/routed/{OWN}/release"),
+            Some(json!({ "owner": "{me}" })),
+            Work,
+            Channel,
+        ),
+        route(
+            M::POST,
+            "/v1/lanes/outbound/{dest}/cancel",
+            "/v1/lanes/outbound/nowhere/cancel",
+            Some(json!({ "channel": OWN })),
+            Operate,
+            Channel,
+        ),
+        route(
+            M::POST,
+            "/v1/claims",
+            "/v1/claims",
+            Some(
+                json!({ "stage": "routed", "limit": 1, "owner": "{me}", "ttl_ms": 1000, "channel": OWN }),
+            ),
+            Work,
+            Channel,
+        ),
+        route(
+            M::POST,
+            "/v1/leases/renew",
+            "/v1/leases/renew",
+            Some(json!({ "owner": "{me}", "ids": [row], "ttl_ms": 1000 })),
+            Work,
+            Any,
+        ),
+        route(
+            M::POST,
+            "/v1/leases/reclaim",
+            "/v1/leases/reclaim",
+            Some(json!({})),
+            Work,
+            Global,
+        ),
+        route(
+            M::POST,
+            "/v1/leases/reset",
+            "/v1/leases/reset",
+            Some(json!({ "stage": "handler" })),
+            Work,
+            Global,
+        ),
+        route(
+            M::POST,
+            "/v1/leases/recover",
+            "/v1/leases/recover",
+            Some(json!({ "owner": "nobody" })),
+            Work,
+            Global,
+        ),
+        route(
+            M::GET,
+            "/v1/rows/{id}",
+            format!("/v1/rows/{row}"),
+            None,
+            Work,
+            Hidden,
+        ),
+        route(
+            M::POST,
+            "/v1/rows/actions",
+            "/v1/rows/actions",
+            Some(json!({ "actions": [] })),
+            Work,
+            Any,
+        ),
+        route(
+            M::POST,
+            "/v1/rows/{id}/{action}",
+            format!("/v1/rows/{row}/done"),
+            Some(json!({ "fence": 1 })),
+            Work,
+            Channel,
+        ),
+        // --- configuration ---
+        route(M::GET, "/v1/config", "/v1/config", None, Read, Any),
+        route(
+            M::PUT,
+            "/v1/config",
+            "/v1/config",
+            Some(doc),
+            Operate,
+            Global,
+        ),
+        route(
+            M::GET,
+            "/v1/config/versions/{v}",
+            "/v1/config/versions/0",
+            None,
+            Read,
+            Any,
+        ),
+        // --- audit ---
+        route(
+            M::POST,
+            "/v1/audit",
+            "/v1/audit",
+            Some(json!({ "action": "matrix.note", "detail": "x" })),
+            Operate,
+            Org,
+        ),
+        route(
+            M::GET,
+            "/v1/audit",
+            "/v1/audit?org=default",
+            None,
+            Read,
+            Org,
+        ),
+        route(
+            M::GET,
+            "/v1/audit/anchor",
+            "/v1/audit/anchor?org=default",
+            None,
+            Read,
+            Org,
+        ),
+        route(
+            M::GET,
+            "/v1/audit/verify",
+            "/v1/audit/verify?org=default",
+            None,
+            Read,
+            Org,
+        ),
+        route(
+            M::GET,
+            "/v1/audit/search",
+            "/v1/audit/search?org=default&actor=admin",
+            None,
+            Read,
+            Org,
+        ),
+        route(
+            M::POST,
+            "/v1/audit/seal",
+            "/v1/audit/seal",
+            Some(json!({ "org": "matrix" })),
+            Operate,
+            Global,
+        ),
+        // --- state, reference data, retention ---
+        route(M::GET, "/v1/state", "/v1/state", None, Read, Global),
+        route(
+            M::GET,
+            "/v1/state/{namespace}",
+            "/v1/state/ns",
+            None,
+            Read,
+            Global,
+        ),
+        route(
+            M::GET,
+            "/v1/state/{namespace}/{key}",
+            "/v1/state/ns/k",
+            None,
+            Read,
+            Global,
+        ),
+        route(M::GET, "/v1/reference", "/v1/reference", None, Read, Global),
+        route(
+            M::PUT,
+            "/v1/reference/{name}",
+            "/v1/reference/codes",
+            Some(json!({ "version": 0, "rows": {} })),
+            Operate,
+            Global,
+        ),
+        route(
+            M::GET,
+            "/v1/reference/{name}",
+            "/v1/reference/codes",
+            None,
+            Read,
+            Global,
+        ),
+        route(
+            M::POST,
+            "/v1/retention/purge",
+            "/v1/retention/purge",
+            Some(json!({ "kind": "state", "older_than": 0 })),
+            Operate,
+            Global,
+        ),
+        // --- approvals ---
+        route(
+            M::POST,
+            "/v1/approvals",
+            "/v1/approvals",
+            Some(json!({ "operation": "purge", "params": {} })),
+            Operate,
+            Global,
+        ),
+        route(
+            M::GET,
+            "/v1/approvals/{id}",
+            "/v1/approvals/1",
+            None,
+            Read,
+            Global,
+        ),
+        route(
+            M::POST,
+            "/v1/approvals/{id}/decide",
+            "/v1/approvals/1/decide",
+            Some(json!({ "approve": false })),
+            Operate,
+            Global,
+        ),
+        route(
+            M::GET,
+            "/v1/approvals",
+            "/v1/approvals?status=pending",
+            None,
+            Read,
+            Global,
+        ),
+        route(
+            M::POST,
+            "/v1/approvals/keyed",
+            "/v1/approvals/keyed",
+            Some(
+                json!({ "key": "k-{me}", "operation": "purge", "params": "{}", "requester": "r", "requested_at": 1 }),
+            ),
+            Operate,
+            Global,
+        ),
+        route(
+            M::GET,
+            "/v1/approvals/keyed/{key}",
+            "/v1/approvals/keyed/none",
+            None,
+            Read,
+            Global,
+        ),
+        route(
+            M::POST,
+            "/v1/approvals/keyed/{key}/decide",
+            "/v1/approvals/keyed/none/decide",
+            Some(json!({ "status": "rejected", "decided_at": 1 })),
+            Operate,
+            Global,
+        ),
+        // --- tokens ---
+        route(M::GET, "/v1/tokens", "/v1/tokens", None, Admin, Global),
+        route(
+            M::POST,
+            "/v1/tokens",
+            "/v1/tokens",
+            Some(json!({ "name": "made-{me}", "role": "viewer" })),
+            Admin,
+            Global,
+        ),
+        route(
+            M::DELETE,
+            "/v1/tokens/{name}",
+            "/v1/tokens/nobody",
+            None,
+            Admin,
+            Global,
+        ),
+        // --- the engine's users, roles, sessions ---
+        route(
+            M::POST,
+            "/v1/users",
+            "/v1/users",
+            Some(json!({ "id": "u-{me}", "username": "user-{me}", "auth_provider": "local" })),
+            Admin,
+            Global,
+        ),
+        route(M::GET, "/v1/users", "/v1/users", None, Admin, Global),
+        route(
+            M::GET,
+            "/v1/users/{id}",
+            "/v1/users/nobody",
+            None,
+            Admin,
+            Global,
+        ),
+        route(
+            M::DELETE,
+            "/v1/users/{id}",
+            "/v1/users/nobody",
+            None,
+            Admin,
+            Global,
+        ),
+        route(
+            M::GET,
+            "/v1/users/{id}/secrets",
+            "/v1/users/nobody/secrets",
+            None,
+            Admin,
+            Global,
+        ),
+        route(
+            M::GET,
+            "/v1/users/{id}/roles",
+            "/v1/users/nobody/roles",
+            None,
+            Admin,
+            Global,
+        ),
+        route(
+            M::PUT,
+            "/v1/users/{id}/roles",
+            "/v1/users/nobody/roles",
+            Some(json!({ "role_ids": [] })),
+            Admin,
+            Global,
+        ),
+        route(
+            M::GET,
+            "/v1/users/{id}/sessions",
+            "/v1/users/nobody/sessions",
+            None,
+            Admin,
+            Global,
+        ),
+        route(
+            M::POST,
+            "/v1/users/{id}/sessions/revoke",
+            "/v1/users/nobody/sessions/revoke",
+            Some(json!({})),
+            Admin,
+            Global,
+        ),
+        route(
+            M::POST,
+            "/v1/users/{id}/sessions/cap",
+            "/v1/users/nobody/sessions/cap",
+            Some(json!({ "keep": 1 })),
+            Admin,
+            Global,
+        ),
+        route(
+            M::POST,
+            "/v1/users/{id}/{change}",
+            "/v1/users/nobody/disabled",
+            Some(json!({ "disabled": true })),
+            Admin,
+            Global,
+        ),
+        route(M::GET, "/v1/roles", "/v1/roles", None, Admin, Global),
+        route(
+            M::PUT,
+            "/v1/roles/{id}",
+            "/v1/roles/matrix",
+            Some(json!({ "display_name": "Matrix" })),
+            Admin,
+            Global,
+        ),
+        route(
+            M::GET,
+            "/v1/directory-groups/{map}",
+            "/v1/directory-groups/roles",
+            None,
+            Admin,
+            Global,
+        ),
+        route(
+            M::PUT,
+            "/v1/directory-groups/{map}",
+            "/v1/directory-groups/roles",
+            Some(json!({ "entries": [] })),
+            Admin,
+            Global,
+        ),
+        route(
+            M::POST,
+            "/v1/sessions",
+            "/v1/sessions",
+            Some(json!({ "token_hash": hex64.clone(), "user_id": "nobody", "expires_at": 1 })),
+            Admin,
+            Global,
+        ),
+        route(
+            M::POST,
+            "/v1/sessions/purge-expired",
+            "/v1/sessions/purge-expired",
+            None,
+            Admin,
+            Global,
+        ),
+        route(
+            M::GET,
+            "/v1/sessions/{token_hash}",
+            format!("/v1/sessions/{hex64}"),
+            None,
+            Admin,
+            Global,
+        ),
+        route(
+            M::POST,
+            "/v1/sessions/{token_hash}/{change}",
+            format!("/v1/sessions/{hex64}/touch"),
+            Some(json!({})),
+            Admin,
+            Global,
+        ),
+        // --- engine coordination ---
+        route(
+            M::GET,
+            "/v1/engine/nodes",
+            "/v1/engine/nodes",
+            None,
+            Read,
+            Global,
+        ),
+        route(
+            M::PUT,
+            "/v1/engine/nodes/{node_id}",
+            "/v1/engine/nodes/n-{me}",
+            Some(json!({})),
+            Work,
+            Global,
+        ),
+        route(
+            M::DELETE,
+            "/v1/engine/nodes/{node_id}",
+            "/v1/engine/nodes/n-{me}",
+            None,
+            Work,
+            Global,
+        ),
+        route(
+            M::GET,
+            "/v1/engine/leadership/{group}",
+            "/v1/engine/leadership/g",
+            None,
+            Read,
+            Global,
+        ),
+        route(
+            M::POST,
+            "/v1/engine/leadership/{group}",
+            "/v1/engine/leadership/g-{me}",
+            Some(json!({ "node_id": "n", "ttl_ms": 1000 })),
+            Work,
+            Global,
+        ),
+        route(
+            M::POST,
+            "/v1/engine/leadership/{group}/resign",
+            "/v1/engine/leadership/g-{me}/resign",
+            Some(json!({ "node_id": "n" })),
+            Work,
+            Global,
+        ),
+        route(
+            M::GET,
+            "/v1/engine/counters/{name}",
+            "/v1/engine/counters/c",
+            None,
+            Read,
+            Global,
+        ),
+        route(
+            M::POST,
+            "/v1/engine/counters/{name}",
+            "/v1/engine/counters/c",
+            None,
+            Work,
+            Global,
+        ),
+        route(
+            M::GET,
+            "/v1/engine/lanes/{owner}",
+            "/v1/engine/lanes/o",
+            None,
+            Read,
+            Global,
+        ),
+        // --- keys and the cluster ---
+        route(
+            M::POST,
+            "/v1/keys/rotate",
+            "/v1/keys/rotate",
+            Some(json!({})),
+            Admin,
+            Global,
+        ),
+        route(M::GET, "/v1/cluster", "/v1/cluster", None, Read, Any),
+        route(
+            M::GET,
+            "/v1/cluster/digest",
+            "/v1/cluster/digest",
+            None,
+            Read,
+            Any,
+        ),
+        route(
+            M::POST,
+            "/v1/cluster/learners",
+            "/v1/cluster/learners",
+            Some(json!({ "id": 9, "addr": "" })),
+            Admin,
+            Global,
+        ),
+        route(
+            M::POST,
+            "/v1/cluster/membership",
+            "/v1/cluster/membership",
+            Some(json!({ "voters": [] })),
+            Admin,
+            Global,
+        ),
+        // --- probes ---
+        route(M::GET, "/healthz", "/healthz", None, Public, Any),
+        route(M::GET, "/readyz", "/readyz", None, Public, Any),
+        route(M::GET, "/metrics", "/metrics", None, Public, Any),
+        route(M::GET, "/openapi.json", "/openapi.json", None, Public, Any),
+    ]
+}
+
+/// The roles and what each may do (docs/SPEC.md §9.3, §9.7), stated here independently of the
+/// server's own table.
+const ROLES: [&str; 5] = ["admin", "operator", "worker", "viewer", "metadata"];
+
+fn role_may(role: &str, level: Level) -> bool {
+    match level {
+        Level::Public => true,
+        Level::Read => true,
+        Level::Bodies => role != "metadata",
+        Level::Produce | Level::Work => matches!(role, "admin" | "operator" | "worker"),
+        Level::Operate => matches!(role, "admin" | "operator"),
+        Level::Admin => role == "admin",
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scope {
+    Unscoped,
+    Own,
+    Other,
+}
+
+/// What a cell must answer.
+#[derive(Debug, PartialEq, Eq)]
+enum Expect {
+    /// Exactly this status (a refusal).
+    Refused(u16),
+    /// Anything but 401 and 403.
+    Passes,
+}
+
+fn expect(r: &Route, role: &str, scope: Scope) -> Expect {
+    if !role_may(role, r.level) {
+        return Expect::Refused(403);
+    }
+    match (r.reach, scope) {
+        (Reach::Global | Reach::Org, Scope::Own | Scope::Other) => Expect::Refused(403),
+        (Reach::Channel, Scope::Other) => Expect::Refused(403),
+        (Reach::Hidden, Scope::Other) => Expect::Refused(404),
+        _ => Expect::Passes,
+    }
+}
+
+/// The routes the served OpenAPI document lists, as `METHOD template`.
+async fn documented(api: &Api) -> BTreeSet<String> {
+    let doc = api.get("/openapi.json").await;
+    ok(&doc, 200);
+    let mut out = BTreeSet::new();
+    for (path, item) in doc.body["paths"].as_object().expect("paths") {
+        for method in item.as_object().expect("path item").keys() {
+            out.insert(format!("{} {path}", method.to_uppercase()));
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn every_route_by_every_role_and_scope() {
+    let api = start().await;
+    let message = api.enqueue(OWN, "MSH|matrix").await;
+    let row = {
+        let r = api.get(&format!("/v1/messages/{message}")).await;
+        ok(&r, 200);
+        r.body["rows"][0]["id"].as_u64().expect("ingress row")
+    };
+    let fixture = Fixture { message, row };
+    let rows = table(&fixture);
+
+    // The table and the document name the same routes.
+    let in_table: BTreeSet<String> = rows
+        .iter()
+        .map(|r| format!("{} {}", r.method, r.template))
+        .collect();
+    assert_eq!(in_table.len(), rows.len(), "a route is in the table twice");
+    let served = documented(&api).await;
+    let missing: Vec<&String> = served.difference(&in_table).collect();
+    assert!(
+        missing.is_empty(),
+        "routes without a rule in the matrix table: {missing:?}"
+    );
+    let unknown: Vec<&String> = in_table.difference(&served).collect();
+    assert!(
+        unknown.is_empty(),
+        "table rows for routes the API does not serve: {unknown:?}"
+    );
+
+    // One token per role and scope.
+    let mut callers = Vec::new();
+    for role in ROLES {
+        for (scope, channels) in [
+            (Scope::Unscoped, None),
+            (Scope::Own, Some([OWN])),
+            (Scope::Other, Some([OTHER])),
+        ] {
+            let label = format!("m-{role}-{scope:?}").to_lowercase();
+            let token = api
+                .token(&label, role, channels.as_ref().map(|c| &c[..]))
+                .await;
+            callers.push((role, scope, label, token));
+        }
+    }
+
+    let mut failures = Vec::new();
+    let mut cells = 0;
+    for r in &rows {
+        if r.level == Level::Public {
+            let resp = api
+                .call(r.method.clone(), &r.path, None, r.body.clone())
+                .await;
+            cells += 1;
+            if matches!(resp.status.as_u16(), 401 | 403) {
+                failures.push(format!(
+                    "{} {} without a token: {}",
+                    r.method, r.path, resp.status
+                ));
+            }
+            continue;
+        }
+        // No token: 401 on every other route.
+        let resp = api
+            .call(r.method.clone(), &r.path, None, r.body.clone())
+            .await;
+        if resp.status.as_u16() != 401 {
+            failures.push(format!(
+                "{} {} without a token: {} (expected 401)",
+                r.method, r.path, resp.status
+            ));
+        }
+        for (role, scope, label, token) in &callers {
+            let body = r.body.as_ref().map(|b| {
+                serde_json::from_str(&b.to_string().replace("{me}", label)).expect("json")
+            });
+            let path = r.path.replace("{me}", label);
+            let resp = api.call(r.method.clone(), &path, Some(token), body).await;
+            cells += 1;
+            let got = resp.status.as_u16();
+            let want = expect(r, role, *scope);
+            let fine = match want {
+                Expect::Refused(s) => got == s,
+                Expect::Passes => got != 401 && got != 403,
+            };
+            if !fine {
+                failures.push(format!(
+                    "{} {path} as {role} ({scope:?}): {got}, expected {want:?}: {}",
+                    r.method,
+                    resp.text().chars().take(160).collect::<String>()
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {cells} cells wrong:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(cells > 1000, "the matrix ran {cells} cells");
+}
