@@ -325,13 +325,17 @@ async fn each_covered_command_is_stored_sealed_and_read_back_plain() {
     let listed = node
         .writes
         .read_covered(|r| {
-            r.list_messages(&MessageFilter {
+            r.list_messages_page(&MessageFilter {
                 limit: 100,
                 ..MessageFilter::default()
             })
         })
         .expect("read");
-    let raws: Vec<&str> = listed.iter().map(|m| m.raw.as_str()).collect();
+    let raws: Vec<&str> = listed
+        .messages
+        .iter()
+        .map(|m| m.message.raw.as_str())
+        .collect();
     for (id, raw) in [
         (mid, "SECRET-raw"),
         (dead_mid, "SECRET-dead-raw"),

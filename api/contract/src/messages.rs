@@ -71,6 +71,10 @@ pub struct Enqueued {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct MessageList {
     pub messages: Vec<ListedMessage>,
+    /// More may follow: pass it as `cursor` for the next page (absent: the list is done). A
+    /// page holds at most `limit` (1 to 1000) messages and examines at most 10,000.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<u64>,
 }
 
 /// A message's members without its body (`raw`) or its producer's idempotency key: what lists

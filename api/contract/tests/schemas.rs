@@ -309,6 +309,7 @@ fn examples_conform_to_their_schemas() {
                 last_event: None,
             },
         ],
+        next_cursor: Some(2),
     });
     for (full, bodies) in [(true, true), (false, false), (true, false)] {
         x.answer(&MessageDetail::new(

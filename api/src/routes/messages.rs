@@ -187,6 +187,8 @@ pub struct ListQuery {
     allowed_channels: Option<String>,
     limit: Option<usize>,
     offset: Option<usize>,
+    /// The previous page's `next_cursor`: the list goes on below it (docs/SPEC.md §10).
+    cursor: Option<u64>,
     consistency: Option<String>,
 }
 
@@ -238,8 +240,9 @@ async fn message_filter(
         message_type: q.message_type,
         control_id: q.control_id,
         allowed_channels: allowed_channels(caller, q.allowed_channels.as_deref()),
-        limit: q.limit.unwrap_or(50),
+        limit: q.limit.unwrap_or(50).clamp(1, 1000),
         offset: q.offset.unwrap_or(0),
+        before: q.cursor.map(MessageId),
     })
 }
 
@@ -249,11 +252,12 @@ pub async fn list(
     Query(q): Query<ListQuery>,
 ) -> ApiResult<Json<MessageList>> {
     let filter = message_filter(&state, &caller, q).await?;
-    let messages = state
+    let page = state
         .writes
-        .read_covered(|r| r.list_messages_with_last_event(&filter))?;
+        .read_covered(|r| r.list_messages_page(&filter))?;
     Ok(Json(MessageList {
-        messages: messages.into_iter().map(ListedMessage::from).collect(),
+        messages: page.messages.into_iter().map(ListedMessage::from).collect(),
+        next_cursor: page.next_cursor.map(|id| id.0),
     }))
 }
 

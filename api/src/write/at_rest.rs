@@ -241,6 +241,15 @@ impl Covered for raftlane_statemachine::query::ListedMessage {
     }
 }
 
+impl Covered for raftlane_statemachine::query::MessagePage {
+    fn each_covered<E>(
+        &mut self,
+        f: &mut impl FnMut(&mut String) -> Result<(), E>,
+    ) -> Result<(), E> {
+        self.messages.each_covered(f)
+    }
+}
+
 impl Covered for raftlane_statemachine::query::DeadLetter {
     fn each_covered<E>(
         &mut self,

@@ -90,6 +90,10 @@ async def test_enqueue_claim_handoff_done(client: Client, name: str) -> None:
     assert kinds[0] == "received" and "routed" in kinds and kinds[-1] == "delivered"
     listed = await client.list_messages(channel=name)
     assert [m.id for m in listed] == [sent.message_id]
+    page = await client.message_page(channel=name, limit=1)
+    assert [m.id for m in page.messages] == [sent.message_id]
+    if page.next_cursor is not None:
+        assert (await client.message_page(channel=name, cursor=page.next_cursor)).messages == []
     # Lists and plain reads carry no body; a body read is recorded as a `viewed` event.
     assert listed[0].raw is None and view.message.raw is None
     assert all(r.payload is None for r in view.rows)
@@ -355,6 +359,35 @@ async def test_approvals_need_another_principal(client: Client, name: str) -> No
     a = await client.approval(made.id)
     assert (a.status, a.approver, a.requester) == ("approved", f"{name}-op", "admin")
     assert json.loads(a.params) == {"why": name}
+
+
+async def test_dual_control_uses_an_approval_once(client: Client, name: str) -> None:
+    """SPEC §9.5: a purge the config lists needs another principal's approval, used once."""
+    alice = client.with_token((await client.create_token(f"{name}-alice", "operator")).token)
+    bob = client.with_token((await client.create_token(f"{name}-bob", "operator")).token)
+    current = await client.config()
+    listed = {**current.config, "approvals_required": ["purge"]}
+    written = await client.put_config(current.version, listed)
+    try:
+        with pytest.raises(ForbiddenError) as needed:
+            await alice.purge("state", older_than=0)
+        assert needed.value.code == "approval_required"
+        made = await alice.create_approval(
+            "purge", params={"kind": "state", "older_than": 0}, ttl_ms=60_000
+        )
+        await bob.decide_approval(made.id, True)
+        assert (await alice.purge("state", older_than=0, approval=made.id)).purged >= 0
+        assert (await client.approval(made.id)).status == "consumed"
+        with pytest.raises(ConflictError) as again:
+            await alice.purge("state", older_than=0, approval=made.id)
+        assert again.value.code == "approval_not_usable"
+    finally:
+        # Lifting the requirement is not itself listed: the shared cluster goes back as it was.
+        back = {
+            **listed,
+            "approvals_required": sorted(current.config.get("approvals_required", [])),
+        }
+        await client.put_config(written.version, back)
 
 
 async def test_cluster_views(client: Client, cluster: ClusterHandle, name: str) -> None:

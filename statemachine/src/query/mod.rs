@@ -37,6 +37,19 @@ pub struct ListedMessage {
     pub last_event: Option<EventKind>,
 }
 
+/// One page of the message list and where the next one starts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessagePage {
+    pub messages: Vec<ListedMessage>,
+    /// The `before` of the next page; `None` when the list is exhausted.
+    pub next_cursor: Option<MessageId>,
+}
+
+/// Most messages one page examines, matching or not: a filter that matches little cannot make
+/// one request scan the whole state (four viewers looping on full-scan lists once pushed the
+/// leader's write p50 from 2.8 ms to 260 ms). A page that stops here carries a cursor.
+pub const PAGE_SCAN_BUDGET: usize = 10_000;
+
 /// A message with everything attached to it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MessageView {
@@ -57,6 +70,9 @@ pub struct MessageFilter {
     pub allowed_channels: Option<Vec<String>>,
     pub limit: usize,
     pub offset: usize,
+    /// A page cursor: only messages with a smaller id (older), as the previous page's
+    /// `next_cursor` says.
+    pub before: Option<MessageId>,
 }
 
 impl MessageFilter {
@@ -205,43 +221,39 @@ impl<'a> Reader<'a> {
         }))
     }
 
-    pub fn list_messages(&self, filter: &MessageFilter) -> Result<Vec<Message>, StoreError> {
-        let mut out = Vec::new();
-        let mut skipped = 0usize;
+    /// One page of the message list, newest first, each message with its newest event kind
+    /// (what a message list screen shows beside it: one point read per listed message). The
+    /// page starts below `filter.before`, holds at most `limit` (1 to 1000) messages and
+    /// examines at most [`PAGE_SCAN_BUDGET`]; `next_cursor` is where the next page starts when
+    /// either bound stopped it.
+    pub fn list_messages_page(&self, filter: &MessageFilter) -> Result<MessagePage, StoreError> {
         let limit = filter.limit.clamp(1, 1000);
-        for m in messages::all(&self.txn, Direction::Reverse)? {
-            let m = m?;
-            let keep = filter.matches(&m);
-            if !keep {
-                continue;
+        let mut page = MessagePage {
+            messages: Vec::new(),
+            next_cursor: None,
+        };
+        let (mut skipped, mut examined) = (0usize, 0usize);
+        for m in messages::newest_below(&self.txn, filter.before)? {
+            let message = m?;
+            examined += 1;
+            let id = message.id;
+            if filter.matches(&message) {
+                if skipped < filter.offset {
+                    skipped += 1;
+                } else {
+                    let last_event = messages::last_event(&self.txn, id)?.map(|e| e.event);
+                    page.messages.push(ListedMessage {
+                        message,
+                        last_event,
+                    });
+                }
             }
-            if skipped < filter.offset {
-                skipped += 1;
-                continue;
-            }
-            out.push(m);
-            if out.len() >= limit {
+            if page.messages.len() >= limit || examined >= PAGE_SCAN_BUDGET {
+                page.next_cursor = Some(id);
                 break;
             }
         }
-        Ok(out)
-    }
-
-    /// [`Reader::list_messages`] with each message's newest event kind (what a message list
-    /// screen shows beside it): one point read per listed message.
-    pub fn list_messages_with_last_event(
-        &self,
-        filter: &MessageFilter,
-    ) -> Result<Vec<ListedMessage>, StoreError> {
-        let mut out = Vec::new();
-        for message in self.list_messages(filter)? {
-            let last_event = messages::last_event(&self.txn, message.id)?.map(|e| e.event);
-            out.push(ListedMessage {
-                message,
-                last_event,
-            });
-        }
-        Ok(out)
+        Ok(page)
     }
 
     /// The id of the child message IngressHandoffKeyed made under the caller's `key`.

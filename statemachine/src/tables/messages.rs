@@ -47,6 +47,17 @@ pub(crate) fn all<'a, S: Store + ?Sized>(
     Ok(scan.map(|item| item.and_then(|(_, v)| Txn::<S>::decode(Table::Messages, &v))))
 }
 
+/// Messages with an id below `before` (every message when `None`), newest first: where a
+/// paged list resumes without scanning what earlier pages saw.
+pub(crate) fn newest_below<'a, S: Store + ?Sized>(
+    txn: &'a Txn<'_, S>,
+    before: Option<MessageId>,
+) -> Result<impl Iterator<Item = Result<Message, StoreError>> + 'a, StoreError> {
+    let end = before.map(key);
+    let scan = txn.scan(Table::Messages, &[], end.as_deref(), Direction::Reverse)?;
+    Ok(scan.map(|item| item.and_then(|(_, v)| Txn::<S>::decode(Table::Messages, &v))))
+}
+
 /// Append an event to a message's history.
 ///
 /// Its number comes from the message's count in [`Table::EventCounts`]: a point read, where

@@ -93,12 +93,43 @@ fn messages_are_counted_with_the_filters_of_the_list() {
         3
     );
     let listed = read
-        .list_messages(&MessageFilter {
+        .list_messages_page(&MessageFilter {
             limit: 1000,
             ..by_channel
         })
         .unwrap();
-    assert_eq!(listed.len(), 3);
+    assert_eq!(listed.messages.len(), 3);
+    assert_eq!(listed.next_cursor, None, "the list is done");
+}
+
+/// A page ends at its limit with a cursor; the next page starts below it, and the pages
+/// together are the list, newest first, each message once.
+#[test]
+fn the_message_list_pages_by_cursor() {
+    let mut h = Harness::new();
+    let ids: Vec<MessageId> = (0..7).map(|i| h.enqueue("a", &format!("m{i}"))).collect();
+    h.enqueue("b", "other");
+    let read = h.sm.read();
+    let mut filter = MessageFilter {
+        channel: Some("a".into()),
+        limit: 3,
+        ..MessageFilter::default()
+    };
+    let mut seen = Vec::new();
+    let mut pages = 0;
+    loop {
+        let page = read.list_messages_page(&filter).unwrap();
+        pages += 1;
+        assert!(page.messages.len() <= 3);
+        seen.extend(page.messages.iter().map(|m| m.message.id));
+        match page.next_cursor {
+            Some(cursor) => filter.before = Some(cursor),
+            None => break,
+        }
+    }
+    let newest_first: Vec<MessageId> = ids.iter().rev().copied().collect();
+    assert_eq!(seen, newest_first);
+    assert_eq!(pages, 3);
 }
 
 #[test]

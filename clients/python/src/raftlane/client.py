@@ -158,6 +158,11 @@ def client_routes() -> list[RouteInfo]:
 # --- row actions ----------------------------------------------------------------------------
 
 
+def _approval(approval: int | None) -> dict[str, str] | None:
+    """The ``Raftlane-Approval`` header of an action under dual control (SPEC §9.5)."""
+    return None if approval is None else {"raftlane-approval": str(approval)}
+
+
 def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
@@ -578,9 +583,39 @@ class Client:
         allowed_channels: Sequence[str] | None = None,
         limit: int | None = None,
         offset: int | None = None,
+        cursor: int | None = None,
         consistency: str | None = None,
     ) -> list[ListedMessage]:
-        """Messages, newest first, each with its newest event's kind."""
+        """Messages, newest first, each with its newest event's kind (no bodies). One page:
+        :meth:`message_page` also says where the next one starts."""
+        page = await self.message_page(
+            channel=channel,
+            status=status,
+            message_type=message_type,
+            control_id=control_id,
+            allowed_channels=allowed_channels,
+            limit=limit,
+            offset=offset,
+            cursor=cursor,
+            consistency=consistency,
+        )
+        return page.messages
+
+    async def message_page(
+        self,
+        *,
+        channel: str | None = None,
+        status: str | None = None,
+        message_type: str | None = None,
+        control_id: str | None = None,
+        allowed_channels: Sequence[str] | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        cursor: int | None = None,
+        consistency: str | None = None,
+    ) -> MessageList:
+        """A page of :meth:`list_messages` with its ``next_cursor`` (``None``: the list is done;
+        else pass it as ``cursor`` for the next page)."""
         params = {
             "channel": channel,
             "status": status,
@@ -589,9 +624,10 @@ class Client:
             "allowed_channels": None if allowed_channels is None else ",".join(allowed_channels),
             "limit": limit,
             "offset": offset,
+            "cursor": cursor,
             "consistency": consistency,
         }
-        return (await self._call(MessageList, "GET", "/v1/messages", params=params)).messages
+        return await self._call(MessageList, "GET", "/v1/messages", params=params)
 
     @_route("get", "/v1/messages/{id}", answer=MessageView)
     async def message(
@@ -651,14 +687,20 @@ class Client:
 
     @_route("post", "/v1/dead-letters/replay", body=("channel", "destination"), answer=Requeued)
     async def replay_dead(
-        self, *, channel: str | None = None, destination: str | None = None
+        self,
+        *,
+        channel: str | None = None,
+        destination: str | None = None,
+        approval: int | None = None,
     ) -> Requeued:
-        """Requeue dead outbound rows (optionally of one channel and/or destination)."""
+        """Requeue dead outbound rows (optionally of one channel and/or destination).
+        ``approval``: the approval id when the config lists ``replay_dead`` for dual control."""
         return await self._call(
             Requeued,
             "POST",
             "/v1/dead-letters/replay",
             json=_drop_none({"channel": channel, "destination": destination}),
+            headers=_approval(approval),
         )
 
     @_route("get", "/v1/stats", answer=Stats)
@@ -990,15 +1032,18 @@ class Client:
         )
 
     @_route("put", "/v1/config", answer=ConfigWritten)
-    async def put_config(self, expected_version: int, config: Mapping[str, Any]) -> ConfigWritten:
+    async def put_config(
+        self, expected_version: int, config: Mapping[str, Any], *, approval: int | None = None
+    ) -> ConfigWritten:
         """Compare-and-set: raises :class:`~raftlane.errors.VersionMismatchError` (with
-        ``current_version``) when ``expected_version`` is not the current version."""
+        ``current_version``) when ``expected_version`` is not the current version.
+        ``approval``: the approval id when the config lists ``put_config``."""
         return await self._call(
             ConfigWritten,
             "PUT",
             "/v1/config",
             json=dict(config),
-            headers={"if-match": str(expected_version)},
+            headers={"if-match": str(expected_version), **(_approval(approval) or {})},
         )
 
     @_route("get", "/v1/config/versions/{v}", answer=ConfigVersion)
@@ -1292,10 +1337,16 @@ class Client:
         "post", "/v1/retention/purge", body=("kind", "older_than_ms", "older_than"), answer=Purged
     )
     async def purge(
-        self, kind: str, *, older_than_ms: int | None = None, older_than: int | None = None
+        self,
+        kind: str,
+        *,
+        older_than_ms: int | None = None,
+        older_than: int | None = None,
+        approval: int | None = None,
     ) -> Purged:
         """``kind``: ``bodies``, ``dead_letters`` or ``state``; what is older than an age
-        (``older_than_ms``) or a cutoff (``older_than``, ms since the epoch) goes."""
+        (``older_than_ms``) or a cutoff (``older_than``, ms since the epoch) goes.
+        ``approval``: the approval id when the config lists ``purge``."""
         return await self._call(
             Purged,
             "POST",
@@ -1303,6 +1354,7 @@ class Client:
             json=_drop_none(
                 {"kind": kind, "older_than_ms": older_than_ms, "older_than": older_than}
             ),
+            headers=_approval(approval),
         )
 
     # --- approvals, tokens, keys ------------------------------------------------------------
@@ -1455,18 +1507,26 @@ class Client:
             await self._call(TokenList, "GET", "/v1/tokens", params={"consistency": consistency})
         ).tokens
 
-    @_route("post", "/v1/tokens", body=("name", "role", "channels"), answer=TokenCreated)
+    @_route("post", "/v1/tokens", body=("name", "role", "channels", "orgs"), answer=TokenCreated)
     async def create_token(
-        self, name: str, role: str, *, channels: Sequence[str] | None = None
+        self,
+        name: str,
+        role: str,
+        *,
+        channels: Sequence[str] | None = None,
+        orgs: Sequence[str] | None = None,
+        approval: int | None = None,
     ) -> TokenCreated:
-        """Create or rotate a principal's token (admin); the token is shown once."""
+        """Create or rotate a principal's token (admin); the token is shown once. ``orgs``: the
+        audit orgs it may reach; ``approval`` when the config lists ``create_token``."""
+        body = {
+            "name": name,
+            "role": role,
+            "channels": list(channels) if channels else None,
+            "orgs": list(orgs) if orgs is not None else None,
+        }
         return await self._call(
-            TokenCreated,
-            "POST",
-            "/v1/tokens",
-            json=_drop_none(
-                {"name": name, "role": role, "channels": list(channels) if channels else None}
-            ),
+            TokenCreated, "POST", "/v1/tokens", json=_drop_none(body), headers=_approval(approval)
         )
 
     @_route("delete", "/v1/tokens/{name}", answer=Revoked)
@@ -1474,9 +1534,15 @@ class Client:
         return await self._call(Revoked, "DELETE", f"/v1/tokens/{segment(name)}")
 
     @_route("post", "/v1/keys/rotate", body=("batch_size",), answer=KeyRotation)
-    async def rotate_keys(self, *, batch_size: int | None = None) -> KeyRotation:
+    async def rotate_keys(
+        self, *, batch_size: int | None = None, approval: int | None = None
+    ) -> KeyRotation:
         return await self._call(
-            KeyRotation, "POST", "/v1/keys/rotate", json=_drop_none({"batch_size": batch_size})
+            KeyRotation,
+            "POST",
+            "/v1/keys/rotate",
+            json=_drop_none({"batch_size": batch_size}),
+            headers=_approval(approval),
         )
 
     # --- cluster ----------------------------------------------------------------------------

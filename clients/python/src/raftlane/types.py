@@ -195,6 +195,8 @@ class ListedMessage(Message):
 @dataclass(frozen=True)
 class MessageList:
     messages: list[ListedMessage]
+    #: Where the next page starts (pass it as ``cursor``); ``None`` when the list is done.
+    next_cursor: int | None = None
 
 
 @dataclass(frozen=True)
