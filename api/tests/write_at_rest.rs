@@ -343,15 +343,22 @@ async fn each_covered_command_is_stored_sealed_and_read_back_plain() {
         (received_mid, "SECRET-received"),
     ] {
         assert!(
-            listed.iter().any(|m| m.id == id && m.raw == raw),
+            listed
+                .messages
+                .iter()
+                .any(|m| m.message.id == id && m.message.raw == raw),
             "{raw} in {raws:?}"
         );
     }
     let received = listed
+        .messages
         .iter()
-        .find(|m| m.id == received_mid)
+        .find(|m| m.message.id == received_mid)
         .expect("listed");
-    assert_eq!(received.error.as_deref(), Some("SECRET-received-error"));
+    assert_eq!(
+        received.message.error.as_deref(),
+        Some("SECRET-received-error")
+    );
     let direct = node.claim(Stage::Outbound).await;
     assert_eq!(direct.len(), 1);
     assert_eq!(direct[0].payload, "SECRET-direct-out");
