@@ -102,6 +102,8 @@ use raftlane_statemachine::model::coordination::{LeaderLease, NodeRecord, NodeSt
 use raftlane_statemachine::wire::command::{
     BumpCounter, CampaignLeadership, NodeHeartbeat, NodeLeave, ResignLeadership,
 };
+// --- Request-Id reuse and random tokens ---
+use raftlane_statemachine::wire::command::{Fingerprinted, IssueToken};
 use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
 use raftlane_statemachine::{
     ApprovalId, ClaimedRow, Command, Envelope, Fence, FifoEmpty, MemStore, MessageId, MetaState,
@@ -301,6 +303,8 @@ fn command_variant(c: &Command) -> &'static str {
         Command::CampaignLeadership(_) => "CampaignLeadership",
         Command::ResignLeadership(_) => "ResignLeadership",
         Command::BumpCounter(_) => "BumpCounter",
+        Command::Fingerprinted(_) => "Fingerprinted",
+        Command::IssueToken(_) => "IssueToken",
     }
 }
 
@@ -320,6 +324,7 @@ fn outcome_variant(o: &Outcome) -> &'static str {
         Outcome::Batch(_) => "Batch",
         Outcome::Repeated { .. } => "Repeated",
         Outcome::Leader(_) => "Leader",
+        Outcome::TokenIssued { .. } => "TokenIssued",
     }
 }
 
@@ -351,6 +356,7 @@ fn rejection_variant(r: &Rejection) -> &'static str {
         Rejection::UnknownRole(_) => "UnknownRole",
         // --- messagefoundry store: queue side ---
         Rejection::UnknownApprovalKey(_) => "UnknownApprovalKey",
+        Rejection::RequestIdReused { .. } => "RequestIdReused",
     }
 }
 
@@ -543,6 +549,7 @@ fn table_name(t: Table) -> (&'static str, &'static str) {
         Table::EngineNodes => ("EngineNodes", "engine_nodes"),
         Table::Leadership => ("Leadership", "leadership"),
         Table::Counters => ("Counters", "counters"),
+        Table::RequestFingerprints => ("RequestFingerprints", "request_fingerprints"),
     }
 }
 
@@ -882,6 +889,21 @@ fn command_examples() -> Vec<Command> {
         Command::BumpCounter(BumpCounter {
             name: s("config_version"),
         }),
+        Command::Fingerprinted(Fingerprinted {
+            fingerprint: bytes32(0x90),
+            command: Box::new(Command::BumpCounter(BumpCounter {
+                name: s("counter-911"),
+            })),
+        }),
+        Command::IssueToken(IssueToken {
+            principal: PutPrincipal {
+                name: s("alice-921"),
+                token_hash: s(TOKEN_HASH),
+                role: Role::Operator,
+                channels: Some(vec![s("orders")]),
+            },
+            nonce: s("0123456789abcdef0123456789abc922"),
+        }),
     ]
 }
 
@@ -963,6 +985,9 @@ fn outcome_examples() -> Vec<Outcome> {
             expires_at: 493,
             fence: Fence(494),
         }),
+        Outcome::TokenIssued {
+            nonce: s("0123456789abcdef0123456789abc495"),
+        },
     ]
 }
 
@@ -1021,6 +1046,9 @@ fn rejection_examples() -> Vec<Rejection> {
         Rejection::UnknownRole(s("role-853")),
         // --- messagefoundry store: queue side ---
         Rejection::UnknownApprovalKey(s("approval-key-2")),
+        Rejection::RequestIdReused {
+            request_id: s("golden-request-0002/3"),
+        },
     ]
 }
 
@@ -1363,6 +1391,7 @@ fn stored_cases(table: Table) -> Vec<Case> {
             },
         )],
         Table::Counters => vec![codec_case(name("u64"), 906u64)],
+        Table::RequestFingerprints => vec![codec_case(name("Fingerprint"), bytes32(0xa0))],
         // Index tables: key only, the value is always empty.
         Table::MessageRows
         | Table::LanePending
@@ -1423,6 +1452,7 @@ fn verify_live_value(table: Table, key: &[u8], value: &[u8]) -> Result<(), Strin
         Table::EngineNodes => reencodes::<NodeRecord>(value),
         Table::Leadership => reencodes::<LeaderLease>(value),
         Table::Counters => reencodes::<u64>(value),
+        Table::RequestFingerprints => reencodes::<[u8; 32]>(value),
         Table::MessageRows
         | Table::LanePending
         | Table::LaneInflight
@@ -2031,13 +2061,17 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
 
     // A message with an idempotency key under a request id: Messages, Rows, Events, Lanes,
     // Idempotency, Requests and their indexes.
+    // Bound to its request's fingerprint: RequestFingerprints.
     let first = live.run(
         Some("scenario-request-1"),
-        Command::EnqueueIngress(EnqueueIngress {
-            channel: s("orders"),
-            raw: s("raw-1"),
-            fields: fields(),
-            idempotency_key: some("idem-1"),
+        Command::Fingerprinted(Fingerprinted {
+            fingerprint: bytes32(0x30),
+            command: Box::new(Command::EnqueueIngress(EnqueueIngress {
+                channel: s("orders"),
+                raw: s("raw-1"),
+                fields: fields(),
+                idempotency_key: some("idem-1"),
+            })),
         }),
     );
     let Ok(Outcome::Enqueued {

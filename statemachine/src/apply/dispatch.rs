@@ -69,5 +69,7 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::CampaignLeadership(c) => c.apply(cx),
         Command::ResignLeadership(c) => c.apply(cx),
         Command::BumpCounter(c) => c.apply(cx),
+        Command::Fingerprinted(c) => c.apply(cx),
+        Command::IssueToken(c) => c.apply(cx),
     }
 }

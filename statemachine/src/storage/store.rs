@@ -103,10 +103,14 @@ pub enum Table {
     Leadership,
     /// name → u64: shared counters (the engine's configuration version).
     Counters,
+    // --- Request-Id reuse (docs/SPEC.md §10.5) ---
+    /// actor ‖ request id → [u8; 32]: the fingerprint of the request a remembered answer
+    /// belongs to (see `apply::request`); expires with its `Requests` record.
+    RequestFingerprints,
 }
 
 impl Table {
-    pub const ALL: [Table; 44] = [
+    pub const ALL: [Table; 45] = [
         Table::Meta,
         Table::Messages,
         Table::Rows,
@@ -153,6 +157,8 @@ impl Table {
         Table::EngineNodes,
         Table::Leadership,
         Table::Counters,
+        // --- Request-Id reuse ---
+        Table::RequestFingerprints,
     ];
 
     /// Column family name in RocksDB.
@@ -204,6 +210,8 @@ impl Table {
             Table::EngineNodes => "engine_nodes",
             Table::Leadership => "leadership",
             Table::Counters => "counters",
+            // --- Request-Id reuse ---
+            Table::RequestFingerprints => "request_fingerprints",
         }
     }
 

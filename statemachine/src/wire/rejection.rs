@@ -59,6 +59,12 @@ pub enum Rejection {
     // --- messagefoundry store: queue side ---
     #[error("approval {0} not found")]
     UnknownApprovalKey(String),
+    // --- Request-Id reuse (docs/SPEC.md §10.5) ---
+    /// The `(actor, request id)` already answered a different request (another route, path,
+    /// body or command-bearing header) inside the window the answer is remembered: the first
+    /// answer is not handed to a request it does not belong to, and nothing is applied.
+    #[error("request id {request_id} was already used for a different request")]
+    RequestIdReused { request_id: String },
 }
 
 impl Rejection {
@@ -88,6 +94,7 @@ impl Rejection {
             Rejection::ApprovalExpired(_) => "expired",
             Rejection::SelfApproval => "self_approval",
             Rejection::AlreadyExists { .. } => "already_exists",
+            Rejection::RequestIdReused { .. } => "request_id_reused",
         }
     }
 }
