@@ -155,6 +155,10 @@ impl Covered for Command {
             | Command::CampaignLeadership(_)
             | Command::ResignLeadership(_)
             | Command::BumpCounter(_) => Ok(()),
+            // A request's fingerprint: the wrapped command says what it carries. A token is
+            // stored as its hash, and its nonce is useless without the nodes' token key.
+            Command::Fingerprinted(c) => c.command.each_covered(f),
+            Command::IssueToken(_) => Ok(()),
         }
     }
 }

@@ -17,6 +17,7 @@ mod coordination;
 mod errors;
 mod node_to_node;
 mod pipeline;
+mod request_reuse;
 mod scope;
 mod store_routes;
 mod store_shapes;
