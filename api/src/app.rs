@@ -39,6 +39,9 @@ pub struct ApiConfig {
     /// `GET /metrics` needs a token of a principal that may read every channel (its totals span
     /// every channel, like `/v1/stats`); off by default so a Prometheus scraper needs none.
     pub metrics_token_required: bool,
+    /// Requests per second (and burst) each token may send to this node; off by default
+    /// (`crate::rate_limit`, docs/SPEC.md §10.5).
+    pub rate_limit: crate::rate_limit::RateLimit,
 }
 
 impl Default for ApiConfig {
@@ -54,6 +57,7 @@ impl Default for ApiConfig {
             keyring: None,
             test_client_clock: false,
             metrics_token_required: false,
+            rate_limit: crate::rate_limit::RateLimit::default(),
         }
     }
 }
@@ -74,6 +78,8 @@ pub struct AppState {
     pub test_client_clock: bool,
     /// See [`ApiConfig::metrics_token_required`].
     pub metrics_token_required: bool,
+    /// The per-token buckets; `None` when [`ApiConfig::rate_limit`] is off.
+    pub rate_limiter: Option<crate::rate_limit::RateLimiter>,
 }
 
 impl AppState {
@@ -94,6 +100,7 @@ impl AppState {
             metrics,
             test_client_clock: config.test_client_clock,
             metrics_token_required: config.metrics_token_required,
+            rate_limiter: crate::rate_limit::RateLimiter::new(config.rate_limit),
         })
     }
 
@@ -104,14 +111,16 @@ impl AppState {
     }
 
     /// Wrap a command with the proposer's clock, the caller's name and the request id of this
-    /// proposal. In test mode a request that names its time (`Raftlane-Client-Time-Ms`, see
-    /// [`crate::auth::Caller::client_time`]) has its command applied at exactly that time
-    /// (`AtClientTime`, docs/SPEC.md §2.1).
+    /// proposal, bound to the request's fingerprint when the client chose the id
+    /// ([`crate::request_id`]). In test mode a request that names its time
+    /// (`Raftlane-Client-Time-Ms`, see [`crate::auth::Caller::client_time`]) has its command
+    /// applied at exactly that time (`AtClientTime`, docs/SPEC.md §2.1), around the binding.
     pub fn envelope(
         &self,
         caller: &crate::auth::Caller,
         command: raftlane_statemachine::Command,
     ) -> Envelope {
+        let command = caller.requests.bind(command);
         let command = match caller.client_time {
             Some(now_ms) => raftlane_statemachine::Command::AtClientTime(
                 raftlane_statemachine::wire::command::AtClientTime {
@@ -311,6 +320,17 @@ pub fn router(state: Arc<AppState>, extra: Router) -> Router {
     for route in api_routes() {
         app = app.route(route.path, route.handler);
     }
+    // Around the public routes only (the internal ones are added below): the rate limit first,
+    // so a limited request is refused before its body is read, then the Request-Id binding.
+    app = app
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::request_id::bind,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::rate_limit::limit,
+        ));
     // A forwarded write is the client's request re-encoded with its envelope and header-borne
     // fields, so it may be somewhat larger than the largest body a client may send.
     let forward_limit = limit.saturating_mul(2).saturating_add(1 << 20);

@@ -213,7 +213,7 @@ impl FromRequestParts<Arc<AppState>> for Caller {
             .filter(|t| !t.is_empty())
             .ok_or_else(|| ApiError::unauthorized("Authorization must be 'Bearer <token>'"))?;
         let hash = sha256_hex(token);
-        let requests = crate::request_id::RequestIds::from_headers(&parts.headers)?;
+        let requests = crate::request_id::RequestIds::from_parts(parts)?;
         let client_time = client_time(&parts.headers, state.test_client_clock)?;
         let approval = crate::dual_control::approval_header(&parts.headers)?;
         if ct_eq(hash.as_bytes(), state.admin_token_hash.as_bytes()) {

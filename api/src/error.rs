@@ -12,7 +12,7 @@ pub struct ApiError {
     pub code: &'static str,
     pub message: String,
     pub field: Option<String>,
-    /// Seconds for a `Retry-After` header (503).
+    /// Seconds for a `Retry-After` header (503, 429).
     pub retry_after: Option<u64>,
     /// Extra JSON merged into the error object (e.g. the current config version on 412).
     pub extra: Option<serde_json::Value>,
@@ -80,6 +80,29 @@ impl ApiError {
 
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+    }
+
+    /// A handler got an outcome of a shape it does not expect (a programming error, reported
+    /// rather than panicking). Only its kind is shown: the outcome may be another request's
+    /// remembered answer, carrying payloads or tokens' nonces; the whole of it goes to the log.
+    pub fn unexpected_outcome(outcome: &raftlane_statemachine::Outcome) -> Self {
+        tracing::error!(?outcome, "a handler got an outcome of an unexpected shape");
+        Self::internal(format!("unexpected outcome ({})", outcome.kind()))
+    }
+
+    /// 429: the caller's token is over its request rate (`--rate-limit-per-token`); it may
+    /// send again after `retry_after_s` seconds (also in the body, for clients that only see
+    /// the body).
+    pub fn rate_limited(retry_after_s: u64) -> Self {
+        Self {
+            retry_after: Some(retry_after_s),
+            ..Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "rate_limited",
+                format!("this token is over its request rate; retry after {retry_after_s} s"),
+            )
+            .with_extra(serde_json::json!({ "retry_after_s": retry_after_s }))
+        }
     }
 
     pub fn with_extra(mut self, extra: serde_json::Value) -> Self {
@@ -176,6 +199,20 @@ impl From<Rejection> for ApiError {
             Rejection::OwnerOfAnother { .. } => {
                 ApiError::new(StatusCode::FORBIDDEN, "owner_of_another_principal", message)
             }
+            // The client's header, not the per-proposal id, is what the caller can fix.
+            Rejection::RequestIdReused { .. } => ApiError {
+                field: Some(crate::request_id::HEADER_NAME.to_string()),
+                ..ApiError::new(
+                    StatusCode::CONFLICT,
+                    "request_id_reused",
+                    format!(
+                        "this Request-Id was already used for a different request (another \
+                         route, path or body) within the last {} s; send this request with a \
+                         new Request-Id",
+                        raftlane_statemachine::apply::request::REQUEST_TTL_MS / 1000
+                    ),
+                )
+            },
             _ => ApiError::new(StatusCode::CONFLICT, r.code(), message),
         }
     }

@@ -5,8 +5,8 @@
 //! - **HTTP** (axum): [`app`] (state, router, extractors), [`auth`] (bearer tokens, roles,
 //!   channel scopes), [`error`] (errors as JSON, and the one mapping of the write path's
 //!   errors to statuses), [`routes`], [`internal`] (the node-to-node routes and the verification
-//!   of their signed calls), [`request_id`], [`dual_control`] (which actions need a second
-//!   person's approval) and [`openapi`]. It parses and checks requests,
+//!   of their signed calls), [`request_id`], [`rate_limit`], [`dual_control`] (which actions
+//!   need a second person's approval) and [`openapi`]. It parses and checks requests,
 //!   builds the commands, and answers.
 //! - **Write path** ([`mod@write`]), below it and knowing nothing of HTTP serving: the
 //!   [`write::Proposer`] takes a command's envelope, a linearizable read or a membership change
@@ -31,6 +31,7 @@ pub mod internal;
 pub mod metrics;
 pub mod openapi;
 pub mod peer;
+pub mod rate_limit;
 pub mod request_id;
 pub mod routes;
 pub mod write;

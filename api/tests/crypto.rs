@@ -213,7 +213,9 @@ async fn pipeline(api: &Api, tag: &str) -> (u64, u64) {
 
 /// What a reader sees of everything `pipeline` wrote.
 async fn assert_plaintext_reads(api: &Api, tag: &str, mid: u64) {
-    let view = api.get(&format!("/v1/messages/{mid}")).await;
+    let view = api
+        .get(&format!("/v1/messages/{mid}?body=true&record_view=false"))
+        .await;
     assert_eq!(view["message"]["raw"], format!("SECRET ORDER {tag}"));
     let rows = view["rows"].as_array().expect("rows");
     let outbound = rows
@@ -245,14 +247,17 @@ async fn assert_plaintext_reads(api: &Api, tag: &str, mid: u64) {
     let dead = api
         .get(&format!("/v1/dead-letters?destination=dl-{tag}"))
         .await;
-    assert_eq!(dead["dead_letters"][0]["payload"], format!("dlpay-{tag}"));
     assert_eq!(dead["dead_letters"][0]["last_error"], format!("dead-{tag}"));
+    // Lists carry no payloads (docs/SPEC.md §9.7): the row read does.
+    let row = dead["dead_letters"][0]["id"].as_u64().expect("row id");
+    let row = api.get(&format!("/v1/rows/{row}")).await;
+    assert_eq!(row["row"]["payload"], format!("dlpay-{tag}"));
     let list = api.get("/v1/messages?channel=orders&limit=1000").await;
     assert!(list["messages"]
         .as_array()
         .expect("messages")
         .iter()
-        .any(|m| m["raw"] == format!("SECRET ORDER {tag}")));
+        .any(|m| m["id"] == mid && m.get("raw").is_none()));
 }
 
 /// Every stored covered value that is not empty is one token under `key`, and no stored value
@@ -310,7 +315,9 @@ async fn legacy_plaintext_is_served_as_is() {
     let before = start_on(backend.clone(), None).await;
     let mid = before.enqueue("c", "legacy body").await;
     let after = start_on(backend, Some(keyring(&[("k1", 1)]))).await;
-    let view = after.get(&format!("/v1/messages/{mid}")).await;
+    let view = after
+        .get(&format!("/v1/messages/{mid}?body=true&record_view=false"))
+        .await;
     assert_eq!(view["message"]["raw"], "legacy body");
     let items = after.claim("ingress", None).await;
     assert_eq!(items[0]["payload"], "legacy body");
@@ -352,7 +359,9 @@ async fn undecryptable_rows_are_dead_lettered_at_claim_and_the_lane_moves_on() {
     assert_eq!(r["item"]["message_id"], good, "{r}");
     assert_eq!(r["item"]["payload"], "good-payload");
     for mid in lost.iter().chain([&lost_ingress]) {
-        let view = api.get(&format!("/v1/messages/{mid}")).await;
+        let view = api
+            .get(&format!("/v1/messages/{mid}?body=true&record_view=false"))
+            .await;
         assert_eq!(view["message"]["status"], "error", "{view}");
         let dead = view["rows"]
             .as_array()
@@ -415,11 +424,17 @@ async fn rotation_re_encrypts_everything_under_the_new_key() {
     let only_k2 = start_on(backend.clone(), Some(keyring(&[("k2", 2)]))).await;
     assert_plaintext_reads(&only_k2, "a", mid_a).await;
     assert_plaintext_reads(&only_k2, "b", mid_b).await;
-    let view = only_k2.get(&format!("/v1/messages/{legacy}")).await;
+    let view = only_k2
+        .get(&format!(
+            "/v1/messages/{legacy}?body=true&record_view=false"
+        ))
+        .await;
     assert_eq!(view["message"]["raw"], "legacy clear text");
     // ...and no longer with the old key alone.
     let only_k1 = start_on(backend.clone(), Some(keyring(&[("k1", 1)]))).await;
-    let view = only_k1.get(&format!("/v1/messages/{mid_a}")).await;
+    let view = only_k1
+        .get(&format!("/v1/messages/{mid_a}?body=true&record_view=false"))
+        .await;
     assert!(view["message"]["raw"]
         .as_str()
         .is_some_and(|r| r.starts_with("enc:v1:k2:")));

@@ -1,6 +1,7 @@
 //! `POST /v1/tokens` is retry-safe: a retry with the same `Request-Id` whose first attempt
 //! committed gets the very token that was stored (it works), and a `Request-Id` reused for
-//! another request is refused with 409 instead of showing a token that would never work.
+//! another request is refused with 409 (`request_id_reused`, docs/SPEC.md §10.5) instead of
+//! showing a token that would never work.
 
 use axum::http::Method;
 use raftlane_testkit::api::LocalApi;
@@ -75,13 +76,12 @@ async fn a_retried_token_creation_returns_the_stored_token() {
     assert_eq!(api.works(&token).await, 200);
     assert_eq!(api.digest().await["digest"].clone(), after_first);
 
-    // The same Request-Id for another principal: the first answer would be replayed, but the
-    // token of this request was never stored, so none is shown.
+    // The same Request-Id for another principal: another request, refused; no token shown.
     let (status, reused) = api
         .create("mint-1", json!({ "name": "bob", "role": "viewer" }))
         .await;
     assert_eq!(status, 409, "{reused}");
-    assert_eq!(reused["error"]["code"], "token_not_issued");
+    assert_eq!(reused["error"]["code"], "request_id_reused");
     assert!(reused["error"].get("token").is_none());
     assert_eq!(api.digest().await["digest"].clone(), after_first);
     // ...nor for the same principal with another role.

@@ -67,6 +67,16 @@ pub struct NodeArgs {
     /// channel); without it Prometheus scrapes it with no token.
     #[arg(long, env = "RAFTLANE_METRICS_TOKEN_REQUIRED")]
     pub metrics_token_required: bool,
+    // --- per-token request rate limit (docs/SPEC.md §10.5) ---
+    /// Requests per second each token may send to this node (0, the default, is off); a token
+    /// over it is answered 429 rate_limited with Retry-After. Fractions allowed (0.5 = one
+    /// request every 2 s).
+    #[arg(long, env = "RAFTLANE_RATE_LIMIT_PER_TOKEN")]
+    pub rate_limit_per_token: Option<f64>,
+    /// Requests a token may send at once after being idle (default: the per-second rate, at
+    /// least 1).
+    #[arg(long, env = "RAFTLANE_RATE_LIMIT_BURST")]
+    pub rate_limit_burst: Option<u32>,
     /// A TOML file with any of these settings (keys as the flag names with underscores), plus a
     /// [tuning] table (heartbeat_ms, election_timeout_min_ms, snapshot_logs_since_last, ...).
     #[arg(long, env = "RAFTLANE_CONFIG")]
@@ -88,6 +98,9 @@ struct FileConfig {
     admin_token: Option<String>,
     admin_token_file: Option<PathBuf>,
     max_body_bytes: Option<usize>,
+    // --- per-token request rate limit ---
+    rate_limit_per_token: Option<f64>,
+    rate_limit_burst: Option<u32>,
     tuning: Option<Tuning>,
 }
 
@@ -203,6 +216,10 @@ impl NodeArgs {
             Some(t) => t,
             None => admin_token_for(&data_dir)?,
         };
+        let rate_limit = rate_limit(
+            self.rate_limit_per_token.or(file.rate_limit_per_token),
+            self.rate_limit_burst.or(file.rate_limit_burst),
+        )?;
         let bootstrap = self.bootstrap.or(file.bootstrap).unwrap_or(false);
         if bootstrap && !peers.contains_key(&id) {
             bail!("--bootstrap needs --peers to include this node ({id})");
@@ -223,13 +240,41 @@ impl NodeArgs {
             tuning: file.tuning.unwrap_or_default(),
             test_client_clock: self.test_client_clock,
             metrics_token_required: self.metrics_token_required,
+            rate_limit,
         })
     }
+}
+
+/// The per-token rate limit from its two settings: off unless a positive rate is given.
+fn rate_limit(
+    per_second: Option<f64>,
+    burst: Option<u32>,
+) -> anyhow::Result<raftlane_api::rate_limit::RateLimit> {
+    let per_second = per_second.unwrap_or(0.0);
+    if !per_second.is_finite() || per_second < 0.0 {
+        bail!(
+            "--rate-limit-per-token must be a number of requests per second, 0 or more (0 = off)"
+        );
+    }
+    Ok(raftlane_api::rate_limit::RateLimit {
+        per_second,
+        burst: burst.unwrap_or(0),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_rate_limit_is_off_by_default_and_checked() {
+        let off = rate_limit(None, None).expect("valid");
+        assert_eq!(off, raftlane_api::rate_limit::RateLimit::default());
+        let on = rate_limit(Some(2.5), Some(10)).expect("valid");
+        assert_eq!((on.per_second, on.burst), (2.5, 10));
+        assert!(rate_limit(Some(-1.0), None).is_err());
+        assert!(rate_limit(Some(f64::INFINITY), None).is_err());
+    }
 
     #[test]
     fn peers_parse() {

@@ -111,6 +111,7 @@ async fn start_cluster(
             tuning: Tuning::default(),
             test_client_clock: false,
             metrics_token_required: false,
+            rate_limit: Default::default(),
         };
         nodes.push(
             server::start(opts)

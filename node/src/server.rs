@@ -38,6 +38,8 @@ pub struct NodeOptions {
     pub test_client_clock: bool,
     /// `GET /metrics` needs an unscoped token (`--metrics-token-required`).
     pub metrics_token_required: bool,
+    /// Requests per second (and burst) per token (`--rate-limit-per-token`; off by default).
+    pub rate_limit: raftlane_api::rate_limit::RateLimit,
 }
 
 impl NodeOptions {
@@ -115,6 +117,7 @@ pub async fn start_on(opts: NodeOptions, listener: TcpListener) -> anyhow::Resul
         keyring: raftlane_api::crypto::Keyring::from_env().context("invalid RAFTLANE_KEYRING")?,
         test_client_clock: opts.test_client_clock,
         metrics_token_required: opts.metrics_token_required,
+        rate_limit: opts.rate_limit,
     };
     let state = AppState::new(Arc::new(RaftBackend::new(raft.clone())), &api_config);
     let service = raft.http_service();

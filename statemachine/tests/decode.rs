@@ -14,8 +14,8 @@ use raftlane_statemachine::model::user::{AdGroupMap, AuthProvider};
 use raftlane_statemachine::wire::codec;
 use raftlane_statemachine::wire::command::{
     AtClientTime, BumpCounter, CampaignLeadership, ClaimFifoHead, CreateApprovalAs,
-    DeadLetterMissingDestinations, DeadLetterMissingHandlers, DecideApprovalAs,
-    IngressHandoffKeyed, NodeHeartbeat, NodeLeave, RecordAuditAs, RecordView,
+    DeadLetterMissingDestinations, DeadLetterMissingHandlers, DecideApprovalAs, Fingerprinted,
+    IngressHandoffKeyed, IssueToken, NodeHeartbeat, NodeLeave, RecordAuditAs, RecordView,
     RecoverInflightOnPromotion, ResetStaleInflight, ResignLeadership, WriteReferenceSnapshotText,
 };
 use raftlane_statemachine::wire::command::{
@@ -395,6 +395,22 @@ fn samples() -> Vec<Envelope> {
                 message_id: MessageId(0),
                 viewer: None,
             })),
+        }),
+        // --- Request-Id reuse and random tokens ---
+        Command::Fingerprinted(Fingerprinted {
+            fingerprint: [7; 32],
+            command: Box::new(Command::BumpCounter(BumpCounter {
+                name: "bound".into(),
+            })),
+        }),
+        Command::IssueToken(IssueToken {
+            principal: PutPrincipal {
+                name: "carol".into(),
+                token_hash: "c".repeat(64),
+                role: Role::Viewer,
+                channels: None,
+            },
+            nonce: "00ff".into(),
         }),
     ];
     commands

@@ -103,6 +103,8 @@ use raftlane_statemachine::wire::command::{
     BumpCounter, CampaignLeadership, ConsumeApproval, NodeHeartbeat, NodeLeave, ResignLeadership,
     SetPrincipalOrgs,
 };
+// --- Request-Id reuse and random tokens ---
+use raftlane_statemachine::wire::command::{Fingerprinted, IssueToken};
 use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
 use raftlane_statemachine::{
     ApprovalId, ClaimedRow, Command, Envelope, Fence, FifoEmpty, MemStore, MessageId, MetaState,
@@ -304,6 +306,8 @@ fn command_variant(c: &Command) -> &'static str {
         Command::BumpCounter(_) => "BumpCounter",
         Command::ConsumeApproval(_) => "ConsumeApproval",
         Command::SetPrincipalOrgs(_) => "SetPrincipalOrgs",
+        Command::Fingerprinted(_) => "Fingerprinted",
+        Command::IssueToken(_) => "IssueToken",
     }
 }
 
@@ -323,6 +327,7 @@ fn outcome_variant(o: &Outcome) -> &'static str {
         Outcome::Batch(_) => "Batch",
         Outcome::Repeated { .. } => "Repeated",
         Outcome::Leader(_) => "Leader",
+        Outcome::TokenIssued { .. } => "TokenIssued",
     }
 }
 
@@ -356,6 +361,7 @@ fn rejection_variant(r: &Rejection) -> &'static str {
         Rejection::UnknownApprovalKey(_) => "UnknownApprovalKey",
         Rejection::ApprovalNotUsable { .. } => "ApprovalNotUsable",
         Rejection::OwnerOfAnother { .. } => "OwnerOfAnother",
+        Rejection::RequestIdReused { .. } => "RequestIdReused",
     }
 }
 
@@ -552,6 +558,7 @@ fn table_name(t: Table) -> (&'static str, &'static str) {
         Table::Counters => ("Counters", "counters"),
         Table::LeaseOwners => ("LeaseOwners", "lease_owners"),
         Table::PrincipalOrgs => ("PrincipalOrgs", "principal_orgs"),
+        Table::RequestFingerprints => ("RequestFingerprints", "request_fingerprints"),
     }
 }
 
@@ -900,6 +907,21 @@ fn command_examples() -> Vec<Command> {
             name: s("auditor-410"),
             orgs: Some(vec![s("org-411")]),
         }),
+        Command::Fingerprinted(Fingerprinted {
+            fingerprint: bytes32(0x90),
+            command: Box::new(Command::BumpCounter(BumpCounter {
+                name: s("counter-911"),
+            })),
+        }),
+        Command::IssueToken(IssueToken {
+            principal: PutPrincipal {
+                name: s("alice-921"),
+                token_hash: s(TOKEN_HASH),
+                role: Role::Operator,
+                channels: Some(vec![s("orders")]),
+            },
+            nonce: s("0123456789abcdef0123456789abc922"),
+        }),
     ]
 }
 
@@ -981,6 +1003,9 @@ fn outcome_examples() -> Vec<Outcome> {
             expires_at: 493,
             fence: Fence(494),
         }),
+        Outcome::TokenIssued {
+            nonce: s("0123456789abcdef0123456789abc495"),
+        },
     ]
 }
 
@@ -1046,6 +1071,9 @@ fn rejection_examples() -> Vec<Rejection> {
         Rejection::OwnerOfAnother {
             owner: s("worker-7"),
             principal: s("alice"),
+        },
+        Rejection::RequestIdReused {
+            request_id: s("golden-request-0002/3"),
         },
     ]
 }
@@ -1394,6 +1422,7 @@ fn stored_cases(table: Table) -> Vec<Case> {
             name("Vec<String>"),
             vec![s("org-a"), s("org-b")],
         )],
+        Table::RequestFingerprints => vec![codec_case(name("Fingerprint"), bytes32(0xa0))],
         // Index tables: key only, the value is always empty.
         Table::MessageRows
         | Table::LanePending
@@ -1456,6 +1485,7 @@ fn verify_live_value(table: Table, key: &[u8], value: &[u8]) -> Result<(), Strin
         Table::Counters => reencodes::<u64>(value),
         Table::LeaseOwners => reencodes::<String>(value),
         Table::PrincipalOrgs => reencodes::<Vec<String>>(value),
+        Table::RequestFingerprints => reencodes::<[u8; 32]>(value),
         Table::MessageRows
         | Table::LanePending
         | Table::LaneInflight
@@ -2071,13 +2101,17 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
 
     // A message with an idempotency key under a request id: Messages, Rows, Events, Lanes,
     // Idempotency, Requests and their indexes.
+    // Bound to its request's fingerprint: RequestFingerprints.
     let first = live.run(
         Some("scenario-request-1"),
-        Command::EnqueueIngress(EnqueueIngress {
-            channel: s("orders"),
-            raw: s("raw-1"),
-            fields: fields(),
-            idempotency_key: some("idem-1"),
+        Command::Fingerprinted(Fingerprinted {
+            fingerprint: bytes32(0x30),
+            command: Box::new(Command::EnqueueIngress(EnqueueIngress {
+                channel: s("orders"),
+                raw: s("raw-1"),
+                fields: fields(),
+                idempotency_key: some("idem-1"),
+            })),
         }),
     );
     let Ok(Outcome::Enqueued {

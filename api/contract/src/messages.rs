@@ -77,8 +77,7 @@ pub struct MessageList {
     pub next_cursor: Option<u64>,
 }
 
-/// A message's members without its body (`raw`) or its producer's idempotency key: what lists
-/// and body-less reads carry.
+/// A message's members without its body (`raw`): what lists and body-less reads carry.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct MessageMeta {
     #[schemars(with = "u64")]
@@ -96,6 +95,8 @@ pub struct MessageMeta {
     pub metadata: Option<String>,
     #[schemars(with = "Option<model::Correlation>")]
     pub correlation: Option<Correlation>,
+    /// The producer's idempotency key.
+    pub idempotency_key: Option<String>,
     pub purged: bool,
 }
 
@@ -114,6 +115,7 @@ impl MessageMeta {
             summary: m.summary,
             metadata: m.metadata,
             correlation: m.correlation,
+            idempotency_key: m.idempotency_key,
             purged: m.purged,
         };
         (meta, m.raw)

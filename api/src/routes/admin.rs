@@ -17,7 +17,7 @@ use raftlane_contract::{
 use raftlane_statemachine::model::principal::Role;
 use raftlane_statemachine::model::state::StateEntry;
 use raftlane_statemachine::wire::command::{
-    PurgeDeadLetters, PurgeMessageBodies, PurgeState, PutPrincipal, RevokePrincipal,
+    IssueToken, PurgeDeadLetters, PurgeMessageBodies, PurgeState, PutPrincipal, RevokePrincipal,
     SetPrincipalOrgs, WriteReferenceSnapshot, WriteReferenceSnapshotText,
 };
 use raftlane_statemachine::{Command, Outcome};
@@ -249,25 +249,25 @@ pub async fn list_tokens(
 /// Create (or rotate) a principal's token, shown once in the response; only its hash enters
 /// the log.
 ///
-/// # Retries
-/// A client that does not see the answer retries with the same `Request-Id`; if the first
-/// attempt committed, the state machine answers the retry with the first answer and applies
-/// nothing, so the token shown must be the first attempt's. Hence the token is not random but
-/// derived from the request: an HMAC, under a key derived from the cluster secret, of the
-/// caller, the proposal's request id and the requested principal (name, role, channels). Every
-/// node derives the same token for the same request, so a retry sent to another node gets it
-/// too. Whoever holds the cluster secret can compute tokens, but that secret already lets its
+/// # Random tokens, and retries
+/// The token is random: the handler draws a nonce (128 random bits) and the token is an HMAC of
+/// it under a key derived from the cluster secret ([`issued_token`]); the command carries the
+/// nonce and the token's hash, never the token. A client that does not see the answer retries
+/// with the same `Request-Id`; if the first attempt committed, the state machine answers the
+/// retry with the first answer, `TokenIssued` with the *first* nonce, and the handler
+/// re-derives the very token that was stored (on any node: they share the key). A new request
+/// (a new `Request-Id`, or the same one once the state machine forgot it after
+/// `REQUEST_TTL_MS`, or after a revocation) draws a new nonce and so a new token: a token is
+/// never a function of a request id. A `Request-Id` reused inside the window for another
+/// request is refused by the state machine (`409 request_id_reused`). Whoever holds the
+/// cluster secret and reads the log can compute tokens, but that secret already lets its
 /// holder sign any write, a new principal included.
 ///
 /// Before showing the token, the handler checks (linearizable read) that its hash is what the
-/// principal now has. It is not when the `Request-Id` was already used for another request
-/// (the state machine answers the first one's outcome without applying this one), when a
-/// concurrent rotation replaced it, or on a node without a cluster secret (random tokens, so
-/// a retry cannot find the first one): then `409 token_not_issued`, and the client mints again
-/// with a new `Request-Id`. A token that does not work is never shown.
-///
-/// A `Request-Id` names one write: reusing one for a later rotation after the state machine
-/// forgot it (`REQUEST_TTL_MS`) derives the same token again, i.e. does not rotate it.
+/// principal now has. It is not when a concurrent rotation replaced it, or on a node without a
+/// cluster secret (the token is then random without a nonce to re-derive it from, so a retry
+/// cannot find the first one): then `409 token_not_issued`, and the client mints again with a
+/// new `Request-Id`. A token that does not work is never shown.
 pub async fn create_token(
     State(state): State<Arc<AppState>>,
     caller: Caller,
@@ -307,34 +307,33 @@ pub async fn create_token(
         (_, Outcome::Done) => {}
         (_, other) => return Err(unexpected(other)),
     }
-    // The handler's last proposal: the id `propose` would give it.
-    let request_id = caller.requests.next();
-    let token = match &state.token_key {
-        Some(key) => derive_token(
-            key,
-            &caller.name,
-            &request_id,
-            &b.name,
-            role.as_str(),
-            &b.channels,
-        ),
-        None => random_token(),
+    // With a token key the token is derived from a nonce the log keeps; without one it is
+    // random outright and the nonce stays empty (nothing to re-derive it from).
+    let (nonce, drawn) = match &state.token_key {
+        Some(key) => {
+            let nonce = hex::encode(rand::random::<[u8; 16]>());
+            let token = issued_token(key, &nonce);
+            (nonce, token)
+        }
+        None => (String::new(), random_token()),
+    };
+    let command = Command::IssueToken(IssueToken {
+        principal: PutPrincipal {
+            name: b.name.clone(),
+            token_hash: sha256_hex(&drawn),
+            role,
+            channels: b.channels,
+        },
+        nonce,
+    });
+    let (index, outcome) = propose(&state, &caller, command).await?;
+    // A repeat answers the first attempt's nonce: its token is the one stored.
+    let token = match (outcome, &state.token_key) {
+        (Outcome::TokenIssued { nonce }, Some(key)) => issued_token(key, &nonce),
+        (Outcome::TokenIssued { .. }, None) => drawn,
+        (other, _) => return Err(unexpected(other)),
     };
     let token_hash = sha256_hex(&token);
-    let command = Command::PutPrincipal(PutPrincipal {
-        name: b.name.clone(),
-        token_hash: token_hash.clone(),
-        role,
-        channels: b.channels,
-    });
-    let envelope =
-        raftlane_statemachine::Envelope::new(caller.now_ms(), caller.name.as_str(), command)
-            .with_request_id(request_id);
-    let (index, response) = state.writes.write(envelope).await?;
-    match response? {
-        Outcome::Done => {}
-        other => return Err(unexpected(other)),
-    }
     state.writes.linearize().await?;
     let holder = backend::read(state.backend.as_ref(), |r| {
         r.principal_by_token_hash(&token_hash)
@@ -344,9 +343,9 @@ pub async fn create_token(
             StatusCode::CONFLICT,
             "token_not_issued",
             format!(
-                "the principal '{}' does not hold the token of this request: its Request-Id \
-                 was already used for another write, or another rotation replaced the token; \
-                 create the token again with a new Request-Id",
+                "the principal '{}' does not hold the token of this request: another rotation \
+                 replaced it, or this node cannot re-derive a retried request's token (no \
+                 cluster secret); create the token again with a new Request-Id",
                 b.name
             ),
         ));
@@ -364,31 +363,16 @@ pub async fn create_token(
 
 /// The key tokens are derived under (see [`create_token`]), derived from the cluster secret so
 /// that the secret itself is not used for two purposes. `None` without a secret: an empty key
-/// would make every token computable from its request id.
+/// would make every token computable from its nonce, which the log keeps.
 pub fn token_key(cluster_secret: &str) -> Option<[u8; 32]> {
     (!cluster_secret.is_empty()).then(|| {
         raftlane_raft::auth::hmac_sha256(cluster_secret.as_bytes(), &[b"raftlane-token-key-v1"])
     })
 }
 
-/// The token of one request: `rl_` and 24 bytes of an HMAC over its length-prefixed inputs
-/// (unambiguous whatever they contain), as long as the random tokens were.
-fn derive_token(
-    key: &[u8; 32],
-    caller: &str,
-    request_id: &str,
-    name: &str,
-    role: &str,
-    channels: &Option<Vec<String>>,
-) -> String {
-    let channels = serde_json::to_string(channels).unwrap_or_default();
-    let fields = [caller, request_id, name, role, channels.as_str()];
-    let mut framed = Vec::new();
-    for f in fields {
-        framed.extend_from_slice(&(f.len() as u64).to_be_bytes());
-        framed.extend_from_slice(f.as_bytes());
-    }
-    let mac = raftlane_raft::auth::hmac_sha256(key, &[b"raftlane-token-v1\n", &framed]);
+/// The token issued with `nonce`: `rl_` and 24 bytes of an HMAC of it under the token key.
+fn issued_token(key: &[u8; 32], nonce: &str) -> String {
+    let mac = raftlane_raft::auth::hmac_sha256(key, &[b"raftlane-token-v2\n", nonce.as_bytes()]);
     format!("rl_{}", hex::encode(&mac[..24]))
 }
 
@@ -425,36 +409,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_token_is_a_function_of_its_request_and_key() {
+    fn a_token_is_a_function_of_its_nonce_and_key_only() {
         let key = token_key("cs").expect("a key");
-        let channels = Some(vec!["lab".to_string()]);
-        let t = derive_token(&key, "admin", "r-1/0", "alice", "worker", &channels);
+        let t = issued_token(&key, "00112233445566778899aabbccddeeff");
         assert!(t.starts_with("rl_") && t.len() == 3 + 48, "{t}");
-        // The same request derives the same token (a retry finds the stored one)...
-        assert_eq!(
+        // A retry re-derives the stored token from the nonce the state machine answers...
+        assert_eq!(t, issued_token(&key, "00112233445566778899aabbccddeeff"));
+        // ...and another nonce, or another secret, gives another token.
+        assert_ne!(t, issued_token(&key, "00112233445566778899aabbccddeef0"));
+        assert_ne!(
             t,
-            derive_token(&key, "admin", "r-1/0", "alice", "worker", &channels)
-        );
-        // ...and any other input, or another secret, another token.
-        let others = [
-            derive_token(&key, "admin2", "r-1/0", "alice", "worker", &channels),
-            derive_token(&key, "admin", "r-2/0", "alice", "worker", &channels),
-            derive_token(&key, "admin", "r-1/0", "bob", "worker", &channels),
-            derive_token(&key, "admin", "r-1/0", "alice", "viewer", &channels),
-            derive_token(&key, "admin", "r-1/0", "alice", "worker", &None),
-            derive_token(&key, "admin", "r-1/0a", "lice", "worker", &channels),
-            derive_token(
+            issued_token(
                 &token_key("other").expect("a key"),
-                "admin",
-                "r-1/0",
-                "alice",
-                "worker",
-                &channels,
-            ),
-        ];
-        for o in others {
-            assert_ne!(o, t);
-        }
+                "00112233445566778899aabbccddeeff"
+            )
+        );
         assert_eq!(token_key(""), None);
         assert_ne!(random_token(), random_token());
     }

@@ -88,5 +88,5 @@ pub fn check_name(field: &str, value: &str) -> ApiResult<()> {
 
 /// An outcome of an unexpected shape (a programming error, reported rather than panicking).
 pub fn unexpected(outcome: Outcome) -> ApiError {
-    ApiError::internal(format!("unexpected outcome {outcome:?}"))
+    ApiError::unexpected_outcome(&outcome)
 }

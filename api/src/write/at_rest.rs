@@ -157,6 +157,10 @@ impl Covered for Command {
             | Command::BumpCounter(_)
             | Command::ConsumeApproval(_)
             | Command::SetPrincipalOrgs(_) => Ok(()),
+            // A request's fingerprint: the wrapped command says what it carries. A token is
+            // stored as its hash, and its nonce is useless without the nodes' token key.
+            Command::Fingerprinted(c) => c.command.each_covered(f),
+            Command::IssueToken(_) => Ok(()),
         }
     }
 }

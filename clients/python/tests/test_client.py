@@ -300,3 +300,35 @@ async def test_a_fifo_claim_decodes_each_reason() -> None:
         got = await c.claim_fifo("outbound", "emr", owner="w1", ttl_ms=1000)
         assert got.item is not None and (got.item.row_id, got.item.fence) == (7, 42)
         assert got.item.destination_name == "emr" and got.item.handler_name is None
+
+
+async def test_a_rate_limited_call_waits_as_told_on_the_same_node() -> None:
+    from raftlane import RateLimitedError
+
+    answers = [
+        httpx.Response(
+            429,
+            headers={"retry-after": "0"},
+            json={"error": {"code": "rate_limited", "message": "m", "retry_after_s": 0}},
+        ),
+        httpx.Response(201, json=ENQUEUED),
+    ]
+    s = Script(lambda r: answers.pop(0))
+    async with s.client() as c:
+        await c.enqueue("lab", "x")
+    assert [r.url.port for r in s.seen] == [7001, 7001], "the limit is per node: same node"
+    assert len({r.headers["request-id"] for r in s.seen}) == 1
+
+    # A wait past the deadline is not slept through: the typed error at once.
+    s = Script(
+        lambda r: httpx.Response(
+            429,
+            headers={"retry-after": "30"},
+            json={"error": {"code": "rate_limited", "message": "m", "retry_after_s": 30}},
+        )
+    )
+    async with s.client(deadline=1.0) as c:
+        with pytest.raises(RateLimitedError) as info:
+            await c.enqueue("lab", "x")
+    assert info.value.retry_after == 30
+    assert len(s.seen) == 1

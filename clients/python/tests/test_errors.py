@@ -12,6 +12,8 @@ from raftlane.errors import (
     ConflictError,
     ForbiddenError,
     NotFoundError,
+    RateLimitedError,
+    RequestIdReusedError,
     StaleFenceError,
     TooLargeError,
     UnauthorizedError,
@@ -38,6 +40,8 @@ def body(**error: object) -> bytes:
         (409, "already_decided", ConflictError),
         (412, "version_mismatch", VersionMismatchError),
         (413, "too_large", TooLargeError),
+        (409, "request_id_reused", RequestIdReusedError),
+        (429, "rate_limited", RateLimitedError),
     ],
 )
 def test_each_code_has_its_class(status: int, code: str, cls: type[ApiError]) -> None:
@@ -89,3 +93,15 @@ def test_a_foreign_body_keeps_its_status() -> None:
     # JSON, but not the error shape.
     e = error_from_response(400, b'{"error": "nope"}')
     assert (e.code, e.field) == ("unknown", None)
+
+
+def test_a_reused_request_id_is_a_conflict_and_a_rate_limit_says_when_to_retry() -> None:
+    e = error_from_response(
+        409, body(code="request_id_reused", message="m", field="Request-Id")
+    )
+    assert isinstance(e, ConflictError) and e.field == "Request-Id"
+    limited = error_from_response(429, body(code="rate_limited", message="m", retry_after_s=3))
+    assert isinstance(limited, RateLimitedError) and limited.retry_after == 3
+    # A 429 from something else (a proxy) is still a rate limit, without a known wait.
+    proxied = error_from_response(429, b"slow down")
+    assert isinstance(proxied, RateLimitedError) and proxied.retry_after is None

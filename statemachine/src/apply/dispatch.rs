@@ -71,5 +71,7 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::BumpCounter(c) => c.apply(cx),
         Command::ConsumeApproval(c) => c.apply(cx),
         Command::SetPrincipalOrgs(c) => c.apply(cx),
+        Command::Fingerprinted(c) => c.apply(cx),
+        Command::IssueToken(c) => c.apply(cx),
     }
 }

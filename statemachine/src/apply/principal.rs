@@ -5,7 +5,7 @@ use crate::apply::{audit, Apply, ApplyResult, Ctx};
 use crate::model::principal::{Principal, Role};
 use crate::rules::validate;
 use crate::tables::principals;
-use crate::wire::command::{PutPrincipal, RevokePrincipal, SetPrincipalOrgs};
+use crate::wire::command::{IssueToken, PutPrincipal, RevokePrincipal, SetPrincipalOrgs};
 use crate::wire::outcome::Outcome;
 use crate::wire::rejection::Rejection;
 
@@ -25,6 +25,28 @@ impl Apply for RevokePrincipal {
     fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
         let RevokePrincipal { name } = self;
         revoke(cx, name)
+    }
+}
+
+/// Longest nonce an [`IssueToken`] may carry (the API draws 32 hex digits).
+const MAX_NONCE_LEN: usize = 64;
+
+/// A principal put with a token the proposer drew at random: the same effects as
+/// [`PutPrincipal`], answered with the nonce so that a retry re-derives the stored token.
+impl Apply for IssueToken {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let IssueToken { principal, nonce } = self;
+        if nonce.len() > MAX_NONCE_LEN || !nonce.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Err(Rejection::invalid(
+                "nonce",
+                format!("must be at most {MAX_NONCE_LEN} ASCII letters or digits"),
+            )
+            .into());
+        }
+        principal.apply(cx)?;
+        Ok(Outcome::TokenIssued {
+            nonce: nonce.clone(),
+        })
     }
 }
 

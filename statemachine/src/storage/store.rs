@@ -110,10 +110,14 @@ pub enum Table {
     /// principal name → Vec<org>: the audit orgs a principal may read and append to (absent:
     /// every org for an unscoped principal, none for a channel-scoped one).
     PrincipalOrgs,
+    // --- Request-Id reuse (docs/SPEC.md §10.5) ---
+    /// actor ‖ request id → [u8; 32]: the fingerprint of the request a remembered answer
+    /// belongs to (see `apply::request`); expires with its `Requests` record.
+    RequestFingerprints,
 }
 
 impl Table {
-    pub const ALL: [Table; 46] = [
+    pub const ALL: [Table; 47] = [
         Table::Meta,
         Table::Messages,
         Table::Rows,
@@ -163,6 +167,8 @@ impl Table {
         // --- security ---
         Table::LeaseOwners,
         Table::PrincipalOrgs,
+        // --- Request-Id reuse ---
+        Table::RequestFingerprints,
     ];
 
     /// Column family name in RocksDB.
@@ -217,6 +223,8 @@ impl Table {
             // --- security ---
             Table::LeaseOwners => "lease_owners",
             Table::PrincipalOrgs => "principal_orgs",
+            // --- Request-Id reuse ---
+            Table::RequestFingerprints => "request_fingerprints",
         }
     }
 

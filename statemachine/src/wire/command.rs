@@ -137,6 +137,9 @@ pub enum Command {
     ConsumeApproval(ConsumeApproval),
     // --- security (docs/SPEC.md §9.4) ---
     SetPrincipalOrgs(SetPrincipalOrgs),
+    // --- Request-Id reuse and random tokens (docs/SPEC.md §10.5, §9.1) ---
+    Fingerprinted(Fingerprinted),
+    IssueToken(IssueToken),
 }
 
 impl Command {
@@ -208,6 +211,9 @@ impl Command {
             Command::BumpCounter(_) => "bump_counter",
             Command::ConsumeApproval(_) => "consume_approval",
             Command::SetPrincipalOrgs(_) => "set_principal_orgs",
+            // A wrapper, not a command of its own: metrics and logs count what it carries.
+            Command::Fingerprinted(c) => c.command.name(),
+            Command::IssueToken(_) => "issue_token",
         }
     }
 }
@@ -924,6 +930,33 @@ pub struct ConsumeApproval {
 pub struct SetPrincipalOrgs {
     pub name: String,
     pub orgs: Option<Vec<String>>,
+}
+
+// --- Request-Id reuse and random tokens ---
+
+/// `command`, bound to the HTTP request that proposed it (docs/SPEC.md §10.5). `fingerprint`
+/// is the SHA-256 the API computed over that request (method, path and query, the headers that
+/// feed commands, the body); it is stored beside the remembered answer of the envelope's request
+/// id, and a later envelope with the same `(actor, request id)` but another fingerprint is
+/// refused with [`Rejection::RequestIdReused`](crate::wire::rejection::Rejection) instead of
+/// being answered the first request's outcome. The API proposes it only for a client-chosen
+/// `Request-Id` (a node-drawn id cannot be reused by anyone). In test mode it sits inside
+/// [`AtClientTime`], never around it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprinted {
+    pub fingerprint: [u8; 32],
+    pub command: Box<Command>,
+}
+
+/// [`PutPrincipal`] with a token the proposer drew at random (`POST /v1/tokens`, docs/SPEC.md
+/// §9.1): `nonce` is the random value the token is derived from under a key only the nodes
+/// hold (the token itself never enters the log). Answers `TokenIssued { nonce }`, so a retry of
+/// the same request, answered with the remembered outcome, re-derives the very token that was
+/// stored; a new request draws a new nonce and so a new token.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IssueToken {
+    pub principal: PutPrincipal,
+    pub nonce: String,
 }
 
 #[cfg(test)]

@@ -70,6 +70,35 @@ pub enum Outcome {
     },
     /// A group's leadership lease after a campaign (docs/SPEC.md §15.2).
     Leader(crate::model::coordination::LeaderLease),
+    /// [`IssueToken`](crate::wire::command::IssueToken): the nonce the stored token was
+    /// derived from (a retry re-derives the token from it).
+    TokenIssued {
+        nonce: String,
+    },
+}
+
+impl Outcome {
+    /// The variant's name, for an error that must say what came back without showing it (a
+    /// remembered answer may carry payloads or other callers' data).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Outcome::Enqueued { .. } => "enqueued",
+            Outcome::Claimed(_) => "claimed",
+            Outcome::FifoClaimed(_) => "fifo_claimed",
+            Outcome::Count(_) => "count",
+            Outcome::HandedOff(_) => "handed_off",
+            Outcome::Reingressed(_) => "reingressed",
+            Outcome::Failed { .. } => "failed",
+            Outcome::ConfigVersion(_) => "config_version",
+            Outcome::Audit { .. } => "audit",
+            Outcome::Approval(_) => "approval",
+            Outcome::Done => "done",
+            Outcome::Batch(_) => "batch",
+            Outcome::Repeated { .. } => "repeated",
+            Outcome::Leader(_) => "leader",
+            Outcome::TokenIssued { .. } => "token_issued",
+        }
+    }
 }
 
 /// What `apply` returns for one command.

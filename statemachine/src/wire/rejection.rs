@@ -68,6 +68,12 @@ pub enum Rejection {
     /// A claim, renewal or release under an owner name another principal claims under.
     #[error("the lease owner '{owner}' belongs to principal {principal}; claim under an owner name of your own")]
     OwnerOfAnother { owner: String, principal: String },
+    // --- Request-Id reuse (docs/SPEC.md §10.5) ---
+    /// The `(actor, request id)` already answered a different request (another route, path,
+    /// body or command-bearing header) inside the window the answer is remembered: the first
+    /// answer is not handed to a request it does not belong to, and nothing is applied.
+    #[error("request id {request_id} was already used for a different request")]
+    RequestIdReused { request_id: String },
 }
 
 impl Rejection {
@@ -99,6 +105,7 @@ impl Rejection {
             Rejection::AlreadyExists { .. } => "already_exists",
             Rejection::ApprovalNotUsable { .. } => "approval_not_usable",
             Rejection::OwnerOfAnother { .. } => "owner_of_another_principal",
+            Rejection::RequestIdReused { .. } => "request_id_reused",
         }
     }
 }

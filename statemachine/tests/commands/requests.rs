@@ -176,3 +176,200 @@ fn a_repeat_of_a_batched_request_reports_the_entry_index() {
         })
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Request ids bound to their request (docs/SPEC.md §10.5)
+// ---------------------------------------------------------------------------------------------
+
+fn bound(fingerprint: u8, command: Command) -> Command {
+    use raftlane_statemachine::wire::command::Fingerprinted;
+    Command::Fingerprinted(Fingerprinted {
+        fingerprint: [fingerprint; 32],
+        command: Box::new(command),
+    })
+}
+
+/// Before: a request id reused for another request was answered the first request's outcome
+/// (the second message silently dropped, or another route's answer handed back).
+#[test]
+fn a_request_id_reused_for_another_request_is_refused_and_changes_nothing() {
+    let mut h = Harness::new();
+    let first_index = h.next_index();
+    let first = h.run_request("p", "r-1/0", bound(1, enqueue_cmd("orders", "first", None)));
+    assert!(matches!(first, Ok(Outcome::Enqueued { .. })), "{first:?}");
+    let before = h.digest();
+
+    // Another body (another fingerprint) under the same id: refused, the message not dropped
+    // silently, and nothing changes.
+    let reused = h.run_request(
+        "p",
+        "r-1/0",
+        bound(2, enqueue_cmd("orders", "second", None)),
+    );
+    assert_eq!(
+        reused,
+        Err(Rejection::RequestIdReused {
+            request_id: "r-1/0".into()
+        })
+    );
+    assert_eq!(reused.clone().unwrap_err().code(), "request_id_reused");
+    // Another command altogether (another route): refused too, never the first answer.
+    let other_route = h.run_request("p", "r-1/0", bound(3, Command::ExpireRecords));
+    assert_eq!(other_route, reused);
+    // A proposer that sent no fingerprint does not get a bound answer either.
+    let unbound = h.run_request("p", "r-1/0", enqueue_cmd("orders", "first", None));
+    assert_eq!(unbound, reused);
+    assert_eq!(h.digest(), before, "a refused reuse changes nothing");
+
+    // The same request again (same fingerprint) still gets its first answer.
+    let retry = h.run_request("p", "r-1/0", bound(1, enqueue_cmd("orders", "first", None)));
+    assert_eq!(
+        retry,
+        Ok(Outcome::Repeated {
+            index: first_index,
+            response: Box::new(first),
+        })
+    );
+    assert_eq!(h.digest(), before);
+}
+
+/// The fingerprint is the request's, not the command's: a retry whose command differs in what
+/// the proposer stamps (time, a test client's time, sealed values) is the same request.
+#[test]
+fn a_retry_is_judged_by_its_fingerprint_also_under_a_client_time() {
+    use raftlane_statemachine::wire::command::AtClientTime;
+    let mut h = Harness::new();
+    let at = |now_ms: u64, command: Command| {
+        Command::AtClientTime(AtClientTime {
+            now_ms,
+            command: Box::new(command),
+        })
+    };
+    let first = h.run_request("p", "r", at(5_000, bound(7, enqueue_cmd("c", "x", None))));
+    assert!(matches!(first, Ok(Outcome::Enqueued { .. })), "{first:?}");
+    h.advance(50);
+    let retry = h.run_request("p", "r", at(9_000, bound(7, enqueue_cmd("c", "x", None))));
+    assert!(matches!(retry, Ok(Outcome::Repeated { .. })), "{retry:?}");
+    let reused = h.run_request("p", "r", at(5_000, bound(8, enqueue_cmd("c", "x", None))));
+    assert!(
+        matches!(reused, Err(Rejection::RequestIdReused { .. })),
+        "{reused:?}"
+    );
+    // The wrapper carries one plain command: test mode's time goes around it, not inside.
+    let nested = h.run_request("p", "r-2", bound(9, at(5_000, enqueue_cmd("c", "x", None))));
+    assert!(
+        matches!(nested, Err(Rejection::Invalid { .. })),
+        "{nested:?}"
+    );
+}
+
+#[test]
+fn a_bound_answer_expires_with_its_fingerprint_and_the_id_is_free_again() {
+    use raftlane_statemachine::apply::request::REQUEST_TTL_MS;
+    use raftlane_statemachine::storage::store::Direction;
+    let mut h = Harness::new();
+    h.run_request("p", "r", bound(1, enqueue_cmd("c", "x", None)))
+        .expect("enqueued");
+    let fingerprints = |h: &Harness| {
+        h.sm.store()
+            .scan(Table::RequestFingerprints, &[], None, Direction::Forward)
+            .expect("scan")
+            .count()
+    };
+    assert_eq!(fingerprints(&h), 1);
+    h.advance(REQUEST_TTL_MS + 1);
+    assert_eq!(h.ok(Command::ExpireRecords), Outcome::Count(1));
+    assert_eq!(fingerprints(&h), 0, "the fingerprint went with its record");
+    let after = h.run_request("p", "r", bound(2, enqueue_cmd("c", "y", None)));
+    assert!(matches!(after, Ok(Outcome::Enqueued { .. })), "{after:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random tokens (docs/SPEC.md §9.1)
+// ---------------------------------------------------------------------------------------------
+
+fn issue(name: &str, hash: &str, nonce: &str) -> Command {
+    use raftlane_statemachine::wire::command::IssueToken;
+    Command::IssueToken(IssueToken {
+        principal: PutPrincipal {
+            name: name.into(),
+            token_hash: hash.into(),
+            role: Role::Viewer,
+            channels: None,
+        },
+        nonce: nonce.into(),
+    })
+}
+
+/// The finding: re-creating a revoked principal with a reused Request-Id after the window gave
+/// back the same token. A token issued anew stores the new request's hash, and a retry inside
+/// the window is answered the first nonce (from which the API re-derives the first token).
+#[test]
+fn an_issued_token_answers_its_nonce_and_a_reuse_after_the_window_issues_anew() {
+    use raftlane_statemachine::apply::request::REQUEST_TTL_MS;
+    let mut h = Harness::new();
+    let holder = |h: &Harness, hash: &str| {
+        h.sm.read()
+            .principal_by_token_hash(hash)
+            .expect("read")
+            .map(|p| p.name)
+    };
+    let first = h.run_request(
+        "admin",
+        "mint/0",
+        bound(1, issue("alice", &token_hash('a'), "n1")),
+    );
+    assert_eq!(first, Ok(Outcome::TokenIssued { nonce: "n1".into() }));
+    assert_eq!(holder(&h, &token_hash('a')).as_deref(), Some("alice"));
+    // A retry (its proposer drew another nonce and hash) is answered the first nonce and
+    // changes nothing: the stored token is still the first one.
+    let retry = h.run_request(
+        "admin",
+        "mint/0",
+        bound(1, issue("alice", &token_hash('b'), "n2")),
+    );
+    let Ok(Outcome::Repeated { response, .. }) = retry else {
+        panic!("a repeat: {retry:?}")
+    };
+    assert_eq!(*response, first);
+    assert_eq!(holder(&h, &token_hash('b')), None);
+
+    // Revoked, then re-created with the same Request-Id after the window: a new token.
+    h.ok_as(
+        "admin",
+        Command::RevokePrincipal(RevokePrincipal {
+            name: "alice".into(),
+        }),
+    );
+    h.advance(REQUEST_TTL_MS + 1);
+    h.ok(Command::ExpireRecords);
+    let again = h.run_request(
+        "admin",
+        "mint/0",
+        bound(1, issue("alice", &token_hash('c'), "n3")),
+    );
+    assert_eq!(again, Ok(Outcome::TokenIssued { nonce: "n3".into() }));
+    assert_eq!(
+        holder(&h, &token_hash('a')),
+        None,
+        "the old token stays refused"
+    );
+    assert_eq!(holder(&h, &token_hash('c')).as_deref(), Some("alice"));
+}
+
+#[test]
+fn an_issued_token_checks_its_nonce_and_principal() {
+    let mut h = Harness::new();
+    h.reject(
+        issue("alice", &token_hash('a'), "not hex!"),
+        invalid("nonce", "must be at most 64 ASCII letters or digits"),
+    );
+    h.reject(
+        issue("alice", &token_hash('a'), &"a".repeat(65)),
+        invalid("nonce", "must be at most 64 ASCII letters or digits"),
+    );
+    h.reject(
+        issue("alice", "short", "n1"),
+        invalid("token_hash", "must be 64 lowercase hex digits (SHA-256)"),
+    );
+}

@@ -209,6 +209,7 @@ impl NodeCluster {
             tuning: self.options.tuning.clone(),
             test_client_clock: false,
             metrics_token_required: false,
+            rate_limit: Default::default(),
         })
     }
 
@@ -331,6 +332,7 @@ impl NodeCluster {
             tuning: self.options.tuning.clone(),
             test_client_clock: false,
             metrics_token_required: false,
+            rate_limit: Default::default(),
         };
         server::start_on(opts, listener)
             .await

@@ -327,6 +327,15 @@ class _Shared:
         self.http = httpx.AsyncClient(timeout=timeout, transport=transport)
 
 
+
+def _retry_after_s(r: httpx.Response) -> float | None:
+    """A 429's ``Retry-After`` in seconds (raftlane sends whole seconds), if it has one."""
+    try:
+        v = float(r.headers.get("retry-after", ""))
+    except ValueError:
+        return None
+    return v if 0 <= v <= 3600 else None
+
 class Client:
     """An async client for a raftlane cluster.
 
@@ -488,6 +497,15 @@ class Client:
             else:
                 if r.status_code in ok or 200 <= r.status_code < 300:
                     return r
+                if r.status_code == 429:
+                    # Over the token's rate on this node (docs/SPEC.md §10.5): nothing was done;
+                    # wait as told and ask the same node again, if the deadline allows.
+                    wait = _retry_after_s(r)
+                    if wait is None or time.monotonic() - started + wait > self._deadline:
+                        raise error_from_response(r.status_code, r.content)
+                    last, last_status = f"{method} {url}: 429 {r.text[:200]}", 429
+                    await asyncio.sleep(wait)
+                    continue
                 if r.status_code != 503:
                     raise error_from_response(r.status_code, r.content)
                 last, last_status = f"{method} {url}: 503 {r.text[:200]}", 503

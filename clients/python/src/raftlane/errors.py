@@ -19,6 +19,8 @@ __all__ = [
     "ForbiddenError",
     "NotFoundError",
     "RaftlaneError",
+    "RateLimitedError",
+    "RequestIdReusedError",
     "StaleFenceError",
     "TooLargeError",
     "UnauthorizedError",
@@ -105,8 +107,25 @@ class VersionMismatchError(ApiError):
         return v if isinstance(v, int) else None
 
 
+class RequestIdReusedError(ConflictError):
+    """409 ``request_id_reused``: this ``Request-Id`` already answered a different request
+    (another route, path or body) within the last 120 s; nothing was applied. Send the request
+    again with a new ``Request-Id`` (docs/SPEC.md §10.5)."""
+
+
 class TooLargeError(ApiError):
     """413 ``too_large``: the body is over the node's ``--max-body-bytes``."""
+
+
+class RateLimitedError(ApiError):
+    """429 ``rate_limited``: the token is over its request rate on that node
+    (``--rate-limit-per-token``); nothing was done. ``retry_after`` is how many seconds to wait
+    (the ``Retry-After`` header, also in the body as ``retry_after_s``)."""
+
+    @property
+    def retry_after(self) -> int | None:
+        v = self.extra.get("retry_after_s")
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 _BY_CODE: dict[str, type[ApiError]] = {
@@ -119,6 +138,8 @@ _BY_CODE: dict[str, type[ApiError]] = {
     "wrong_status": WrongStatusError,
     "version_mismatch": VersionMismatchError,
     "too_large": TooLargeError,
+    "request_id_reused": RequestIdReusedError,
+    "rate_limited": RateLimitedError,
 }
 
 _BY_STATUS: dict[int, type[ApiError]] = {
@@ -129,6 +150,7 @@ _BY_STATUS: dict[int, type[ApiError]] = {
     409: ConflictError,
     412: VersionMismatchError,
     413: TooLargeError,
+    429: RateLimitedError,
 }
 
 
