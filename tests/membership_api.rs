@@ -125,7 +125,8 @@ async fn membership_changes_sent_to_a_follower_reach_the_leader() {
     // Writes through the follower still work, and the new voter applies them too.
     let m = c.enqueue("lab", "MSH|after-join", None).await.unwrap();
     let newcomer = everyone.pinned(3);
-    let view = serde_json::to_value(newcomer.message(m.message_id).await.unwrap()).unwrap();
+    let view =
+        serde_json::to_value(newcomer.message_with_bodies(m.message_id).await.unwrap()).unwrap();
     assert_eq!(view["message"]["channel_id"], "lab");
     assert_eq!(view["message"]["raw"], "MSH|after-join");
     let digest = cluster
@@ -173,7 +174,7 @@ async fn a_token_creation_retried_on_another_node_returns_the_stored_token() {
         assert!(stats.is_ok(), "node {}: {stats:?}", i + 1);
     }
 
-    // The same id for another principal is refused: its token was never stored.
+    // The same id for another principal is refused: it names another request (another body).
     let e = other
         .for_request("mint-svc")
         .request(
@@ -184,6 +185,6 @@ async fn a_token_creation_retried_on_another_node_returns_the_stored_token() {
         .await
         .unwrap_err();
     assert_eq!(e.status(), Some(409), "{e}");
-    assert_eq!(e.code(), Some("token_not_issued"));
+    assert_eq!(e.code(), Some("request_id_reused"));
     cluster.shutdown().await;
 }

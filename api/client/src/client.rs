@@ -417,11 +417,19 @@ impl Client {
         }
     }
 
+    /// A message with its events, rows and responses, without bodies.
     pub async fn message(&self, id: MessageId) -> Result<MessageDetail, ClientError> {
         let v = self
             .request(Method::GET, &format!("/v1/messages/{id}"), None)
             .await?;
         Self::decode(v)
+    }
+
+    /// [`Client::message`] with its bodies, read for processing (`record_view=false`: the caller
+    /// needs role worker or above; docs/SPEC.md §9.7).
+    pub async fn message_with_bodies(&self, id: MessageId) -> Result<MessageDetail, ClientError> {
+        let path = format!("/v1/messages/{id}?body=true&record_view=false");
+        Self::decode(self.request(Method::GET, &path, None).await?)
     }
 
     /// `(last_applied, digest)` of the node that answers.
