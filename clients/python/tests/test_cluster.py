@@ -95,7 +95,7 @@ async def test_enqueue_claim_handoff_done(client: Client, name: str) -> None:
     if page.next_cursor is not None:
         assert (await client.message_page(channel=name, cursor=page.next_cursor)).messages == []
     # Lists and plain reads carry no body; a body read is recorded as a `viewed` event.
-    assert listed[0].raw is None and view.message.raw is None
+    assert not hasattr(listed[0], "raw") and view.message.raw is None
     assert all(r.payload is None for r in view.rows)
     seen = await client.message(sent.message_id, body=True, viewer="dr.who")
     assert seen.message.raw == "MSH|1" and seen.viewed_index is not None
@@ -149,7 +149,7 @@ async def test_fail_backoff_dead_letter_replay_and_purge(client: Client, name: s
     await asyncio.sleep(0.05)
     assert (await client.purge("dead_letters", older_than_ms=0)).purged >= 1
     (purged,) = await client.dead_letters(destination=dest)
-    assert (purged.payload, purged.last_error) == (None, None)
+    assert purged.last_error is None and not hasattr(purged, "payload")
     (row,) = (await client.message(mid, body=True, record_view=False)).rows
     assert (row.payload, row.status) == ("", "dead")
 

@@ -96,9 +96,7 @@ def test_a_foreign_body_keeps_its_status() -> None:
 
 
 def test_a_reused_request_id_is_a_conflict_and_a_rate_limit_says_when_to_retry() -> None:
-    e = error_from_response(
-        409, body(code="request_id_reused", message="m", field="Request-Id")
-    )
+    e = error_from_response(409, body(code="request_id_reused", message="m", field="Request-Id"))
     assert isinstance(e, ConflictError) and e.field == "Request-Id"
     limited = error_from_response(429, body(code="rate_limited", message="m", retry_after_s=3))
     assert isinstance(limited, RateLimitedError) and limited.retry_after == 3

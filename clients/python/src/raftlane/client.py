@@ -327,7 +327,6 @@ class _Shared:
         self.http = httpx.AsyncClient(timeout=timeout, transport=transport)
 
 
-
 def _retry_after_s(r: httpx.Response) -> float | None:
     """A 429's ``Retry-After`` in seconds (raftlane sends whole seconds), if it has one."""
     try:
@@ -335,6 +334,7 @@ def _retry_after_s(r: httpx.Response) -> float | None:
     except ValueError:
         return None
     return v if 0 <= v <= 3600 else None
+
 
 class Client:
     """An async client for a raftlane cluster.
@@ -619,6 +619,7 @@ class Client:
         )
         return page.messages
 
+    @_route("get", "/v1/messages", answer=MessageList)
     async def message_page(
         self,
         *,

@@ -107,7 +107,9 @@ class Correlation:
 
 
 @dataclass(frozen=True)
-class Message:
+class MessageMeta:
+    """A message without its body: what lists carry (SPEC §9.7)."""
+
     id: int
     channel_id: str
     received_at: int
@@ -122,7 +124,11 @@ class Message:
     metadata: str | None = None
     correlation: Correlation | None = None
     idempotency_key: str | None = None
-    #: The body: only in ``message(id, body=True)`` (lists and plain reads carry none).
+
+
+@dataclass(frozen=True)
+class Message(MessageMeta):
+    #: The body: only in ``message(id, body=True)`` (plain reads carry none).
     raw: str | None = None
 
 
@@ -142,7 +148,9 @@ class Claim:
 
 
 @dataclass(frozen=True)
-class WorkRow:
+class RowMeta:
+    """A work row without its payload: what the dead-letter list carries."""
+
     id: int
     message_id: int
     stage: str
@@ -157,6 +165,10 @@ class WorkRow:
     last_error: str | None = None
     claim: Claim | None = None
     last_fence: int | None = None
+
+
+@dataclass(frozen=True)
+class WorkRow(RowMeta):
     #: The payload: only in ``message(id, body=True)``.
     payload: str | None = None
 
@@ -186,7 +198,7 @@ class MessageView:
 
 
 @dataclass(frozen=True)
-class ListedMessage(Message):
+class ListedMessage(MessageMeta):
     """A message as ``GET /v1/messages`` lists it: with its newest event's kind."""
 
     last_event: str | None = None
@@ -200,7 +212,7 @@ class MessageList:
 
 
 @dataclass(frozen=True)
-class DeadLetterRow(WorkRow):
+class DeadLetterRow(RowMeta):
     """A dead outbound row with its message's identifying fields."""
 
     control_id: str | None = None
