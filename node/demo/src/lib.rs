@@ -269,18 +269,20 @@ pub async fn run(client: &Client, nodes: &[String], messages: u32) -> anyhow::Re
 async fn count_processed(client: &Client) -> anyhow::Result<u64> {
     const PAGE: u64 = 1000;
     let mut total = 0;
+    let mut cursor = String::new();
     loop {
         let page = client
             .request(
                 hyper::Method::GET,
-                &format!("/v1/messages?status=processed&limit={PAGE}&offset={total}"),
+                &format!("/v1/messages?status=processed&limit={PAGE}{cursor}"),
                 None,
             )
             .await?;
-        let n = page["messages"].as_array().map_or(0, |a| a.len() as u64);
-        total += n;
-        if n < PAGE {
-            return Ok(total);
+        total += page["messages"].as_array().map_or(0, |a| a.len() as u64);
+        // The list is paged by cursor (a page also stops after examining 10,000 messages).
+        match page["next_cursor"].as_u64() {
+            Some(next) => cursor = format!("&cursor={next}"),
+            None => return Ok(total),
         }
     }
 }
