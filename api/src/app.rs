@@ -39,6 +39,8 @@ pub struct ApiConfig {
     /// `GET /metrics` needs a token of a principal that may read every channel (its totals span
     /// every channel, like `/v1/stats`); off by default so a Prometheus scraper needs none.
     pub metrics_token_required: bool,
+    /// Dial other nodes over TLS with this CA and client identity (docs/SPEC.md §9.6).
+    pub peer_tls: Option<raftlane_client::tls::ClientTls>,
 }
 
 impl Default for ApiConfig {
@@ -54,6 +56,7 @@ impl Default for ApiConfig {
             keyring: None,
             test_client_clock: false,
             metrics_token_required: false,
+            peer_tls: None,
         }
     }
 }
@@ -84,6 +87,7 @@ impl AppState {
             peer_timeout: config.peer_timeout,
             membership_timeout: config.membership_timeout,
             keyring: config.keyring.clone(),
+            peer_tls: config.peer_tls.clone(),
         };
         Arc::new(Self {
             writes: Proposer::start(backend.clone(), settings, metrics.clone()),

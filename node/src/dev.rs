@@ -111,6 +111,8 @@ async fn start_cluster(
             tuning: Tuning::default(),
             test_client_clock: false,
             metrics_token_required: false,
+            tls: None,
+            conn_limits: Default::default(),
         };
         nodes.push(
             server::start(opts)
