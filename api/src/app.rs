@@ -42,6 +42,8 @@ pub struct ApiConfig {
     /// Requests per second (and burst) each token may send to this node; off by default
     /// (`crate::rate_limit`, docs/SPEC.md §10.5).
     pub rate_limit: crate::rate_limit::RateLimit,
+    /// Dial other nodes over TLS with this CA and client identity (docs/SPEC.md §9.6).
+    pub peer_tls: Option<raftlane_client::tls::ClientTls>,
 }
 
 impl Default for ApiConfig {
@@ -58,6 +60,7 @@ impl Default for ApiConfig {
             test_client_clock: false,
             metrics_token_required: false,
             rate_limit: crate::rate_limit::RateLimit::default(),
+            peer_tls: None,
         }
     }
 }
@@ -90,6 +93,7 @@ impl AppState {
             peer_timeout: config.peer_timeout,
             membership_timeout: config.membership_timeout,
             keyring: config.keyring.clone(),
+            peer_tls: config.peer_tls.clone(),
         };
         Arc::new(Self {
             writes: Proposer::start(backend.clone(), settings, metrics.clone()),

@@ -28,7 +28,8 @@ use raftlane_raft::auth::{ClusterAuth, Verified, AUTH_HEADER};
 use raftlane_statemachine::{codec, Envelope};
 use std::sync::Arc;
 
-/// Check everything but the body: the signature's shape, freshness and head MAC.
+/// Check everything but the body: the signature's shape, that it was made for this node, its
+/// freshness, head MAC and nonce (a replay is refused).
 fn check_head<'a>(
     state: &'a AppState,
     headers: &HeaderMap,
@@ -48,7 +49,7 @@ fn check_head<'a>(
     }
     let header = headers.get(AUTH_HEADER).and_then(|v| v.to_str().ok());
     let head = auth
-        .check_head(header, path, crate::app::now_ms())
+        .check_head(header, path, state.backend.node_id(), crate::app::now_ms())
         .map_err(refused)?;
     Ok((auth, head))
 }

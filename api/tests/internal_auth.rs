@@ -1,8 +1,8 @@
 //! The node-to-node routes (`/internal/...`) accept only requests signed with the cluster
 //! secret (HMAC over path, timestamp and body, as the Raft transport): the secret itself in the
 //! old plain-text header, a wrong key, a signature of another route or body, or a stale one are
-//! refused with 401 and nothing is written. A captured signed proposal replayed is answered as a
-//! repeat, not applied again.
+//! refused with 401 and nothing is written. A captured signed proposal replayed is refused
+//! (401: its nonce was used), and so is one signed for another node.
 
 use axum::http::Method;
 use raftlane_api::app::now_ms;
@@ -19,6 +19,8 @@ use serde_json::Value;
 
 const ADMIN: &str = "admin-secret";
 const SECRET: &str = "cluster-secret";
+/// The node id of the kit's local backend: what calls to it are signed for.
+const NODE: u64 = 1;
 
 /// The kit's API on a fresh local backend, with this file's helpers.
 struct Api(LocalApi);
@@ -105,26 +107,26 @@ async fn internal_routes_refuse_anything_but_a_valid_signature() {
         ("nothing", vec![]),
         (
             "wrong key",
-            vec![(AUTH_HEADER, wrong_key.sign(PATH_PROPOSE, now, &body))],
+            vec![(AUTH_HEADER, wrong_key.sign(NODE, PATH_PROPOSE, now, &body))],
         ),
         (
             "another route's signature",
-            vec![(AUTH_HEADER, good.sign(PATH_READ_INDEX, now, &body))],
+            vec![(AUTH_HEADER, good.sign(NODE, PATH_READ_INDEX, now, &body))],
         ),
         (
             "another body's signature",
-            vec![(AUTH_HEADER, good.sign(PATH_PROPOSE, now, b"other"))],
+            vec![(AUTH_HEADER, good.sign(NODE, PATH_PROPOSE, now, b"other"))],
         ),
         (
             "stale signature",
-            vec![(AUTH_HEADER, good.sign(PATH_PROPOSE, stale, &body))],
+            vec![(AUTH_HEADER, good.sign(NODE, PATH_PROPOSE, stale, &body))],
         ),
         ("malformed", vec![(AUTH_HEADER, "1.zz.zz".to_string())]),
         (
             "plain secret beside a wrong signature",
             vec![
                 (LEGACY_SECRET_HEADER, SECRET.to_string()),
-                (AUTH_HEADER, wrong_key.sign(PATH_PROPOSE, now, &body)),
+                (AUTH_HEADER, wrong_key.sign(NODE, PATH_PROPOSE, now, &body)),
             ],
         ),
     ];
@@ -145,7 +147,10 @@ async fn internal_routes_refuse_anything_but_a_valid_signature() {
         .send(Method::POST, PATH_MEMBERSHIP, &plain, change.clone())
         .await;
     assert_unauthorized(status, &raw, "membership with the plain secret");
-    let wrong = [(AUTH_HEADER, wrong_key.sign(PATH_MEMBERSHIP, now, &change))];
+    let wrong = [(
+        AUTH_HEADER,
+        wrong_key.sign(NODE, PATH_MEMBERSHIP, now, &change),
+    )];
     let (status, raw) = api
         .send(Method::POST, PATH_MEMBERSHIP, &wrong, change)
         .await;
@@ -157,28 +162,45 @@ async fn internal_routes_refuse_anything_but_a_valid_signature() {
 
     // A valid signature is accepted and the proposal applied...
     let auth = raftlane_api::write::signing::cluster_auth(SECRET).expect("a secret");
-    let headers = [signature(&auth, PATH_PROPOSE, &body)];
+    let headers = [signature(&auth, NODE, PATH_PROPOSE, &body)];
     let (status, raw) = api
         .send(Method::POST, PATH_PROPOSE, &headers, body.clone())
         .await;
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&raw));
     let result: Result<(u64, Response), ProposeError> = codec::decode(&raw).expect("decode");
-    let Ok((index, Ok(Outcome::Audit { seq: 0, .. }))) = result else {
+    let Ok((_, Ok(Outcome::Audit { seq: 0, .. }))) = result else {
         panic!("{result:?}");
     };
     assert_eq!(api.audit_count().await, 1);
     let after = api.digest().await;
 
-    // ...and the same request captured and replayed is answered as a repeat: nothing new.
+    // ...and the same request captured and replayed is refused (before 2026-12-05 it was
+    // served within the freshness window, answered as a repeat): nothing new either way.
     let (status, raw) = api.send(Method::POST, PATH_PROPOSE, &headers, body).await;
-    assert_eq!(status, 200);
-    let result: Result<(u64, Response), ProposeError> = codec::decode(&raw).expect("decode");
-    assert!(
-        matches!(&result, Ok((_, Ok(Outcome::Repeated { index: i, .. }))) if *i == index),
-        "{result:?}"
-    );
+    assert_unauthorized(status, &raw, "a replayed signed proposal");
+    assert!(String::from_utf8_lossy(&raw).contains("replayed"));
     assert_eq!(api.audit_count().await, 1);
     assert_eq!(api.digest().await["digest"], after["digest"]);
+}
+
+#[tokio::test]
+async fn a_call_signed_for_another_node_is_refused() {
+    let api = start().await;
+    let before = api.digest().await;
+    let auth = raftlane_api::write::signing::cluster_auth(SECRET).expect("a secret");
+    let body = forged_audit("fwd-other-node/0");
+    // Signed with the right secret, fresh, for this route and body: but for node 2.
+    let headers = [signature(&auth, NODE + 1, PATH_PROPOSE, &body)];
+    let (status, raw) = api
+        .send(Method::POST, PATH_PROPOSE, &headers, body.clone())
+        .await;
+    assert_unauthorized(status, &raw, "a call signed for node 2");
+    assert!(String::from_utf8_lossy(&raw).contains("node 2"));
+    assert_eq!(api.digest().await, before);
+    // The same call signed for this node passes.
+    let headers = [signature(&auth, NODE, PATH_PROPOSE, &body)];
+    let (status, raw) = api.send(Method::POST, PATH_PROPOSE, &headers, body).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&raw));
 }
 
 #[tokio::test]
@@ -186,7 +208,7 @@ async fn a_signed_membership_change_reaches_the_backend() {
     let api = start().await;
     let auth = raftlane_api::write::signing::cluster_auth(SECRET).expect("a secret");
     let change = codec::encode(&MembershipChange::SetVoters(vec![1]));
-    let headers = [signature(&auth, PATH_MEMBERSHIP, &change)];
+    let headers = [signature(&auth, NODE, PATH_MEMBERSHIP, &change)];
     let (status, raw) = api
         .send(Method::POST, PATH_MEMBERSHIP, &headers, change)
         .await;
@@ -198,7 +220,7 @@ async fn a_signed_membership_change_reaches_the_backend() {
         "{result:?}"
     );
     // A garbage body under a valid signature is a 400 naming the body.
-    let headers = [signature(&auth, PATH_MEMBERSHIP, b"garbage")];
+    let headers = [signature(&auth, NODE, PATH_MEMBERSHIP, b"garbage")];
     let (status, raw) = api
         .send(Method::POST, PATH_MEMBERSHIP, &headers, b"garbage".to_vec())
         .await;

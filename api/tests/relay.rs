@@ -96,7 +96,7 @@ async fn forward_concurrently(addr: &str, n: u64) -> Relay {
     );
     let calls = (0..n).map(|i| {
         let relay = relay.clone();
-        async move { (i, relay.propose(addr, enqueue(i)).await) }
+        async move { (i, relay.propose(1, addr, enqueue(i)).await) }
     });
     for (i, got) in futures::future::join_all(calls).await {
         match got {
@@ -138,7 +138,7 @@ async fn an_unreachable_leader_fails_every_write_as_retryable() {
         PeerClient::new(Duration::from_secs(2)),
         cluster_auth("secret"),
     );
-    let got = relay.propose("127.0.0.1:1", enqueue(1)).await;
+    let got = relay.propose(1, "127.0.0.1:1", enqueue(1)).await;
     assert!(matches!(got, Err(ProposeError::Unavailable(_))), "{got:?}");
 }
 
@@ -146,7 +146,7 @@ async fn an_unreachable_leader_fails_every_write_as_retryable() {
 async fn without_a_cluster_secret_nothing_is_forwarded() {
     let (addr, seen) = leader(true).await;
     let relay = Relay::start(PeerClient::new(Duration::from_secs(2)), None);
-    let got = relay.propose(&addr, enqueue(1)).await;
+    let got = relay.propose(1, &addr, enqueue(1)).await;
     assert!(matches!(got, Err(ProposeError::Fatal(_))), "{got:?}");
     assert_eq!(seen.batch_calls.load(Ordering::Relaxed), 0);
 }

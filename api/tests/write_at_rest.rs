@@ -48,6 +48,7 @@ impl Node {
             peer_timeout: Duration::from_secs(2),
             membership_timeout: Duration::from_secs(2),
             keyring,
+            peer_tls: None,
         };
         Node {
             writes: Proposer::start(dyn_backend, settings, Arc::new(Metrics::default())),

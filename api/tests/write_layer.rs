@@ -21,6 +21,7 @@ fn settings() -> Settings {
         peer_timeout: Duration::from_secs(2),
         membership_timeout: Duration::from_secs(2),
         keyring: None,
+        peer_tls: None,
     }
 }
 

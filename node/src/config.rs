@@ -1,7 +1,9 @@
 //! Node configuration: command-line flags, `RAFTLANE_*` environment variables and an optional
 //! TOML file, in that order of precedence.
 
+use crate::listener::ConnLimits;
 use crate::server::NodeOptions;
+use crate::tls::TlsFiles;
 use anyhow::{bail, Context};
 use clap::Args;
 use raftlane_raft::Tuning;
@@ -9,6 +11,7 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// `raftlane node` flags. Each can also be set by its environment variable or in `--config`.
 #[derive(Args, Debug, Clone, Default)]
@@ -77,6 +80,29 @@ pub struct NodeArgs {
     /// least 1).
     #[arg(long, env = "RAFTLANE_RATE_LIMIT_BURST")]
     pub rate_limit_burst: Option<u32>,
+    /// Serve HTTPS (API, Raft RPCs and node-to-node calls) with this PEM certificate chain;
+    /// needs --tls-key. Peers are then dialled over TLS too. Default: plain HTTP.
+    #[arg(long, env = "RAFTLANE_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, env = "RAFTLANE_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Mutual TLS: every client must present a certificate signed by this CA (PEM). Nodes
+    /// present their own --tls-cert when they dial each other.
+    #[arg(long, env = "RAFTLANE_TLS_CLIENT_CA")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// The CA (PEM) that peers' certificates are verified against when this node dials them
+    /// (default: --tls-client-ca).
+    #[arg(long, env = "RAFTLANE_TLS_CA")]
+    pub tls_ca: Option<PathBuf>,
+    /// Seconds a client has to finish the TLS handshake and to send each request's headers
+    /// (also how long a kept-alive connection may wait for its next request). Default 10.
+    #[arg(long, env = "RAFTLANE_HTTP_HEADER_TIMEOUT")]
+    pub http_header_timeout: Option<u64>,
+    /// Seconds a connection may stay without any byte read or written while no request is
+    /// being handled. Default 60.
+    #[arg(long, env = "RAFTLANE_IDLE_TIMEOUT")]
+    pub idle_timeout: Option<u64>,
     /// A TOML file with any of these settings (keys as the flag names with underscores), plus a
     /// [tuning] table (heartbeat_ms, election_timeout_min_ms, snapshot_logs_since_last, ...).
     #[arg(long, env = "RAFTLANE_CONFIG")]
@@ -101,6 +127,12 @@ struct FileConfig {
     // --- per-token request rate limit ---
     rate_limit_per_token: Option<f64>,
     rate_limit_burst: Option<u32>,
+    tls_cert: Option<PathBuf>,
+    tls_key: Option<PathBuf>,
+    tls_client_ca: Option<PathBuf>,
+    tls_ca: Option<PathBuf>,
+    http_header_timeout: Option<u64>,
+    idle_timeout: Option<u64>,
     tuning: Option<Tuning>,
 }
 
@@ -220,6 +252,41 @@ impl NodeArgs {
             self.rate_limit_per_token.or(file.rate_limit_per_token),
             self.rate_limit_burst.or(file.rate_limit_burst),
         )?;
+        let tls = match (
+            self.tls_cert.or(file.tls_cert),
+            self.tls_key.or(file.tls_key),
+        ) {
+            (Some(cert), Some(key)) => Some(TlsFiles {
+                cert,
+                key,
+                client_ca: self.tls_client_ca.or(file.tls_client_ca),
+                ca: self.tls_ca.or(file.tls_ca),
+            }),
+            (None, None) => {
+                if self.tls_client_ca.is_some() || file.tls_client_ca.is_some() {
+                    bail!("--tls-client-ca needs --tls-cert and --tls-key (mutual TLS is TLS)");
+                }
+                None
+            }
+            _ => bail!("--tls-cert and --tls-key go together"),
+        };
+        let seconds = |flag: &str, value: Option<u64>, default: Duration| match value {
+            Some(0) => bail!("{flag} must be at least 1 second"),
+            Some(s) => Ok(Duration::from_secs(s)),
+            None => Ok(default),
+        };
+        let conn_limits = ConnLimits {
+            header_timeout: seconds(
+                "--http-header-timeout",
+                self.http_header_timeout.or(file.http_header_timeout),
+                crate::listener::DEFAULT_HEADER_TIMEOUT,
+            )?,
+            idle_timeout: seconds(
+                "--idle-timeout",
+                self.idle_timeout.or(file.idle_timeout),
+                crate::listener::DEFAULT_IDLE_TIMEOUT,
+            )?,
+        };
         let bootstrap = self.bootstrap.or(file.bootstrap).unwrap_or(false);
         if bootstrap && !peers.contains_key(&id) {
             bail!("--bootstrap needs --peers to include this node ({id})");
@@ -241,6 +308,8 @@ impl NodeArgs {
             test_client_clock: self.test_client_clock,
             metrics_token_required: self.metrics_token_required,
             rate_limit,
+            tls,
+            conn_limits,
         })
     }
 }
@@ -374,5 +443,51 @@ mod tests {
         );
         // Everything else is as configured.
         assert_eq!(tuning.heartbeat_ms, test.tuning.heartbeat_ms);
+    }
+
+    #[test]
+    fn tls_and_timeouts_resolve_from_flags_and_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let toml = dir.path().join("node.toml");
+        std::fs::write(
+            &toml,
+            "tls_cert = \"/c/n1.pem\"\ntls_key = \"/c/n1.key\"\ntls_client_ca = \"/c/ca.pem\"\n\
+             http_header_timeout = 3\n",
+        )
+        .unwrap();
+        let args = NodeArgs {
+            id: Some(1),
+            listen: Some("127.0.0.1:7001".parse().unwrap()),
+            data_dir: Some(dir.path().join("data")),
+            admin_token: Some("t".into()),
+            cluster_secret: Some("s".into()),
+            ..Default::default()
+        };
+        let plain = args.clone().resolve().unwrap();
+        assert_eq!(plain.tls, None);
+        assert_eq!(plain.conn_limits, ConnLimits::default());
+        let from_file = NodeArgs {
+            config: Some(toml),
+            idle_timeout: Some(7),
+            ..args.clone()
+        }
+        .resolve()
+        .unwrap();
+        let tls = from_file.tls.unwrap();
+        assert_eq!(tls.cert, PathBuf::from("/c/n1.pem"));
+        assert_eq!(tls.client_ca, Some(PathBuf::from("/c/ca.pem")));
+        assert_eq!(tls.ca, None);
+        assert_eq!(from_file.conn_limits.header_timeout, Duration::from_secs(3));
+        assert_eq!(from_file.conn_limits.idle_timeout, Duration::from_secs(7));
+        let half = NodeArgs {
+            tls_cert: Some("/c/n1.pem".into()),
+            ..args.clone()
+        };
+        assert!(half.resolve().is_err(), "a certificate without its key");
+        let zero = NodeArgs {
+            http_header_timeout: Some(0),
+            ..args
+        };
+        assert!(zero.resolve().is_err());
     }
 }

@@ -112,6 +112,8 @@ async fn start_cluster(
             test_client_clock: false,
             metrics_token_required: false,
             rate_limit: Default::default(),
+            tls: None,
+            conn_limits: Default::default(),
         };
         nodes.push(
             server::start(opts)

@@ -4,12 +4,16 @@
 //! clusters through this library; the fault-injection suite is `chaos/` (`raftlane-chaos`).
 
 pub mod backend;
+pub mod certs;
 pub mod config;
 pub mod dev;
 pub mod health;
+pub mod known_defaults;
+pub mod listener;
 pub mod process;
 pub mod secret_file;
 pub mod server;
+pub mod tls;
 
 use tracing_subscriber::EnvFilter;
 

@@ -4,7 +4,7 @@
 //! dependencies (no PostgreSQL client, no histogram library).
 
 use clap::{Parser, Subcommand};
-use raftlane_node::{config::NodeArgs, dev, server};
+use raftlane_node::{certs, config::NodeArgs, dev, health, server};
 
 /// mimalloc instead of glibc's malloc: allocation was ~12 % of a saturated node's CPU (many
 /// small, short-lived buffers per command), measured on 2026-12-03; the switch is commit 0a362a3
@@ -31,10 +31,9 @@ enum Command {
     /// (the demo workload on such a cluster is the `raftlane-demo` binary).
     Dev(dev::DevArgs),
     /// Probe a node: exit 0 when URL answers 200, else print why and exit 1 (container health checks).
-    Health {
-        #[arg(long, default_value = raftlane_node::health::DEFAULT_URL)]
-        url: String,
-    },
+    Health(health::HealthArgs),
+    /// Write a CA and one TLS certificate per node (and optionally a client) into a folder.
+    Certs(certs::CertsArgs),
 }
 
 #[tokio::main]
@@ -51,6 +50,11 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Command::Dev(args) => dev::run(args).await,
-        Command::Health { url } => raftlane_node::health::check(&url).await,
+        Command::Health(args) => args.run().await,
+        Command::Certs(args) => {
+            certs::generate(&args)?;
+            println!("certificates written to {}", args.out.display());
+            Ok(())
+        }
     }
 }

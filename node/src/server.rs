@@ -1,7 +1,10 @@
 //! Starting one node: the Raft replica and the HTTP server that carries both the API and the
-//! Raft transport (`/raft/...`) on one port.
+//! Raft transport (`/raft/...`) on one port ([`crate::listener`]: TLS when configured, and
+//! timeouts for slow and idle connections).
 
 use crate::backend::RaftBackend;
+use crate::listener::ConnLimits;
+use crate::tls::TlsFiles;
 use anyhow::Context;
 use axum::extract::Request;
 use axum::routing::post;
@@ -40,6 +43,10 @@ pub struct NodeOptions {
     pub metrics_token_required: bool,
     /// Requests per second (and burst) per token (`--rate-limit-per-token`; off by default).
     pub rate_limit: raftlane_api::rate_limit::RateLimit,
+    /// Serve HTTPS and dial peers over TLS (`--tls-cert`, ...); `None`: plain HTTP.
+    pub tls: Option<TlsFiles>,
+    /// Timeouts of slow and idle connections (`--http-header-timeout`, `--idle-timeout`).
+    pub conn_limits: ConnLimits,
 }
 
 impl NodeOptions {
@@ -90,6 +97,17 @@ pub async fn start(opts: NodeOptions) -> anyhow::Result<RunningNode> {
 /// Start on an already bound listener (tests bind port 0 first).
 pub async fn start_on(opts: NodeOptions, listener: TcpListener) -> anyhow::Result<RunningNode> {
     let addr = listener.local_addr()?;
+    // TLS files are read before anything starts: a bad file stops the node with its name.
+    let (acceptor, peer_tls) = match &opts.tls {
+        Some(files) => (
+            Some(tokio_rustls::TlsAcceptor::from(files.server_config()?)),
+            Some(files.peer_client()?),
+        ),
+        None => (None, None),
+    };
+    if let Some(warning) = crate::known_defaults::warning(&opts.cluster_secret, &opts.admin_token) {
+        tracing::warn!("{warning}");
+    }
     let raft_config = RaftNodeConfig {
         id: opts.id,
         listen_addr: None,
@@ -99,6 +117,7 @@ pub async fn start_on(opts: NodeOptions, listener: TcpListener) -> anyhow::Resul
         bootstrap: opts.bootstrap,
         secret: opts.cluster_secret.clone(),
         tuning: opts.effective_tuning(),
+        peer_tls: peer_tls.clone(),
     };
     if opts.test_client_clock {
         tracing::warn!(
@@ -118,6 +137,7 @@ pub async fn start_on(opts: NodeOptions, listener: TcpListener) -> anyhow::Resul
         test_client_clock: opts.test_client_clock,
         metrics_token_required: opts.metrics_token_required,
         rate_limit: opts.rate_limit,
+        peer_tls,
     };
     let state = AppState::new(Arc::new(RaftBackend::new(raft.clone())), &api_config);
     let service = raft.http_service();
@@ -129,23 +149,16 @@ pub async fn start_on(opts: NodeOptions, listener: TcpListener) -> anyhow::Resul
         }),
     );
     let app = raftlane_api::router(state, raft_routes);
-    let (stop, mut stop_rx) = watch::channel(false);
-    let http = tokio::spawn(async move {
-        let shutdown = async move {
-            while !*stop_rx.borrow() {
-                if stop_rx.changed().await.is_err() {
-                    break;
-                }
-            }
-        };
-        if let Err(e) = axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown)
-            .await
-        {
-            tracing::error!(error = %e, "HTTP server failed");
-        }
-    });
-    tracing::info!(id = opts.id, %addr, advertise = %opts.advertise, "node serving");
+    let (stop, stop_rx) = watch::channel(false);
+    let tls = acceptor.is_some();
+    let http = tokio::spawn(crate::listener::serve(
+        listener,
+        app,
+        acceptor,
+        opts.conn_limits,
+        stop_rx,
+    ));
+    tracing::info!(id = opts.id, %addr, advertise = %opts.advertise, tls, "node serving");
     Ok(RunningNode {
         raft,
         addr,

@@ -1,22 +1,50 @@
-//! Authentication of node-to-node Raft RPCs with the shared cluster secret.
+//! Authentication of node-to-node calls (Raft RPCs and the API's `/internal/...` routes) with
+//! the shared cluster secret.
 //!
-//! Every request carries `x-raftlane-auth: <ts_ms>.<head MAC>.<body MAC>` (hex HMAC-SHA256s):
-//! the head MAC covers the request path and the timestamp, the body MAC also the SHA-256 of the
-//! body. The server checks the freshness and the head MAC before it reads the body (a client
-//! without the secret cannot make it read one), then the body MAC before decoding anything. The
-//! secret never travels, a captured request cannot be replayed to another endpoint or with
-//! another body, and replays of the same request are limited to a clock-skew window (Raft
-//! tolerates duplicated messages anyway). MACs are compared in constant time.
+//! Every request carries
+//! `x-raftlane-auth: <ts_ms>.<nonce>.<target id>.<head MAC>.<body MAC>` (a random 128-bit nonce
+//! and HMAC-SHA256s, in hex): the head MAC covers the request path, the timestamp, the nonce and
+//! the id of the node the call is meant for; the body MAC all of that and the SHA-256 of the
+//! body. The receiver checks, before it reads the body (a client without the secret cannot make
+//! it read one):
+//! - that the call is meant for it (a call signed for node 2 is refused by node 3, so a request
+//!   captured on its way to one node cannot be played to another),
+//! - the freshness of the timestamp (a clock-skew window),
+//! - the head MAC,
+//! - that it has not seen the nonce within the window ([`NonceCache`]): an identical request
+//!   played again is refused,
+//!
+//! then the body MAC before anything is decoded. The secret never travels, a captured request
+//! cannot be sent to another endpoint, with another body, to another node or twice. MACs are
+//! compared in constant time.
+//!
+//! The nonce memory is bounded: a nonce is forgotten once its timestamp has left the freshness
+//! window (a replay would then be refused as stale), and at most [`MAX_NONCES`] are held; a node
+//! whose memory is full refuses further calls (fail closed) until entries age out.
 //!
 //! HMAC is implemented here over `sha2` (RFC 2104; checked against RFC 4231 vectors below)
 //! rather than pulling in another crate.
 
+use rand::RngCore;
 use sha2::{Digest, Sha256};
+use std::collections::{BTreeSet, HashSet};
+use std::sync::{Arc, Mutex};
 
 /// The request header carrying the signature.
 pub const AUTH_HEADER: &str = "x-raftlane-auth";
-const DOMAIN_HEAD: &[u8] = b"raftlane-raft-v1-head\n";
-const DOMAIN_BODY: &[u8] = b"raftlane-raft-v1-body\n";
+const DOMAIN_HEAD: &[u8] = b"raftlane-node-v2-head\n";
+const DOMAIN_BODY: &[u8] = b"raftlane-node-v2-body\n";
+
+/// Bytes of a request's nonce.
+pub const NONCE_BYTES: usize = 16;
+
+/// Most nonces one verifier remembers at once: 1,000,000 (about 50 MB at worst), far above
+/// what a freshness window of signed calls holds (Raft's 5 minutes at 1,000 calls a second
+/// per peer is 300,000).
+pub const MAX_NONCES: usize = 1_000_000;
+
+/// How long a nonce is remembered when the freshness check is off (`max_skew_ms == 0`).
+const RETENTION_WITHOUT_SKEW_MS: u64 = 300_000;
 
 /// HMAC-SHA256 of the concatenation of `parts` under `key`.
 pub fn hmac_sha256(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
@@ -57,14 +85,63 @@ pub enum AuthError {
     Stale,
     #[error("bad signature")]
     BadSignature,
+    #[error("the call was signed for node {signed_for}, not for this node ({this_node})")]
+    OtherNode { signed_for: u64, this_node: u64 },
+    #[error("replayed request (its nonce was already used)")]
+    Replayed,
+    #[error("too many recent signed calls to remember their nonces; try again later")]
+    NonceMemoryFull,
 }
 
-/// Signs and verifies requests with the cluster secret.
+/// The nonces seen within the freshness window, each with the time it may be forgotten.
+/// Shared by every clone of a [`ClusterAuth`].
+#[derive(Debug, Default)]
+struct NonceCache {
+    seen: HashSet<[u8; NONCE_BYTES]>,
+    /// `(forget at, nonce)`, oldest first: what eviction walks.
+    by_expiry: BTreeSet<(u64, [u8; NONCE_BYTES])>,
+}
+
+impl NonceCache {
+    /// Remember `nonce` until `forget_at`; `Err` when it was already there (a replay) or the
+    /// memory is full. Entries whose time has passed are dropped first.
+    fn insert(
+        &mut self,
+        nonce: [u8; NONCE_BYTES],
+        forget_at: u64,
+        now_ms: u64,
+    ) -> Result<(), AuthError> {
+        while let Some(&(at, old)) = self.by_expiry.first() {
+            if at > now_ms {
+                break;
+            }
+            self.by_expiry.pop_first();
+            self.seen.remove(&old);
+        }
+        if self.seen.contains(&nonce) {
+            return Err(AuthError::Replayed);
+        }
+        if self.seen.len() >= MAX_NONCES {
+            return Err(AuthError::NonceMemoryFull);
+        }
+        self.seen.insert(nonce);
+        self.by_expiry.insert((forget_at, nonce));
+        Ok(())
+    }
+
+    fn len(&self) -> usize {
+        self.seen.len()
+    }
+}
+
+/// Signs and verifies node-to-node requests with the cluster secret. Clones share the nonce
+/// memory.
 #[derive(Clone)]
 pub struct ClusterAuth {
     secret: Vec<u8>,
     /// Largest accepted |now - ts| in ms; 0 disables the check.
     max_skew_ms: u64,
+    nonces: Arc<Mutex<NonceCache>>,
 }
 
 impl std::fmt::Debug for ClusterAuth {
@@ -76,27 +153,37 @@ impl std::fmt::Debug for ClusterAuth {
     }
 }
 
+/// The signed fields of a request besides its path and body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    ts: u64,
+    nonce: [u8; NONCE_BYTES],
+    target: u64,
+}
+
+impl Stamp {
+    fn text(&self) -> String {
+        format!("{}\n{}\n{}", self.ts, hex::encode(self.nonce), self.target)
+    }
+}
+
 impl ClusterAuth {
     pub fn new(secret: impl AsRef<[u8]>, max_skew_ms: u64) -> Self {
         Self {
             secret: secret.as_ref().to_vec(),
             max_skew_ms,
+            nonces: Arc::new(Mutex::new(NonceCache::default())),
         }
     }
 
-    fn head_mac(&self, path: &str, ts_ms: u64) -> [u8; 32] {
+    fn head_mac(&self, path: &str, stamp: &Stamp) -> [u8; 32] {
         hmac_sha256(
             &self.secret,
-            &[
-                DOMAIN_HEAD,
-                path.as_bytes(),
-                b"\n",
-                ts_ms.to_string().as_bytes(),
-            ],
+            &[DOMAIN_HEAD, path.as_bytes(), b"\n", stamp.text().as_bytes()],
         )
     }
 
-    fn body_mac(&self, path: &str, ts_ms: u64, body: &[u8]) -> [u8; 32] {
+    fn body_mac(&self, path: &str, stamp: &Stamp, body: &[u8]) -> [u8; 32] {
         let body_hash = Sha256::digest(body);
         hmac_sha256(
             &self.secret,
@@ -104,64 +191,115 @@ impl ClusterAuth {
                 DOMAIN_BODY,
                 path.as_bytes(),
                 b"\n",
-                ts_ms.to_string().as_bytes(),
+                stamp.text().as_bytes(),
                 b"\n",
                 &body_hash,
             ],
         )
     }
 
-    /// The header value for a request to `path` with `body`, stamped `ts_ms`.
-    pub fn sign(&self, path: &str, ts_ms: u64, body: &[u8]) -> String {
+    /// The header value for a request to node `target`'s `path` with `body`, stamped `ts_ms`,
+    /// under a fresh random nonce.
+    pub fn sign(&self, target: u64, path: &str, ts_ms: u64, body: &[u8]) -> String {
+        let mut nonce = [0u8; NONCE_BYTES];
+        rand::thread_rng().fill_bytes(&mut nonce);
+        self.sign_with_nonce(target, path, ts_ms, nonce, body)
+    }
+
+    /// [`Self::sign`] with a given nonce (tests build replays with it).
+    pub fn sign_with_nonce(
+        &self,
+        target: u64,
+        path: &str,
+        ts_ms: u64,
+        nonce: [u8; NONCE_BYTES],
+        body: &[u8],
+    ) -> String {
+        let stamp = Stamp {
+            ts: ts_ms,
+            nonce,
+            target,
+        };
         format!(
-            "{ts_ms}.{}.{}",
-            hex::encode(self.head_mac(path, ts_ms)),
-            hex::encode(self.body_mac(path, ts_ms, body))
+            "{ts_ms}.{}.{target}.{}.{}",
+            hex::encode(nonce),
+            hex::encode(self.head_mac(path, &stamp)),
+            hex::encode(self.body_mac(path, &stamp, body))
         )
     }
 
-    /// Check the header's shape, freshness and head MAC: everything but the body, so it runs
-    /// before the body is read.
+    /// Check the header's shape, target node, freshness, head MAC and nonce: everything but the
+    /// body, so it runs before the body is read. `this_node` is the id of the receiving node.
+    /// A request that passes has used up its nonce.
     pub fn check_head(
         &self,
         header: Option<&str>,
         path: &str,
+        this_node: u64,
         now_ms: u64,
     ) -> Result<Verified, AuthError> {
         let header = header.ok_or(AuthError::Missing)?;
-        let mut parts = header.trim().splitn(3, '.');
-        let (Some(ts), Some(head_hex), Some(body_hex)) = (parts.next(), parts.next(), parts.next())
-        else {
+        let parts: Vec<&str> = header.trim().split('.').collect();
+        let [ts, nonce_hex, target, head_hex, body_hex] = parts[..] else {
             return Err(AuthError::Malformed);
         };
         let ts: u64 = ts.parse().map_err(|_| AuthError::Malformed)?;
+        let target: u64 = target.parse().map_err(|_| AuthError::Malformed)?;
+        let mut nonce = [0u8; NONCE_BYTES];
         let mut head = [0u8; 32];
         let mut body = [0u8; 32];
+        hex::decode_to_slice(nonce_hex, &mut nonce).map_err(|_| AuthError::Malformed)?;
         hex::decode_to_slice(head_hex, &mut head).map_err(|_| AuthError::Malformed)?;
         hex::decode_to_slice(body_hex, &mut body).map_err(|_| AuthError::Malformed)?;
+        if target != this_node {
+            return Err(AuthError::OtherNode {
+                signed_for: target,
+                this_node,
+            });
+        }
         if self.max_skew_ms > 0 && ts.abs_diff(now_ms) > self.max_skew_ms {
             return Err(AuthError::Stale);
         }
-        if !constant_time_eq(&self.head_mac(path, ts), &head) {
+        let stamp = Stamp { ts, nonce, target };
+        if !constant_time_eq(&self.head_mac(path, &stamp), &head) {
             return Err(AuthError::BadSignature);
         }
-        Ok(Verified { ts, body_mac: body })
+        // Only a request carrying a valid head MAC reaches the nonce memory, so a caller
+        // without the secret cannot fill it.
+        let window = match self.max_skew_ms {
+            0 => RETENTION_WITHOUT_SKEW_MS,
+            skew => skew,
+        };
+        let forget_at = ts.max(now_ms).saturating_add(window);
+        self.nonces
+            .lock()
+            .map_err(|_| AuthError::NonceMemoryFull)?
+            .insert(nonce, forget_at, now_ms)?;
+        Ok(Verified {
+            stamp,
+            body_mac: body,
+        })
     }
 
     /// Check the body MAC of a request whose head passed [`Self::check_head`].
     pub fn check_body(&self, path: &str, head: &Verified, body: &[u8]) -> Result<(), AuthError> {
-        if constant_time_eq(&self.body_mac(path, head.ts, body), &head.body_mac) {
+        if constant_time_eq(&self.body_mac(path, &head.stamp, body), &head.body_mac) {
             Ok(())
         } else {
             Err(AuthError::BadSignature)
         }
+    }
+
+    /// How many nonces this verifier remembers now.
+    pub fn remembered_nonces(&self) -> usize {
+        self.nonces.lock().map(|c| c.len()).unwrap_or(0)
     }
 }
 
 /// A request head that passed [`ClusterAuth::check_head`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Verified {
-    ts: u64,
+    stamp: Stamp,
     body_mac: [u8; 32],
 }
 
@@ -197,47 +335,54 @@ mod tests {
     #[test]
     fn sign_verify() {
         let a = ClusterAuth::new("s3cret", 1000);
-        let h = a.sign("/raft/vote", 5000, b"body");
-        let head = a.check_head(Some(&h), "/raft/vote", 5500).unwrap();
+        let h = a.sign(2, "/raft/vote", 5000, b"body");
+        let head = a.check_head(Some(&h), "/raft/vote", 2, 5500).unwrap();
         assert_eq!(a.check_body("/raft/vote", &head, b"body"), Ok(()));
         assert_eq!(
             a.check_body("/raft/vote", &head, b"bodz"),
             Err(AuthError::BadSignature)
         );
+        // Each check below uses a fresh signature: a passed head has used up its nonce.
+        let fresh = || a.sign(2, "/raft/vote", 5000, b"body");
         assert_eq!(
-            a.check_head(Some(&h), "/raft/append", 5500),
+            a.check_head(Some(&fresh()), "/raft/append", 2, 5500),
             Err(AuthError::BadSignature)
         );
         let other = ClusterAuth::new("other", 1000);
         assert_eq!(
-            other.check_head(Some(&h), "/raft/vote", 5500),
+            other.check_head(Some(&fresh()), "/raft/vote", 2, 5500),
             Err(AuthError::BadSignature)
         );
         assert_eq!(
-            a.check_head(Some(&h), "/raft/vote", 7000),
+            a.check_head(Some(&fresh()), "/raft/vote", 2, 7000),
             Err(AuthError::Stale)
         );
         assert_eq!(
-            a.check_head(None, "/raft/vote", 5000),
+            a.check_head(None, "/raft/vote", 2, 5000),
             Err(AuthError::Missing)
         );
         assert_eq!(
-            a.check_head(Some("nonsense"), "/raft/vote", 5000),
+            a.check_head(Some("nonsense"), "/raft/vote", 2, 5000),
+            Err(AuthError::Malformed)
+        );
+        // The former three-part format is refused.
+        assert_eq!(
+            a.check_head(Some("5000.00.00"), "/raft/vote", 2, 5000),
             Err(AuthError::Malformed)
         );
         assert_eq!(
-            a.check_head(Some("5000.zz.zz"), "/raft/vote", 5000),
+            a.check_head(Some("5000.zz.2.zz.zz"), "/raft/vote", 2, 5000),
             Err(AuthError::Malformed)
         );
         // The timestamp is covered: shifting it breaks the head MAC.
-        let shifted = h.replacen("5000", "5001", 1);
+        let shifted = fresh().replacen("5000", "5001", 1);
         assert_eq!(
-            a.check_head(Some(&shifted), "/raft/vote", 5000),
+            a.check_head(Some(&shifted), "/raft/vote", 2, 5000),
             Err(AuthError::BadSignature)
         );
         // A head from one request cannot carry another body.
-        let h2 = a.sign("/raft/vote", 5000, b"other body");
-        let head2 = a.check_head(Some(&h2), "/raft/vote", 5000).unwrap();
+        let h2 = a.sign(2, "/raft/vote", 5000, b"other body");
+        let head2 = a.check_head(Some(&h2), "/raft/vote", 2, 5000).unwrap();
         assert_eq!(
             a.check_body("/raft/vote", &head2, b"body"),
             Err(AuthError::BadSignature)
@@ -245,5 +390,66 @@ mod tests {
         assert!(constant_time_eq(b"abc", b"abc"));
         assert!(!constant_time_eq(b"abc", b"abd"));
         assert!(!constant_time_eq(b"abc", b"ab"));
+    }
+
+    #[test]
+    fn a_replayed_signature_is_refused_and_its_nonce_forgotten_after_the_window() {
+        let a = ClusterAuth::new("s3cret", 1000);
+        let h = a.sign(1, "/raft/append", 10_000, b"x");
+        assert!(a.check_head(Some(&h), "/raft/append", 1, 10_000).is_ok());
+        // A clone (the server's copy) shares the memory.
+        let server = a.clone();
+        assert_eq!(
+            server.check_head(Some(&h), "/raft/append", 1, 10_100),
+            Err(AuthError::Replayed)
+        );
+        // Once the window has passed the replay is stale, and the nonce is let go.
+        assert_eq!(
+            a.check_head(Some(&h), "/raft/append", 1, 11_500),
+            Err(AuthError::Stale)
+        );
+        let later = a.sign(1, "/raft/append", 12_500, b"x");
+        assert!(a
+            .check_head(Some(&later), "/raft/append", 1, 12_500)
+            .is_ok());
+        assert_eq!(a.remembered_nonces(), 1, "the expired nonce was evicted");
+    }
+
+    #[test]
+    fn the_target_node_is_signed() {
+        let a = ClusterAuth::new("s3cret", 0);
+        let for_2 = a.sign(2, "/raft/vote", 1, b"v");
+        assert_eq!(
+            a.check_head(Some(&for_2), "/raft/vote", 3, 1),
+            Err(AuthError::OtherNode {
+                signed_for: 2,
+                this_node: 3
+            })
+        );
+        // Rewriting the target in the header breaks the MAC.
+        let parts: Vec<&str> = for_2.split('.').collect();
+        let retargeted = format!("{}.{}.3.{}.{}", parts[0], parts[1], parts[3], parts[4]);
+        assert_eq!(
+            a.check_head(Some(&retargeted), "/raft/vote", 3, 1),
+            Err(AuthError::BadSignature)
+        );
+        assert!(a.check_head(Some(&for_2), "/raft/vote", 2, 1).is_ok());
+    }
+
+    #[test]
+    fn the_nonce_memory_is_bounded() {
+        let mut cache = NonceCache::default();
+        for i in 0..MAX_NONCES as u64 {
+            let mut nonce = [0u8; NONCE_BYTES];
+            nonce[..8].copy_from_slice(&i.to_le_bytes());
+            cache.insert(nonce, 1_000 + i % 7, 0).unwrap();
+        }
+        assert_eq!(
+            cache.insert([0xff; NONCE_BYTES], 2_000, 0),
+            Err(AuthError::NonceMemoryFull)
+        );
+        // Time passing frees it.
+        assert_eq!(cache.insert([0xff; NONCE_BYTES], 2_000, 1_500), Ok(()));
+        assert_eq!(cache.len(), 1);
     }
 }

@@ -117,6 +117,10 @@ pub struct RaftNodeConfig {
     pub secret: String,
     #[serde(default)]
     pub tuning: Tuning,
+    /// Dial peers over TLS with this CA and client identity (docs/SPEC.md §9.6); `None`:
+    /// plain HTTP. Not part of the serialized config: it is read from files at start.
+    #[serde(skip)]
+    pub peer_tls: Option<raftlane_client::tls::ClientTls>,
 }
 
 impl std::fmt::Debug for RaftNodeConfig {
@@ -130,6 +134,7 @@ impl std::fmt::Debug for RaftNodeConfig {
             .field("bootstrap", &self.bootstrap)
             .field("secret", &"<redacted>")
             .field("tuning", &self.tuning)
+            .field("peer_tls", &self.peer_tls)
             .finish()
     }
 }
@@ -162,6 +167,7 @@ impl RaftNodeConfig {
             bootstrap: false,
             secret: secret.into(),
             tuning: Tuning::default(),
+            peer_tls: None,
         }
     }
 
@@ -205,6 +211,7 @@ impl RaftNodeConfig {
             connect_timeout: Duration::from_millis(t.connect_timeout_ms.max(1)),
             backoff_min: Duration::from_millis(t.backoff_min_ms.max(1)),
             backoff_max: Duration::from_millis(t.backoff_max_ms.max(t.backoff_min_ms).max(1)),
+            tls: self.peer_tls.clone(),
         }
     }
 }

@@ -1,5 +1,10 @@
 //! The client side of node-to-node Raft RPCs: HTTP/1.1 over hyper-util's pooled client.
 //!
+//! A peer is dialled over TLS when its address says `https://`, and every peer is when the
+//! node has TLS on ([`NetworkConfig::tls`]): the dialling (the connector, the reading of an
+//! address) is `raftlane-client`'s, the same as the API's forwarded writes use. Each RPC is
+//! signed for its target node ([`crate::auth`]).
+//!
 //! One shared `Client` keeps idle keep-alive connections per peer, so replication does not pay
 //! a TCP handshake per heartbeat. Each RPC is bounded by openraft's per-RPC deadline
 //! (`RPCOption::hard_ttl`), and failures are mapped to the openraft error that makes the
@@ -20,6 +25,7 @@ use crate::wire;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::{header, Request, StatusCode};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
@@ -33,9 +39,14 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use openraft::{AnyError, RPCTypes, RaftNetwork, RaftNetworkFactory};
+use raftlane_client::tls::ClientTls;
+use raftlane_client::transport::split_scheme;
 use serde::{de::DeserializeOwned, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// How long an idle pooled connection is kept (see the node's `--http-header-timeout`).
+const POOL_IDLE: Duration = Duration::from_secs(5);
 
 /// Client-side tuning.
 #[derive(Debug, Clone)]
@@ -45,6 +56,9 @@ pub struct NetworkConfig {
     /// First back-off after a peer was found unreachable; doubles up to `backoff_max`.
     pub backoff_min: Duration,
     pub backoff_max: Duration,
+    /// Dial every peer over TLS with this CA (and client certificate, for mutual TLS);
+    /// `None`: plain HTTP unless a peer's address says `https://` (then it cannot be verified).
+    pub tls: Option<ClientTls>,
 }
 
 impl Default for NetworkConfig {
@@ -53,6 +67,7 @@ impl Default for NetworkConfig {
             connect_timeout: Duration::from_millis(1000),
             backoff_min: Duration::from_millis(100),
             backoff_max: Duration::from_millis(2000),
+            tls: None,
         }
     }
 }
@@ -69,18 +84,18 @@ pub fn backoff_delays(
 #[derive(Clone)]
 pub struct HttpNetwork {
     self_id: NodeId,
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     auth: Arc<ClusterAuth>,
     cfg: NetworkConfig,
 }
 
 impl HttpNetwork {
     pub fn new(self_id: NodeId, auth: ClusterAuth, cfg: NetworkConfig) -> Self {
-        let mut connector = HttpConnector::new();
-        connector.set_connect_timeout(Some(cfg.connect_timeout));
-        connector.set_nodelay(true);
+        let connector = raftlane_client::tls::connector(cfg.tls.as_ref(), cfg.connect_timeout);
         let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(30))
+            // Below a node's header timeout (10 s by default), which also closes kept-alive
+            // connections that wait that long for a request: the pool lets go first.
+            .pool_idle_timeout(POOL_IDLE)
             .pool_max_idle_per_host(8)
             .build(connector);
         Self {
@@ -139,6 +154,17 @@ pub struct PeerClient {
 }
 
 impl PeerClient {
+    /// The URL of `path` at this peer: `https://` when its address says so or TLS is on.
+    fn url(&self, path: &str) -> String {
+        let (scheme, hostport) = split_scheme(&self.node.addr);
+        let scheme = if self.net.cfg.tls.is_some() {
+            "https://"
+        } else {
+            scheme
+        };
+        format!("{scheme}{hostport}{path}")
+    }
+
     /// POST `req` to `path` and decode the answer, within `ttl`.
     pub async fn call<Req, Resp>(
         &self,
@@ -158,8 +184,8 @@ impl PeerClient {
         if body.len() > wire::MAX_BODY_BYTES {
             return Err(CallError::TooLarge(body.len()));
         }
-        let signature = self.net.auth.sign(path, now_ms(), &body);
-        let request = Request::post(format!("http://{}{}", self.node.addr, path))
+        let signature = self.net.auth.sign(self.target, path, now_ms(), &body);
+        let request = Request::post(self.url(path))
             .header(header::CONTENT_TYPE, wire::CONTENT_TYPE)
             .header(AUTH_HEADER, signature)
             .body(Full::new(Bytes::from(body)))
@@ -169,9 +195,9 @@ impl PeerClient {
         let exchange = async {
             let resp = self.net.client.request(request).await.map_err(|e| {
                 if e.is_connect() {
-                    CallError::Unreachable(format!("{}: {e}", self.node.addr))
+                    CallError::Unreachable(format!("{}: {}", self.node.addr, error_chain(&e)))
                 } else {
-                    CallError::Network(format!("{}: {e}", self.node.addr))
+                    CallError::Network(format!("{}: {}", self.node.addr, error_chain(&e)))
                 }
             })?;
             let status = resp.status();
@@ -319,6 +345,18 @@ impl RaftNetwork<TypeConfig> for PeerClient {
     }
 }
 
+/// An error with its sources (hyper's own message hides a TLS failure's cause).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,5 +385,33 @@ mod tests {
             .await
             .unwrap_err();
         assert!(matches!(err, RPCError::Unreachable(_)), "{err:?}");
+    }
+
+    #[test]
+    fn https_addresses_and_tls_nodes_dial_https() {
+        let net = HttpNetwork::new(1, ClusterAuth::new("x", 0), NetworkConfig::default());
+        assert_eq!(
+            net.peer(2, "n2:7001").url("/raft/vote"),
+            "http://n2:7001/raft/vote"
+        );
+        // Before 2026-12-05 this became "http://https://n2:7001/raft/vote".
+        assert_eq!(
+            net.peer(2, "https://n2:7001").url("/raft/vote"),
+            "https://n2:7001/raft/vote"
+        );
+        let roots = rustls::RootCertStore::empty();
+        let tls = NetworkConfig {
+            tls: Some(ClientTls::new(roots, None).unwrap()),
+            ..NetworkConfig::default()
+        };
+        let net = HttpNetwork::new(1, ClusterAuth::new("x", 0), tls);
+        assert_eq!(
+            net.peer(2, "n2:7001").url("/raft/vote"),
+            "https://n2:7001/raft/vote"
+        );
+        assert_eq!(
+            net.peer(2, "http://n2:7001").url("/raft/vote"),
+            "https://n2:7001/raft/vote"
+        );
     }
 }

@@ -144,7 +144,9 @@ impl RaftHttpService {
             return plain(StatusCode::METHOD_NOT_ALLOWED, "raft endpoints take POST");
         }
         let header = req.headers().get(AUTH_HEADER).and_then(|v| v.to_str().ok());
-        let head = match self.auth.check_head(header, &path, now_ms()) {
+        // Calls are signed for their target node: one signed for another is refused.
+        let this_node = self.raft.metrics().borrow().id;
+        let head = match self.auth.check_head(header, &path, this_node, now_ms()) {
             Ok(h) => h,
             Err(e) => return self.unauthorized(e),
         };

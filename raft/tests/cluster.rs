@@ -244,7 +244,7 @@ async fn wrong_cluster_secret_is_refused() {
     let wrong = ClusterAuth::new("not-the-cluster-secret", 300_000);
     let right = ClusterAuth::new(SECRET, 300_000);
 
-    let signed_wrong = wrong.sign(wire::PATH_VOTE, now_ms(), &body);
+    let signed_wrong = wrong.sign(target, wire::PATH_VOTE, now_ms(), &body);
     assert_eq!(
         raw_post(&addr, wire::PATH_VOTE, body.clone(), Some(signed_wrong))
             .await
@@ -256,21 +256,21 @@ async fn wrong_cluster_secret_is_refused() {
         401
     );
     // Right secret, but signed for other bytes / another endpoint / long ago.
-    let for_other_body = right.sign(wire::PATH_VOTE, now_ms(), b"other");
+    let for_other_body = right.sign(target, wire::PATH_VOTE, now_ms(), b"other");
     assert_eq!(
         raw_post(&addr, wire::PATH_VOTE, body.clone(), Some(for_other_body))
             .await
             .0,
         401
     );
-    let for_other_path = right.sign(wire::PATH_APPEND, now_ms(), &body);
+    let for_other_path = right.sign(target, wire::PATH_APPEND, now_ms(), &body);
     assert_eq!(
         raw_post(&addr, wire::PATH_VOTE, body.clone(), Some(for_other_path))
             .await
             .0,
         401
     );
-    let stale = right.sign(wire::PATH_VOTE, now_ms() - 3_600_000, &body);
+    let stale = right.sign(target, wire::PATH_VOTE, now_ms() - 3_600_000, &body);
     assert_eq!(
         raw_post(&addr, wire::PATH_VOTE, body.clone(), Some(stale))
             .await
@@ -291,6 +291,37 @@ async fn wrong_cluster_secret_is_refused() {
             .load(Ordering::Relaxed)
             - refused_before,
         5
+    );
+
+    // A valid call is served once: the identical request played again is refused (before
+    // 2026-12-05 it was served again within the 5-minute freshness window), and so is one signed
+    // for another node (it was accepted by every node).
+    let stale_vote = wire::encode(&VoteRequest::new(Vote::new(0, 99), None)).unwrap();
+    let once = right.sign(target, wire::PATH_VOTE, now_ms(), &stale_vote);
+    assert_eq!(
+        raw_post(
+            &addr,
+            wire::PATH_VOTE,
+            stale_vote.clone(),
+            Some(once.clone())
+        )
+        .await
+        .0,
+        200
+    );
+    let (status, why) = raw_post(&addr, wire::PATH_VOTE, stale_vote.clone(), Some(once)).await;
+    assert_eq!(status, 401);
+    assert!(
+        String::from_utf8_lossy(&why).contains("replayed"),
+        "{why:?}"
+    );
+    let other = *c.nodes.keys().find(|&&id| id != target).unwrap();
+    let for_other_node = right.sign(other, wire::PATH_VOTE, now_ms(), &stale_vote);
+    let (status, why) = raw_post(&addr, wire::PATH_VOTE, stale_vote, Some(for_other_node)).await;
+    assert_eq!(status, 401);
+    assert!(
+        String::from_utf8_lossy(&why).contains("signed for node"),
+        "{why:?}"
     );
 
     // A node configured with the wrong secret cannot talk to the cluster (mapped to

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Compose smoke test: a three-node cluster in containers survives losing its leader.
+# Compose smoke test: a three-node cluster in containers, serving TLS as docker-compose.yml
+# sets it up by default, survives losing its leader.
 #
 #   1. skip (exit 0) when Docker is not usable here;
-#   2. build raftlane:dev FROM scratch (scripts/build-image.sh);
-#   3. docker-compose -p raftlane-ci up -d, wait until all three containers are healthy;
+#   2. build raftlane:dev FROM scratch (scripts/build-image.sh), then the cluster's certificates
+#      (scripts/compose-certs.sh, into a temporary folder);
+#   3. docker-compose -p raftlane-ci up -d, wait until all three containers are healthy (their
+#      health check dials https); plain HTTP to a node gets no answer;
 #   4. enqueue through n1's published port;
 #   5. find the leader (GET /v1/cluster leader_id) and `docker kill` its container;
 #   6. enqueue through a surviving node, read it back from the other survivor;
@@ -13,7 +16,8 @@
 #   9. always: docker-compose -p raftlane-ci down -v (trap), with logs first on failure.
 #
 # Run from anywhere: bash tests/docker/compose_test.sh
-# It talks only to 127.0.0.1 (published ports) and the project's private network.
+# It talks only to 127.0.0.1 (published ports, https with the generated CA) and the project's
+# private network.
 # Environment:
 #   RAFTLANE_CI_PORT_BASE=17001    host ports n1..n3 = base..base+2 (away from `raftlane dev`
 #                                  and a developer's `docker-compose up`, which use 7001..7003)
@@ -63,6 +67,7 @@ cleanup() {
   local rc=$?
   trap - EXIT INT TERM
   rm -f "$BODY"
+  [ -n "${CERTS:-}" ] && rm -rf "$CERTS"
   if [ "$rc" -ne 0 ]; then
     say "exit code $rc; last log lines of each node:"
     dc logs --no-color --tail 40 2>&1 || true
@@ -85,7 +90,7 @@ api() {
   shift 4 2>/dev/null || shift $#
   local args=(-sS --max-time 10 -o "$BODY" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $TOKEN")
   if [ -n "$data" ]; then args+=(-H 'Content-Type: application/json' --data "$data"); fi
-  curl "${args[@]}" "$@" "http://127.0.0.1:$port$path" 2>/dev/null || echo 000
+  curl "${args[@]}" --cacert "$CERTS/ca.pem" "$@" "https://127.0.0.1:$port$path" 2>/dev/null || echo 000
 }
 # json KEY: a top-level field of $BODY ("null" when absent or null).
 json() {
@@ -139,8 +144,16 @@ else
   IMAGE="$IMAGE" timeout 3600 scripts/build-image.sh || fail "scripts/build-image.sh failed"
 fi
 
-# --- 3. cluster up ---
+# --- 2b. certificates ---
 trap cleanup EXIT
+mkdir -p .raftlane
+CERTS=$(mktemp -d "$PWD/.raftlane/ci-certs.XXXXXX")
+export RAFTLANE_CERTS_DIR="$CERTS"
+say "certificates into $CERTS (scripts/compose-certs.sh)"
+IMAGE="$IMAGE" scripts/compose-certs.sh "$CERTS" | sed 's/^/    /'
+[ -f "$CERTS/ca.pem" ] || fail "scripts/compose-certs.sh wrote no CA"
+
+# --- 3. cluster up ---
 trap 'exit 130' INT
 trap 'exit 143' TERM
 say "removing leftovers of an earlier run of project $PROJECT, if any"
@@ -154,6 +167,11 @@ done
 say "${COMPOSE[*]} -p $PROJECT up -d (n1..n3 on 127.0.0.1:$BASE..$((BASE + 2)))"
 dc up -d 2>&1 | sed 's/^/    /'
 wait_healthy 120 1 2 3
+plain=$(curl -sS --max-time 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$(port_of 1)/readyz" 2>/dev/null || true)
+case "$plain" in 2*|4*|5*) fail "n1 answered plain HTTP ($plain): TLS is not on" ;; esac
+say "n1 refuses plain HTTP; https with the CA works: $(api "$(port_of 1)" GET /readyz)"
+other=$(curl -sS --max-time 5 -o /dev/null -w '%{http_code}' "https://127.0.0.1:$(port_of 1)/readyz" 2>/dev/null || true)
+case "$other" in 2*|4*|5*) fail "n1 was trusted without its CA ($other)" ;; esac
 
 # --- 4. first write ---
 say "enqueue message A through n1 (127.0.0.1:$(port_of 1))"

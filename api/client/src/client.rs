@@ -143,6 +143,13 @@ impl Client {
         }
     }
 
+    /// Dial every node over TLS with `tls` (its CA and, for mutual TLS, this client's
+    /// certificate): bare `host:port` addresses and `http://` URLs alike go out as `https://`.
+    pub fn with_tls(mut self, tls: &crate::tls::ClientTls) -> Self {
+        self.http = PeerClient::with_tls(Duration::from_secs(10), Some(tls));
+        self
+    }
+
     /// How long a call keeps trying other nodes.
     pub fn with_deadline(mut self, deadline: Duration) -> Self {
         self.deadline = deadline;

@@ -1,18 +1,30 @@
 //! The HTTP transport under the client and under node-to-node calls (forwarded writes, read
 //! index, membership): connection reuse, a per-call timeout, and the one reading of a peer
 //! address. One implementation, so a client and a forwarding node dial the same way.
+//!
+//! TLS: a transport made [`PeerClient::with_tls`] dials every node over TLS (an `http://` URL
+//! is upgraded to `https://`: with a CA configured, nothing goes out in plain text); one made
+//! with [`PeerClient::new`] dials `http://` in plain TCP and cannot verify an `https://` node.
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::{Method, Request, StatusCode};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::{connect::HttpConnector, Client};
 use hyper_util::rt::TokioExecutor;
 use std::time::Duration;
 
+/// How long an idle pooled connection is kept (see the node's `--http-header-timeout`).
+const POOL_IDLE: Duration = Duration::from_secs(5);
+
+use crate::tls::ClientTls;
+
 #[derive(Clone)]
 pub struct PeerClient {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     timeout: Duration,
+    /// Upgrade `http://` URLs to `https://` (set when a CA is configured).
+    always_tls: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -26,14 +38,29 @@ pub enum PeerError {
 }
 
 impl PeerClient {
+    /// Plain HTTP (an `https://` URL is refused: no CA to verify it against).
     pub fn new(timeout: Duration) -> Self {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_connect_timeout(Some(Duration::from_secs(2)));
+        Self::with_tls(timeout, None)
+    }
+
+    /// Over TLS with `tls` when given (every URL, see the module doc), else as [`Self::new`].
+    pub fn with_tls(timeout: Duration, tls: Option<&ClientTls>) -> Self {
+        let connector = crate::tls::connector(tls, Duration::from_secs(2));
         let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(30))
+            // Below a node's header timeout (10 s by default), which also closes kept-alive
+            // connections that wait that long for a request: the pool lets go first.
+            .pool_idle_timeout(POOL_IDLE)
             .build(connector);
-        Self { client, timeout }
+        Self {
+            client,
+            timeout,
+            always_tls: tls.is_some(),
+        }
+    }
+
+    /// Whether every call goes over TLS.
+    pub fn is_tls(&self) -> bool {
+        self.always_tls
     }
 
     /// Send a request and collect the response body.
@@ -44,6 +71,14 @@ impl PeerClient {
         headers: &[(&str, String)],
         body: Vec<u8>,
     ) -> Result<(StatusCode, hyper::HeaderMap, Bytes), PeerError> {
+        let upgraded;
+        let url = match url.strip_prefix("http://") {
+            Some(rest) if self.always_tls => {
+                upgraded = format!("https://{rest}");
+                upgraded.as_str()
+            }
+            _ => url,
+        };
         let mut builder = Request::builder().method(method).uri(url);
         for (k, v) in headers {
             builder = builder.header(*k, v);
@@ -56,7 +91,7 @@ impl PeerClient {
                 .client
                 .request(req)
                 .await
-                .map_err(|e| PeerError::Unreachable(e.to_string()))?;
+                .map_err(|e| PeerError::Unreachable(error_chain(&e)))?;
             let (parts, body) = resp.into_parts();
             let bytes = body
                 .collect()
@@ -69,6 +104,19 @@ impl PeerClient {
             .await
             .map_err(|_| PeerError::Timeout)?
     }
+}
+
+/// An error with its sources: hyper's own message ("client error (Connect)") hides the cause
+/// a TLS failure names (an unknown CA, a name mismatch, a refused certificate).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
 }
 
 /// Split a peer address into its scheme (`http://` unless it says `https://`) and its

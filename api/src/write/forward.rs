@@ -76,14 +76,16 @@ where
     }
 }
 
-/// The read index of the leader at `addr`, asked at its `/internal/read-index`.
+/// The read index of the leader (node `leader`, at `addr`), asked at its
+/// `/internal/read-index`.
 pub(crate) async fn read_index_at(
     peer: &PeerClient,
     auth: Option<&ClusterAuth>,
+    leader: u64,
     addr: &str,
 ) -> Result<u64, ProposeError> {
     let url = format!("{}{PATH_READ_INDEX}", base_url(addr));
-    let headers = signed_headers(auth, PATH_READ_INDEX, &[])?;
+    let headers = signed_headers(auth, leader, PATH_READ_INDEX, &[])?;
     let (status, _, bytes) = peer
         .call(Method::GET, &url, &headers, Vec::new())
         .await
@@ -97,15 +99,24 @@ pub(crate) async fn read_index_at(
         .map_err(|e| ProposeError::Unavailable(e.to_string()))?
 }
 
-/// Apply `change` at the leader at `addr`, through its `/internal/membership` (`peer` must
-/// wait as long as [`membership_timeout`]).
+/// Apply `change` at the leader (node `leader`, at `addr`), through its `/internal/membership`
+/// (`peer` must wait as long as [`membership_timeout`]).
 pub(crate) async fn membership_at(
     peer: &PeerClient,
     auth: Option<&ClusterAuth>,
+    leader: u64,
     addr: &str,
     change: &MembershipChange,
 ) -> Result<(), ProposeError> {
-    call_leader(peer, auth, addr, PATH_MEMBERSHIP, codec::encode(change)).await
+    call_leader(
+        peer,
+        auth,
+        leader,
+        addr,
+        PATH_MEMBERSHIP,
+        codec::encode(change),
+    )
+    .await
 }
 
 /// What a forwarded membership change allows beyond Raft's own bound for the answer to travel
@@ -121,29 +132,32 @@ pub fn membership_timeout(peer_timeout: Duration, raft_bound: Duration) -> Durat
         .max(peer_timeout)
 }
 
-/// POST `body` to the leader's internal `path`, signed, and decode the leader's own answer
-/// (`Result<T, ProposeError>`, as the local call would have returned it).
+/// POST `body` to the leader's internal `path`, signed for node `leader`, and decode the
+/// leader's own answer (`Result<T, ProposeError>`, as the local call would have returned it).
 pub(crate) async fn call_leader<T: serde::de::DeserializeOwned>(
     peer: &PeerClient,
     auth: Option<&ClusterAuth>,
+    leader: u64,
     addr: &str,
     path: &str,
     body: Vec<u8>,
 ) -> Result<T, ProposeError> {
-    let (status, bytes) = post_signed(peer, auth, addr, path, body).await?;
+    let (status, bytes) = post_signed(peer, auth, leader, addr, path, body).await?;
     leader_answer(status, &bytes)
 }
 
-/// POST `body` to the leader's internal `path`, signed; the status and body of the answer.
+/// POST `body` to the leader's internal `path`, signed for node `leader`; the status and body
+/// of the answer.
 pub(crate) async fn post_signed(
     peer: &PeerClient,
     auth: Option<&ClusterAuth>,
+    leader: u64,
     addr: &str,
     path: &str,
     body: Vec<u8>,
 ) -> Result<(StatusCode, Bytes), ProposeError> {
     let url = format!("{}{path}", base_url(addr));
-    let headers = signed_headers(auth, path, &body)?;
+    let headers = signed_headers(auth, leader, path, &body)?;
     let (status, _, bytes) = peer
         .call(Method::POST, &url, &headers, body)
         .await

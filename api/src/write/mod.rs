@@ -64,6 +64,8 @@ pub struct Settings {
     pub membership_timeout: Duration,
     /// Encryption at rest (docs/SPEC.md §2.6); `None` = off, values are stored as sent.
     pub keyring: Option<Keyring>,
+    /// Dial other nodes over TLS with this CA and client identity (docs/SPEC.md §9.6).
+    pub peer_tls: Option<raftlane_client::tls::ClientTls>,
 }
 
 /// The write path of one node: writes, linearizable reads and membership changes, through the
@@ -89,16 +91,16 @@ pub struct Proposer {
 impl Proposer {
     /// Start the batching and relay tasks over `backend` (must run inside a tokio runtime).
     pub fn start(backend: Arc<dyn Backend>, settings: Settings, metrics: Arc<Metrics>) -> Self {
-        let peer = PeerClient::new(settings.peer_timeout);
+        let peer = PeerClient::with_tls(settings.peer_timeout, settings.peer_tls.as_ref());
         Self {
             batcher: Batcher::start(backend.clone()),
             relay: Relay::start(peer.clone(), settings.cluster_auth.clone()),
             backend,
             peer,
-            membership_peer: PeerClient::new(membership_timeout(
-                settings.peer_timeout,
-                settings.membership_timeout,
-            )),
+            membership_peer: PeerClient::with_tls(
+                membership_timeout(settings.peer_timeout, settings.membership_timeout),
+                settings.peer_tls.as_ref(),
+            ),
             cluster_auth: settings.cluster_auth,
             at_rest: AtRest::new(settings.keyring),
             metrics,
@@ -140,8 +142,9 @@ impl Proposer {
         let settled = until_settled("write", Settles::Applied, || async {
             match self.batcher.propose(envelope.clone()).await {
                 Err(ProposeError::ForwardToLeader(NotLeader {
-                    addr: Some(addr), ..
-                })) => self.relay.propose(&addr, envelope.clone()).await,
+                    leader_id: Some(leader),
+                    addr: Some(addr),
+                })) => self.relay.propose(leader, &addr, envelope.clone()).await,
                 other => other,
             }
         })
@@ -162,8 +165,9 @@ impl Proposer {
             // The batcher shares one leadership confirmation among concurrent readers.
             match self.batcher.read_index().await {
                 Err(ProposeError::ForwardToLeader(NotLeader {
-                    addr: Some(addr), ..
-                })) => forward::read_index_at(&self.peer, self.cluster_auth(), &addr).await,
+                    leader_id: Some(leader),
+                    addr: Some(addr),
+                })) => forward::read_index_at(&self.peer, self.cluster_auth(), leader, &addr).await,
                 other => other,
             }
         })
@@ -186,11 +190,13 @@ impl Proposer {
         until_settled("membership change", Settles::Answered, || async {
             match self.membership_here(change.clone()).await {
                 Err(ProposeError::ForwardToLeader(NotLeader {
-                    addr: Some(addr), ..
+                    leader_id: Some(leader),
+                    addr: Some(addr),
                 })) => {
                     forward::membership_at(
                         &self.membership_peer,
                         self.cluster_auth(),
+                        leader,
                         &addr,
                         &change,
                     )

@@ -36,6 +36,8 @@ const QUEUE: usize = 16 * 1024;
 pub type Answer = Result<(u64, Response), ProposeError>;
 
 struct Forward {
+    /// The leader's node id (what the call is signed for) and address.
+    leader: u64,
     addr: String,
     envelope: Envelope,
     size: usize,
@@ -79,12 +81,13 @@ impl Relay {
         )
     }
 
-    /// Propose `envelope` at the leader at `addr` and return the leader's answer.
-    pub async fn propose(&self, addr: &str, envelope: Envelope) -> Answer {
+    /// Propose `envelope` at the leader (node `leader`, at `addr`) and return its answer.
+    pub async fn propose(&self, leader: u64, addr: &str, envelope: Envelope) -> Answer {
         let (reply, answer) = oneshot::channel();
         let size = codec::encoded_len(&envelope);
         self.tx
             .send(Forward {
+                leader,
                 addr: addr.to_string(),
                 envelope,
                 size,
@@ -115,12 +118,13 @@ async fn run(leader: Arc<Leader>, mut rx: mpsc::Receiver<Forward>) {
         let Ok(permit) = slots.clone().acquire_owned().await else {
             return;
         };
+        let target = first.leader;
         let addr = first.addr.clone();
         let mut bytes = first.size;
         let mut call = vec![first];
         while call.len() < MAX_ENVELOPES {
             let Ok(next) = rx.try_recv() else { break };
-            if next.addr != addr || bytes + next.size > MAX_CALL_BYTES {
+            if next.leader != target || next.addr != addr || bytes + next.size > MAX_CALL_BYTES {
                 held = Some(next);
                 break;
             }
@@ -129,7 +133,7 @@ async fn run(leader: Arc<Leader>, mut rx: mpsc::Receiver<Forward>) {
         }
         let leader = leader.clone();
         tokio::spawn(async move {
-            leader.send(&addr, call).await;
+            leader.send(target, &addr, call).await;
             drop(permit);
         });
     }
@@ -144,7 +148,7 @@ struct Leader {
 
 impl Leader {
     /// Send one call to the leader at `addr` and hand every caller its answer.
-    async fn send(&self, addr: &str, call: Vec<Forward>) {
+    async fn send(&self, target: u64, addr: &str, call: Vec<Forward>) {
         let (replies, envelopes): (Vec<_>, Vec<_>) =
             call.into_iter().map(|f| (f.reply, f.envelope)).unzip();
         let n = envelopes.len();
@@ -154,13 +158,14 @@ impl Leader {
         let sent = post_signed(
             &self.peer,
             self.auth.as_ref(),
+            target,
             addr,
             PATH_PROPOSE_BATCH,
             body,
         )
         .await;
         let answers = match sent {
-            Ok((StatusCode::NOT_FOUND, _)) => self.one_by_one(addr, envelopes).await,
+            Ok((StatusCode::NOT_FOUND, _)) => self.one_by_one(target, addr, envelopes).await,
             Ok((status, bytes)) => match leader_answer::<Vec<Answer>>(status, &bytes) {
                 Ok(answers) if answers.len() == n => answers,
                 Ok(answers) => {
@@ -180,11 +185,12 @@ impl Leader {
     }
 
     /// For a leader without the batch route: each envelope in its own call, all at once.
-    async fn one_by_one(&self, addr: &str, envelopes: Vec<Envelope>) -> Vec<Answer> {
+    async fn one_by_one(&self, target: u64, addr: &str, envelopes: Vec<Envelope>) -> Vec<Answer> {
         let calls = envelopes.iter().map(|envelope| {
             call_leader::<(u64, Response)>(
                 &self.peer,
                 self.auth.as_ref(),
+                target,
                 addr,
                 PATH_PROPOSE,
                 codec::encode(envelope),

@@ -5,11 +5,13 @@
 //! one), read-index requests (`/internal/read-index`) and membership changes
 //! (`/internal/membership`) its clients made. These routes can write anything, so they are
 //! signed exactly like the Raft transport's RPCs, with [`ClusterAuth`]:
-//! `x-raftlane-auth: <ts>.<head MAC>.<body MAC>`, HMAC-SHA256s under the cluster secret over the
-//! route's path, the timestamp and the body. Hence:
-//! - the secret never travels (the API is plain HTTP; a secret in a header could be read off the
-//!   wire and would then let anyone write anything),
-//! - a captured request cannot be sent to another route or with another body,
+//! `x-raftlane-auth: <ts>.<nonce>.<target id>.<head MAC>.<body MAC>`, HMAC-SHA256s under the
+//! cluster secret over the route's path, the timestamp, a random nonce, the id of the node
+//! called (the leader) and the body. Hence:
+//! - the secret never travels (the API may be plain HTTP; a secret in a header could be read
+//!   off the wire and would then let anyone write anything),
+//! - a captured request cannot be sent to another route, with another body, to another node,
+//!   or a second time (the receiver remembers the nonces of the freshness window),
 //! - the receiving node can check the signature before it reads the body, so a caller without
 //!   the secret cannot make it buffer a large body.
 //!
@@ -19,9 +21,10 @@
 //! The former scheme, the secret itself in [`LEGACY_SECRET_HEADER`], is refused like any other
 //! unsigned request (401).
 //!
-//! Replays of a captured request are limited by the freshness window [`MAX_SKEW_MS`], which is
-//! shorter than the state machine's request-id memory: a replayed proposal still finds the
-//! record of its first application and is answered as a repeat, never applied twice.
+//! A replay of a captured request is refused (401): within the freshness window [`MAX_SKEW_MS`]
+//! its nonce is remembered, past it the request is stale. (Before nonces, 2026-12-05, a replay
+//! within the window was served; the window, shorter than the state machine's request-id
+//! memory, still made a replayed proposal a repeat, never applied twice.)
 
 use crate::backend::ProposeError;
 use raftlane_raft::auth::{ClusterAuth, AUTH_HEADER};
@@ -52,14 +55,24 @@ pub fn cluster_auth(secret: &str) -> Option<ClusterAuth> {
     (!secret.is_empty()).then(|| ClusterAuth::new(secret, MAX_SKEW_MS))
 }
 
-/// The signature header of a request to `path` carrying `body`, stamped now.
-pub fn signature(auth: &ClusterAuth, path: &str, body: &[u8]) -> (&'static str, String) {
-    (AUTH_HEADER, auth.sign(path, raftlane_raft::now_ms(), body))
+/// The signature header of a request to node `target`'s `path` carrying `body`, stamped now.
+pub fn signature(
+    auth: &ClusterAuth,
+    target: u64,
+    path: &str,
+    body: &[u8],
+) -> (&'static str, String) {
+    (
+        AUTH_HEADER,
+        auth.sign(target, path, raftlane_raft::now_ms(), body),
+    )
 }
 
-/// Headers of a signed call from this node, or `Fatal` when it has no secret to sign with.
+/// Headers of a signed call from this node to node `target`, or `Fatal` when it has no secret
+/// to sign with.
 pub(crate) fn signed_headers(
     auth: Option<&ClusterAuth>,
+    target: u64,
     path: &str,
     body: &[u8],
 ) -> Result<Vec<(&'static str, String)>, ProposeError> {
@@ -67,7 +80,7 @@ pub(crate) fn signed_headers(
         ProposeError::Fatal("this node has no cluster secret: it cannot reach the leader".into())
     })?;
     Ok(vec![
-        signature(auth, path, body),
+        signature(auth, target, path, body),
         ("content-type", "application/octet-stream".to_string()),
     ])
 }

@@ -146,10 +146,13 @@ async fn probes_and_metrics() {
     assert_eq!(r.body["membership"][0]["voter"], true);
 }
 
-/// The headers of a node-to-node call to `path` with `body`, signed with the cluster secret.
+/// The headers of a node-to-node call to `path` with `body`, signed with the cluster secret for
+/// the local backend's node (1).
 fn signed(path: &str, body: &[u8]) -> Vec<(&'static str, String)> {
     let auth = raftlane_api::write::signing::cluster_auth(CLUSTER_SECRET).expect("a secret");
-    vec![raftlane_api::write::signing::signature(&auth, path, body)]
+    vec![raftlane_api::write::signing::signature(
+        &auth, 1, path, body,
+    )]
 }
 
 #[tokio::test]

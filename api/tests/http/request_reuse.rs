@@ -258,6 +258,7 @@ async fn a_token_re_created_with_a_reused_request_id_is_a_new_token() {
             "/internal/propose",
             &[raftlane_api::write::signing::signature(
                 &auth,
+                1,
                 "/internal/propose",
                 &bytes,
             )],

@@ -84,9 +84,18 @@ pub struct Http {
 impl Http {
     /// A client for the node at `addr` (`host:port`, or with a scheme).
     pub fn new(addr: &str, timeout: Duration) -> Self {
+        Self::with_tls(addr, timeout, None)
+    }
+
+    /// Like [`Self::new`], over TLS with `tls` when given.
+    pub fn with_tls(
+        addr: &str,
+        timeout: Duration,
+        tls: Option<&raftlane_client::tls::ClientTls>,
+    ) -> Self {
         Self {
             base: base_url(addr),
-            client: PeerClient::new(timeout),
+            client: PeerClient::with_tls(timeout, tls),
         }
     }
 

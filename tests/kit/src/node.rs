@@ -30,8 +30,11 @@
 use crate::http::Http;
 use anyhow::Context;
 use hyper::Method;
+use raftlane_client::tls::ClientTls;
 use raftlane_client::Client;
+use raftlane_node::certs::CertsArgs;
 use raftlane_node::server::{self, NodeOptions, RunningNode};
+use raftlane_node::tls::TlsFiles;
 use raftlane_raft::Tuning;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -60,6 +63,20 @@ pub struct ClusterOptions {
     pub tuning: Tuning,
     /// How long [`NodeCluster::start_with`] waits for a leader before failing.
     pub leader_within: Duration,
+    /// Plain HTTP, TLS, or mutual TLS (certificates made by `raftlane certs`' code in the
+    /// cluster's directory, [`NodeCluster::certs_dir`]).
+    pub tls: TlsMode,
+}
+
+/// How the nodes of a kit cluster talk.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TlsMode {
+    #[default]
+    Off,
+    /// HTTPS on every node; nodes verify each other against the cluster's CA.
+    Server,
+    /// HTTPS, and every client must present a certificate from the cluster's CA.
+    Mutual,
 }
 
 impl Default for ClusterOptions {
@@ -73,6 +90,7 @@ impl Default for ClusterOptions {
             max_body_bytes: 64 * 1024,
             tuning: Tuning::default(),
             leader_within: Duration::from_secs(30),
+            tls: TlsMode::Off,
         }
     }
 }
@@ -98,8 +116,19 @@ impl ClusterOptions {
             max_body_bytes: raftlane_node::dev::MAX_BODY_BYTES,
             tuning: Tuning::default(),
             leader_within: Duration::from_secs(60),
+            tls: TlsMode::Off,
         })
     }
+}
+
+/// The folder, under the cluster's directory, of its certificates.
+const CERTS: &str = "certs";
+/// The name of the client certificate written beside the nodes'.
+const CLIENT_CERT: &str = "client";
+
+/// The name in node `id`'s certificate.
+fn node_name(id: u64) -> String {
+    format!("n{id}")
 }
 
 /// Where the nodes' data lives: a temporary directory lives as long as the cluster.
@@ -147,6 +176,15 @@ impl NodeCluster {
             }
             None => Root::Temp(tempfile::tempdir().context("no temporary directory")?),
         };
+        if options.tls != TlsMode::Off {
+            raftlane_node::certs::generate(&CertsArgs {
+                out: root.path().join(CERTS),
+                nodes: (1..=options.nodes).map(node_name).collect(),
+                extra_names: vec!["localhost".into(), "127.0.0.1".into()],
+                client: Some(CLIENT_CERT.into()),
+                days: 30,
+            })?;
+        }
         // Bind every port before starting any node: each node must know all its peers.
         let mut listeners = Vec::new();
         let mut peers = BTreeMap::new();
@@ -210,7 +248,40 @@ impl NodeCluster {
             test_client_clock: false,
             metrics_token_required: false,
             rate_limit: Default::default(),
+            tls: self.tls_files(id),
+            conn_limits: Default::default(),
         })
+    }
+
+    /// Node `id`'s TLS files, when the cluster runs TLS.
+    fn tls_files(&self, id: u64) -> Option<TlsFiles> {
+        let dir = self.certs_dir()?;
+        let name = node_name(id);
+        Some(TlsFiles {
+            cert: dir.join(format!("{name}.pem")),
+            key: dir.join(format!("{name}.key")),
+            client_ca: (self.options.tls == TlsMode::Mutual).then(|| dir.join("ca.pem")),
+            ca: Some(dir.join("ca.pem")),
+        })
+    }
+
+    /// Where the cluster's CA and certificates are (`ca.pem`, `n<id>.pem`/`.key`, and a client
+    /// certificate `client.pem`/`.key`), when it runs TLS.
+    pub fn certs_dir(&self) -> Option<PathBuf> {
+        (self.options.tls != TlsMode::Off).then(|| self.root.path().join(CERTS))
+    }
+
+    /// How a client dials this cluster: `None` for plain HTTP; else the cluster's CA, and the
+    /// client certificate when the nodes demand one.
+    pub fn client_tls(&self) -> anyhow::Result<Option<ClientTls>> {
+        let Some(dir) = self.certs_dir() else {
+            return Ok(None);
+        };
+        let cert = dir.join(format!("{CLIENT_CERT}.pem"));
+        let key = dir.join(format!("{CLIENT_CERT}.key"));
+        let identity =
+            (self.options.tls == TlsMode::Mutual).then_some((cert.as_path(), key.as_path()));
+        Ok(Some(ClientTls::from_files(&dir.join("ca.pem"), identity)?))
     }
 
     /// The directory the nodes' data directories are in.
@@ -220,7 +291,13 @@ impl NodeCluster {
 
     /// A client that knows every node (fails over), as admin.
     pub fn client(&self) -> Client {
-        Client::new(self.addrs.clone(), self.admin_token.clone())
+        let client = Client::new(self.addrs.clone(), self.admin_token.clone());
+        match self.client_tls() {
+            Ok(Some(tls)) => client.with_tls(&tls),
+            Ok(None) => client,
+            // The files were written at start; failing to read them is a broken test machine.
+            Err(e) => panic!("cannot read the cluster's client TLS files: {e:#}"),
+        }
     }
 
     /// The id of a running node that says it leads, if one does right now.
@@ -265,7 +342,12 @@ impl NodeCluster {
 
     /// Raw HTTP to the node with `id`: every status, header and body as the server sent it.
     pub fn http(&self, id: u64) -> Http {
-        Http::new(&self.addrs[self.index_of(id)], Duration::from_secs(30))
+        let tls = self.client_tls().ok().flatten();
+        Http::with_tls(
+            &self.addrs[self.index_of(id)],
+            Duration::from_secs(30),
+            tls.as_ref(),
+        )
     }
 
     /// Create a principal through the admin API and return its token.
@@ -333,6 +415,8 @@ impl NodeCluster {
             test_client_clock: false,
             metrics_token_required: false,
             rate_limit: Default::default(),
+            tls: self.tls_files(id),
+            conn_limits: Default::default(),
         };
         server::start_on(opts, listener)
             .await

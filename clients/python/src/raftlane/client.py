@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import json as _json
+import os
+import ssl
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -104,6 +106,10 @@ def segment(name: str | int) -> str:
 def _base_url(endpoint: str) -> str:
     e = endpoint.strip().rstrip("/")
     return e if "://" in e else f"http://{e}"
+
+
+def _tls_url(url: str) -> str:
+    return "https://" + url[len("http://") :] if url.startswith("http://") else url
 
 
 def _host_port(endpoint: str) -> str:
@@ -308,6 +314,33 @@ def _deliveries(deliveries: Iterable[Delivery | tuple[str, str]]) -> list[dict[s
 # --- the client -----------------------------------------------------------------------------
 
 
+def _tls_context(
+    verify: ssl.SSLContext | str | os.PathLike[str] | bool,
+    cert: str | os.PathLike[str] | tuple[str | os.PathLike[str], str | os.PathLike[str]] | None,
+) -> ssl.SSLContext | bool:
+    """What httpx verifies the nodes with: a given SSL context as it is; a CA file (PEM) as a
+    context that trusts it; ``True``/``False`` as httpx takes them. ``cert`` (a PEM file holding
+    the certificate and key, or a ``(certificate, key)`` pair) is loaded into the context, for
+    nodes that demand a client certificate (mutual TLS)."""
+    if isinstance(verify, bool) and cert is None:
+        return verify
+    if isinstance(verify, ssl.SSLContext):
+        ctx = verify
+    elif isinstance(verify, bool):
+        ctx = ssl.create_default_context()
+        if not verify:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+    else:
+        ctx = ssl.create_default_context(cafile=os.fspath(verify))
+    if cert is not None:
+        if isinstance(cert, tuple):
+            ctx.load_cert_chain(os.fspath(cert[0]), os.fspath(cert[1]))
+        else:
+            ctx.load_cert_chain(os.fspath(cert))
+    return ctx
+
+
 class _Shared:
     """What every handle of one client shares: the connection pool and the node it talks to."""
 
@@ -316,15 +349,25 @@ class _Shared:
         endpoints: Sequence[str],
         timeout: float,
         transport: httpx.AsyncBaseTransport | None,
+        verify: ssl.SSLContext | str | os.PathLike[str] | bool = True,
+        cert: str
+        | os.PathLike[str]
+        | tuple[str | os.PathLike[str], str | os.PathLike[str]]
+        | None = None,
     ) -> None:
         if not endpoints:
             raise ValueError("a client needs at least one endpoint")
-        self.endpoints = [_base_url(e) for e in endpoints]
+        # A client given a CA (or an SSL context) dials every node over TLS: bare addresses
+        # and http:// URLs alike, as the Rust client does (docs/SPEC.md §9.6).
+        tls = not isinstance(verify, bool) or cert is not None
+        self.endpoints = [_tls_url(_base_url(e)) if tls else _base_url(e) for e in endpoints]
         self.current = 0
         self.need_leader = True
         #: When each endpoint last failed to answer at all (monotonic seconds).
         self.failed_at: dict[int, float] = {}
-        self.http = httpx.AsyncClient(timeout=timeout, transport=transport)
+        self.http = httpx.AsyncClient(
+            timeout=timeout, transport=transport, verify=_tls_context(verify, cert)
+        )
 
 
 def _retry_after_s(r: httpx.Response) -> float | None:
@@ -343,6 +386,12 @@ class Client:
     token (none for the unauthenticated routes only). ``deadline``: how long one call keeps
     trying other nodes. ``follow_leader``: ask ``GET /v1/cluster`` which node leads and send
     there (writes sent to a follower are forwarded anyway; this saves that hop).
+    ``verify``: for nodes serving TLS, the CA file (PEM) their certificates are signed by, or an
+    ``ssl.SSLContext``; given either, every node is dialled over ``https://``. ``cert``: a client
+    certificate for nodes with mutual TLS, a PEM file or a ``(certificate, key)`` pair. Left
+    out, they default to ``$RAFTLANE_CA_FILE`` and ``$RAFTLANE_CLIENT_CERT`` (with
+    ``$RAFTLANE_CLIENT_KEY``), so programs that build their client themselves (``python -m
+    raftlane.messagefoundry serve``) can be pointed at a TLS cluster without new options.
     Use it as ``async with Client(...) as c:``, or call :meth:`aclose`.
     """
 
@@ -355,8 +404,22 @@ class Client:
         deadline: float = 20.0,
         follow_leader: bool = True,
         transport: httpx.AsyncBaseTransport | None = None,
+        verify: ssl.SSLContext | str | os.PathLike[str] | bool | None = None,
+        cert: str
+        | os.PathLike[str]
+        | tuple[str | os.PathLike[str], str | os.PathLike[str]]
+        | None = None,
     ) -> None:
-        self._shared = _Shared(endpoints, timeout, transport)
+        if verify is None:
+            verify = os.environ.get("RAFTLANE_CA_FILE") or True
+        if cert is None and os.environ.get("RAFTLANE_CLIENT_CERT"):
+            key = os.environ.get("RAFTLANE_CLIENT_KEY")
+            cert = (
+                (os.environ["RAFTLANE_CLIENT_CERT"], key)
+                if key
+                else os.environ["RAFTLANE_CLIENT_CERT"]
+            )
+        self._shared = _Shared(endpoints, timeout, transport, verify, cert)
         self._token = token
         self._deadline = deadline
         self._follow_leader = follow_leader
@@ -491,7 +554,9 @@ class Client:
                 r = await s.http.request(
                     method, url, json=json, content=content, params=query, headers=hs
                 )
-            except httpx.TransportError as e:
+            # A TLS 1.3 server refuses a missing client certificate after the handshake, so the
+            # alert surfaces as ssl.SSLError on the first read, outside httpx's TransportError.
+            except (httpx.TransportError, ssl.SSLError) as e:
                 last, last_status = f"{method} {url}: {type(e).__name__}: {e}", None
                 s.failed_at[i] = time.monotonic()
             else:
