@@ -195,9 +195,17 @@ impl PeerClient {
         let exchange = async {
             let resp = self.net.client.request(request).await.map_err(|e| {
                 if e.is_connect() {
-                    CallError::Unreachable(format!("{}: {}", self.node.addr, error_chain(&e)))
+                    CallError::Unreachable(format!(
+                        "{}: {}",
+                        self.node.addr,
+                        raftlane_client::transport::error_chain(&e)
+                    ))
                 } else {
-                    CallError::Network(format!("{}: {}", self.node.addr, error_chain(&e)))
+                    CallError::Network(format!(
+                        "{}: {}",
+                        self.node.addr,
+                        raftlane_client::transport::error_chain(&e)
+                    ))
                 }
             })?;
             let status = resp.status();
@@ -343,18 +351,6 @@ impl RaftNetwork<TypeConfig> for PeerClient {
             self.net.cfg.backoff_max,
         ))
     }
-}
-
-/// An error with its sources (hyper's own message hides a TLS failure's cause).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 #[cfg(test)]

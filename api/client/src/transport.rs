@@ -107,8 +107,9 @@ impl PeerClient {
 }
 
 /// An error with its sources: hyper's own message ("client error (Connect)") hides the cause
-/// a TLS failure names (an unknown CA, a name mismatch, a refused certificate).
-fn error_chain(e: &dyn std::error::Error) -> String {
+/// a TLS failure names (an unknown CA, a name mismatch, a refused certificate). Also what the
+/// Raft transport reports (`raftlane_raft::network`).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
