@@ -44,6 +44,9 @@ pub struct ApiConfig {
     pub rate_limit: crate::rate_limit::RateLimit,
     /// Dial other nodes over TLS with this CA and client identity (docs/SPEC.md §9.6).
     pub peer_tls: Option<raftlane_client::tls::ClientTls>,
+    /// The clock-skew bound of signed node-to-node calls: the node's
+    /// `Tuning::max_clock_skew_ms`, the same bound Raft's RPCs use.
+    pub max_clock_skew_ms: u64,
 }
 
 impl Default for ApiConfig {
@@ -61,6 +64,7 @@ impl Default for ApiConfig {
             metrics_token_required: false,
             rate_limit: crate::rate_limit::RateLimit::default(),
             peer_tls: None,
+            max_clock_skew_ms: raftlane_raft::config::DEFAULT_CLOCK_SKEW_MS,
         }
     }
 }
@@ -89,7 +93,10 @@ impl AppState {
     pub fn new(backend: Arc<dyn Backend>, config: &ApiConfig) -> Arc<Self> {
         let metrics = Arc::new(Metrics::default());
         let settings = write::Settings {
-            cluster_auth: signing::cluster_auth(&config.cluster_secret),
+            cluster_auth: signing::cluster_auth_with(
+                &config.cluster_secret,
+                config.max_clock_skew_ms,
+            ),
             peer_timeout: config.peer_timeout,
             membership_timeout: config.membership_timeout,
             keyring: config.keyring.clone(),
@@ -399,7 +406,9 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
 }
 
 pub fn body_error(e: axum::extract::rejection::BytesRejection) -> ApiError {
-    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+    if let Some(late) = crate::body_deadline::timed_out(&e) {
+        body_timeout(late)
+    } else if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "too_large",
@@ -408,6 +417,15 @@ pub fn body_error(e: axum::extract::rejection::BytesRejection) -> ApiError {
     } else {
         ApiError::invalid("body", e.body_text())
     }
+}
+
+/// `408 body_timeout`: the body did not arrive before its deadline ([`crate::body_deadline`]).
+pub fn body_timeout(late: &crate::body_deadline::BodyTimedOut) -> ApiError {
+    ApiError::new(
+        StatusCode::REQUEST_TIMEOUT,
+        "body_timeout",
+        late.to_string(),
+    )
 }
 
 /// Like [`parse_json`], with an empty body meaning every field's default.

@@ -57,16 +57,20 @@ pub struct Caller {
     pub requests: crate::request_id::RequestIds,
     /// The request's `Raftlane-Client-Time-Ms` (test mode only; `None` otherwise).
     pub client_time: Option<u64>,
+    /// The cluster's time as this node saw it when the request arrived (`Backend::cluster_now_ms`):
+    /// what time-dependent reads and cutoffs use, never this node's own wall clock alone.
+    pub clock_ms: u64,
     /// The request's `Raftlane-Approval`: the approval an action under dual control uses
     /// (`crate::dual_control`).
     pub approval: Option<raftlane_statemachine::model::ids::ApprovalId>,
 }
 
 impl Caller {
-    /// The time this request's proposals carry and its time-dependent reads use: the client's
-    /// (test mode, `Raftlane-Client-Time-Ms`), else the node's wall clock.
+    /// The time this request's time-dependent reads and cutoffs use: the client's (test mode,
+    /// `Raftlane-Client-Time-Ms`), else the cluster's time. (Its proposals carry it too, but the
+    /// leader re-stamps them with the cluster's time: `raftlane_raft::clock`.)
     pub fn now_ms(&self) -> u64 {
-        self.client_time.unwrap_or_else(crate::app::now_ms)
+        self.client_time.unwrap_or(self.clock_ms)
     }
 
     pub fn require(&self, p: Permission) -> Result<(), ApiError> {
@@ -215,6 +219,7 @@ impl FromRequestParts<Arc<AppState>> for Caller {
         let hash = sha256_hex(token);
         let requests = crate::request_id::RequestIds::from_parts(parts)?;
         let client_time = client_time(&parts.headers, state.test_client_clock)?;
+        let clock_ms = state.backend.cluster_now_ms();
         let approval = crate::dual_control::approval_header(&parts.headers)?;
         if ct_eq(hash.as_bytes(), state.admin_token_hash.as_bytes()) {
             return Ok(Caller {
@@ -224,6 +229,7 @@ impl FromRequestParts<Arc<AppState>> for Caller {
                 orgs: None,
                 requests,
                 client_time,
+                clock_ms,
                 approval,
             });
         }
@@ -242,6 +248,7 @@ impl FromRequestParts<Arc<AppState>> for Caller {
                 channels: p.channels,
                 requests,
                 client_time,
+                clock_ms,
                 approval,
             }),
             None => Err(ApiError::unauthorized("unknown or revoked token")),

@@ -55,6 +55,7 @@ impl From<raft::WriteError> for ProposeError {
             raft::WriteError::ForwardToLeader(not_leader) => not_leader.into(),
             raft::WriteError::Refused(m) => ProposeError::Unavailable(m),
             raft::WriteError::Stopped(m) => ProposeError::Fatal(m),
+            e @ raft::WriteError::NoClock(_) => ProposeError::Unavailable(e.to_string()),
         }
     }
 }
@@ -116,6 +117,18 @@ pub use raftlane_contract::cluster::{ClusterStatus, Member};
 
 pub trait Backend: Send + Sync + 'static {
     fn node_id(&self) -> u64;
+
+    /// The cluster's time as this node knows it (`raftlane_raft::clock`): what reads that
+    /// compare against lease ends and cutoffs use. A single node's is its wall clock.
+    fn cluster_now_ms(&self) -> u64 {
+        crate::app::now_ms()
+    }
+
+    /// Why this node's clock keeps it out of the cluster, if it does (`raftlane_raft::clock`):
+    /// writes sent to it are then answered `503 clock_skew` at once.
+    fn clock_skew(&self) -> Option<String> {
+        None
+    }
 
     /// Propose a command; answers `(log index, response)` after it is committed by a majority
     /// and applied here.

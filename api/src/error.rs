@@ -246,6 +246,10 @@ impl From<WriteError> for ApiError {
             WriteError::Read(e) => ApiError::internal(e.to_string()),
             WriteError::Invalid(rejection) => rejection.into(),
             e @ WriteError::PoisonLane { .. } => ApiError::unavailable(e.to_string()),
+            WriteError::ClockSkew(m) => ApiError {
+                retry_after: Some(1),
+                ..ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "clock_skew", m)
+            },
         }
     }
 }

@@ -55,7 +55,17 @@ fn check_head<'a>(
 }
 
 fn refused(e: raftlane_raft::auth::AuthError) -> ApiError {
-    ApiError::unauthorized(format!("node-to-node call refused: {e}"))
+    match e {
+        raftlane_raft::auth::AuthError::Skew { .. } => {
+            tracing::warn!(error = %e, "refused a node-to-node call");
+            ApiError::new(
+                axum::http::StatusCode::UNAUTHORIZED,
+                "clock_skew",
+                format!("node-to-node call refused: {e}"),
+            )
+        }
+        e => ApiError::unauthorized(format!("node-to-node call refused: {e}")),
+    }
 }
 
 /// Verify a signed request to `path` and return its body. The head is checked before the body

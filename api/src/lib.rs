@@ -24,6 +24,7 @@
 pub mod app;
 pub mod auth;
 pub mod backend;
+pub mod body_deadline;
 pub mod crypto;
 pub mod dual_control;
 pub mod error;

@@ -109,6 +109,9 @@ pub async fn bind(State(state): State<Arc<AppState>>, req: Request, next: Next) 
 /// A body [`bind`] could not read: over the limit (`413`, as the handlers' own extractors
 /// answer), or broken off.
 fn body_read_error(e: axum::Error) -> ApiError {
+    if let Some(late) = crate::body_deadline::timed_out(&e) {
+        return crate::app::body_timeout(late);
+    }
     let too_large =
         std::error::Error::source(&e).is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
     if too_large {

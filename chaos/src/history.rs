@@ -50,7 +50,13 @@ pub struct ClaimRec {
     pub lane: String,
     pub owner: String,
     pub fence: u64,
+    /// When the claim was sent (for a claim answered by a `done` with `claim_next`, when that
+    /// `done` was sent): the lease cannot have started earlier.
+    pub invoke: Micros,
+    /// When the claim was acknowledged.
     pub at: Micros,
+    /// The lease asked for.
+    pub ttl_ms: u64,
     /// The node (id) that answered.
     pub node: u64,
 }

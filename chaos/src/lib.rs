@@ -2,9 +2,11 @@
 //!
 //! `raftlane-chaos`: run workloads against a three-node cluster while injecting faults (kill -9,
 //! SIGSTOP past the lease, partitions and one-way link cuts, latency, restart of every node,
-//! proposer clock skew), heal, wait for quiescence and check the histories and the final state:
-//! no acknowledged enqueue lost, per-lane FIFO, fencing, exactly one terminal status, replica
-//! digests, audit chains, and linearizability of the config compare-and-set register.
+//! one node's clock a few seconds, ±60 s or +1 h off), heal, wait for quiescence and check the
+//! histories and the final state: no acknowledged enqueue lost, per-lane FIFO, fencing, leases
+//! by the wall clock (no row handed to a second owner while the first owner's lease could still
+//! run in real time), exactly one terminal status, replica digests, audit chains, and
+//! linearizability of the config compare-and-set register.
 //!
 //! A seed makes the fault schedule (and every workload decision) reproducible.
 //!

@@ -83,11 +83,17 @@ pub fn fault_of(kind: FaultKind, rng: &mut SplitMix64, lease_ttl: Duration) -> (
         }
         FaultKind::RestartAll => (Fault::RestartAll, ms(rng, 500, 2000)),
         FaultKind::ClockSkew => {
-            let magnitude = rng.range(2000, 8000) as i64;
-            let offset = if rng.chance(50) {
-                magnitude
-            } else {
+            // Within the nodes' skew bound (30 s) the skewed node stays in the cluster and its
+            // clock is outvoted; beyond it (±60 s, +1 h) its calls are refused as clock skew.
+            let magnitude = match rng.range(0, 3) {
+                0 | 1 => rng.range(2000, 8000) as i64,
+                2 => 60_000,
+                _ => 3_600_000,
+            };
+            let offset = if magnitude < 3_600_000 && rng.chance(50) {
                 -magnitude
+            } else {
+                magnitude
             };
             (
                 Fault::ClockSkew {

@@ -25,6 +25,14 @@ impl Backend for RaftBackend {
         self.node.id()
     }
 
+    fn cluster_now_ms(&self) -> u64 {
+        self.node.cluster_now_ms()
+    }
+
+    fn clock_skew(&self) -> Option<String> {
+        self.node.clock_skew()
+    }
+
     fn propose(&self, envelope: Envelope) -> BoxFuture<'_, Result<(u64, Response), ProposeError>> {
         Box::pin(async move {
             self.node
@@ -135,6 +143,23 @@ impl Backend for RaftBackend {
         if let Some(s) = &self.node.metrics().snapshot {
             gauges.insert("raftlane_snapshot_index".into(), s.index as f64);
         }
+        // Clock skew as this node sees it: each peer's clock minus this node's (fresh samples
+        // only), and proposals the leader re-stamped from a time beyond the skew bound.
+        let clock = self.node.clock();
+        for peer in clock.offsets() {
+            gauges.insert(
+                format!("raftlane_clock_offset_ms{{peer=\"{}\"}}", peer.node),
+                peer.offset_ms as f64,
+            );
+        }
+        gauges.insert(
+            "raftlane_clock_skew_bound_ms".into(),
+            clock.max_skew_ms() as f64,
+        );
+        gauges.insert(
+            "raftlane_clock_restamped_beyond_bound_total".into(),
+            clock.restamped_far() as f64,
+        );
         storage_gauges(&self.node, &mut gauges);
         gauges
     }
@@ -166,6 +191,9 @@ impl Backend for RaftBackend {
     }
 
     fn ready(&self) -> Result<(), String> {
+        if let Some(skew) = self.node.clock_skew() {
+            return Err(skew);
+        }
         let m = self.node.metrics();
         match m.current_leader {
             Some(_) => Ok(()),

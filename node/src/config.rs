@@ -103,6 +103,10 @@ pub struct NodeArgs {
     /// being handled. Default 60.
     #[arg(long, env = "RAFTLANE_IDLE_TIMEOUT")]
     pub idle_timeout: Option<u64>,
+    /// Seconds a client has to send a request's whole body once its headers have arrived;
+    /// later, the request is answered 408 body_timeout and its connection closed. Default 30.
+    #[arg(long, env = "RAFTLANE_BODY_TIMEOUT")]
+    pub body_timeout: Option<u64>,
     /// A TOML file with any of these settings (keys as the flag names with underscores), plus a
     /// [tuning] table (heartbeat_ms, election_timeout_min_ms, snapshot_logs_since_last, ...).
     #[arg(long, env = "RAFTLANE_CONFIG")]
@@ -133,6 +137,7 @@ struct FileConfig {
     tls_ca: Option<PathBuf>,
     http_header_timeout: Option<u64>,
     idle_timeout: Option<u64>,
+    body_timeout: Option<u64>,
     tuning: Option<Tuning>,
 }
 
@@ -285,6 +290,11 @@ impl NodeArgs {
                 "--idle-timeout",
                 self.idle_timeout.or(file.idle_timeout),
                 crate::listener::DEFAULT_IDLE_TIMEOUT,
+            )?,
+            body_timeout: seconds(
+                "--body-timeout",
+                self.body_timeout.or(file.body_timeout),
+                raftlane_api::body_deadline::DEFAULT_BODY_TIMEOUT,
             )?,
         };
         let bootstrap = self.bootstrap.or(file.bootstrap).unwrap_or(false);
@@ -452,7 +462,7 @@ mod tests {
         std::fs::write(
             &toml,
             "tls_cert = \"/c/n1.pem\"\ntls_key = \"/c/n1.key\"\ntls_client_ca = \"/c/ca.pem\"\n\
-             http_header_timeout = 3\n",
+             http_header_timeout = 3\nbody_timeout = 9\n",
         )
         .unwrap();
         let args = NodeArgs {
@@ -479,6 +489,7 @@ mod tests {
         assert_eq!(tls.ca, None);
         assert_eq!(from_file.conn_limits.header_timeout, Duration::from_secs(3));
         assert_eq!(from_file.conn_limits.idle_timeout, Duration::from_secs(7));
+        assert_eq!(from_file.conn_limits.body_timeout, Duration::from_secs(9));
         let half = NodeArgs {
             tls_cert: Some("/c/n1.pem".into()),
             ..args.clone()

@@ -8,6 +8,9 @@
 //! - a request's head must arrive within the header timeout (hyper's header read timeout, which
 //!   also runs while a keep-alive connection waits for its next request, so it bounds idle
 //!   keep-alive connections as well);
+//! - a request's body must arrive in full within the body timeout, counted from its head
+//!   ([`raftlane_api::body_deadline`]: `408 body_timeout`), so a client sending its body a byte
+//!   at a time, which keeps the connection from ever being idle, is dropped too;
 //! - a connection on which no byte moves either way for the idle timeout is closed, unless a
 //!   handler is running (a membership change may wait minutes for a learner to catch up). That
 //!   catches what the header timeout does not: a client that stops reading its answer.
@@ -16,6 +19,7 @@ use axum::Router;
 use hyper::body::Incoming;
 use hyper::Request;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use raftlane_api::body_deadline::DeadlineBody;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -42,6 +46,8 @@ pub struct ConnLimits {
     pub header_timeout: Duration,
     /// No byte read or written, and no handler running.
     pub idle_timeout: Duration,
+    /// A request's whole body, from the moment its head arrived.
+    pub body_timeout: Duration,
 }
 
 impl Default for ConnLimits {
@@ -49,6 +55,7 @@ impl Default for ConnLimits {
         Self {
             header_timeout: DEFAULT_HEADER_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            body_timeout: raftlane_api::body_deadline::DEFAULT_BODY_TIMEOUT,
         }
     }
 }
@@ -213,7 +220,9 @@ where
         let app = app.clone();
         let guard = InFlight::new(handler_activity.clone());
         async move {
-            let answer = app.oneshot(req.map(axum::body::Body::new)).await;
+            let req =
+                req.map(|body| axum::body::Body::new(DeadlineBody::new(body, limits.body_timeout)));
+            let answer = app.oneshot(req).await;
             drop(guard);
             answer
         }
@@ -266,16 +275,23 @@ mod tests {
     const LIMITS: ConnLimits = ConnLimits {
         header_timeout: Duration::from_millis(400),
         idle_timeout: Duration::from_millis(400),
+        body_timeout: Duration::from_millis(600),
     };
 
     async fn start(tls: Option<TlsAcceptor>) -> (std::net::SocketAddr, watch::Sender<bool>) {
-        let app = Router::new().route("/ok", get(|| async { "ok" })).route(
-            "/slow",
-            get(|| async {
-                tokio::time::sleep(Duration::from_millis(1200)).await;
-                "slow"
-            }),
-        );
+        let app = Router::new()
+            .route("/ok", get(|| async { "ok" }))
+            .route(
+                "/slow",
+                get(|| async {
+                    tokio::time::sleep(Duration::from_millis(1200)).await;
+                    "slow"
+                }),
+            )
+            .route(
+                "/echo",
+                axum::routing::post(|raftlane_api::app::RawBody(body)| async move { body }),
+            );
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stop_rx) = watch::channel(false);
@@ -326,6 +342,52 @@ mod tests {
             closed_at < Duration::from_secs(2),
             "closed after {closed_at:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_client_trickling_its_body_gets_408_after_the_body_timeout() {
+        let (addr, _stop) = start(None).await;
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        let started = Instant::now();
+        stream
+            .write_all(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
+            .await
+            .unwrap();
+        // One byte every 50 ms: the connection is never idle for the idle timeout (400 ms),
+        // and at this pace the 1,000 bytes would take 50 s.
+        let mut answer = Vec::new();
+        let mut buf = [0u8; 1024];
+        while started.elapsed() < Duration::from_secs(5) {
+            if stream.write_all(b"a").await.is_err() {
+                break;
+            }
+            match tokio::time::timeout(Duration::from_millis(50), stream.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => break,
+                Ok(Ok(n)) => answer.extend_from_slice(&buf[..n]),
+                Err(_) => {}
+            }
+        }
+        let answered_at = started.elapsed();
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+        assert!(answer.contains("\"body_timeout\""), "{answer}");
+        assert!(
+            answered_at < Duration::from_secs(2),
+            "answered after {answered_at:?}"
+        );
+
+        // A body sent at once is read whole.
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream
+            .write_all(
+                b"POST /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 5\r\n\r\nhello",
+            )
+            .await
+            .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(answer.ends_with("hello"), "{answer}");
     }
 
     #[tokio::test]

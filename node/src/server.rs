@@ -118,6 +118,7 @@ pub async fn start_on(opts: NodeOptions, listener: TcpListener) -> anyhow::Resul
         secret: opts.cluster_secret.clone(),
         tuning: opts.effective_tuning(),
         peer_tls: peer_tls.clone(),
+        clock_offset_ms: 0,
     };
     if opts.test_client_clock {
         tracing::warn!(
@@ -138,6 +139,7 @@ pub async fn start_on(opts: NodeOptions, listener: TcpListener) -> anyhow::Resul
         metrics_token_required: opts.metrics_token_required,
         rate_limit: opts.rate_limit,
         peer_tls,
+        max_clock_skew_ms: raft.config().tuning.max_clock_skew_ms,
     };
     let state = AppState::new(Arc::new(RaftBackend::new(raft.clone())), &api_config);
     let service = raft.http_service();

@@ -81,8 +81,10 @@ pub enum AuthError {
     Missing,
     #[error("malformed {AUTH_HEADER} header")]
     Malformed,
-    #[error("request timestamp outside the allowed clock skew")]
-    Stale,
+    /// The call's timestamp is further from this node's clock than the skew bound: one of the
+    /// two clocks is wrong (or the call is an old one replayed).
+    #[error("clock skew: the caller's clock is {} ms {} this node's, beyond the bound of {bound_ms} ms", .skew_ms.unsigned_abs(), if *.skew_ms > 0 { "ahead of" } else { "behind" })]
+    Skew { skew_ms: i64, bound_ms: u64 },
     #[error("bad signature")]
     BadSignature,
     #[error("the call was signed for node {signed_for}, not for this node ({this_node})")]
@@ -168,6 +170,11 @@ impl Stamp {
 }
 
 impl ClusterAuth {
+    /// The freshness window (the clock-skew bound), in ms; 0: none.
+    pub fn max_skew_ms(&self) -> u64 {
+        self.max_skew_ms
+    }
+
     pub fn new(secret: impl AsRef<[u8]>, max_skew_ms: u64) -> Self {
         Self {
             secret: secret.as_ref().to_vec(),
@@ -258,7 +265,15 @@ impl ClusterAuth {
             });
         }
         if self.max_skew_ms > 0 && ts.abs_diff(now_ms) > self.max_skew_ms {
-            return Err(AuthError::Stale);
+            let skew_ms = if ts >= now_ms {
+                i64::try_from(ts - now_ms).unwrap_or(i64::MAX)
+            } else {
+                i64::try_from(now_ms - ts).map_or(i64::MIN, |d| -d)
+            };
+            return Err(AuthError::Skew {
+                skew_ms,
+                bound_ms: self.max_skew_ms,
+            });
         }
         let stamp = Stamp { ts, nonce, target };
         if !constant_time_eq(&self.head_mac(path, &stamp), &head) {
@@ -301,6 +316,13 @@ impl ClusterAuth {
 pub struct Verified {
     stamp: Stamp,
     body_mac: [u8; 32],
+}
+
+impl Verified {
+    /// The caller's clock when it signed (ms since the Unix epoch).
+    pub fn signed_at_ms(&self) -> u64 {
+        self.stamp.ts
+    }
 }
 
 #[cfg(test)]
@@ -355,7 +377,10 @@ mod tests {
         );
         assert_eq!(
             a.check_head(Some(&fresh()), "/raft/vote", 2, 7000),
-            Err(AuthError::Stale)
+            Err(AuthError::Skew {
+                skew_ms: -2000,
+                bound_ms: 1000
+            })
         );
         assert_eq!(
             a.check_head(None, "/raft/vote", 2, 5000),
@@ -406,7 +431,10 @@ mod tests {
         // Once the window has passed the replay is stale, and the nonce is let go.
         assert_eq!(
             a.check_head(Some(&h), "/raft/append", 1, 11_500),
-            Err(AuthError::Stale)
+            Err(AuthError::Skew {
+                skew_ms: -1500,
+                bound_ms: 1000
+            })
         );
         let later = a.sign(1, "/raft/append", 12_500, b"x");
         assert!(a

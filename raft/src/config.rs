@@ -23,6 +23,14 @@ pub const DEFAULT_SNAPSHOT_LOGS_SINCE_LAST: u64 = 100_000;
 /// Default of [`Tuning::retention_interval_ms`]: once a minute.
 pub const DEFAULT_RETENTION_INTERVAL_MS: u64 = 60_000;
 
+/// Default of [`Tuning::max_clock_skew_ms`]: NTP keeps clocks within milliseconds; a node 30 s
+/// off has a broken clock, and is cut off (loudly) rather than trusted.
+pub const DEFAULT_CLOCK_SKEW_MS: u64 = 30_000;
+
+/// Upper limit of [`Tuning::max_clock_skew_ms`]: half the state machine's request-id memory, so
+/// that a replayed forwarded proposal is either refused as stale or answered as a repeat.
+pub const MAX_CLOCK_SKEW_MS: u64 = raftlane_statemachine::apply::request::REQUEST_TTL_MS / 2;
+
 /// Timing and size knobs. Every field has a default (`#[serde(default)]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -49,7 +57,10 @@ pub struct Tuning {
     pub connect_timeout_ms: u64,
     pub backoff_min_ms: u64,
     pub backoff_max_ms: u64,
-    /// Largest clock difference accepted on signed RPCs; 0 disables the freshness check.
+    /// The one clock-skew bound ([`crate::clock`]): signed node-to-node calls (Raft RPCs and
+    /// the API's forwarded writes) whose timestamp is further off this node's clock are refused
+    /// as clock skew, and peers or proposals further off the cluster's clock are logged as skew.
+    /// At most [`MAX_CLOCK_SKEW_MS`]; 0 disables the freshness check.
     pub max_clock_skew_ms: u64,
     /// Leader-only `ReclaimExpired` proposals every this many ms; 0 disables.
     pub reclaim_interval_ms: u64,
@@ -86,7 +97,7 @@ impl Default for Tuning {
             connect_timeout_ms: 1000,
             backoff_min_ms: 100,
             backoff_max_ms: 2000,
-            max_clock_skew_ms: 300_000,
+            max_clock_skew_ms: DEFAULT_CLOCK_SKEW_MS,
             reclaim_interval_ms: 1000,
             expire_interval_ms: 5_000,
             retention_interval_ms: DEFAULT_RETENTION_INTERVAL_MS,
@@ -121,6 +132,10 @@ pub struct RaftNodeConfig {
     /// plain HTTP. Not part of the serialized config: it is read from files at start.
     #[serde(skip)]
     pub peer_tls: Option<raftlane_client::tls::ClientTls>,
+    /// Added to this node's wall clock (on top of `RAFTLANE_CLOCK_OFFSET_MS`): lets an
+    /// in-process test run one node with a skewed clock. 0 in production.
+    #[serde(default)]
+    pub clock_offset_ms: i64,
 }
 
 impl std::fmt::Debug for RaftNodeConfig {
@@ -135,6 +150,7 @@ impl std::fmt::Debug for RaftNodeConfig {
             .field("secret", &"<redacted>")
             .field("tuning", &self.tuning)
             .field("peer_tls", &self.peer_tls)
+            .field("clock_offset_ms", &self.clock_offset_ms)
             .finish()
     }
 }
@@ -148,6 +164,8 @@ pub enum ConfigError {
     SelfNotInPeers(NodeId),
     #[error("invalid raft timing: {0}")]
     Openraft(#[from] openraft::ConfigError),
+    #[error("max_clock_skew_ms = {0} is above the limit of {MAX_CLOCK_SKEW_MS} ms (half the request-id memory)")]
+    ClockSkewBound(u64),
 }
 
 impl RaftNodeConfig {
@@ -168,6 +186,7 @@ impl RaftNodeConfig {
             secret: secret.into(),
             tuning: Tuning::default(),
             peer_tls: None,
+            clock_offset_ms: 0,
         }
     }
 
@@ -183,6 +202,9 @@ impl RaftNodeConfig {
             return Err(ConfigError::SelfNotInPeers(self.id));
         }
         let t = &self.tuning;
+        if t.max_clock_skew_ms > MAX_CLOCK_SKEW_MS {
+            return Err(ConfigError::ClockSkewBound(t.max_clock_skew_ms));
+        }
         let config = openraft::Config {
             cluster_name: t.cluster_name.clone(),
             heartbeat_interval: t.heartbeat_ms,

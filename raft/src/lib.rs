@@ -17,7 +17,7 @@
 //!
 //! # Modules, one job each
 //! [`types`] (openraft type config), [`log_store`], [`sm_adapter`], [`snapshot`] (file format),
-//! [`auth`] (cluster-secret HMAC), [`wire`] (paths and encoding), [`network`] (client),
+//! [`auth`] (cluster-secret HMAC), [`clock`] (the cluster's time the leader stamps), [`wire`] (paths and encoding), [`network`] (client),
 //! [`server`] (hyper service), [`node`] ([`RaftNode`] handle), [`cluster`] (bootstrap and
 //! membership), [`timers`] (leader-only housekeeping), `replay` (progress of the replay after a restart),
 //! [`config`].
@@ -27,6 +27,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod auth;
+pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod log_store;
@@ -41,6 +42,7 @@ pub mod types;
 mod util;
 pub mod wire;
 
+pub use clock::{ClockError, ClusterClock};
 pub use cluster::ClusterError;
 pub use config::{RaftNodeConfig, Tuning};
 pub use node::{NodeError, NotLeader, RaftNode, ReadError, StartError, WriteError};

@@ -19,8 +19,8 @@
 //! | the peer's Raft answered with an error    | `RemoteError`      | handled by openraft          |
 
 use crate::auth::{ClusterAuth, AUTH_HEADER};
+use crate::clock::{ClusterClock, CLOCK_HEADER};
 use crate::types::{Node, NodeId, TypeConfig};
-use crate::util::now_ms;
 use crate::wire;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -87,6 +87,8 @@ pub struct HttpNetwork {
     client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
     auth: Arc<ClusterAuth>,
     cfg: NetworkConfig,
+    /// Signs with this node's clock and learns each peer's from its answers ([`crate::clock`]).
+    clock: Arc<ClusterClock>,
 }
 
 impl HttpNetwork {
@@ -98,12 +100,20 @@ impl HttpNetwork {
             .pool_idle_timeout(POOL_IDLE)
             .pool_max_idle_per_host(8)
             .build(connector);
+        let clock = Arc::new(ClusterClock::new(self_id, 0, auth.max_skew_ms()));
         Self {
             self_id,
             client,
             auth: Arc::new(auth),
             cfg,
+            clock,
         }
+    }
+
+    /// Use `clock` (the node's) instead of a private one.
+    pub fn with_clock(mut self, clock: Arc<ClusterClock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// A client for `addr` outside openraft (tests, tools).
@@ -184,7 +194,8 @@ impl PeerClient {
         if body.len() > wire::MAX_BODY_BYTES {
             return Err(CallError::TooLarge(body.len()));
         }
-        let signature = self.net.auth.sign(self.target, path, now_ms(), &body);
+        let sent_ms = self.net.clock.wall_ms();
+        let signature = self.net.auth.sign(self.target, path, sent_ms, &body);
         let request = Request::post(self.url(path))
             .header(header::CONTENT_TYPE, wire::CONTENT_TYPE)
             .header(AUTH_HEADER, signature)
@@ -209,19 +220,50 @@ impl PeerClient {
                 }
             })?;
             let status = resp.status();
+            // Every answer, a refusal included, carries the peer's clock: learn it.
+            let peer_ms = resp
+                .headers()
+                .get(CLOCK_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok());
+            if let Some(peer_ms) = peer_ms {
+                let received_ms = self.net.clock.wall_ms();
+                self.net
+                    .clock
+                    .record_answer(self.target, sent_ms, peer_ms, received_ms);
+            }
             match status {
                 StatusCode::OK => {}
                 StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN => {
+                    let skew =
+                        peer_ms.map(|p| i128::from(p) - i128::from(self.net.clock.wall_ms()));
+                    let bound = i128::from(self.net.clock.max_skew_ms());
+                    return Err(CallError::Unreachable(match skew {
+                        Some(skew) if bound > 0 && skew.abs() > bound => format!(
+                            "{} refused our call (HTTP {status}): clock skew, its clock is {} ms {} ours (bound {bound} ms)",
+                            self.node.addr,
+                            skew.abs(),
+                            if skew > 0 { "ahead of" } else { "behind" }
+                        ),
+                        _ => format!(
+                            "{} refused our credentials (HTTP {status}): is the cluster secret the same?",
+                            self.node.addr
+                        ),
+                    }));
+                }
+                StatusCode::SERVICE_UNAVAILABLE => {
                     return Err(CallError::Unreachable(format!(
-                        "{} refused our credentials (HTTP {status}): is the cluster secret the same?",
+                        "{} is shutting down",
                         self.node.addr
                     )))
                 }
-                StatusCode::SERVICE_UNAVAILABLE => {
-                    return Err(CallError::Unreachable(format!("{} is shutting down", self.node.addr)))
-                }
                 StatusCode::PAYLOAD_TOO_LARGE => return Err(CallError::TooLarge(0)),
-                other => return Err(CallError::Network(format!("{} answered HTTP {other}", self.node.addr))),
+                other => {
+                    return Err(CallError::Network(format!(
+                        "{} answered HTTP {other}",
+                        self.node.addr
+                    )))
+                }
             }
             let bytes = Limited::new(resp.into_body(), wire::MAX_BODY_BYTES)
                 .collect()

@@ -2,6 +2,7 @@
 //! behind a cheap, cloneable handle for the API layer.
 
 use crate::auth::ClusterAuth;
+use crate::clock::ClusterClock;
 use crate::config::{ConfigError, RaftNodeConfig};
 use crate::log_store::{LogStats, LogStore};
 use crate::network::HttpNetwork;
@@ -54,6 +55,10 @@ pub enum WriteError {
     /// This node is shutting down or its storage failed.
     #[error("raft is stopped: {0}")]
     Stopped(String),
+    /// This node leads but does not know the cluster's time ([`crate::clock`]): it has no
+    /// recent clock sample from a majority, so it could not commit either. Retry shortly.
+    #[error(transparent)]
+    NoClock(#[from] crate::clock::ClockError),
 }
 
 /// A linearizable read could not be served here.
@@ -124,6 +129,8 @@ pub(crate) struct NodeInner {
     stopped: AtomicBool,
     probes: Vec<ReleaseProbe>,
     timer_stats: Arc<TimerStats>,
+    /// The cluster's time as this node sees it ([`crate::clock`]).
+    clock: Arc<ClusterClock>,
     /// Serializes membership changes (see `cluster.rs`).
     pub(crate) membership_lock: tokio::sync::Mutex<()>,
 }
@@ -267,11 +274,17 @@ impl RaftNode {
         let log_handle = log.clone();
 
         let auth = ClusterAuth::new(config.secret.as_bytes(), config.tuning.max_clock_skew_ms);
-        let network = HttpNetwork::new(config.id, auth.clone(), config.network_config());
+        let clock = Arc::new(ClusterClock::new(
+            config.id,
+            config.clock_offset_ms,
+            config.tuning.max_clock_skew_ms,
+        ));
+        let network = HttpNetwork::new(config.id, auth.clone(), config.network_config())
+            .with_clock(clock.clone());
         let raft = Raft::new(config.id, Arc::new(raft_config), network, log, sm)
             .await
             .map_err(|e| StartError::Raft(e.to_string()))?;
-        let http = RaftHttpService::new(raft.clone(), auth);
+        let http = RaftHttpService::new(raft.clone(), auth).with_clock(clock.clone());
 
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut tasks = Vec::new();
@@ -309,6 +322,7 @@ impl RaftNode {
                 expire_ms: config.tuning.expire_interval_ms,
                 retention_ms: config.tuning.retention_interval_ms,
                 stats: timer_stats.clone(),
+                clock: clock.clone(),
             },
             stop_rx,
         )));
@@ -330,6 +344,7 @@ impl RaftNode {
                 stopped: AtomicBool::new(false),
                 probes,
                 timer_stats,
+                clock,
                 membership_lock: tokio::sync::Mutex::new(()),
             }),
         };
@@ -383,7 +398,16 @@ impl RaftNode {
 
     /// Propose `envelope`; returns its log index and the state machine's response once the
     /// entry is committed and applied here (on the leader).
-    pub async fn client_write(&self, envelope: Envelope) -> Result<(u64, Response), WriteError> {
+    ///
+    /// The leader re-stamps `envelope` with the cluster's time ([`crate::clock`]); a node that
+    /// does not lead leaves it as it is and gets `ForwardToLeader` back from Raft.
+    pub async fn client_write(
+        &self,
+        mut envelope: Envelope,
+    ) -> Result<(u64, Response), WriteError> {
+        if let Some(voters) = ClusterClock::leader_voters(&self.inner.raft, self.inner.id) {
+            self.inner.clock.stamp(&voters, &mut envelope)?;
+        }
         match self.inner.raft.client_write(envelope).await {
             Ok(resp) => Ok((resp.log_id.index, resp.data)),
             Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
@@ -516,6 +540,26 @@ impl RaftNode {
 
     pub fn server_stats(&self) -> Arc<ServerStats> {
         self.inner.http.stats()
+    }
+
+    /// The cluster's time as this node sees it: peers' clock offsets, the skew bound, the
+    /// time the leader stamps ([`crate::clock`]).
+    pub fn clock(&self) -> Arc<ClusterClock> {
+        self.inner.clock.clone()
+    }
+
+    /// The cluster's time for a read on this node (its best estimate; see
+    /// [`ClusterClock::estimate_now`]).
+    pub fn cluster_now_ms(&self) -> u64 {
+        let voters = ClusterClock::voters(&self.inner.raft);
+        self.inner.clock.estimate_now(&voters)
+    }
+
+    /// Why this node cannot take part because of its clock, if that is so
+    /// ([`ClusterClock::own_skew`]).
+    pub fn clock_skew(&self) -> Option<String> {
+        let voters = ClusterClock::voters(&self.inner.raft);
+        self.inner.clock.own_skew(&voters)
     }
 
     pub fn timer_stats(&self) -> Arc<TimerStats> {

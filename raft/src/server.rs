@@ -21,8 +21,8 @@
 //! `401` and never reaches Raft.
 
 use crate::auth::{AuthError, ClusterAuth, AUTH_HEADER};
+use crate::clock::{ClusterClock, CLOCK_HEADER};
 use crate::types::{NodeId, Raft, TypeConfig};
-use crate::util::now_ms;
 use crate::wire;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -56,6 +56,9 @@ pub struct RaftHttpService {
     raft: Raft,
     auth: Arc<ClusterAuth>,
     stats: Arc<ServerStats>,
+    /// Checks signatures against this node's clock, which every answer carries
+    /// ([`crate::clock::CLOCK_HEADER`]).
+    clock: Arc<ClusterClock>,
 }
 
 fn plain(status: StatusCode, msg: &str) -> Response<Full<Bytes>> {
@@ -106,11 +109,20 @@ fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, Response<Full<Bytes>>> 
 
 impl RaftHttpService {
     pub fn new(raft: Raft, auth: ClusterAuth) -> Self {
+        let id = raft.metrics().borrow().id;
+        let clock = Arc::new(ClusterClock::new(id, 0, auth.max_skew_ms()));
         Self {
             raft,
             auth: Arc::new(auth),
             stats: Arc::new(ServerStats::default()),
+            clock,
         }
+    }
+
+    /// Use `clock` (the node's) instead of a private one.
+    pub fn with_clock(mut self, clock: Arc<ClusterClock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Whether `path` belongs to this service (everything under `/raft/`).
@@ -133,8 +145,20 @@ impl RaftHttpService {
         resp
     }
 
-    /// Handle one request to a Raft endpoint.
+    /// Handle one request to a Raft endpoint. Every answer carries this node's clock.
     pub async fn handle<B>(&self, req: Request<B>) -> Response<Full<Bytes>>
+    where
+        B: Body,
+        B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    {
+        let mut resp = self.handle_inner(req).await;
+        if let Ok(v) = header::HeaderValue::from_str(&self.clock.wall_ms().to_string()) {
+            resp.headers_mut().insert(CLOCK_HEADER, v);
+        }
+        resp
+    }
+
+    async fn handle_inner<B>(&self, req: Request<B>) -> Response<Full<Bytes>>
     where
         B: Body,
         B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -146,7 +170,10 @@ impl RaftHttpService {
         let header = req.headers().get(AUTH_HEADER).and_then(|v| v.to_str().ok());
         // Calls are signed for their target node: one signed for another is refused.
         let this_node = self.raft.metrics().borrow().id;
-        let head = match self.auth.check_head(header, &path, this_node, now_ms()) {
+        let head = match self
+            .auth
+            .check_head(header, &path, this_node, self.clock.wall_ms())
+        {
             Ok(h) => h,
             Err(e) => return self.unauthorized(e),
         };
@@ -168,7 +195,13 @@ impl RaftHttpService {
         self.stats.handled.fetch_add(1, Ordering::Relaxed);
         let result = match path.as_str() {
             wire::PATH_APPEND => match decode::<AppendEntriesRequest<TypeConfig>>(&body) {
-                Ok(rpc) => Ok(raft_result(self.raft.append_entries(rpc).await)),
+                Ok(rpc) => {
+                    // A follower learns the leader's clock from its heartbeats.
+                    if let Some(leader) = rpc.vote.leader_id().voted_for() {
+                        self.clock.record_call(leader, head.signed_at_ms());
+                    }
+                    Ok(raft_result(self.raft.append_entries(rpc).await))
+                }
                 Err(r) => Err(r),
             },
             wire::PATH_VOTE => match decode::<VoteRequest<NodeId>>(&body) {

@@ -1,7 +1,8 @@
 //! Leader-only housekeeping: periodic `ReclaimExpired`, `ExpireRecords` and retention purges.
 //!
 //! Time-driven changes cannot happen inside the deterministic state machine (it has no clock),
-//! so the leader proposes them as ordinary commands stamped with its wall clock (`now_ms`); every
+//! so the leader proposes them as ordinary commands stamped with the cluster's time
+//! ([`crate::clock`], not its own wall clock); every
 //! replica then applies them identically. Followers skip their ticks: only a node whose metrics
 //! say it is the leader proposes, so there is one proposal per tick cluster-wide (a stale leader
 //! that still believes it leads is refused by Raft and counted as a failure).
@@ -14,8 +15,6 @@
 
 use crate::sm_adapter::StateHandle;
 use crate::types::{NodeId, Raft};
-use crate::util::now_ms;
-use openraft::ServerState;
 use raftlane_statemachine::model::config::RetentionConfig;
 use raftlane_statemachine::model::ids::Millis;
 use raftlane_statemachine::wire::command::{
@@ -58,6 +57,8 @@ pub(crate) struct Timers {
     pub(crate) expire_ms: u64,
     pub(crate) retention_ms: u64,
     pub(crate) stats: Arc<TimerStats>,
+    /// The cluster's time: what every proposal is stamped with, and what retention cuts at.
+    pub(crate) clock: Arc<crate::clock::ClusterClock>,
 }
 
 fn interval(ms: u64) -> Option<Interval> {
@@ -78,35 +79,24 @@ async fn tick(i: &mut Option<Interval>) {
     }
 }
 
-/// Whether this node currently leads (read from metrics; the guard is dropped at once, never
-/// held across an await).
-fn is_leader(raft: &Raft, id: NodeId) -> bool {
-    let m = raft.metrics();
-    let m = m.borrow();
-    m.state == ServerState::Leader && m.current_leader == Some(id)
-}
-
-/// Propose `command` if this node leads; returns the state machine's response once committed.
-async fn propose(
-    raft: &Raft,
-    id: NodeId,
-    command: Command,
-    stats: &TimerStats,
-) -> Option<Response> {
-    if !is_leader(raft, id) {
+/// Propose `command` if this node leads, stamped with the cluster's time ([`crate::clock`]);
+/// returns the state machine's response once committed.
+async fn propose(t: &Timers, command: Command) -> Option<Response> {
+    let voters = crate::clock::ClusterClock::leader_voters(&t.raft, t.id)?;
+    let name = command.name();
+    let mut envelope = Envelope::new(0, TIMER_ACTOR, command);
+    if let Err(e) = t.clock.stamp(&voters, &mut envelope) {
+        t.stats.failures.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(command = name, error = %e, "timer proposal not stamped");
         return None;
     }
-    let name = command.name();
-    match raft
-        .client_write(Envelope::new(now_ms(), TIMER_ACTOR, command))
-        .await
-    {
+    match t.raft.client_write(envelope).await {
         Ok(resp) => {
-            stats.proposals.fetch_add(1, Ordering::Relaxed);
+            t.stats.proposals.fetch_add(1, Ordering::Relaxed);
             Some(resp.data)
         }
         Err(e) => {
-            stats.failures.fetch_add(1, Ordering::Relaxed);
+            t.stats.failures.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(command = name, error = %e, "timer proposal failed");
             None
         }
@@ -153,9 +143,18 @@ async fn read_retention(state: &StateHandle) -> Result<RetentionConfig, String> 
 /// The config is read from the leader's local state, which may trail the commit index by a few
 /// entries; a retention change then takes effect one tick later, which is harmless.
 async fn retention_tick(t: &Timers) {
-    if !is_leader(&t.raft, t.id) {
+    let Some(voters) = crate::clock::ClusterClock::leader_voters(&t.raft, t.id) else {
         return;
-    }
+    };
+    // Cut at the cluster's time, not this node's wall clock: a leader whose clock runs fast must
+    // not purge what is not yet old.
+    let now = match t.clock.cluster_now(&voters) {
+        Ok(now) => now,
+        Err(error) => {
+            tracing::warn!(id = t.id, %error, "retention: the cluster's time is unknown; no purge this tick");
+            return;
+        }
+    };
     t.stats.retention_ticks.fetch_add(1, Ordering::Relaxed);
     let retention = match read_retention(&t.state).await {
         Ok(r) => r,
@@ -164,11 +163,11 @@ async fn retention_tick(t: &Timers) {
             return;
         }
     };
-    for command in retention_commands(&retention, now_ms()) {
+    for command in retention_commands(&retention, now) {
         // Debug form, e.g. `PurgeMessageBodies { older_than: 1733140000000 }`: kind and cutoff.
         let what = format!("{command:?}");
         let started = std::time::Instant::now();
-        let Some(response) = propose(&t.raft, t.id, command, &t.stats).await else {
+        let Some(response) = propose(t, command).await else {
             // Lost leadership (or shutting down): the next leader's tick takes over.
             return;
         };
@@ -210,10 +209,10 @@ pub(crate) async fn run_timers(t: Timers, mut stop: watch::Receiver<bool>) {
             }
             _ = tick(&mut reclaim) => {
                 let reclaim_all = Command::ReclaimExpired(ReclaimExpired { stage: None });
-                propose(&t.raft, t.id, reclaim_all, &t.stats).await;
+                propose(&t, reclaim_all).await;
             }
             _ = tick(&mut expire) => {
-                propose(&t.raft, t.id, Command::ExpireRecords, &t.stats).await;
+                propose(&t, Command::ExpireRecords).await;
             }
             _ = tick(&mut retention) => retention_tick(&t).await,
         }

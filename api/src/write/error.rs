@@ -55,6 +55,10 @@ pub enum WriteError {
     /// on: claiming again continues).
     #[error("{contained} undecryptable rows dead-lettered in this lane; claim again")]
     PoisonLane { contained: usize },
+    /// This node's clock is further off the cluster's than the skew bound, so the other nodes
+    /// refuse its calls: nothing was proposed (`raftlane_raft::clock`).
+    #[error("{0}")]
+    ClockSkew(String),
 }
 
 impl From<StoreError> for WriteError {

@@ -91,9 +91,7 @@ pub(crate) async fn read_index_at(
         .await
         .map_err(|e| ProposeError::Unavailable(e.to_string()))?;
     if !status.is_success() {
-        return Err(ProposeError::Unavailable(format!(
-            "leader answered {status}"
-        )));
+        return Err(refusal(status, &bytes));
     }
     codec::decode::<Result<u64, ProposeError>>(&bytes)
         .map_err(|e| ProposeError::Unavailable(e.to_string()))?
@@ -171,12 +169,31 @@ pub(crate) fn leader_answer<T: serde::de::DeserializeOwned>(
     bytes: &[u8],
 ) -> Result<T, ProposeError> {
     if !status.is_success() {
-        return Err(ProposeError::Unavailable(format!(
-            "leader answered {status}"
-        )));
+        return Err(refusal(status, bytes));
     }
     codec::decode::<Result<T, ProposeError>>(bytes)
         .map_err(|e| ProposeError::Unavailable(e.to_string()))?
+}
+
+/// The leader did not take the call: its status, and the reason its error body gives (a clock
+/// skew between the two nodes reads as such, not as a bad cluster secret).
+fn refusal(status: StatusCode, bytes: &[u8]) -> ProposeError {
+    #[derive(serde::Deserialize)]
+    struct Body {
+        code: String,
+        message: String,
+    }
+    match serde_json::from_slice::<Body>(bytes) {
+        Ok(b) if b.code == "clock_skew" => {
+            tracing::warn!(reason = %b.message, "the leader refused this node's call: clock skew");
+            ProposeError::Unavailable(format!(
+                "the leader refused this node's call: {}",
+                b.message
+            ))
+        }
+        Ok(b) => ProposeError::Unavailable(format!("leader answered {status}: {}", b.message)),
+        Err(_) => ProposeError::Unavailable(format!("leader answered {status}")),
+    }
 }
 
 /// A forwarded proposal whose answer was lost may have been applied; retrying it is still safe

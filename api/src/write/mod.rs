@@ -136,6 +136,10 @@ impl Proposer {
     /// makes the retry exactly-once (an entry that did commit answers the retry with its first
     /// answer, `Outcome::Repeated`, unwrapped here).
     pub async fn write(&self, mut envelope: Envelope) -> Result<(u64, Response), WriteError> {
+        // A node the others refuse for its clock would only retry until the window closes.
+        if let Some(skew) = self.backend.clock_skew() {
+            return Err(WriteError::ClockSkew(skew));
+        }
         self.at_rest
             .seal(&mut envelope.command)
             .map_err(WriteError::Seal)?;

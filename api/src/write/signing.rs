@@ -21,7 +21,7 @@
 //! The former scheme, the secret itself in [`LEGACY_SECRET_HEADER`], is refused like any other
 //! unsigned request (401).
 //!
-//! A replay of a captured request is refused (401): within the freshness window [`MAX_SKEW_MS`]
+//! A replay of a captured request is refused (401): within the freshness window (the clock-skew bound)
 //! its nonce is remembered, past it the request is stale. (Before nonces, 2026-12-05, a replay
 //! within the window was served; the window, shorter than the state machine's request-id
 //! memory, still made a replayed proposal a repeat, never applied twice.)
@@ -43,16 +43,17 @@ pub const PATH_MEMBERSHIP: &str = "/internal/membership";
 /// accepted; only recognized to log that a peer still sends it.
 pub const LEGACY_SECRET_HEADER: &str = "x-raftlane-cluster-secret";
 
-/// Largest accepted difference between a signature's timestamp and this node's clock: half the
-/// state machine's request-id memory, so that a replayed proposal is either refused as stale or
-/// answered as a repeat of its first application. Far above the clock differences the chaos
-/// suite injects (a few seconds).
-pub const MAX_SKEW_MS: u64 = raftlane_statemachine::apply::request::REQUEST_TTL_MS / 2;
-
-/// The signer/verifier for `secret`; `None` when no secret is configured (then every internal
-/// request is refused and this node cannot forward).
+/// The signer/verifier for `secret` with the default clock-skew bound; `None` when no secret is
+/// configured (then every internal request is refused and this node cannot forward).
 pub fn cluster_auth(secret: &str) -> Option<ClusterAuth> {
-    (!secret.is_empty()).then(|| ClusterAuth::new(secret, MAX_SKEW_MS))
+    cluster_auth_with(secret, raftlane_raft::config::DEFAULT_CLOCK_SKEW_MS)
+}
+
+/// [`cluster_auth`] with the node's clock-skew bound (`Tuning::max_clock_skew_ms`, the one bound
+/// Raft's own RPCs use too, at most half the state machine's request-id memory, so that a
+/// replayed proposal is either refused as stale or answered as a repeat).
+pub fn cluster_auth_with(secret: &str, max_skew_ms: u64) -> Option<ClusterAuth> {
+    (!secret.is_empty()).then(|| ClusterAuth::new(secret, max_skew_ms))
 }
 
 /// The signature header of a request to node `target`'s `path` carrying `body`, stamped now.

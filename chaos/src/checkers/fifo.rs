@@ -226,7 +226,9 @@ mod tests {
             lane: "outbound:d0".into(),
             owner: "w".into(),
             fence,
+            invoke: 0,
             at: 0,
+            ttl_ms: 2_500,
             node: 1,
         }
     }

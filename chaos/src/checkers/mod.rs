@@ -5,6 +5,7 @@ pub mod audit;
 pub mod digest;
 pub mod fencing;
 pub mod fifo;
+pub mod leases;
 pub mod linearizable;
 pub mod lost;
 pub mod terminal;
@@ -47,6 +48,7 @@ pub fn run_all(rec: &Recorded, fin: &FinalState) -> Vec<Verdict> {
         lost::check(&rec.enqueues, &fin.messages),
         fifo::check(&fin.messages, &rec.claims, &rec.completions),
         fencing::check(&rec.claims, &rec.completions, &fin.messages),
+        leases::check(&rec.claims, &rec.completions),
         terminal::check(&fin.messages, fin.live_rows),
         digest::check(&fin.digest_rounds, &fin.digest_inconsistencies),
         audit::check(&fin.audit, &fin.audit_rows, &rec.audits),

@@ -8,7 +8,7 @@
 use super::completion::{complete, Action};
 use super::{wall_ms, Ctx};
 use crate::conn::{Attempt, Cursor};
-use crate::history::{ClaimRec, Seen};
+use crate::history::{ClaimRec, Micros, Seen};
 use crate::prng::SplitMix64;
 use raftlane_client::contract::{ClaimNext, DoneBody, FailBody, FifoEmptyReason, RetryBody};
 use raftlane_client::{FifoClaim, RowAction, RowAnswer};
@@ -21,11 +21,15 @@ pub async fn run(ctx: Arc<Ctx>, lane: &'static str, k: usize, mut rng: SplitMix6
     let lane_key = format!("outbound:{lane}");
     let owner = format!("w-{lane}-{k}");
     // The next row's claim as answered by a `done` with `claim_next`.
-    let mut chained: Option<(FifoClaim, u64)> = None;
+    let mut chained: Option<(FifoClaim, u64, Micros)> = None;
     while ctx.working() {
         let o = owner.clone();
+        let mut invoke = ctx.history.now();
         let attempt = match chained.take() {
-            Some((claim, node)) => Attempt::Ok((claim, node)),
+            Some((claim, node, sent)) => {
+                invoke = sent;
+                Attempt::Ok((claim, node))
+            }
             None => {
                 let node = ctx.conn.node_id(cursor.get());
                 ctx.conn
@@ -79,7 +83,9 @@ pub async fn run(ctx: Arc<Ctx>, lane: &'static str, k: usize, mut rng: SplitMix6
             lane: lane_key.clone(),
             owner: owner.clone(),
             fence,
+            invoke,
             at: ctx.history.now(),
+            ttl_ms: ttl,
             node,
         });
         let stall = rng.chance(ctx.cfg.stall_percent);
@@ -118,6 +124,8 @@ pub async fn run(ctx: Arc<Ctx>, lane: &'static str, k: usize, mut rng: SplitMix6
             after_stall: stall,
         };
         let node = ctx.conn.node_id(cursor.get());
+        // No later than the `done` is sent: a row it claims next cannot be leased earlier.
+        let sent = ctx.history.now();
         if let (
             _,
             Some(RowAnswer::Done {
@@ -125,7 +133,7 @@ pub async fn run(ctx: Arc<Ctx>, lane: &'static str, k: usize, mut rng: SplitMix6
             }),
         ) = complete(&ctx, &cursor, action).await
         {
-            chained = Some((next, node));
+            chained = Some((next, node, sent));
         }
     }
 }

@@ -30,6 +30,7 @@ pub async fn run(ctx: Arc<Ctx>, id: usize, mut rng: SplitMix64) {
     let ttl = ctx.cfg.lease_ttl.as_millis() as u64;
     while ctx.working() {
         let o = owner.clone();
+        let invoke = ctx.history.now();
         let attempt = ctx
             .conn
             .once(cursor.get(), move |c| async move {
@@ -72,7 +73,9 @@ pub async fn run(ctx: Arc<Ctx>, id: usize, mut rng: SplitMix64) {
                 lane: lane.clone(),
                 owner: owner.clone(),
                 fence: row.fence.0,
+                invoke,
                 at: ctx.history.now(),
+                ttl_ms: ttl,
                 node: ctx.conn.node_id(cursor.get()),
             });
             let stall = rng.chance(ctx.cfg.stall_percent / 2);

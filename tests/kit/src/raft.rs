@@ -106,6 +106,8 @@ pub struct RaftCluster {
     pub addrs: BTreeMap<u64, String>,
     /// The running nodes.
     pub nodes: BTreeMap<u64, RaftNode>,
+    /// Nodes whose clock runs off by this many ms (`RaftNodeConfig::clock_offset_ms`).
+    pub clock_offsets: BTreeMap<u64, i64>,
 }
 
 /// Bind `addr` for a node, waiting out a port its previous incarnation still holds.
@@ -128,11 +130,37 @@ impl RaftCluster {
 
     /// Like [`Self::start`], with the nodes' data directories under `root` (e.g. on tmpfs).
     pub async fn start_in(n: u64, tuning: Tuning, root: TempDir) -> RaftCluster {
+        let c = Self::start_nodes(n, tuning, root, BTreeMap::new(), 1).await;
+        c.leader().await;
+        c
+    }
+
+    /// Start voters `1..=n`, node `bootstrap` bootstrapping, the nodes named in `clock_offsets`
+    /// with their clocks that far off; no wait for a leader (a node beyond the skew bound never
+    /// learns one: wait with [`Self::leader_among`] the others).
+    pub async fn start_skewed(
+        n: u64,
+        tuning: Tuning,
+        clock_offsets: BTreeMap<u64, i64>,
+        bootstrap: u64,
+    ) -> RaftCluster {
+        let root = tempfile::tempdir().expect("a temporary directory");
+        Self::start_nodes(n, tuning, root, clock_offsets, bootstrap).await
+    }
+
+    async fn start_nodes(
+        n: u64,
+        tuning: Tuning,
+        root: TempDir,
+        clock_offsets: BTreeMap<u64, i64>,
+        bootstrap: u64,
+    ) -> RaftCluster {
         let mut c = RaftCluster {
             root,
             tuning,
             addrs: BTreeMap::new(),
             nodes: BTreeMap::new(),
+            clock_offsets,
         };
         let mut listeners = BTreeMap::new();
         for id in 1..=n {
@@ -142,12 +170,11 @@ impl RaftCluster {
             listeners.insert(id, l);
         }
         for (id, l) in listeners {
-            let node = RaftNode::start_with_listener(c.config(id, id == 1), l)
+            let node = RaftNode::start_with_listener(c.config(id, id == bootstrap), l)
                 .await
                 .unwrap_or_else(|e| panic!("start node {id}: {e}"));
             c.nodes.insert(id, node);
         }
-        c.leader().await;
         c
     }
 
@@ -161,6 +188,7 @@ impl RaftCluster {
         cfg.peers = self.addrs.clone();
         cfg.bootstrap = bootstrap;
         cfg.tuning = self.tuning.clone();
+        cfg.clock_offset_ms = self.clock_offsets.get(&id).copied().unwrap_or(0);
         cfg
     }
 

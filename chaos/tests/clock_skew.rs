@@ -1,0 +1,148 @@
+//! Reproductions of the clock-skew faults found on 2026-12-05, against real node processes whose
+//! clocks are skewed with `RAFTLANE_CLOCK_OFFSET_MS`:
+//! - one write through a follower running 60 s fast moved the cluster's clock, and a second
+//!   worker took a row one second into a 30 s lease;
+//! - a fast leader stamped its own clock into every entry (leases broken at 7.4 s of 30);
+//! - a leader more than 60 s fast (under the Raft transport's 300 s) stayed leader while every
+//!   write through a follower failed with "leader answered 401" (as if the secret were wrong).
+//!
+//! Now the leader stamps the time a majority of the voters' clocks agree on, and one skew bound
+//! (30 s) serves every node-to-node path: a node further off is refused as clock skew.
+
+mod common;
+
+use raftlane_chaos::cluster::leader_of;
+use raftlane_chaos::collect::wait_ready;
+use raftlane_chaos::conn::{Attempt, Conn};
+use raftlane_chaos::local::LocalCluster;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+const TOKEN: &str = "skew-admin-token";
+const LEASE_MS: u64 = 30_000;
+
+fn wall_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Enqueue through node `via` (0-based) and return how far the stored `received_at` is from the
+/// wall clock at the time of sending, or the failed attempt's description.
+async fn stamp_through(conn: &Conn, via: usize, key: &str) -> Result<i64, String> {
+    let key = key.to_string();
+    let sent = wall_ms();
+    let enq = conn
+        .once(via, move |c| async move {
+            c.enqueue("skew", "a message", Some(&key)).await
+        })
+        .await;
+    let id = match enq {
+        Attempt::Ok(e) => e.message_id,
+        other => return Err(format!("{other:?}")),
+    };
+    match conn
+        .once(via, move |c| async move { c.message(id).await })
+        .await
+    {
+        Attempt::Ok(m) => Ok(m.message.meta.received_at as i64 - sent),
+        other => Err(format!("read failed: {other:?}")),
+    }
+}
+
+/// Claim ingress rows as `owner` through node `via`; the message ids it got.
+async fn claim(conn: &Conn, via: usize, owner: &str) -> Vec<u64> {
+    let owner = owner.to_string();
+    match conn
+        .once(via, move |c| async move {
+            c.claim_ready("ingress", 50, &owner, LEASE_MS, None).await
+        })
+        .await
+    {
+        Attempt::Ok(rows) => rows.iter().map(|r| r.message_id.0).collect(),
+        other => panic!("claim through node {} failed: {other:?}", via + 1),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn skewed_clocks_cannot_cut_a_lease_short() {
+    let dir = std::env::temp_dir().join(format!("raftlane-skew-{}", std::process::id()));
+    let Some(binary) = common::private_copy(&dir.join("bin")) else {
+        println!("note: the raftlane binary is not built; skipping");
+        return;
+    };
+    let mut cluster = LocalCluster::create(
+        &binary,
+        &dir.join("data"),
+        3,
+        "skew-secret-0123456789",
+        TOKEN,
+    )
+    .await
+    .unwrap();
+    // Node 1 bootstraps the cluster and so usually leads first: 20 s fast, inside the bound.
+    cluster.start(1, Some(20_000)).unwrap();
+    cluster.start(2, None).unwrap();
+    cluster.start(3, None).unwrap();
+    let addrs = cluster.api_addrs();
+    let conn = Conn::new(&addrs, TOKEN, Duration::from_secs(30));
+    wait_ready(&conn, &addrs, TOKEN, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let leader = leader_of(&addrs, TOKEN).await.expect("a leader");
+    println!("leader: node {leader} (node 1 runs 20 s fast)");
+
+    // Whichever node a write goes through, the fast one included, it is stamped with the
+    // cluster's time, not the fast node's.
+    for via in 0..3 {
+        let off = stamp_through(&conn, via, &format!("fast-{via}"))
+            .await
+            .unwrap_or_else(|e| panic!("enqueue through node {}: {e}", via + 1));
+        assert!(
+            off.abs() < 2_000,
+            "a write through node {} was stamped {off:+} ms from the wall clock",
+            via + 1
+        );
+    }
+
+    // Worker a holds every row for 30 s.
+    let held = claim(&conn, 1, "worker-a").await;
+    assert_eq!(held.len(), 3, "worker a claims the three messages");
+
+    // A follower restarted 60 s fast: beyond the bound, so its forwarded write is refused as
+    // clock skew (not as a bad secret), and it cannot move the cluster's clock.
+    let follower = (1..=3u64).find(|n| *n != leader && *n != 1).unwrap_or(3);
+    cluster.kill(follower).await.unwrap();
+    cluster.start(follower, Some(60_000)).unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    match stamp_through(&conn, (follower - 1) as usize, "beyond-bound").await {
+        Ok(off) => assert!(
+            off.abs() < 2_000,
+            "a write through the 60 s fast node was stamped {off:+} ms from the wall clock"
+        ),
+        Err(e) => assert!(
+            e.contains("clock skew"),
+            "a write through the 60 s fast node failed without naming clock skew: {e}"
+        ),
+    }
+    // The two healthy nodes still take writes.
+    for via in (1..=3u64).filter(|n| *n != follower) {
+        let off = stamp_through(&conn, (via - 1) as usize, &format!("healthy-{via}"))
+            .await
+            .unwrap_or_else(|e| panic!("enqueue through healthy node {via}: {e}"));
+        assert!(off.abs() < 2_000, "stamped {off:+} ms from the wall clock");
+    }
+
+    // Worker b, through every reachable node, never gets worker a's rows: their leases have
+    // 30 s to run by the wall clock.
+    for via in (1..=3u64).filter(|n| *n != follower) {
+        let got = claim(&conn, (via - 1) as usize, "worker-b").await;
+        let stolen: Vec<&u64> = got.iter().filter(|m| held.contains(m)).collect();
+        assert!(
+            stolen.is_empty(),
+            "worker b was handed messages {stolen:?} inside worker a's 30 s lease"
+        );
+    }
+    cluster.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
