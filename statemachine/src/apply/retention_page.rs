@@ -5,10 +5,11 @@
 //! at most [`MAX_RETENTION_PAGE`] entries of `tables::ended`, which holds only messages that
 //! ended, ordered by end time:
 //!
-//! - the blanking passes keep a cursor in `RetentionCursors` and resume after it, so a blanked
-//!   message is never read again by the same pass;
-//! - the deleting passes always start at the front, because everything they read leaves the
-//!   index (deleted) or moves to its back (a message that still has a live row, see below).
+//! every pass keeps a cursor in `RetentionCursors` and resumes after it, so a message it
+//! handled is never read again by the same pass. The deleting passes need it too, though what
+//! they read leaves the index (deleted) or moves to its back (a message that still has a live
+//! row, see below): on RocksDB, a scan from the front would step over the tombstone of every
+//! entry deleted since the last compaction, each page more of them.
 //!
 //! Cutoffs are clamped to `t`: every message that ends from now on is indexed at `t` or later,
 //! so a cursor never passes a message that has yet to end.
@@ -36,8 +37,9 @@ impl Apply for RetentionPage {
             RetentionPass::BlankBodies
             | RetentionPass::BlankFailedBodies
             | RetentionPass::BlankDeadLetters => blank_page(cx, *pass, cutoff, limit),
-            RetentionPass::DeleteEnded => delete_page(cx, false, cutoff, limit),
-            RetentionPass::DeleteFailed => delete_page(cx, true, cutoff, limit),
+            RetentionPass::DeleteEnded | RetentionPass::DeleteFailed => {
+                delete_page(cx, *pass, cutoff, limit)
+            }
         }
     }
 }
@@ -52,8 +54,8 @@ fn answer(examined: usize, limit: usize, purged: u64, last: Option<RetentionCurs
 }
 
 /// Whether the one-time walk that indexes messages ended before the index existed is over.
-/// Until it is, the blanking passes wait: a message it indexes late gets its original end time,
-/// which may lie behind a blanking cursor.
+/// Until it is, the other passes wait: a message it indexes late gets its original end time,
+/// which may lie behind a pass's cursor.
 fn index_complete(cx: &Ctx<'_, '_>) -> ApplyResult<bool> {
     Ok(ended::cursor(cx.txn, RetentionPass::IndexEnded.tag())?
         .is_some_and(|c| c.message_id.0 >= c.at))
@@ -147,17 +149,23 @@ fn blank_page(
     Ok(answer(keys.len(), limit, purged, last))
 }
 
-/// One page of a deleting pass: each ended message before the cutoff goes with its rows (and
-/// their index entries), events, event count, responses and index entry. A message that has a
-/// live row again (its status was set terminal while work remained) is not deleted: its entry
-/// moves to `t`, so it is looked at again only a whole period later, never on every page.
+/// One page of a deleting pass, after the pass's cursor: each ended message before the cutoff
+/// goes with its rows (and their index entries), events, event count, responses and index
+/// entry. A message that has a live row again (its status was set terminal while work
+/// remained) is not deleted: its entry moves to `t`, so it is looked at again only a whole
+/// period later, never on every page.
 fn delete_page(
     cx: &mut Ctx<'_, '_>,
-    failed: bool,
+    pass: RetentionPass,
     cutoff: Millis,
     limit: usize,
 ) -> ApplyResult<Outcome> {
-    let keys = ended::page(cx.txn, failed, None, cutoff, limit)?;
+    if !index_complete(cx)? {
+        return Ok(answer(0, limit, 0, None));
+    }
+    let failed = pass == RetentionPass::DeleteFailed;
+    let after = ended::cursor(cx.txn, pass.tag())?;
+    let keys = ended::page(cx.txn, failed, after, cutoff, limit)?;
     let mut deleted = 0u64;
     for k in &keys {
         let id = k.message_id;
@@ -176,6 +184,10 @@ fn delete_page(
         ended::remove(cx, id)?;
         deleted += 1;
     }
+    let last = keys.last().copied();
+    if let Some(last) = last {
+        ended::set_cursor(cx, pass.tag(), &last);
+    }
     if deleted > 0 {
         let action = if failed {
             "retention.delete_failed"
@@ -189,5 +201,5 @@ fn delete_page(
             format!("{deleted} message(s) ended before {cutoff}"),
         )?;
     }
-    Ok(answer(keys.len(), limit, deleted, keys.last().copied()))
+    Ok(answer(keys.len(), limit, deleted, last))
 }

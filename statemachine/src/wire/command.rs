@@ -504,7 +504,7 @@ pub const MAX_RETENTION_PAGE: u32 = 1_000;
 
 /// One bounded page of retention over the ended-message index (docs/SPEC.md §8.6): at most
 /// `limit` (clamped to 1..=[`MAX_RETENTION_PAGE`]) messages of `pass`'s class that ended before
-/// `older_than`, after where the pass stopped. Answers `Outcome::RetentionPaged`, whose `next`
+/// `older_than`, after where the pass stopped (its cursor, kept in the state). Answers `Outcome::RetentionPaged`, whose `next`
 /// is `None` once nothing older than the cutoff is left; the proposer repeats it until then.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RetentionPage {
