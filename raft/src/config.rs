@@ -70,9 +70,18 @@ pub struct Tuning {
     pub expire_interval_ms: u64,
     /// Leader-only retention purges (`PurgeMessageBodies`, `PurgeDeadLetters`, `PurgeState`)
     /// every this many ms, from the `retention` section of the replicated config; 0 disables.
-    /// Rare on purpose: each purge scans its whole table, and retention periods are hours or
-    /// days, so a minute of extra lateness does not matter.
+    /// Message passes are paged (at most 1,000 ended messages per entry) and read only what
+    /// they act on; PurgeState still scans its table, and retention periods are hours or days,
+    /// so a minute of extra lateness does not matter.
     pub retention_interval_ms: u64,
+    /// Delete messages that ended without error this many ms after they ended (docs/SPEC.md
+    /// §8.6); 0 (the default) keeps them forever. A node setting, not part of the replicated
+    /// config (whose encoding is pinned): give every node the same value, since whichever
+    /// node leads applies its own.
+    pub message_retention_ms: u64,
+    /// Delete messages that ended in error (dead letters) this many ms after they ended; 0 (the
+    /// default) keeps them forever. Like `message_retention_ms`, the same on every node.
+    pub dead_letter_retention_ms: u64,
     /// Upper bound on waiting for a linearizable read to be confirmed and applied.
     pub read_timeout_ms: u64,
     /// `add_learner` waits until the learner is at most this many entries behind.
@@ -101,6 +110,8 @@ impl Default for Tuning {
             reclaim_interval_ms: 1000,
             expire_interval_ms: 5_000,
             retention_interval_ms: DEFAULT_RETENTION_INTERVAL_MS,
+            message_retention_ms: 0,
+            dead_letter_retention_ms: 0,
             read_timeout_ms: 30_000,
             learner_lag_threshold: 1000,
             membership_timeout_ms: 300_000,

@@ -9,7 +9,7 @@ use crate::network::HttpNetwork;
 use crate::replay::{report_replay, Replay};
 use crate::server::{serve_raft, RaftHttpService, ServerStats};
 use crate::sm_adapter::{SmAdapter, SmError, SmStats, StateHandle};
-use crate::timers::{run_timers, TimerStats, Timers};
+use crate::timers::{run_timers, DeletePeriods, TimerStats, Timers};
 use crate::types::{LogId, NodeId, Raft, RaftMetrics};
 use crate::util::ReleaseProbe;
 use openraft::error::{CheckIsLeaderError, ClientWriteError, RaftError};
@@ -321,6 +321,11 @@ impl RaftNode {
                 reclaim_ms: config.tuning.reclaim_interval_ms,
                 expire_ms: config.tuning.expire_interval_ms,
                 retention_ms: config.tuning.retention_interval_ms,
+                deletes: DeletePeriods {
+                    messages_ms: config.tuning.message_retention_ms,
+                    dead_letters_ms: config.tuning.dead_letter_retention_ms,
+                },
+                index_walk_done: AtomicBool::new(false),
                 stats: timer_stats.clone(),
                 clock: clock.clone(),
             },

@@ -8,20 +8,24 @@
 //! that still believes it leads is refused by Raft and counted as a failure).
 //!
 //! Retention: the replicated config's `retention` section gives ages (`message_bodies_ms`,
-//! `dead_letters_ms`, `state_ms`); the purge commands take an absolute cutoff time. On each
-//! retention tick the leader reads the current config from its own state and proposes one purge
-//! per period that is set, with `older_than = now - period`. A period that is `None` (or 0) means
-//! keep forever, and nothing is proposed for it.
+//! `dead_letters_ms`, `state_ms`) and the node's `[tuning]` the deletion ages
+//! (`message_retention_ms`, `dead_letter_retention_ms`: the config document's encoding is
+//! pinned, so it cannot grow fields); the commands take an absolute cutoff time. On each
+//! retention tick the leader reads the current config from its own state, reads its clock once,
+//! and runs each pass whose period is set with `older_than = now - period`. Message passes are
+//! paged (`RetentionPage`, docs/SPEC.md §8.6): the leader proposes page after page, yielding in
+//! between so other writes interleave, until a page answers that nothing older than the cutoff
+//! is left. A period that is `None` (or 0) means keep forever, and nothing is proposed for it.
 
 use crate::sm_adapter::StateHandle;
 use crate::types::{NodeId, Raft};
 use raftlane_statemachine::model::config::RetentionConfig;
 use raftlane_statemachine::model::ids::Millis;
 use raftlane_statemachine::wire::command::{
-    PurgeDeadLetters, PurgeMessageBodies, PurgeState, ReclaimExpired,
+    PurgeState, ReclaimExpired, RetentionPage, RetentionPass, MAX_RETENTION_PAGE,
 };
 use raftlane_statemachine::{Command, Envelope, Outcome, Response};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -40,11 +44,14 @@ pub struct TimerStats {
     /// Retention ticks handled while leading (whether or not anything was set to purge), so a
     /// test can wait for ticks to have happened instead of sleeping.
     pub retention_ticks: AtomicU64,
-    /// Retention purge commands committed.
+    /// Retention purge commands committed (each page of a paged pass counts once).
     pub retention_purges: AtomicU64,
-    /// Items the committed retention purges reported (`Outcome::Count`): messages blanked,
-    /// dead letters blanked, state entries deleted.
+    /// Items the committed retention purges reported: messages blanked or deleted, messages
+    /// whose dead letters were blanked, state entries deleted (the one-time indexing walk's
+    /// pages are not counted here).
     pub retention_purged: AtomicU64,
+    /// Pages of paged retention passes committed (`RetentionPage`).
+    pub retention_pages: AtomicU64,
 }
 
 /// What the timer task needs; built by the node at start.
@@ -56,9 +63,24 @@ pub(crate) struct Timers {
     pub(crate) reclaim_ms: u64,
     pub(crate) expire_ms: u64,
     pub(crate) retention_ms: u64,
+    /// The node's deletion ages (`[tuning]`).
+    pub(crate) deletes: DeletePeriods,
+    /// Set once a page of `RetentionPass::IndexEnded` answered that the walk is over, so later
+    /// ticks no longer propose it (a restarted node proposes it once more, and learns again).
+    pub(crate) index_walk_done: AtomicBool,
     pub(crate) stats: Arc<TimerStats>,
     /// The cluster's time: what every proposal is stamped with, and what retention cuts at.
     pub(crate) clock: Arc<crate::clock::ClusterClock>,
+}
+
+/// How long ended messages are kept before retention deletes them, in ms (0 = keep forever).
+/// From the node's `[tuning]` (`message_retention_ms`, `dead_letter_retention_ms`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeletePeriods {
+    /// Messages that ended without error.
+    pub messages_ms: u64,
+    /// Messages that ended in error: dead letters and errors recorded by their producer.
+    pub dead_letters_ms: u64,
 }
 
 fn interval(ms: u64) -> Option<Interval> {
@@ -103,19 +125,43 @@ async fn propose(t: &Timers, command: Command) -> Option<Response> {
     }
 }
 
-/// The purge commands the retention section asks for at `now`: one per period that is set and
-/// non-zero, with the period turned into an absolute cutoff (`older_than = now - period`, the
-/// form the state machine takes). Unset periods mean "keep forever" and yield nothing.
-pub fn retention_commands(retention: &RetentionConfig, now: Millis) -> Vec<Command> {
+/// The first command of each retention pass the periods ask for at `now`: for every period
+/// that is set and non-zero, the period turned into an absolute cutoff (`older_than = now -
+/// period`, the form the state machine takes). Unset periods mean "keep forever" and yield
+/// nothing. Message passes come as the first page of a `RetentionPage` (the tick repeats each
+/// until it is done), led by the one-time walk that indexes messages ended before the index
+/// existed; deletions before blanking, so nothing is blanked just before it is deleted.
+pub fn retention_commands(
+    retention: &RetentionConfig,
+    deletes: DeletePeriods,
+    now: Millis,
+) -> Vec<Command> {
     let cutoff = |period: Option<u64>| period.filter(|p| *p > 0).map(|p| now.saturating_sub(p));
-    let mut commands = Vec::new();
-    if let Some(older_than) = cutoff(retention.message_bodies_ms) {
-        commands.push(Command::PurgeMessageBodies(PurgeMessageBodies {
+    let page = |pass, older_than| {
+        Command::RetentionPage(RetentionPage {
+            pass,
             older_than,
-        }));
+            limit: MAX_RETENTION_PAGE,
+        })
+    };
+    let mut passes = Vec::new();
+    if let Some(older_than) = cutoff(Some(deletes.messages_ms)) {
+        passes.push(page(RetentionPass::DeleteEnded, older_than));
+    }
+    if let Some(older_than) = cutoff(Some(deletes.dead_letters_ms)) {
+        passes.push(page(RetentionPass::DeleteFailed, older_than));
+    }
+    if let Some(older_than) = cutoff(retention.message_bodies_ms) {
+        passes.push(page(RetentionPass::BlankBodies, older_than));
+        passes.push(page(RetentionPass::BlankFailedBodies, older_than));
     }
     if let Some(older_than) = cutoff(retention.dead_letters_ms) {
-        commands.push(Command::PurgeDeadLetters(PurgeDeadLetters { older_than }));
+        passes.push(page(RetentionPass::BlankDeadLetters, older_than));
+    }
+    let mut commands = Vec::new();
+    if !passes.is_empty() {
+        commands.push(page(RetentionPass::IndexEnded, 0));
+        commands.extend(passes);
     }
     if let Some(older_than) = cutoff(retention.state_ms) {
         commands.push(Command::PurgeState(PurgeState { older_than }));
@@ -163,31 +209,65 @@ async fn retention_tick(t: &Timers) {
             return;
         }
     };
-    for command in retention_commands(&retention, now) {
-        // Debug form, e.g. `PurgeMessageBodies { older_than: 1733140000000 }`: kind and cutoff.
+    for command in retention_commands(&retention, t.deletes, now) {
+        let index_walk = matches!(
+            &command,
+            Command::RetentionPage(RetentionPage {
+                pass: RetentionPass::IndexEnded,
+                ..
+            })
+        );
+        if index_walk && t.index_walk_done.load(Ordering::Relaxed) {
+            continue;
+        }
+        // Debug form, e.g. `PurgeState { older_than: 1733140000000 }`: kind and cutoff.
         let what = format!("{command:?}");
         let started = std::time::Instant::now();
-        let Some(response) = propose(t, command).await else {
-            // Lost leadership (or shutting down): the next leader's tick takes over.
-            return;
-        };
-        t.stats.retention_purges.fetch_add(1, Ordering::Relaxed);
-        let elapsed_ms = started.elapsed().as_millis() as u64;
-        match response {
-            Ok(Outcome::Count(n)) => {
-                t.stats.retention_purged.fetch_add(n, Ordering::Relaxed);
-                if n > 0 {
-                    tracing::info!(id = t.id, command = %what, purged = n, elapsed_ms, "retention purge");
-                } else {
-                    tracing::debug!(id = t.id, command = %what, elapsed_ms, "retention purge: nothing to purge");
+        let mut total = 0u64;
+        let mut pages = 0u64;
+        loop {
+            let Some(response) = propose(t, command.clone()).await else {
+                // Lost leadership (or shutting down): the next leader's tick takes over.
+                return;
+            };
+            t.stats.retention_purges.fetch_add(1, Ordering::Relaxed);
+            let more = match response {
+                Ok(Outcome::Count(n)) => {
+                    total += n;
+                    false
                 }
+                Ok(Outcome::RetentionPaged { purged, next, .. }) => {
+                    pages += 1;
+                    t.stats.retention_pages.fetch_add(1, Ordering::Relaxed);
+                    if index_walk && next.is_none() {
+                        t.index_walk_done.store(true, Ordering::Relaxed);
+                    }
+                    if !index_walk {
+                        total += purged;
+                    }
+                    next.is_some()
+                }
+                Ok(other) => {
+                    tracing::warn!(id = t.id, command = %what, outcome = ?other, "retention purge: unexpected outcome");
+                    false
+                }
+                Err(rejection) => {
+                    tracing::warn!(id = t.id, command = %what, %rejection, "retention purge rejected");
+                    false
+                }
+            };
+            if !more {
+                break;
             }
-            Ok(other) => {
-                tracing::warn!(id = t.id, command = %what, outcome = ?other, "retention purge: unexpected outcome");
-            }
-            Err(rejection) => {
-                tracing::warn!(id = t.id, command = %what, %rejection, "retention purge rejected");
-            }
+            // Let other proposals in between pages: a purge is many small entries, not one.
+            tokio::task::yield_now().await;
+        }
+        t.stats.retention_purged.fetch_add(total, Ordering::Relaxed);
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        if total > 0 {
+            tracing::info!(id = t.id, command = %what, purged = total, pages, elapsed_ms, "retention purge");
+        } else {
+            tracing::debug!(id = t.id, command = %what, pages, elapsed_ms, "retention purge: nothing to purge");
         }
     }
 }
@@ -223,10 +303,19 @@ pub(crate) async fn run_timers(t: Timers, mut stop: watch::Receiver<bool>) {
 mod tests {
     use super::*;
 
+    fn page(pass: RetentionPass, older_than: Millis) -> Command {
+        Command::RetentionPage(RetentionPage {
+            pass,
+            older_than,
+            limit: MAX_RETENTION_PAGE,
+        })
+    }
+
     #[test]
     fn retention_commands_follow_the_config() {
         let now = 1_000_000;
-        assert!(retention_commands(&RetentionConfig::default(), now).is_empty());
+        let none = DeletePeriods::default();
+        assert!(retention_commands(&RetentionConfig::default(), none, now).is_empty());
         // Zero counts as unset, like the interval settings.
         let zero = RetentionConfig {
             message_bodies_ms: Some(0),
@@ -234,22 +323,26 @@ mod tests {
             state_ms: Some(0),
             dedupe_window_ms: Some(5),
         };
-        assert!(retention_commands(&zero, now).is_empty());
+        assert!(retention_commands(&zero, none, now).is_empty());
         let all = RetentionConfig {
             message_bodies_ms: Some(1_000),
             dead_letters_ms: Some(20_000),
             state_ms: Some(300_000),
             dedupe_window_ms: None,
         };
+        let deletes = DeletePeriods {
+            messages_ms: 100_000,
+            dead_letters_ms: 200_000,
+        };
         assert_eq!(
-            retention_commands(&all, now),
+            retention_commands(&all, deletes, now),
             vec![
-                Command::PurgeMessageBodies(PurgeMessageBodies {
-                    older_than: 999_000
-                }),
-                Command::PurgeDeadLetters(PurgeDeadLetters {
-                    older_than: 980_000
-                }),
+                page(RetentionPass::IndexEnded, 0),
+                page(RetentionPass::DeleteEnded, 900_000),
+                page(RetentionPass::DeleteFailed, 800_000),
+                page(RetentionPass::BlankBodies, 999_000),
+                page(RetentionPass::BlankFailedBodies, 999_000),
+                page(RetentionPass::BlankDeadLetters, 980_000),
                 Command::PurgeState(PurgeState {
                     older_than: 700_000
                 }),
@@ -259,10 +352,22 @@ mod tests {
             state_ms: Some(2 * now),
             ..RetentionConfig::default()
         };
-        // A period longer than the clock saturates at 0: nothing is older than that.
+        // A period longer than the clock saturates at 0: nothing is older than that. No
+        // message pass, so no indexing walk either.
         assert_eq!(
-            retention_commands(&only_state, now),
+            retention_commands(&only_state, none, now),
             vec![Command::PurgeState(PurgeState { older_than: 0 })]
+        );
+        let only_deletes = DeletePeriods {
+            messages_ms: 1_000,
+            dead_letters_ms: 0,
+        };
+        assert_eq!(
+            retention_commands(&RetentionConfig::default(), only_deletes, now),
+            vec![
+                page(RetentionPass::IndexEnded, 0),
+                page(RetentionPass::DeleteEnded, 999_000),
+            ]
         );
     }
 }

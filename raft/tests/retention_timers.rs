@@ -5,10 +5,12 @@ use raftlane_raft::timers::TIMER_ACTOR;
 use raftlane_raft::{now_ms, RaftNode, Tuning};
 use raftlane_statemachine::model::config::{ConfigDoc, RetentionConfig};
 use raftlane_statemachine::row::Stage;
+use raftlane_statemachine::storage::store::Direction;
 use raftlane_statemachine::wire::command::{
-    ClaimReady, Delivery, EnqueueMessage, MarkDone, MessageFields, PutConfig,
+    Batch, ClaimReady, Delivery, EnqueueMessage, MarkDone, MessageFields, PutConfig,
+    ReceivedStatus, RecordReceived, MAX_RETENTION_PAGE,
 };
-use raftlane_statemachine::{Command, Envelope, MessageId, Outcome};
+use raftlane_statemachine::{Command, Envelope, MessageId, Outcome, Store, Table};
 use raftlane_testkit::raft::*;
 use raftlane_testkit::wait::*;
 use std::sync::atomic::Ordering;
@@ -221,5 +223,90 @@ async fn nothing_is_purged_while_retention_is_unset() {
             (false, "kept body".into(), "payload of kept body".into())
         );
     }
+    c.shutdown().await;
+}
+
+/// A message recorded as filtered: ended at once, one entry.
+fn filtered(n: usize) -> Command {
+    Command::RecordReceived(RecordReceived {
+        channel: "orders".into(),
+        raw: format!("filtered {n}"),
+        fields: MessageFields::default(),
+        status: ReceivedStatus::Filtered,
+        error: None,
+    })
+}
+
+fn message_count(node: &RaftNode) -> u64 {
+    node.read_local(|sm| {
+        sm.store()
+            .scan(Table::Messages, &[], None, Direction::Forward)
+            .map(|scan| scan.count() as u64)
+    })
+    .unwrap()
+    .unwrap()
+}
+
+/// With a deletion period the leader deletes ended messages in bounded pages: more ended
+/// messages than one page holds go in one tick, page after page, until a page says nothing is
+/// left; a live message stays, and the next ticks propose one empty page each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_retention_tick_pages_through_to_the_end() {
+    init_tracing();
+    // Ticks far enough apart that the messages go in between two of them.
+    let tuning = Tuning {
+        retention_interval_ms: 3_000,
+        message_retention_ms: 1,
+        ..tuning()
+    };
+    let c = RaftCluster::start(3, tuning).await;
+    let leader = c.leader().await;
+    let stats = c.node(leader).timer_stats();
+    // The first tick: the indexing walk (nothing from before the index) and an empty page.
+    wait_until("the first tick's two pages", || async {
+        stats.retention_pages.load(Ordering::Relaxed) >= 2
+    })
+    .await;
+    let ticks = stats.retention_ticks.load(Ordering::Relaxed);
+    let pages = stats.retention_pages.load(Ordering::Relaxed);
+    let ended = MAX_RETENTION_PAGE as usize * 2 + 500;
+    // Batched so that 2,500 messages take a few entries, not 2,500 round trips.
+    for chunk in (0..ended).collect::<Vec<_>>().chunks(500) {
+        let commands: Vec<Envelope> = chunk.iter().map(|n| env(filtered(*n))).collect();
+        let (_, resp) = c.write(env(Command::Batch(Batch { commands }))).await;
+        assert!(matches!(resp, Ok(Outcome::Batch(_))), "{resp:?}");
+    }
+    let (_, live) = c
+        .write(env(Command::EnqueueMessage(EnqueueMessage {
+            channel: "orders".into(),
+            raw: "live".into(),
+            fields: MessageFields::default(),
+            deliveries: vec![Delivery {
+                destination: "api".into(),
+                payload: "p".into(),
+            }],
+            idempotency_key: None,
+        })))
+        .await;
+    assert!(matches!(live, Ok(Outcome::Enqueued { .. })), "{live:?}");
+    wait_until("a tick deleted every ended message", || async {
+        stats.retention_purged.load(Ordering::Relaxed) >= ended as u64
+    })
+    .await;
+    // One tick, three pages of at most 1,000 deletions (the last one short), no walk.
+    assert_eq!(stats.retention_ticks.load(Ordering::Relaxed), ticks + 1);
+    assert_eq!(stats.retention_pages.load(Ordering::Relaxed), pages + 3);
+    assert_eq!(stats.retention_purged.load(Ordering::Relaxed), ended as u64);
+    let digest = c.converged_digest().await;
+    for node in c.nodes.values() {
+        assert_eq!(message_count(node), 1, "node {}", node.id());
+        assert_eq!(node.digest().await.unwrap().1, digest);
+    }
+    // The next tick reads nothing already handled: one empty page.
+    wait_until("the next tick's page", || async {
+        stats.retention_pages.load(Ordering::Relaxed) >= pages + 4
+    })
+    .await;
+    assert_eq!(stats.retention_purged.load(Ordering::Relaxed), ended as u64);
     c.shutdown().await;
 }

@@ -104,7 +104,10 @@ use raftlane_statemachine::wire::command::{
     SetPrincipalOrgs,
 };
 // --- Request-Id reuse and random tokens ---
-use raftlane_statemachine::wire::command::{Fingerprinted, IssueToken};
+use raftlane_statemachine::model::retention::{MessageEnd, RetentionCursor};
+use raftlane_statemachine::wire::command::{
+    Fingerprinted, IssueToken, RetentionPage, RetentionPass,
+};
 use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
 use raftlane_statemachine::{
     ApprovalId, ClaimedRow, Command, Envelope, Fence, FifoEmpty, MemStore, MessageId, MetaState,
@@ -308,6 +311,7 @@ fn command_variant(c: &Command) -> &'static str {
         Command::SetPrincipalOrgs(_) => "SetPrincipalOrgs",
         Command::Fingerprinted(_) => "Fingerprinted",
         Command::IssueToken(_) => "IssueToken",
+        Command::RetentionPage(_) => "RetentionPage",
     }
 }
 
@@ -328,6 +332,7 @@ fn outcome_variant(o: &Outcome) -> &'static str {
         Outcome::Repeated { .. } => "Repeated",
         Outcome::Leader(_) => "Leader",
         Outcome::TokenIssued { .. } => "TokenIssued",
+        Outcome::RetentionPaged { .. } => "RetentionPaged",
     }
 }
 
@@ -559,6 +564,9 @@ fn table_name(t: Table) -> (&'static str, &'static str) {
         Table::LeaseOwners => ("LeaseOwners", "lease_owners"),
         Table::PrincipalOrgs => ("PrincipalOrgs", "principal_orgs"),
         Table::RequestFingerprints => ("RequestFingerprints", "request_fingerprints"),
+        Table::EndedMessages => ("EndedMessages", "ended_messages"),
+        Table::MessageEnds => ("MessageEnds", "message_ends"),
+        Table::RetentionCursors => ("RetentionCursors", "retention_cursors"),
     }
 }
 
@@ -922,7 +930,23 @@ fn command_examples() -> Vec<Command> {
             },
             nonce: s("0123456789abcdef0123456789abc922"),
         }),
+        Command::RetentionPage(RetentionPage {
+            pass: RetentionPass::DeleteFailed,
+            older_than: NOW + 931,
+            limit: 932,
+        }),
     ]
+}
+
+fn retention_pass_variant(v: &RetentionPass) -> &'static str {
+    match v {
+        RetentionPass::IndexEnded => "IndexEnded",
+        RetentionPass::BlankBodies => "BlankBodies",
+        RetentionPass::BlankFailedBodies => "BlankFailedBodies",
+        RetentionPass::BlankDeadLetters => "BlankDeadLetters",
+        RetentionPass::DeleteEnded => "DeleteEnded",
+        RetentionPass::DeleteFailed => "DeleteFailed",
+    }
 }
 
 fn user_change_examples() -> Vec<UserChange> {
@@ -1005,6 +1029,14 @@ fn outcome_examples() -> Vec<Outcome> {
         }),
         Outcome::TokenIssued {
             nonce: s("0123456789abcdef0123456789abc495"),
+        },
+        Outcome::RetentionPaged {
+            examined: 501,
+            purged: 502,
+            next: Some(RetentionCursor {
+                at: NOW + 503,
+                message_id: MessageId(504),
+            }),
         },
     ]
 }
@@ -1423,6 +1455,20 @@ fn stored_cases(table: Table) -> Vec<Case> {
             vec![s("org-a"), s("org-b")],
         )],
         Table::RequestFingerprints => vec![codec_case(name("Fingerprint"), bytes32(0xa0))],
+        Table::MessageEnds => vec![codec_case(
+            name("MessageEnd"),
+            MessageEnd {
+                failed: true,
+                at: NOW + 941,
+            },
+        )],
+        Table::RetentionCursors => vec![codec_case(
+            name("RetentionCursor"),
+            RetentionCursor {
+                at: NOW + 942,
+                message_id: MessageId(943),
+            },
+        )],
         // Index tables: key only, the value is always empty.
         Table::MessageRows
         | Table::LanePending
@@ -1435,7 +1481,8 @@ fn stored_cases(table: Table) -> Vec<Case> {
         | Table::AdGroupMaps
         | Table::UserSessions
         | Table::SessionExpiry
-        | Table::AuditActors => Vec::new(),
+        | Table::AuditActors
+        | Table::EndedMessages => Vec::new(),
     }
 }
 
@@ -1486,6 +1533,8 @@ fn verify_live_value(table: Table, key: &[u8], value: &[u8]) -> Result<(), Strin
         Table::LeaseOwners => reencodes::<String>(value),
         Table::PrincipalOrgs => reencodes::<Vec<String>>(value),
         Table::RequestFingerprints => reencodes::<[u8; 32]>(value),
+        Table::MessageEnds => reencodes::<MessageEnd>(value),
+        Table::RetentionCursors => reencodes::<RetentionCursor>(value),
         Table::MessageRows
         | Table::LanePending
         | Table::LaneInflight
@@ -1497,7 +1546,8 @@ fn verify_live_value(table: Table, key: &[u8], value: &[u8]) -> Result<(), Strin
         | Table::AdGroupMaps
         | Table::UserSessions
         | Table::SessionExpiry
-        | Table::AuditActors => {
+        | Table::AuditActors
+        | Table::EndedMessages => {
             if value.is_empty() {
                 Ok(())
             } else {
@@ -1889,6 +1939,12 @@ fn commands_cases() -> Vec<Case> {
         auth_provider_variant,
         |v| v,
     ));
+    cases.extend(enum_cases(
+        "RetentionPass",
+        RetentionPass::ALL.to_vec(),
+        retention_pass_variant,
+        |v| v,
+    ));
     cases
 }
 
@@ -2192,6 +2248,18 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
         row_id: row.row_id,
         fence: Some(row.fence),
         error: s("poison"),
+    }));
+    // Ended messages (EndedMessages, MessageEnds) and a retention pass's cursor
+    // (RetentionCursors).
+    live.ok(Command::RetentionPage(RetentionPage {
+        pass: RetentionPass::IndexEnded,
+        older_than: 0,
+        limit: 1000,
+    }));
+    live.ok(Command::RetentionPage(RetentionPage {
+        pass: RetentionPass::BlankDeadLetters,
+        older_than: NOW + 1_000_000,
+        limit: 1000,
     }));
     // Config, principals, approvals, reference data, audit chains.
     live.ok(Command::PutConfig(PutConfig {

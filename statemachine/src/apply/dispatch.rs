@@ -73,5 +73,6 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::SetPrincipalOrgs(c) => c.apply(cx),
         Command::Fingerprinted(c) => c.apply(cx),
         Command::IssueToken(c) => c.apply(cx),
+        Command::RetentionPage(c) => c.apply(cx),
     }
 }

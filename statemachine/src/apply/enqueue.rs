@@ -6,8 +6,8 @@ use crate::model::message::{EventKind, Message, MessageStatus};
 use crate::model::row::Stage;
 use crate::rules::dedupe::{self, live_duplicate};
 use crate::rules::{fifo, validate};
-use crate::tables::messages;
 use crate::tables::rows::NewRow;
+use crate::tables::{ended, messages};
 use crate::wire::command::{
     Delivery, EnqueueIngress, EnqueueMessage, MessageFields, ReceivedStatus, RecordReceived,
 };
@@ -144,6 +144,8 @@ fn record_received(
     let mut message = new_message(cx, channel, raw, fields, status, None)?;
     message.error = error.map(str::to_string);
     messages::event(cx, message.id, kind, None, message.error.clone())?;
+    // Born terminal: indexed as ended now, for retention.
+    ended::follow(cx, message.id, None, status)?;
     messages::save(cx, &message);
     Ok(Outcome::Enqueued {
         message_id: message.id,

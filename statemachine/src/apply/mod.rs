@@ -28,6 +28,7 @@ pub(crate) mod principal;
 pub(crate) mod replay;
 pub mod request;
 pub(crate) mod retention;
+pub(crate) mod retention_page;
 pub mod rewrite;
 pub(crate) mod sessions;
 pub(crate) mod state;

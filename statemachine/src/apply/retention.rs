@@ -40,6 +40,9 @@ impl Apply for ExpireRecords {
 }
 
 /// Blank the bodies of ended messages received before `older_than`; keep their metadata.
+///
+/// The command of logs written before the paged passes (§8.1): it walks every message older
+/// than the cutoff, purged ones included, so the leader no longer proposes it.
 fn purge_message_bodies(cx: &mut Ctx<'_, '_>, older_than: Millis) -> ApplyResult<Outcome> {
     // Message ids grow with the clock, so the scan can stop at the first younger message.
     let mut candidates: Vec<Message> = Vec::new();
@@ -53,39 +56,10 @@ fn purge_message_bodies(cx: &mut Ctx<'_, '_>, older_than: Millis) -> ApplyResult
         }
     }
     let mut purged = 0u64;
-    for mut message in candidates {
-        let rows = rows::of_message(cx.txn, message.id)?;
-        if rows.iter().any(|r| r.status.is_live()) {
-            continue;
+    for message in candidates {
+        if blank_bodies(cx, message)? {
+            purged += 1;
         }
-        for row in &rows {
-            if row.stage == Stage::Outbound
-                && matches!(row.status, RowStatus::Done | RowStatus::Cancelled)
-                && !row.payload.is_empty()
-            {
-                let mut after = row.clone();
-                after.payload.clear();
-                rows::save(cx, row, &after);
-            }
-        }
-        let events = messages::numbered_events(cx.txn, message.id)?;
-        for (no, mut event) in events {
-            if event.detail.take().is_some() {
-                messages::replace_event(cx, message.id, no, &event);
-            }
-        }
-        let responses = responses::of_message(cx.txn, message.id)?;
-        for mut response in responses {
-            response.body.clear();
-            response.detail = None;
-            responses::put(cx, &response);
-        }
-        message.raw.clear();
-        message.summary = None;
-        message.error = None;
-        message.purged = true;
-        messages::save(cx, &message);
-        purged += 1;
     }
     if purged > 0 {
         audit::record_default(
@@ -96,6 +70,59 @@ fn purge_message_bodies(cx: &mut Ctx<'_, '_>, older_than: Millis) -> ApplyResult
         )?;
     }
     Ok(Outcome::Count(purged))
+}
+
+/// Blank one message's bodies unless it has a live row (docs/SPEC.md §8.1): its raw text,
+/// summary and error, the payloads of its done and cancelled outbound rows, every event's
+/// detail and every captured response's body and detail. Returns whether it blanked.
+pub(super) fn blank_bodies(cx: &mut Ctx<'_, '_>, mut message: Message) -> ApplyResult<bool> {
+    let rows = rows::of_message(cx.txn, message.id)?;
+    if rows.iter().any(|r| r.status.is_live()) {
+        return Ok(false);
+    }
+    for row in &rows {
+        if row.stage == Stage::Outbound
+            && matches!(row.status, RowStatus::Done | RowStatus::Cancelled)
+            && !row.payload.is_empty()
+        {
+            let mut after = row.clone();
+            after.payload.clear();
+            rows::save(cx, row, &after);
+        }
+    }
+    let events = messages::numbered_events(cx.txn, message.id)?;
+    for (no, mut event) in events {
+        if event.detail.take().is_some() {
+            messages::replace_event(cx, message.id, no, &event);
+        }
+    }
+    let responses = responses::of_message(cx.txn, message.id)?;
+    for mut response in responses {
+        response.body.clear();
+        response.detail = None;
+        responses::put(cx, &response);
+    }
+    message.raw.clear();
+    message.summary = None;
+    message.error = None;
+    message.purged = true;
+    messages::save(cx, &message);
+    Ok(true)
+}
+
+/// Blank payload and error of one dead outbound row (docs/SPEC.md §8.2); whether it changed.
+pub(super) fn blank_dead_letter(cx: &mut Ctx<'_, '_>, row: &WorkRow) -> bool {
+    if row.status != RowStatus::Dead
+        || row.stage != Stage::Outbound
+        || (row.payload.is_empty() && row.last_error.is_none())
+    {
+        return false;
+    }
+    let mut after = row.clone();
+    after.payload.clear();
+    after.last_error = None;
+    rows::save(cx, row, &after);
+    true
 }
 
 /// Blank payload and error of dead outbound rows that died before `older_than`.
@@ -110,10 +137,7 @@ fn purge_dead_letters(cx: &mut Ctx<'_, '_>, older_than: Millis) -> ApplyResult<O
         }
     }
     for row in &dead {
-        let mut after = row.clone();
-        after.payload.clear();
-        after.last_error = None;
-        rows::save(cx, row, &after);
+        blank_dead_letter(cx, row);
     }
     let count = dead.len() as u64;
     if count > 0 {

@@ -16,6 +16,7 @@ pub mod message;
 pub mod meta;
 pub mod principal;
 pub mod response;
+pub mod retention;
 pub mod row;
 pub mod session;
 pub mod state;

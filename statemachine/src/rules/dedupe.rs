@@ -7,7 +7,7 @@ use crate::model::ids::MessageId;
 use crate::model::message::{Message, MessageStatus};
 use crate::storage::StoreError;
 use crate::tables::idempotency::{self, IdempotencyRecord};
-use crate::tables::{config, messages, Db};
+use crate::tables::{config, ended, messages, Db};
 
 /// The message an idempotency key still points at, if the key is live.
 pub(crate) fn live_duplicate(
@@ -42,12 +42,14 @@ pub(crate) fn register(
     Ok(())
 }
 
-/// Change a message's status (and save it), keeping its idempotency key's expiry in step.
+/// Change a message's status (and save it), keeping its idempotency key's expiry and its place
+/// among the ended messages retention walks ([`ended::follow`]) in step.
 pub(crate) fn set_status(
     cx: &mut Db<'_, '_>,
     message: &mut Message,
     status: MessageStatus,
 ) -> Result<(), StoreError> {
+    ended::follow(cx, message.id, Some(message.status), status)?;
     message.status = status;
     if let Some(idem) = message.idempotency_key.clone() {
         let channel = message.channel_id.as_str();

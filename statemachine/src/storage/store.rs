@@ -114,10 +114,19 @@ pub enum Table {
     /// actor ‖ request id → [u8; 32]: the fingerprint of the request a remembered answer
     /// belongs to (see `apply::request`); expires with its `Requests` record.
     RequestFingerprints,
+    // --- retention (docs/SPEC.md §8.6) ---
+    /// failed (u8) ‖ ended_at ‖ message id → () : ended messages by end time, what the paged
+    /// retention passes walk (see `tables::ended`).
+    EndedMessages,
+    /// message id → MessageEnd: a message's entry in `EndedMessages`, so a replay or a new end
+    /// can remove it.
+    MessageEnds,
+    /// pass tag (u8) → RetentionCursor: where each cursor-keeping retention pass resumes.
+    RetentionCursors,
 }
 
 impl Table {
-    pub const ALL: [Table; 47] = [
+    pub const ALL: [Table; 50] = [
         Table::Meta,
         Table::Messages,
         Table::Rows,
@@ -169,6 +178,10 @@ impl Table {
         Table::PrincipalOrgs,
         // --- Request-Id reuse ---
         Table::RequestFingerprints,
+        // --- retention ---
+        Table::EndedMessages,
+        Table::MessageEnds,
+        Table::RetentionCursors,
     ];
 
     /// Column family name in RocksDB.
@@ -225,6 +238,10 @@ impl Table {
             Table::PrincipalOrgs => "principal_orgs",
             // --- Request-Id reuse ---
             Table::RequestFingerprints => "request_fingerprints",
+            // --- retention ---
+            Table::EndedMessages => "ended_messages",
+            Table::MessageEnds => "message_ends",
+            Table::RetentionCursors => "retention_cursors",
         }
     }
 

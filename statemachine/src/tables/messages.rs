@@ -47,6 +47,21 @@ pub(crate) fn all<'a, S: Store + ?Sized>(
     Ok(scan.map(|item| item.and_then(|(_, v)| Txn::<S>::decode(Table::Messages, &v))))
 }
 
+/// Messages with ids in `[from, until)`, in id order, lazily.
+pub(crate) fn between<'a, S: Store + ?Sized>(
+    txn: &'a Txn<'_, S>,
+    from: MessageId,
+    until: MessageId,
+) -> Result<impl Iterator<Item = Result<Message, StoreError>> + 'a, StoreError> {
+    let scan = txn.scan(
+        Table::Messages,
+        &key(from),
+        Some(&key(until)),
+        Direction::Forward,
+    )?;
+    Ok(scan.map(|item| item.and_then(|(_, v)| Txn::<S>::decode(Table::Messages, &v))))
+}
+
 /// Messages with an id below `before` (every message when `None`), newest first: where a
 /// paged list resumes without scanning what earlier pages saw.
 pub(crate) fn newest_below<'a, S: Store + ?Sized>(
@@ -168,4 +183,23 @@ pub(crate) fn get_event<S: Store + ?Sized>(
 /// Replace event `no` of a message in place (its count is unchanged).
 pub(crate) fn replace_event(cx: &mut Db<'_, '_>, message: MessageId, no: u64, event: &Event) {
     cx.txn.put(Table::Events, event_key(message, no), event);
+}
+
+/// Delete a message with its events and event count (retention; its rows and responses are
+/// deleted through their own tables).
+pub(crate) fn delete(cx: &mut Db<'_, '_>, message: MessageId) -> Result<(), StoreError> {
+    let prefix = key(message);
+    let mut event_keys = Vec::new();
+    for item in cx
+        .txn
+        .scan_prefix(Table::Events, &prefix, Direction::Forward)?
+    {
+        event_keys.push(item?.0);
+    }
+    for k in event_keys {
+        cx.txn.delete(Table::Events, k);
+    }
+    cx.txn.delete(Table::EventCounts, prefix.clone());
+    cx.txn.delete(Table::Messages, prefix);
+    Ok(())
 }

@@ -12,6 +12,7 @@ pub(crate) mod children;
 pub(crate) mod config;
 pub(crate) mod coordination;
 pub(crate) mod covered;
+pub(crate) mod ended;
 pub(crate) mod idempotency;
 pub(crate) mod lanes;
 pub(crate) mod lease_owners;

@@ -68,3 +68,18 @@ pub(crate) fn of_message<S: Store + ?Sized>(
     }
     Ok(out)
 }
+
+/// Delete every response captured for a message (retention).
+pub(crate) fn delete_of_message(cx: &mut Db<'_, '_>, message: MessageId) -> Result<(), StoreError> {
+    let mut keys = Vec::new();
+    for item in cx
+        .txn
+        .scan_prefix(Table::Responses, &message.to_be_bytes(), Direction::Forward)?
+    {
+        keys.push(item?.0);
+    }
+    for k in keys {
+        cx.txn.delete(Table::Responses, k);
+    }
+    Ok(())
+}

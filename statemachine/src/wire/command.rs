@@ -140,6 +140,8 @@ pub enum Command {
     // --- Request-Id reuse and random tokens (docs/SPEC.md §10.5, §9.1) ---
     Fingerprinted(Fingerprinted),
     IssueToken(IssueToken),
+    // --- paged retention (docs/SPEC.md §8.6) ---
+    RetentionPage(RetentionPage),
 }
 
 impl Command {
@@ -214,6 +216,7 @@ impl Command {
             // A wrapper, not a command of its own: metrics and logs count what it carries.
             Command::Fingerprinted(c) => c.command.name(),
             Command::IssueToken(_) => "issue_token",
+            Command::RetentionPage(_) => "retention_page",
         }
     }
 }
@@ -494,6 +497,55 @@ pub struct PurgeState {
 /// ([`Command::ExpireRecords`], a unit variant).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ExpireRecords;
+
+/// Most ended messages one [`RetentionPage`] examines: what bounds the longest apply of a purge
+/// (docs/BENCHMARKS.md, "2026-12-06 — retention"). A larger `limit` is clamped to it.
+pub const MAX_RETENTION_PAGE: u32 = 1_000;
+
+/// One bounded page of retention over the ended-message index (docs/SPEC.md §8.6): at most
+/// `limit` (clamped to 1..=[`MAX_RETENTION_PAGE`]) messages of `pass`'s class that ended before
+/// `older_than`, after where the pass stopped (its cursor, kept in the state). Answers `Outcome::RetentionPaged`, whose `next`
+/// is `None` once nothing older than the cutoff is left; the proposer repeats it until then.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetentionPage {
+    pub pass: RetentionPass,
+    pub older_than: Millis,
+    pub limit: u32,
+}
+
+/// What a [`RetentionPage`] does. Encoded by position: new passes go at the end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RetentionPass {
+    /// Index messages that ended before the ended-message index existed (a one-time walk of
+    /// the messages by id; `older_than` is not used).
+    IndexEnded,
+    /// Blank the bodies of ended, not failed, messages (what PurgeMessageBodies blanks).
+    BlankBodies,
+    /// Blank the bodies of failed messages (dead rows keep their payload: see below).
+    BlankFailedBodies,
+    /// Blank payload and error of the dead outbound rows of failed messages.
+    BlankDeadLetters,
+    /// Delete ended, not failed, messages with their rows, events and responses.
+    DeleteEnded,
+    /// Delete failed messages (dead letters) with their rows, events and responses.
+    DeleteFailed,
+}
+
+impl RetentionPass {
+    pub const ALL: [RetentionPass; 6] = [
+        Self::IndexEnded,
+        Self::BlankBodies,
+        Self::BlankFailedBodies,
+        Self::BlankDeadLetters,
+        Self::DeleteEnded,
+        Self::DeleteFailed,
+    ];
+
+    /// One byte: the pass's key in `RetentionCursors`.
+    pub fn tag(self) -> u8 {
+        self as u8
+    }
+}
 
 // --- audit ---
 

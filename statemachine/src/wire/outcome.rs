@@ -3,6 +3,7 @@
 //! like commands; pinned by `tests/golden_wire.rs`.
 
 use crate::model::ids::{ApprovalId, Fence, MessageId, Millis, RowId};
+use crate::model::retention::RetentionCursor;
 use crate::model::row::Stage;
 use crate::wire::rejection::Rejection;
 use serde::{Deserialize, Serialize};
@@ -75,6 +76,14 @@ pub enum Outcome {
     TokenIssued {
         nonce: String,
     },
+    /// [`RetentionPage`](crate::wire::command::RetentionPage): how many ended messages the page
+    /// examined, how many it purged (blanked, deleted or indexed), and the key it stopped at
+    /// (`None`: nothing older than the cutoff is left, the pass is done for now).
+    RetentionPaged {
+        examined: u64,
+        purged: u64,
+        next: Option<RetentionCursor>,
+    },
 }
 
 impl Outcome {
@@ -97,6 +106,7 @@ impl Outcome {
             Outcome::Repeated { .. } => "repeated",
             Outcome::Leader(_) => "leader",
             Outcome::TokenIssued { .. } => "token_issued",
+            Outcome::RetentionPaged { .. } => "retention_paged",
         }
     }
 }
