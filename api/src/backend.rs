@@ -41,10 +41,15 @@ pub enum ProposeError {
     #[error("node failure: {0}")]
     Fatal(String),
     /// Refused for a reason retrying will not fix: a membership change Raft rejects (another
-    /// change in progress, a voter that is not a member yet, ...). Last, so that older nodes
-    /// still decode the other variants of a forwarded answer.
+    /// change in progress, a voter that is not a member yet, ...). After the variants above,
+    /// so that older nodes still decode them in a forwarded answer.
     #[error("refused: {0}")]
     Refused(String),
+    /// This node's Raft core stopped on a storage error (a full disk): it writes nothing more
+    /// until its process restarts, which it does by exiting (docs/SPEC.md, "Storage faults").
+    /// Appended last (2026-12-06), for the same reason as `Refused`.
+    #[error("storage unavailable: {0}")]
+    StorageUnavailable(String),
 }
 
 /// A proposal Raft did not commit: a leader elsewhere is forwarded to, a refusal (a
@@ -56,6 +61,7 @@ impl From<raft::WriteError> for ProposeError {
             raft::WriteError::Refused(m) => ProposeError::Unavailable(m),
             raft::WriteError::Stopped(m) => ProposeError::Fatal(m),
             e @ raft::WriteError::NoClock(_) => ProposeError::Unavailable(e.to_string()),
+            raft::WriteError::Storage(m) => ProposeError::StorageUnavailable(m),
         }
     }
 }
@@ -69,6 +75,7 @@ impl From<raft::ReadError> for ProposeError {
             raft::ReadError::NoQuorum(m) => ProposeError::Unavailable(m),
             raft::ReadError::Timeout => ProposeError::Unavailable("read index timed out".into()),
             raft::ReadError::Stopped(m) | raft::ReadError::State(m) => ProposeError::Fatal(m),
+            raft::ReadError::Storage(m) => ProposeError::StorageUnavailable(m),
         }
     }
 }
@@ -370,6 +377,15 @@ mod tests {
         assert!(matches!(
             ProposeError::from(raft::ClusterError::Timeout),
             ProposeError::Unknown(m) if m == "membership operation timed out"
+        ));
+        // A storage failure keeps its own variant from Raft up, for its own 503.
+        assert!(matches!(
+            ProposeError::from(raft::WriteError::Storage("disk full".into())),
+            ProposeError::StorageUnavailable(m) if m == "disk full"
+        ));
+        assert!(matches!(
+            ProposeError::from(raft::ReadError::Storage("disk full".into())),
+            ProposeError::StorageUnavailable(_)
         ));
     }
 }

@@ -78,6 +78,24 @@ impl ApiError {
         }
     }
 
+    /// 503 `storage_unavailable`: this node's storage failed (a full disk) and its Raft core
+    /// stopped; it exits to be restarted, so the client should go to another node (after
+    /// `Retry-After`). RocksDB's own text stays in the node's log, not in the answer.
+    pub fn storage_unavailable(cause: &str) -> Self {
+        Self {
+            retry_after: Some(1),
+            ..Self::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "storage_unavailable",
+                format!(
+                    "a node's storage failed ({}) and its Raft core stopped; that node restarts \
+                     by itself: send the request to another node, or again later",
+                    raftlane_raft::node::storage_fault_kind(cause)
+                ),
+            )
+        }
+    }
+
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
     }
@@ -242,6 +260,10 @@ impl From<WriteError> for ApiError {
                 ApiError::unavailable(format!("{e}; check /v1/cluster before retrying"))
             }
             WriteError::Fatal(m) => ApiError::internal(m),
+            WriteError::StorageUnavailable(m) => {
+                tracing::warn!(cause = %m, "answering 503 storage_unavailable");
+                ApiError::storage_unavailable(&m)
+            }
             WriteError::Seal(e) => ApiError::internal(e.to_string()),
             WriteError::Read(e) => ApiError::internal(e.to_string()),
             WriteError::Invalid(rejection) => rejection.into(),

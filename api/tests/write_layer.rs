@@ -215,6 +215,18 @@ fn every_write_error_keeps_its_http_answer() {
         answer(WriteError::Fatal("disk".into())),
         (500, "internal", "disk".into(), None)
     );
+    // A node whose storage failed: 503 with a code of its own and a retry hint, and RocksDB's
+    // text (paths, file names) stays in the node's log.
+    let (status, code, message, retry) = answer(WriteError::StorageUnavailable(
+        "when Write Logs: IO error: No space left on device: While appending to file: \
+         /data/log/000004.log"
+            .into(),
+    ));
+    assert_eq!((status, code, retry), (503, "storage_unavailable", Some(1)));
+    assert!(message.contains("no space left on device"), "{message}");
+    assert!(!message.contains("/data/log"), "{message}");
+    let (_, _, message, _) = answer(WriteError::StorageUnavailable("IO error: EIO".into()));
+    assert!(message.contains("an I/O error"), "{message}");
     // The cause stays reachable as the error's source.
     let e = WriteError::NoLeader {
         what: "linearizable read",

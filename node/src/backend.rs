@@ -191,6 +191,10 @@ impl Backend for RaftBackend {
     }
 
     fn ready(&self) -> Result<(), String> {
+        // First: a node whose Raft core stopped may still know a leader from its last metrics.
+        if let Some(failure) = self.node.core_failure() {
+            return Err(failure.summary());
+        }
         if let Some(skew) = self.node.clock_skew() {
             return Err(skew);
         }

@@ -44,9 +44,14 @@ async fn main() -> anyhow::Result<()> {
         Command::Node(args) => {
             let opts = args.resolve()?;
             let node = server::start(opts).await?;
-            dev::wait_for_signal().await;
-            tracing::info!("signal received; shutting down");
-            node.shutdown().await;
+            if node
+                .run_until_stopped(dev::wait_for_signal())
+                .await
+                .is_err()
+            {
+                // Not a returned error: its status tells the supervisor to restart the node.
+                std::process::exit(server::EXIT_CORE_FAILED);
+            }
             Ok(())
         }
         Command::Dev(args) => dev::run(args).await,

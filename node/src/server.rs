@@ -10,7 +10,7 @@ use axum::extract::Request;
 use axum::routing::post;
 use axum::Router;
 use raftlane_api::{ApiConfig, AppState};
-use raftlane_raft::{RaftNode, RaftNodeConfig, Tuning};
+use raftlane_raft::{CoreFailure, RaftNode, RaftNodeConfig, Tuning};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -64,6 +64,13 @@ impl NodeOptions {
     }
 }
 
+/// The exit status of `raftlane node` after its Raft core stopped by itself (a storage error
+/// such as a full disk): EX_TEMPFAIL, "try again later", which is what a restart does.
+pub const EXIT_CORE_FAILED: i32 = 75;
+
+/// How long a node whose Raft core failed may take to close before it exits anyway.
+const FAILED_SHUTDOWN_WAIT: Duration = Duration::from_secs(30);
+
 /// A node that is serving.
 pub struct RunningNode {
     pub raft: RaftNode,
@@ -83,6 +90,46 @@ impl RunningNode {
             tracing::warn!("HTTP server did not stop within 10 s");
         }
         self.raft.shutdown().await;
+    }
+
+    /// Serve until `signal` (then shut down, `Ok`) or until the Raft core stops by itself
+    /// (`Err`, after an ERROR line and a bounded shutdown; the caller exits with
+    /// [`EXIT_CORE_FAILED`]).
+    ///
+    /// Why exit rather than recover in place: openraft's core does not restart after a storage
+    /// error, so the process would live on as a zombie (answering HTTP, never writing) and a
+    /// supervisor (`restart: unless-stopped`, systemd's `Restart=on-failure`) would never act.
+    /// Restarting reopens the databases, which is how a node recovers once space is freed;
+    /// while `/readyz` fails and writes answer 503 `storage_unavailable` until it exits.
+    pub async fn run_until_stopped(
+        self,
+        signal: impl std::future::Future<Output = ()>,
+    ) -> Result<(), CoreFailure> {
+        let failure = tokio::select! {
+            () = signal => None,
+            failure = self.raft.core_failed() => Some(failure),
+        };
+        let Some(failure) = failure else {
+            tracing::info!("signal received; shutting down");
+            self.shutdown().await;
+            return Ok(());
+        };
+        tracing::error!(
+            id = self.raft.id(),
+            error = %failure,
+            exit_status = EXIT_CORE_FAILED,
+            "NODE FAILED: its raft core stopped and does not restart in place; exiting so that \
+             the supervisor restarts it (free disk space first if the disk is full)"
+        );
+        if tokio::time::timeout(FAILED_SHUTDOWN_WAIT, self.shutdown())
+            .await
+            .is_err()
+        {
+            tracing::error!(
+                "the failed node did not close within {FAILED_SHUTDOWN_WAIT:?}; exiting anyway"
+            );
+        }
+        Err(failure)
     }
 }
 

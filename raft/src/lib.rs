@@ -10,7 +10,8 @@
 //!
 //! # Layout on disk (`<data_dir>`)
 //! - `log/`: the Raft log and vote, its own RocksDB, every append and vote fsynced before it is
-//!   acknowledged ([`log_store`]).
+//!   acknowledged ([`log_store`]), and its durable mark, checked at every start
+//!   ([`durable_mark`]).
 //! - `sm/`: the replicated state, `StateMachine<RocksStore>`, applied in atomic batches that also
 //!   record openraft's `last_applied` and membership ([`sm_adapter`]).
 //! - `snapshots/`: snapshot files streamed from the state ([`snapshot`]).
@@ -20,7 +21,7 @@
 //! [`auth`] (cluster-secret HMAC), [`clock`] (the cluster's time the leader stamps), [`wire`] (paths and encoding), [`network`] (client),
 //! [`server`] (hyper service), [`node`] ([`RaftNode`] handle), [`cluster`] (bootstrap and
 //! membership), [`timers`] (leader-only housekeeping), `replay` (progress of the replay after a restart),
-//! [`config`].
+//! [`config`], [`durable_mark`] (a damaged log is refused, not silently shortened).
 
 // openraft's `StorageError` (224 bytes) is the error type its storage traits prescribe; boxing
 // it in our own helpers would only add conversions at every trait boundary.
@@ -30,6 +31,7 @@ pub mod auth;
 pub mod clock;
 pub mod cluster;
 pub mod config;
+pub mod durable_mark;
 pub mod log_store;
 pub mod network;
 pub mod node;
@@ -45,7 +47,7 @@ pub mod wire;
 pub use clock::{ClockError, ClusterClock};
 pub use cluster::ClusterError;
 pub use config::{RaftNodeConfig, Tuning};
-pub use node::{NodeError, NotLeader, RaftNode, ReadError, StartError, WriteError};
+pub use node::{CoreFailure, NodeError, NotLeader, RaftNode, ReadError, StartError, WriteError};
 pub use server::{serve_raft, RaftHttpService};
 pub use types::{NodeId, TypeConfig};
 pub use util::now_ms;

@@ -18,9 +18,17 @@
 //! - `truncate` and `purge` are single atomic batches; `purge` records `last_purged` in the same
 //!   batch as the deletion, so the log state is never inconsistent after a crash.
 //!
+//! - Opening checks the log against its durable mark ([`crate::durable_mark`], a file fsynced
+//!   apart from RocksDB): a log that recovered shorter than it was (a damaged WAL tail, which
+//!   point-in-time recovery drops silently) is refused with [`OpenError::Damaged`], logged at
+//!   ERROR with the lost range, so the node does not rejoin as a voter without entries it may
+//!   have acknowledged.
+//!
 //! Layout: column family `logs` maps the big-endian index to the bincode entry (big-endian keys
-//! sort numerically); column family `meta` holds `vote`, `last_purged` and `committed` as JSON.
+//! sort numerically); column family `meta` holds `vote`, `last_purged` and `committed` as JSON;
+//! the file `RAFTLANE-DURABLE-MARK.json` beside RocksDB's own files is the durable mark.
 
+use crate::durable_mark::{DurableMark, LogDamage, Mark};
 use crate::types::{Entry, LogId, LogState, StorageError, TypeConfig, Vote};
 use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{ErrorSubject, ErrorVerb, OptionalSend, RaftLogId, RaftLogReader, StorageIOError};
@@ -61,6 +69,33 @@ pub struct LogStats {
 struct Inner {
     db: DB,
     stats: Arc<LogStats>,
+    mark: Arc<DurableMark>,
+}
+
+impl Drop for Inner {
+    /// Closing: bring the durable mark up to the last append, so a clean restart checks the
+    /// whole log.
+    fn drop(&mut self) {
+        if let Err(e) = self.mark.flush() {
+            tracing::warn!(path = ?self.db.path(), error = %e, "cannot write the log's durable mark at close");
+        }
+    }
+}
+
+/// Why the log could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error(transparent)]
+    Rocks(#[from] rocksdb::Error),
+    /// Reading or writing the durable mark failed.
+    #[error("the log's durable mark: {0}")]
+    Mark(#[from] std::io::Error),
+    /// The log's state (last entry, vote) could not be read back.
+    #[error("cannot read the log's state: {0}")]
+    State(String),
+    /// The log recovered shorter than its durable mark.
+    #[error(transparent)]
+    Damaged(#[from] LogDamage),
 }
 
 /// The RocksDB Raft log store. Cloning is cheap and shares the database (the clone serves as
@@ -108,8 +143,10 @@ fn sync_opts() -> WriteOptions {
 }
 
 impl LogStore {
-    /// Open (or create) the log database at `path` (conventionally `<data_dir>/log`).
-    pub fn open(path: &Path) -> Result<Self, rocksdb::Error> {
+    /// Open (or create) the log database at `path` (conventionally `<data_dir>/log`) and check
+    /// it against its durable mark: [`OpenError::Damaged`] (logged at ERROR) when it lost
+    /// entries or its vote.
+    pub fn open(path: &Path) -> Result<Self, OpenError> {
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
@@ -134,12 +171,84 @@ impl LogStore {
         opts.set_atomic_flush(true);
         let cfs = [CF_LOGS, CF_META].map(|name| ColumnFamilyDescriptor::new(name, opts.clone()));
         let db = DB::open_cf_descriptors(&opts, path, cfs)?;
-        Ok(Self {
+        let (mark, marked) = DurableMark::load(path)?;
+        let store = Self {
             inner: Arc::new(Inner {
                 db,
                 stats: Arc::new(LogStats::default()),
+                mark,
             }),
+        };
+        let found = store
+            .durable_state()
+            .map_err(|e| OpenError::State(e.to_string()))?;
+        match marked {
+            Some(marked) => {
+                if let Err(damage) = marked.check(&found) {
+                    tracing::error!(
+                        path = %path.display(),
+                        marked_last_log = ?marked.last_log,
+                        found_last_log = ?found.last_log,
+                        lost_entries = damage.lost,
+                        first_lost = damage.first_lost,
+                        last_lost = damage.last_lost,
+                        marked_vote = ?marked.vote,
+                        found_vote = ?found.vote,
+                        "RAFT LOG DAMAGED: {damage}"
+                    );
+                    return Err(damage.into());
+                }
+            }
+            None => tracing::info!(
+                path = %path.display(),
+                last_log = ?found.last_log,
+                "the log has no durable mark yet (new, or written before 2026-12-06): writing one"
+            ),
+        }
+        store.inner.mark.set_now(|m| *m = found)?;
+        Ok(store)
+    }
+
+    /// The last log id and the vote as the database has them now.
+    fn durable_state(&self) -> Result<Mark, StorageError> {
+        Ok(Mark {
+            last_log: self.last_log_id()?,
+            vote: self
+                .get_meta(KEY_VOTE)
+                .map_err(|e| vote_err(ErrorVerb::Read, e))?,
         })
+    }
+
+    /// The log id of the entry at `index`, if the log holds it.
+    fn log_id_at(&self, index: u64) -> Result<Option<LogId>, StorageError> {
+        let cf = self.cf(CF_LOGS)?;
+        match self
+            .inner
+            .db
+            .get_cf(cf, index_key(index))
+            .map_err(|e| read_err(e.to_string()))?
+        {
+            None => Ok(None),
+            Some(value) => {
+                let entry: Entry = codec::decode(&value).map_err(|e| read_err(e.to_string()))?;
+                Ok(Some(*entry.get_log_id()))
+            }
+        }
+    }
+
+    /// The last entry's log id, else the last purged one.
+    fn last_log_id(&self) -> Result<Option<LogId>, StorageError> {
+        let last_purged = self.last_purged()?;
+        let cf = self.cf(CF_LOGS)?;
+        let last = match self.inner.db.iterator_cf(cf, IteratorMode::End).next() {
+            None => None,
+            Some(item) => {
+                let (_, value) = item.map_err(|e| read_err(e.to_string()))?;
+                let entry: Entry = codec::decode(&value).map_err(|e| read_err(e.to_string()))?;
+                Some(*entry.get_log_id())
+            }
+        };
+        Ok(last.or(last_purged))
     }
 
     /// The log database's memory and disk figures.
@@ -256,19 +365,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     type LogReader = LogStore;
 
     async fn get_log_state(&mut self) -> Result<LogState, StorageError> {
-        let last_purged = self.last_purged()?;
-        let cf = self.cf(CF_LOGS)?;
-        let last = match self.inner.db.iterator_cf(cf, IteratorMode::End).next() {
-            None => None,
-            Some(item) => {
-                let (_, value) = item.map_err(|e| read_err(e.to_string()))?;
-                let entry: Entry = codec::decode(&value).map_err(|e| read_err(e.to_string()))?;
-                Some(*entry.get_log_id())
-            }
-        };
         Ok(LogState {
-            last_log_id: last.or(last_purged),
-            last_purged_log_id: last_purged,
+            last_log_id: self.last_log_id()?,
+            last_purged_log_id: self.last_purged()?,
         })
     }
 
@@ -282,6 +381,12 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         batch.put_cf(self.cf(CF_META)?, KEY_VOTE, bytes);
         self.write_synced(batch)
             .await
+            .map_err(|e| vote_err(ErrorVerb::Write, e))?;
+        // At once, not in the background: a vote lost to a damaged WAL could be cast twice.
+        let (mark, vote) = (self.inner.mark.clone(), *vote);
+        tokio::task::spawn_blocking(move || mark.set_now(|m| m.vote = Some(vote)))
+            .await
+            .map_err(|e| vote_err(ErrorVerb::Write, e))?
             .map_err(|e| vote_err(ErrorVerb::Write, e))
     }
 
@@ -320,6 +425,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let cf = self.cf(CF_LOGS)?;
         let mut batch = WriteBatch::default();
         let mut count = 0u64;
+        let mut last = None;
         for entry in entries {
             let bytes = codec::try_encode(&entry).map_err(|e| {
                 StorageError::from(StorageIOError::write_log_entry(
@@ -328,6 +434,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
                 ))
             })?;
             batch.put_cf(cf, index_key(entry.get_log_id().index), bytes);
+            last = Some(*entry.get_log_id());
             count += 1;
         }
         let stats = &self.inner.stats;
@@ -336,6 +443,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         // One batch, one fsync, then the acknowledgement.
         match self.write_synced(batch).await {
             Ok(()) => {
+                if let Some(last) = last {
+                    self.inner.mark.raise_soon(last);
+                }
                 callback.log_io_completed(Ok(()));
                 Ok(())
             }
@@ -348,6 +458,23 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
         tracing::debug!(%log_id, "truncate log");
+        // Lower the durable mark first: a crash between the two leaves it below the log, which
+        // is what it promises (a mark above the log would read as damage at the next start).
+        let new_last = match log_id.index.checked_sub(1) {
+            Some(prev) => self.log_id_at(prev)?.or(self.last_purged()?),
+            None => None,
+        };
+        let mark = self.inner.mark.clone();
+        tokio::task::spawn_blocking(move || {
+            mark.set_now(|m| {
+                if m.last_log.is_some_and(|l| l.index >= log_id.index) {
+                    m.last_log = new_last;
+                }
+            })
+        })
+        .await
+        .map_err(|e| write_err(e.to_string()))?
+        .map_err(|e| write_err(e.to_string()))?;
         let mut batch = WriteBatch::default();
         batch.delete_range_cf(
             self.cf(CF_LOGS)?,

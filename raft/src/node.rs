@@ -4,15 +4,16 @@
 use crate::auth::ClusterAuth;
 use crate::clock::ClusterClock;
 use crate::config::{ConfigError, RaftNodeConfig};
-use crate::log_store::{LogStats, LogStore};
+use crate::durable_mark::LogDamage;
+use crate::log_store::{LogStats, LogStore, OpenError};
 use crate::network::HttpNetwork;
 use crate::replay::{report_replay, Replay};
 use crate::server::{serve_raft, RaftHttpService, ServerStats};
 use crate::sm_adapter::{SmAdapter, SmError, SmStats, StateHandle};
 use crate::timers::{run_timers, DeletePeriods, TimerStats, Timers};
-use crate::types::{LogId, NodeId, Raft, RaftMetrics};
+use crate::types::{LogId, NodeId, Raft, RaftMetrics, StorageError};
 use crate::util::ReleaseProbe;
-use openraft::error::{CheckIsLeaderError, ClientWriteError, RaftError};
+use openraft::error::{CheckIsLeaderError, ClientWriteError, Fatal, RaftError};
 use raftlane_statemachine::machine::StateMachine;
 use raftlane_statemachine::rocks::RocksStore;
 use raftlane_statemachine::{Envelope, Response};
@@ -35,6 +36,10 @@ pub enum StartError {
     Io(#[from] std::io::Error),
     #[error("cannot open the raft log: {0}")]
     Log(String),
+    /// The log recovered shorter than its durable mark (a damaged WAL): the node must not
+    /// rejoin as a voter; the message says what was lost and what to do.
+    #[error("refusing to start: {0}")]
+    LogDamaged(#[from] LogDamage),
     #[error("cannot open the state machine: {0}")]
     State(String),
     #[error("cannot start raft: {0}")]
@@ -52,13 +57,17 @@ pub enum WriteError {
     /// Raft refused the proposal for another reason (e.g. a membership change in progress).
     #[error("write refused: {0}")]
     Refused(String),
-    /// This node is shutting down or its storage failed.
+    /// This node is shutting down (or its Raft core stopped for another reason than storage).
     #[error("raft is stopped: {0}")]
     Stopped(String),
     /// This node leads but does not know the cluster's time ([`crate::clock`]): it has no
     /// recent clock sample from a majority, so it could not commit either. Retry shortly.
     #[error(transparent)]
     NoClock(#[from] crate::clock::ClockError),
+    /// This node's Raft core stopped on a storage error (a full disk, an I/O error): nothing
+    /// more is written here until the process restarts ([`RaftNode::core_failed`]).
+    #[error("{0}")]
+    Storage(String),
 }
 
 /// A linearizable read could not be served here.
@@ -74,8 +83,62 @@ pub enum ReadError {
     Timeout,
     #[error("raft is stopped: {0}")]
     Stopped(String),
+    /// This node's Raft core stopped on a storage error (see [`WriteError::Storage`]).
+    #[error("{0}")]
+    Storage(String),
     #[error("state read failed: {0}")]
     State(String),
+}
+
+/// Why this node's Raft core stopped by itself. openraft's core does not restart after it
+/// stops: the node can still answer HTTP, but never again writes, votes or replicates, so the
+/// process must end and be restarted (the server does that, `raftlane_node::server`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CoreFailure {
+    /// A read or write of the log or the state failed (a full disk: ENOSPC; an I/O error).
+    #[error("the raft core stopped after a storage error: {0}")]
+    Storage(String),
+    #[error("the raft core panicked")]
+    Panicked,
+}
+
+impl CoreFailure {
+    /// The failure a fatal error of openraft's stands for; `None` for a requested shutdown.
+    fn of(fatal: &Fatal<NodeId>) -> Option<Self> {
+        match fatal {
+            Fatal::StorageError(e) => Some(Self::storage(e)),
+            Fatal::Panicked => Some(CoreFailure::Panicked),
+            Fatal::Stopped => None,
+        }
+    }
+
+    fn storage(e: &StorageError) -> Self {
+        CoreFailure::Storage(e.to_string())
+    }
+
+    /// A short reason for an unauthenticated probe (`/readyz`): what kind of fault, without
+    /// RocksDB's text (paths, file names), which goes to the node's log.
+    pub fn summary(&self) -> String {
+        match self {
+            CoreFailure::Storage(m) => format!(
+                "storage_unavailable: the raft core stopped after a storage error ({}); the \
+                 node exits to be restarted",
+                storage_fault_kind(m)
+            ),
+            CoreFailure::Panicked => {
+                "core_stopped: the raft core panicked; the node exits to be restarted".into()
+            }
+        }
+    }
+}
+
+/// The kind of storage fault a storage error's text tells: a full disk, or another I/O error.
+pub fn storage_fault_kind(message: &str) -> &'static str {
+    if message.contains("No space left on device") || message.contains("ENOSPC") {
+        "no space left on device"
+    } else {
+        "an I/O error"
+    }
 }
 
 /// Local (non-Raft) failures of node operations.
@@ -207,24 +270,29 @@ impl std::fmt::Debug for RaftNode {
 }
 
 /// Retry `open` (blocking) while the directory is still locked by a previous instance in this
-/// process whose background tasks have not let go of it yet.
+/// process whose background tasks have not let go of it yet (`is_locked` tells that error).
 fn open_retrying<T, E: std::fmt::Display>(
     mut open: impl FnMut() -> Result<T, E>,
-) -> Result<T, String> {
+    is_locked: impl Fn(&E) -> bool,
+) -> Result<T, E> {
     let deadline = std::time::Instant::now() + REOPEN_WAIT;
     loop {
         match open() {
             Ok(v) => return Ok(v),
             Err(e) => {
-                let msg = e.to_string();
-                let locked = msg.contains("lock") || msg.contains("LOCK");
-                if !locked || std::time::Instant::now() >= deadline {
-                    return Err(msg);
+                if !is_locked(&e) || std::time::Instant::now() >= deadline {
+                    return Err(e);
                 }
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
     }
+}
+
+/// RocksDB's answer when another instance holds the directory's LOCK file.
+fn mentions_lock(e: &impl std::fmt::Display) -> bool {
+    let msg = e.to_string();
+    msg.contains("lock") || msg.contains("LOCK")
 }
 
 impl RaftNode {
@@ -258,9 +326,16 @@ impl RaftNode {
         let (log, sm) = {
             let dir = data_dir.clone();
             tokio::task::spawn_blocking(move || {
-                let log =
-                    open_retrying(|| LogStore::open(&dir.join("log"))).map_err(StartError::Log)?;
-                let sm = open_retrying(|| SmAdapter::open(&dir)).map_err(StartError::State)?;
+                let log = open_retrying(
+                    || LogStore::open(&dir.join("log")),
+                    |e| matches!(e, OpenError::Rocks(_)) && mentions_lock(e),
+                )
+                .map_err(|e| match e {
+                    OpenError::Damaged(damage) => StartError::LogDamaged(damage),
+                    other => StartError::Log(other.to_string()),
+                })?;
+                let sm = open_retrying(|| SmAdapter::open(&dir), mentions_lock)
+                    .map_err(|e| StartError::State(e.to_string()))?;
                 Ok::<_, StartError>((log, sm))
             })
             .await
@@ -421,8 +496,46 @@ impl RaftNode {
             Err(RaftError::APIError(ClientWriteError::ChangeMembershipError(e))) => {
                 Err(WriteError::Refused(e.to_string()))
             }
-            Err(RaftError::Fatal(f)) => Err(WriteError::Stopped(f.to_string())),
+            Err(RaftError::Fatal(f)) => Err(match self.failure_behind(&f) {
+                Some(CoreFailure::Storage(m)) => WriteError::Storage(m),
+                _ => WriteError::Stopped(f.to_string()),
+            }),
         }
+    }
+
+    /// Why the Raft core stopped by itself, if it did (a shut-down node answers `None`).
+    pub fn core_failure(&self) -> Option<CoreFailure> {
+        match &self.inner.raft.metrics().borrow().running_state {
+            Ok(()) => None,
+            Err(fatal) => CoreFailure::of(fatal),
+        }
+    }
+
+    /// Wait until the Raft core stops by itself, and say why. Never returns for a node that
+    /// keeps running or is shut down on request: the server selects on it beside its signals.
+    pub async fn core_failed(&self) -> CoreFailure {
+        let mut metrics = self.inner.raft.metrics();
+        loop {
+            if let Err(fatal) = &metrics.borrow_and_update().running_state {
+                if let Some(failure) = CoreFailure::of(fatal) {
+                    return failure;
+                }
+            }
+            if metrics.changed().await.is_err() {
+                // The core's task ended without saying why in the metrics (a panic drops the
+                // sender): a failure, unless this node was shut down on request.
+                if self.inner.stopped.load(Ordering::SeqCst) {
+                    return std::future::pending().await;
+                }
+                return self.core_failure().unwrap_or(CoreFailure::Panicked);
+            }
+        }
+    }
+
+    /// The failure a fatal answer of openraft's stands for: its own, or the core's as the
+    /// metrics report it (a call that came after the core stopped may only say "stopped").
+    fn failure_behind(&self, fatal: &Fatal<NodeId>) -> Option<CoreFailure> {
+        CoreFailure::of(fatal).or_else(|| self.core_failure())
     }
 
     /// Confirm (read index) that this node is the leader and that its state has applied every
@@ -439,7 +552,10 @@ impl RaftNode {
             Ok(Err(RaftError::APIError(CheckIsLeaderError::QuorumNotEnough(q)))) => {
                 Err(ReadError::NoQuorum(q.to_string()))
             }
-            Ok(Err(RaftError::Fatal(f))) => Err(ReadError::Stopped(f.to_string())),
+            Ok(Err(RaftError::Fatal(f))) => Err(match self.failure_behind(&f) {
+                Some(CoreFailure::Storage(m)) => ReadError::Storage(m),
+                _ => ReadError::Stopped(f.to_string()),
+            }),
         }
     }
 

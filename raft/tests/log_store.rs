@@ -1,10 +1,11 @@
 //! The RocksDB log store: group commit (one sync per append batch), purge/truncate across
 //! reopen, WAL files freed and reused, and durability of acknowledged appends and votes under
-//! `kill -9` (a child process is SIGKILLed while appending into a recycled WAL file).
+//! `kill -9` (a child process is SIGKILLed while appending into a recycled WAL file), and a
+//! damaged WAL (truncated or garbled tail) refused at open with the lost range named.
 
 use openraft::storage::{RaftLogStorage, RaftLogStorageExt};
 use openraft::{CommittedLeaderId, RaftLogReader};
-use raftlane_raft::log_store::LogStore;
+use raftlane_raft::log_store::{LogStore, OpenError};
 use raftlane_raft::types::{Entry, EntryPayload, LogId, Vote};
 use raftlane_statemachine::wire::command::RecordAudit;
 use raftlane_statemachine::{Command, Envelope};
@@ -231,4 +232,117 @@ fn acknowledged_appends_survive_kill_9() {
             "vote {vote} older than acknowledged"
         );
     });
+}
+
+/// The newest WAL file of the log in `dir` (RocksDB numbers them; the highest is the live one).
+fn newest_wal(dir: &std::path::Path) -> std::path::PathBuf {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|f| f.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .max()
+        .expect("a WAL file")
+}
+
+/// Append 1..=300 one entry per append (one WAL record each) with a vote, and close: the
+/// entries are in the WAL only (opening again would flush them into a table file).
+async fn write_300(dir: &std::path::Path) {
+    let mut log = LogStore::open(dir).unwrap();
+    log.save_vote(&Vote::new(3, 1)).await.unwrap();
+    for i in 1..=300 {
+        log.blocking_append([entry_with(3, i, 1000)]).await.unwrap();
+    }
+}
+
+/// The same log, closed and reopened without damage, opens whole (and again after that).
+#[tokio::test]
+async fn an_intact_log_reopens_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    write_300(dir.path()).await;
+    for _ in 0..2 {
+        let mut log = LogStore::open(dir.path()).expect("an intact log reopens");
+        let st = log.get_log_state().await.unwrap();
+        assert_eq!(st.last_log_id, Some(log_id(3, 300)));
+        assert_eq!(log.read_vote().await.unwrap(), Some(Vote::new(3, 1)));
+    }
+}
+
+/// The damage `LogStore::open` reports, checked to name a lost range that ends at 300.
+fn lost_range(dir: &std::path::Path) -> (u64, u64, String) {
+    match LogStore::open(dir) {
+        Err(OpenError::Damaged(d)) => {
+            assert_eq!(d.last_lost, 300, "{d}");
+            assert!(d.first_lost > 1 && d.first_lost <= 300, "{d}");
+            assert_eq!(d.lost, 300 - d.first_lost + 1);
+            let text = d.to_string();
+            assert!(
+                text.contains(&format!("indexes {}..=300", d.first_lost)),
+                "{text}"
+            );
+            assert!(text.contains("must not rejoin as a voter"), "{text}");
+            (d.first_lost, d.lost, text)
+        }
+        Err(e) => panic!("expected the damage to be reported, got {e}"),
+        Ok(_) => panic!("a log that lost its WAL tail opened as if whole"),
+    }
+}
+
+/// A WAL cut short (a torn or truncated file): RocksDB's point-in-time recovery would open the
+/// log at the last whole record, silently without the fsynced entries after it; the durable
+/// mark makes opening fail and name them.
+#[tokio::test]
+async fn a_truncated_wal_tail_is_refused_naming_the_lost_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    write_300(dir.path()).await;
+    let wal = newest_wal(dir.path());
+    let len = std::fs::metadata(&wal).unwrap().len();
+    let f = std::fs::OpenOptions::new().write(true).open(&wal).unwrap();
+    f.set_len(len / 2).unwrap();
+    f.sync_all().unwrap();
+    drop(f);
+    let (first, lost, _) = lost_range(dir.path());
+    assert!(lost >= 100, "lost {lost} from {first}, expected about half");
+    // It stays refused: nothing was rewritten by the failed open.
+    lost_range(dir.path());
+}
+
+/// A garbled WAL record in the tail: recovery stops there, and the rest is reported lost.
+#[tokio::test]
+async fn a_garbled_wal_tail_is_refused_naming_the_lost_entries() {
+    use std::io::{Seek, SeekFrom, Write};
+    let dir = tempfile::tempdir().unwrap();
+    write_300(dir.path()).await;
+    let wal = newest_wal(dir.path());
+    let len = std::fs::metadata(&wal).unwrap().len();
+    let mut f = std::fs::OpenOptions::new().write(true).open(&wal).unwrap();
+    f.seek(SeekFrom::Start(len * 3 / 4)).unwrap();
+    f.write_all(&[0xA5; 512]).unwrap();
+    f.sync_all().unwrap();
+    drop(f);
+    let (_, lost, _) = lost_range(dir.path());
+    assert!(lost >= 10, "lost {lost}");
+}
+
+/// Truncations lower the mark before deleting, and a vote raises it: neither an intact log
+/// whose tail Raft truncated nor a newer vote reads as damage.
+#[tokio::test]
+async fn a_truncated_log_and_a_new_vote_reopen_as_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut log = LogStore::open(dir.path()).unwrap();
+        log.blocking_append((0..=30).map(|i| entry(1, i)))
+            .await
+            .unwrap();
+        log.truncate(log_id(1, 11)).await.unwrap();
+        log.save_vote(&Vote::new(4, 2)).await.unwrap();
+    }
+    let mut log = LogStore::open(dir.path()).expect("a truncated log is not damaged");
+    let st = log.get_log_state().await.unwrap();
+    assert_eq!(st.last_log_id, Some(log_id(1, 10)));
+    assert_eq!(log.read_vote().await.unwrap(), Some(Vote::new(4, 2)));
+    // Truncating everything, then closing, is whole too.
+    log.truncate(log_id(1, 0)).await.unwrap();
+    drop(log);
+    let mut log = LogStore::open(dir.path()).expect("an emptied log is not damaged");
+    assert!(indexes(&mut log).await.is_empty());
 }

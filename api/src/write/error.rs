@@ -38,6 +38,10 @@ pub enum WriteError {
     /// leader with).
     #[error("node failure: {0}")]
     Fatal(String),
+    /// A node's Raft core stopped on a storage error (a full disk): this one, or the leader a
+    /// write was forwarded to. Another node can serve; this one exits to be restarted.
+    #[error("{0}")]
+    StorageUnavailable(String),
     /// A covered value could not be encrypted, so the command was not proposed: nothing
     /// covered is ever proposed in the clear while a keyring is configured.
     #[error("cannot encrypt a covered value before proposing it")]
@@ -74,6 +78,7 @@ impl WriteError {
     pub(crate) fn settled(what: &'static str, e: ProposeError) -> Self {
         match e {
             ProposeError::Fatal(m) => WriteError::Fatal(m),
+            ProposeError::StorageUnavailable(m) => WriteError::StorageUnavailable(m),
             ProposeError::Refused(m) => WriteError::Refused(m),
             ProposeError::Unknown(m) => WriteError::OutcomeUnknown(m),
             last @ (ProposeError::ForwardToLeader(_) | ProposeError::Unavailable(_)) => {
@@ -86,6 +91,7 @@ impl WriteError {
     pub(crate) fn not_applied(e: ProposeError) -> Self {
         match e {
             ProposeError::Fatal(m) => WriteError::Fatal(m),
+            ProposeError::StorageUnavailable(m) => WriteError::StorageUnavailable(m),
             ProposeError::Refused(m) => WriteError::Refused(m),
             other => WriteError::NotApplied(other),
         }

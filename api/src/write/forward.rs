@@ -39,7 +39,11 @@ pub(crate) enum Settles {
 impl Settles {
     fn is_final(self, e: &ProposeError) -> bool {
         match e {
-            ProposeError::Fatal(_) | ProposeError::Refused(_) => true,
+            // A node whose storage failed stays failed until it restarts: retrying here only
+            // delays the 503 that sends the client to another node.
+            ProposeError::Fatal(_)
+            | ProposeError::Refused(_)
+            | ProposeError::StorageUnavailable(_) => true,
             ProposeError::Unknown(_) => matches!(self, Settles::Answered),
             ProposeError::ForwardToLeader(_) | ProposeError::Unavailable(_) => false,
         }
