@@ -5,8 +5,8 @@ use crate::model::ids::MessageId;
 use crate::model::message::{EventKind, Message, MessageStatus};
 use crate::model::row::Stage;
 use crate::rules::dedupe::{self, live_duplicate};
-use crate::rules::{fifo, validate};
-use crate::tables::messages;
+use crate::rules::{fifo, registry, validate};
+use crate::tables::{config, messages};
 use crate::tables::rows::NewRow;
 use crate::wire::command::{
     Delivery, EnqueueIngress, EnqueueMessage, MessageFields, ReceivedStatus, RecordReceived,
@@ -193,6 +193,8 @@ fn enqueue_message(
 }
 
 /// Insert one outbound row per delivery, in list order (their seqs keep that order in each lane).
+/// A destination the config does not register is refused ([`registry::check_deliveries`]):
+/// its row would be an orphan nobody works on.
 pub(crate) fn insert_deliveries(
     cx: &mut Ctx<'_, '_>,
     message: MessageId,
@@ -202,6 +204,7 @@ pub(crate) fn insert_deliveries(
     for d in deliveries {
         validate::name("deliveries.destination", &d.destination)?;
     }
+    registry::check_deliveries(&config::current(cx.txn)?, deliveries)?;
     for d in deliveries {
         fifo::push_row(
             cx,

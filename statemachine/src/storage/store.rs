@@ -114,10 +114,14 @@ pub enum Table {
     /// actor ‖ request id → [u8; 32]: the fingerprint of the request a remembered answer
     /// belongs to (see `apply::request`); expires with its `Requests` record.
     RequestFingerprints,
+    // --- poison rows (docs/SPEC.md §5.2) ---
+    /// tally name → u64: the state machine's own running totals, such as the rows that died of
+    /// lease expiries (`rules::retry::expire_lease`), served at `/metrics`.
+    Tallies,
 }
 
 impl Table {
-    pub const ALL: [Table; 47] = [
+    pub const ALL: [Table; 48] = [
         Table::Meta,
         Table::Messages,
         Table::Rows,
@@ -169,6 +173,8 @@ impl Table {
         Table::PrincipalOrgs,
         // --- Request-Id reuse ---
         Table::RequestFingerprints,
+        // --- poison rows ---
+        Table::Tallies,
     ];
 
     /// Column family name in RocksDB.
@@ -225,6 +231,8 @@ impl Table {
             Table::PrincipalOrgs => "principal_orgs",
             // --- Request-Id reuse ---
             Table::RequestFingerprints => "request_fingerprints",
+            // --- poison rows ---
+            Table::Tallies => "tallies",
         }
     }
 
