@@ -1745,8 +1745,9 @@ impl Model {
                     .filter_map(|r| match r.stage {
                         Stage::Outbound => {
                             let d = r.destination.as_deref().unwrap_or_default();
-                            orphaned(&self.config_destinations, &destinations, d)
-                                .then(|| (r.id, reason("destination", &self.config_destinations, d)))
+                            orphaned(&self.config_destinations, &destinations, d).then(|| {
+                                (r.id, reason("destination", &self.config_destinations, d))
+                            })
                         }
                         Stage::Routed => {
                             let h = r.handler.as_deref().unwrap_or_default();

@@ -54,11 +54,7 @@ fn put_config(cx: &mut Ctx<'_, '_>, expected: u64, doc: &ConfigDoc) -> ApplyResu
     {
         crate::rules::validate::name("config name", name)?;
     }
-    for (name, destination) in &doc.destinations {
-        if let Some(policy) = &destination.retry {
-            retry::check_policy(&format!("destinations.{name}.retry"), policy)?;
-        }
-    }
+    retry::check_config(doc)?;
     let version = current.version + 1;
     let orphans = dead_letter_orphans(cx, &current.doc, doc)?;
     let record = ConfigVersion {

@@ -6,8 +6,8 @@ use crate::model::message::{EventKind, Message, MessageStatus};
 use crate::model::row::Stage;
 use crate::rules::dedupe::{self, live_duplicate};
 use crate::rules::{fifo, registry, validate};
-use crate::tables::{config, messages};
 use crate::tables::rows::NewRow;
+use crate::tables::{config, messages};
 use crate::wire::command::{
     Delivery, EnqueueIngress, EnqueueMessage, MessageFields, ReceivedStatus, RecordReceived,
 };

@@ -102,7 +102,11 @@ mod tests {
 /// Dead-letter a live row: `dead` with `error` as its `last_error`, event `dead`, its message
 /// finalized. The one way a row dies outside MarkFailed's own branch (poison rows, orphans,
 /// the depth cap, a lease expiry on the last attempt).
-pub(crate) fn dead_letter(cx: &mut Db<'_, '_>, row: &WorkRow, error: &str) -> Result<(), StoreError> {
+pub(crate) fn dead_letter(
+    cx: &mut Db<'_, '_>,
+    row: &WorkRow,
+    error: &str,
+) -> Result<(), StoreError> {
     rows::finish(cx, row, RowStatus::Dead, Some(error));
     messages::event(
         cx,

@@ -75,6 +75,18 @@ pub fn check_policy(prefix: &str, p: &RetryPolicy) -> Result<(), Rejection> {
     Ok(())
 }
 
+/// Every retry policy a config document names, checked by [`check_policy`] under its place in
+/// the document (`destinations.<name>.retry`): PutConfig refuses the document otherwise, and
+/// the API runs this first so the 400 comes before anything is proposed.
+pub fn check_config(config: &ConfigDoc) -> Result<(), Rejection> {
+    for (name, destination) in &config.destinations {
+        if let Some(policy) = &destination.retry {
+            check_policy(&format!("destinations.{name}.retry"), policy)?;
+        }
+    }
+    Ok(())
+}
+
 /// The policy of a row under `config` (docs/SPEC.md §5.2): an `outbound` row's is its
 /// destination's `retry`, and so is a `response` row's (the destination that answered: its
 /// re-ingestion is that exchange's work); `ingress` and `routed` rows, and a destination that

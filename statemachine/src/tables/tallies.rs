@@ -25,7 +25,9 @@ pub(crate) fn add(cx: &mut Db<'_, '_>, name: &str, n: u64) -> Result<(), StoreEr
 }
 
 /// Every tally, by name.
-pub(crate) fn all<S: Store + ?Sized>(txn: &Txn<'_, S>) -> Result<BTreeMap<String, u64>, StoreError> {
+pub(crate) fn all<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+) -> Result<BTreeMap<String, u64>, StoreError> {
     let mut out = BTreeMap::new();
     for item in txn.scan(Table::Tallies, &[], None, Direction::Forward)? {
         let (k, v) = item?;

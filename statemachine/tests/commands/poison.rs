@@ -7,9 +7,7 @@ use crate::harness::*;
 use raftlane_statemachine::rules::retry::{DEFAULT_MAX_ATTEMPTS, LEASE_EXPIRED_TALLY};
 
 /// A config whose one destination `d` has `policy`.
-fn config_with_policy(
-    policy: raftlane_statemachine::model::config::RetryPolicy,
-) -> ConfigDoc {
+fn config_with_policy(policy: raftlane_statemachine::model::config::RetryPolicy) -> ConfigDoc {
     ConfigDoc {
         destinations: BTreeMap::from([(
             "d".to_string(),
@@ -23,8 +21,7 @@ fn config_with_policy(
 }
 
 fn lease_expired_tally(h: &Harness) -> u64 {
-    h.sm
-        .read()
+    h.sm.read()
         .tallies()
         .unwrap()
         .get(LEASE_EXPIRED_TALLY)
@@ -73,7 +70,10 @@ fn a_fifo_head_whose_lease_keeps_expiring_dies_and_the_lane_moves_on() {
 #[test]
 fn reclaim_expired_kills_a_row_past_its_destinations_attempt_limit() {
     let mut h = Harness::new();
-    h.ok(put_config(0, config_with_policy(retry(Some(2), 10, 1000, 10))));
+    h.ok(put_config(
+        0,
+        config_with_policy(retry(Some(2), 10, 1000, 10)),
+    ));
     let id = h.enqueue_message("orders", &[("d", "poison")]);
     for attempt in 1..=2u32 {
         let rows = h.claim_ready(Stage::Outbound, 1, "w", 100);
@@ -202,7 +202,10 @@ fn put_config_sweeps_every_unregistered_row_but_never_responses() {
     assert_eq!(h.status(kept), MessageStatus::Routed);
     let row = h.view(orphan).rows.remove(0);
     assert_eq!(row.status, RowStatus::Dead);
-    assert_eq!(row.last_error.as_deref(), Some("destination d2 not in config"));
+    assert_eq!(
+        row.last_error.as_deref(),
+        Some("destination d2 not in config")
+    );
     let row = h.view(routed).rows.remove(0);
     assert_eq!(row.status, RowStatus::Dead);
     assert_eq!(row.last_error.as_deref(), Some("handler h9 not in config"));
@@ -235,26 +238,32 @@ fn a_delivery_to_an_unregistered_name_is_refused() {
             deliveries: vec![delivery("d1", "ok"), delivery("nope", "x")],
             idempotency_key: None,
         }),
-        invalid("deliveries.destination", "destination nope is not in the config"),
+        invalid(
+            "deliveries.destination",
+            "destination nope is not in the config",
+        ),
     );
     h.enqueue("orders", "raw");
     let row = h.claim_one(Stage::Ingress);
     h.reject(
         handoff(&row, &[("nope", "x")], HandoffDisposition::Routed),
-        invalid("deliveries.destination", "destination nope is not in the config"),
+        invalid(
+            "deliveries.destination",
+            "destination nope is not in the config",
+        ),
     );
     h.reject(
         route(&row, &[("h2", "x")]),
         invalid("handlers.handler", "handler h2 is not in the config"),
     );
-    assert_eq!(
-        h.ok(route(&row, &[("h1", "x")])),
-        Outcome::HandedOff(true)
-    );
+    assert_eq!(h.ok(route(&row, &[("h1", "x")])), Outcome::HandedOff(true));
     let row = h.claim_one(Stage::Routed);
     h.reject(
         transform(&row, &[("nope", "x")], &[]),
-        invalid("deliveries.destination", "destination nope is not in the config"),
+        invalid(
+            "deliveries.destination",
+            "destination nope is not in the config",
+        ),
     );
     assert_eq!(
         h.ok(transform(&row, &[("d1", "x")], &[])),
