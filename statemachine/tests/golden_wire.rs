@@ -567,6 +567,7 @@ fn table_name(t: Table) -> (&'static str, &'static str) {
         Table::EndedMessages => ("EndedMessages", "ended_messages"),
         Table::MessageEnds => ("MessageEnds", "message_ends"),
         Table::RetentionCursors => ("RetentionCursors", "retention_cursors"),
+        Table::Tallies => ("Tallies", "tallies"),
     }
 }
 
@@ -1469,6 +1470,7 @@ fn stored_cases(table: Table) -> Vec<Case> {
                 message_id: MessageId(943),
             },
         )],
+        Table::Tallies => vec![codec_case(name("u64"), 907u64)],
         // Index tables: key only, the value is always empty.
         Table::MessageRows
         | Table::LanePending
@@ -1535,6 +1537,7 @@ fn verify_live_value(table: Table, key: &[u8], value: &[u8]) -> Result<(), Strin
         Table::RequestFingerprints => reencodes::<[u8; 32]>(value),
         Table::MessageEnds => reencodes::<MessageEnd>(value),
         Table::RetentionCursors => reencodes::<RetentionCursor>(value),
+        Table::Tallies => reencodes::<u64>(value),
         Table::MessageRows
         | Table::LanePending
         | Table::LaneInflight
@@ -2266,6 +2269,25 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
         expected_version: 0,
         config: config_doc(),
     }));
+    // A poison row: its lease expires on every attempt the default policy allows, so it dies
+    // and the tally counts it: Tallies.
+    live.ok(Command::EnqueueIngress(EnqueueIngress {
+        channel: s("poison"),
+        raw: s("raw-poison"),
+        fields: MessageFields::default(),
+        idempotency_key: None,
+    }));
+    for _ in 0..raftlane_statemachine::rules::retry::DEFAULT_MAX_ATTEMPTS {
+        live.ok(Command::ClaimReady(ClaimReady {
+            stage: Stage::Ingress,
+            limit: 1,
+            channel: some("poison"),
+            destination: None,
+            owner: s("worker"),
+            ttl_ms: 1,
+        }));
+        live.ok(Command::ReclaimExpired(ReclaimExpired { stage: None }));
+    }
     live.ok(Command::PutPrincipal(PutPrincipal {
         name: s("alice"),
         token_hash: s(TOKEN_HASH),

@@ -64,6 +64,9 @@ const IDEM_KEYS: [&str; 3] = ["k1", "k2", "k3"];
 /// The last two are invalid.
 const TTLS: [u64; 5] = [500, 1000, 2000, 0, MAX_TTL_MS + 1];
 const BACKOFFS: [u64; 3] = [0, 250, 1000];
+/// Attempts a row gets when its policy names none (docs/SPEC.md §5.2), written out here rather
+/// than imported so a change of the default shows.
+const DEFAULT_MAX_ATTEMPTS: u32 = 10;
 /// The last one is invalid (below 1.0).
 const MULTIPLIERS: [u32; 4] = [1000, 2000, 3000, 999];
 const ORGS: [Option<&str>; 3] = [None, Some("default"), Some("acme")];
@@ -1065,6 +1068,27 @@ impl Model {
         row.updated_at = t;
     }
 
+    /// docs/SPEC.md §4.5, §5.2: a row whose lease ran out goes back to pending, due at `t`,
+    /// unless its claim was the last attempt its policy allows (the model's configs name no
+    /// policies, so every row has the default limit): then it dies and its message is
+    /// finalized.
+    fn expire(&mut self, t: Millis, id: u64) {
+        let attempts = self.rows[&id].attempts;
+        if attempts < DEFAULT_MAX_ATTEMPTS {
+            self.back_to_pending(t, id, t);
+            return;
+        }
+        note("expire", "dead");
+        let reason = format!("lease expired on attempt {attempts} of {DEFAULT_MAX_ATTEMPTS}");
+        let message = self.finish(t, id, RowStatus::Dead, Some(&reason));
+        self.finalize(t, message);
+    }
+
+    /// docs/SPEC.md §6.2: a name a non-empty config section does not list is refused.
+    fn registered(section: &BTreeSet<String>, name: &str) -> bool {
+        section.is_empty() || section.contains(name)
+    }
+
     fn event(&mut self, t: Millis, message: u64, kind: EventKind, destination: Option<String>) {
         self.messages[message as usize]
             .events
@@ -1140,6 +1164,13 @@ impl Model {
     ) -> MResult<()> {
         for d in deliveries {
             check_name("deliveries.destination", &d.destination)?;
+        }
+        if let Some(d) = deliveries
+            .iter()
+            .find(|d| !Self::registered(&self.config_destinations, &d.destination))
+        {
+            note("handoff", "unregistered destination");
+            return Err(Rejection::invalid("deliveries.destination", &d.destination));
         }
         for d in deliveries {
             self.insert_row(
@@ -1300,7 +1331,7 @@ impl Model {
                     .map(|r| r.id)
                     .collect();
                 for id in stranded {
-                    self.back_to_pending(t, id, t);
+                    self.expire(t, id);
                 }
                 // 3. the owner's own live claim in the lane comes back, same fence, lease
                 //    extended (never shortened); after step 2 every inflight row here is live.
@@ -1382,7 +1413,7 @@ impl Model {
                     .map(|r| r.id)
                     .collect();
                 for id in &expired {
-                    self.back_to_pending(t, *id, t);
+                    self.expire(t, *id);
                 }
                 Ok(Outcome::Count(expired.len() as u64))
             }
@@ -1398,6 +1429,13 @@ impl Model {
                 };
                 for h in handlers {
                     check_name("handlers.handler", &h.handler)?;
+                }
+                if let Some(h) = handlers
+                    .iter()
+                    .find(|h| !Self::registered(&self.config_handlers, &h.handler))
+                {
+                    note("handoff", "unregistered handler");
+                    return Err(Rejection::invalid("handlers.handler", &h.handler));
                 }
                 let row = self.rows.remove(&id).expect("held row");
                 for h in handlers {
@@ -1515,14 +1553,14 @@ impl Model {
                 retry,
             }) => {
                 if retry.multiplier_milli < 1000 {
-                    return Err(Rejection::invalid("retry.multiplier", "below 1.0"));
+                    return Err(Rejection::invalid("retry.multiplier_milli", "below 1.0"));
                 }
                 if retry.max_attempts == Some(0) {
                     return Err(Rejection::invalid("retry.max_attempts", "zero"));
                 }
                 let id = self.held(*row_id, *fence)?;
                 let attempts = self.rows[&id].attempts;
-                if retry.max_attempts.is_some_and(|max| attempts >= max) {
+                if attempts >= retry.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS) {
                     let message = self.finish(t, id, RowStatus::Dead, Some(error));
                     self.finalize(t, message);
                     return Ok(Outcome::Failed {
@@ -1686,34 +1724,37 @@ impl Model {
                 }
                 let destinations: BTreeSet<String> = config.destinations.keys().cloned().collect();
                 let handlers: BTreeSet<String> = config.handlers.keys().cloned().collect();
-                let removed_destinations: BTreeSet<String> = self
-                    .config_destinations
-                    .difference(&destinations)
-                    .cloned()
-                    .collect();
-                let removed_handlers: BTreeSet<String> = self
-                    .config_handlers
-                    .difference(&handlers)
-                    .cloned()
-                    .collect();
-                // Every live row naming a removed destination or handler goes dead, in row id
-                // order, each with its message finalized.
+                // Every live outbound row whose destination, and routed row whose handler, the
+                // new version does not list (when it lists any, or when the previous version
+                // listed it) goes dead, in row id order, each with its message finalized.
+                // Response rows are never swept.
+                let orphaned = |before: &BTreeSet<String>, after: &BTreeSet<String>, name: &str| {
+                    !after.contains(name) && (!after.is_empty() || before.contains(name))
+                };
+                let reason = |what: &str, before: &BTreeSet<String>, name: &str| {
+                    if before.contains(name) {
+                        format!("{what} {name} removed from config")
+                    } else {
+                        format!("{what} {name} not in config")
+                    }
+                };
                 let orphans: Vec<(u64, String)> = self
                     .rows
                     .values()
                     .filter(|r| r.live())
-                    .filter_map(|r| {
-                        let by_destination = r
-                            .destination
-                            .as_ref()
-                            .filter(|d| removed_destinations.contains(*d))
-                            .map(|d| format!("destination {d} removed from config"));
-                        let by_handler = r
-                            .handler
-                            .as_ref()
-                            .filter(|h| removed_handlers.contains(*h))
-                            .map(|h| format!("handler {h} removed from config"));
-                        by_destination.or(by_handler).map(|reason| (r.id, reason))
+                    .filter_map(|r| match r.stage {
+                        Stage::Outbound => {
+                            let d = r.destination.as_deref().unwrap_or_default();
+                            orphaned(&self.config_destinations, &destinations, d).then(|| {
+                                (r.id, reason("destination", &self.config_destinations, d))
+                            })
+                        }
+                        Stage::Routed => {
+                            let h = r.handler.as_deref().unwrap_or_default();
+                            orphaned(&self.config_handlers, &handlers, h)
+                                .then(|| (r.id, reason("handler", &self.config_handlers, h)))
+                        }
+                        Stage::Ingress | Stage::Response => None,
                     })
                     .collect();
                 note("put_config", &format!("orphans={}", orphans.len().min(2)));

@@ -69,9 +69,9 @@ pub use recovery::{
 };
 pub use rows::{
     ClaimNext, DeadBody, DeliveryBody, DoneBody, FailBody, HandoffBody, ItemError, ReingressBody,
-    ResponseBody, RetryBody, RouteBody, RouteHandler, RowAction, RowActionBody, RowActionItem,
-    RowActionResult, RowActionResults, RowActionsRequest, RowAnswer, RowDetail, StateOpBody,
-    TransformBody,
+    ResponseBody, RetryBody, RetryBodyJson, RouteBody, RouteHandler, RowAction, RowActionBody,
+    RowActionItem, RowActionResult, RowActionResults, RowActionsRequest, RowAnswer, RowDetail,
+    StateOpBody, TransformBody,
 };
 pub use tokens::{Revoked, TokenCreated, TokenInfo, TokenList, TokenRequest};
 pub use users::{

@@ -126,17 +126,85 @@ pub struct ResponseBody {
     pub reingress_to: Option<String>,
 }
 
-/// The retry policy of a `fail`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+/// The retry policy of a `fail`. On the wire it is spelled like a destination's `retry` in
+/// the config (docs/SPEC.md §5.2, one spelling since 2026-12-06): `multiplier_milli`, the
+/// multiplier in thousandths (1500 = ×1.5). The older `multiplier` (a number from 1.0 to 100.0)
+/// is still accepted on input; this type keeps the multiplier as that number so code that
+/// builds it does not change ([`RetryBodyJson`] is the wire form).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RetryBodyJson", into = "RetryBodyJson")]
 pub struct RetryBody {
-    /// Absent: no limit. At least 1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Absent: the server's default limit (10). At least 1.
     pub max_attempts: Option<u32>,
     pub backoff_ms: u64,
-    /// Between 1.0 and 100.0 (kept to three decimals).
+    /// ×1.0 to ×100 (kept to thousandths).
     pub multiplier: f64,
     pub max_backoff_ms: u64,
+}
+
+/// [`RetryBody`] as JSON: exactly one of `multiplier_milli` (the spelling of the config and of
+/// every answer) and `multiplier` (the older spelling, input only).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetryBodyJson {
+    /// Absent: the server's default limit (10). At least 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_attempts: Option<u32>,
+    /// At most 86,400,000 (a day).
+    pub backoff_ms: u64,
+    /// The multiplier in thousandths, 1000 (×1.0) to 100000 (×100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multiplier_milli: Option<u32>,
+    /// Deprecated spelling (before 2026-12-06): the multiplier as a number, 1.0 to 100.0.
+    /// Accepted when `multiplier_milli` is absent; never written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multiplier: Option<f64>,
+    /// At most 86,400,000 (a day).
+    pub max_backoff_ms: u64,
+}
+
+impl TryFrom<RetryBodyJson> for RetryBody {
+    type Error = String;
+
+    fn try_from(j: RetryBodyJson) -> Result<Self, String> {
+        let multiplier = match (j.multiplier_milli, j.multiplier) {
+            (Some(milli), None) => f64::from(milli) / 1000.0,
+            (None, Some(m)) => m,
+            (Some(_), Some(_)) => {
+                return Err("give multiplier_milli or (deprecated) multiplier, not both".into())
+            }
+            (None, None) => return Err("missing field `multiplier_milli`".into()),
+        };
+        Ok(RetryBody {
+            max_attempts: j.max_attempts,
+            backoff_ms: j.backoff_ms,
+            multiplier,
+            max_backoff_ms: j.max_backoff_ms,
+        })
+    }
+}
+
+impl From<RetryBody> for RetryBodyJson {
+    fn from(r: RetryBody) -> Self {
+        RetryBodyJson {
+            max_attempts: r.max_attempts,
+            backoff_ms: r.backoff_ms,
+            // Saturating: an out-of-range number stays out of range, for the server to refuse.
+            multiplier_milli: Some((r.multiplier * 1000.0).round() as u32),
+            multiplier: None,
+            max_backoff_ms: r.max_backoff_ms,
+        }
+    }
+}
+
+impl JsonSchema for RetryBody {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        RetryBodyJson::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        RetryBodyJson::json_schema(generator)
+    }
 }
 
 /// `fail`: the attempt failed; the row is retried or, out of attempts, dead-lettered.
@@ -466,7 +534,7 @@ mod tests {
                     }),
                 }),
                 json!({ "action": "fail", "body": { "fence": 8, "error": "boom", "retry": {
-                    "max_attempts": 6, "backoff_ms": 100, "multiplier": 2.5,
+                    "max_attempts": 6, "backoff_ms": 100, "multiplier_milli": 2500,
                     "max_backoff_ms": 800 } } }),
             ),
             (
@@ -498,6 +566,32 @@ mod tests {
                     "fence": 10, "loopback_channel": "loop", "depth_cap": 2 } }),
             ),
         ]
+    }
+
+    /// One spelling since 2026-12-06: `multiplier_milli`, as in the config; the older
+    /// `multiplier` is read (not written); both at once, or neither, is refused.
+    #[test]
+    fn the_retry_multiplier_is_spelled_like_the_config() {
+        let body = RetryBody {
+            max_attempts: None,
+            backoff_ms: 10,
+            multiplier: 1.5,
+            max_backoff_ms: 100,
+        };
+        let wire = json!({ "backoff_ms": 10, "multiplier_milli": 1500, "max_backoff_ms": 100 });
+        assert_eq!(serde_json::to_value(&body).unwrap(), wire);
+        assert_eq!(serde_json::from_value::<RetryBody>(wire).unwrap(), body);
+        let old = json!({ "backoff_ms": 10, "multiplier": 1.5, "max_backoff_ms": 100 });
+        assert_eq!(serde_json::from_value::<RetryBody>(old).unwrap(), body);
+        for bad in [
+            json!({ "backoff_ms": 10, "multiplier": 1.5, "multiplier_milli": 1500, "max_backoff_ms": 100 }),
+            json!({ "backoff_ms": 10, "max_backoff_ms": 100 }),
+        ] {
+            assert!(
+                serde_json::from_value::<RetryBody>(bad.clone()).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

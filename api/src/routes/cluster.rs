@@ -165,6 +165,18 @@ pub async fn metrics(
             }
         }
     }
+    // The state machine's own totals (docs/SPEC.md §5.2): e.g. `dead.lease_expired`, rows that
+    // died because their lease ran out on their last allowed attempt. Replicated, so every node
+    // reports the same figure.
+    if let Ok(tallies) = backend::read(state.backend.as_ref(), |r| r.tallies()) {
+        for (name, n) in tallies {
+            let (what, cause) = name.split_once('.').unwrap_or((name.as_str(), ""));
+            gauges.insert(
+                format!("raftlane_rows_{what}_total{{cause=\"{cause}\"}}"),
+                n as f64,
+            );
+        }
+    }
     let body = state.metrics.render(&gauges);
     ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
 }

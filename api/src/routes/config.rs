@@ -10,6 +10,7 @@ use axum::http::HeaderMap;
 use axum::Json;
 use raftlane_contract::{ConfigAnswer, ConfigWritten};
 use raftlane_statemachine::model::config::ConfigDoc;
+use raftlane_statemachine::rules::retry;
 use raftlane_statemachine::wire::command::PutConfig;
 use raftlane_statemachine::{Command, Outcome};
 use std::sync::Arc;
@@ -49,6 +50,9 @@ pub async fn put_config(
 ) -> ApiResult<Json<ConfigWritten>> {
     caller.require_global(Permission::Operate)?;
     dual_control::check_required(&doc.approvals_required)?;
+    // The state machine's own check of every retry policy (the one `fail` gets), run before
+    // proposing so a bad policy is a 400 naming its field and nothing is written.
+    retry::check_config(&doc)?;
     let expected = headers
         .get("if-match")
         .and_then(|v| v.to_str().ok())

@@ -602,7 +602,7 @@ async fn row_command(
             let row = row.ok_or_else(|| ApiError::not_found(format!("row {row_id} not found")))?;
             let retry = state
                 .writes
-                .retry_policy(row.destination_name.as_deref(), b.retry.as_ref())
+                .retry_policy(row.stage, row.destination_name.as_deref(), b.retry.as_ref())
                 .await?;
             Command::MarkFailed(MarkFailed {
                 row_id,

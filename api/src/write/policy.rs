@@ -9,17 +9,15 @@
 use super::{Proposer, WriteError};
 use raftlane_contract::RetryBody;
 use raftlane_statemachine::model::config::{ConfigDoc, RetryPolicy};
+use raftlane_statemachine::row::Stage;
+use raftlane_statemachine::rules::retry;
 use raftlane_statemachine::wire::command::{HandoffDisposition, RouteDisposition};
 use raftlane_statemachine::Rejection;
 
-/// Retry policy of a `fail` when neither the request nor the destination's config names one:
-/// unlimited attempts, 1 s doubling up to a minute.
-pub const DEFAULT_RETRY: RetryPolicy = RetryPolicy {
-    max_attempts: None,
-    backoff_ms: 1000,
-    multiplier_milli: 2000,
-    max_backoff_ms: 60_000,
-};
+/// Retry policy of a `fail` when neither the request nor the config names one: the state
+/// machine's own default (`rules::retry::DEFAULT_RETRY`: 10 attempts, 1 s doubling up to a
+/// minute), which also bounds a row whose lease keeps expiring, so the two cannot disagree.
+pub const DEFAULT_RETRY: RetryPolicy = retry::DEFAULT_RETRY;
 
 /// How many re-ingress hops a `reingress` allows when its request names no `depth_cap`: enough
 /// for a request/response exchange to loop back a few times, few enough that a misrouted loop
@@ -54,46 +52,40 @@ pub fn handoff_disposition(
     })
 }
 
-/// A retry policy given with a `fail`, checked and in the state machine's integer form.
+/// A retry policy given with a `fail`, in the state machine's integer form and checked by the
+/// state machine's own rule (`rules::retry::check_policy`, the one the config write uses), so
+/// the error comes before anything is proposed and says what MarkFailed would.
 pub fn requested_retry(r: &RetryBody) -> Result<RetryPolicy, Rejection> {
-    if !(r.multiplier.is_finite() && (1.0..=100.0).contains(&r.multiplier)) {
-        return Err(Rejection::invalid(
-            "retry.multiplier",
-            "must be between 1.0 and 100.0",
-        ));
-    }
-    if r.max_attempts == Some(0) {
-        return Err(Rejection::invalid(
-            "retry.max_attempts",
-            "must be at least 1",
-        ));
-    }
-    Ok(RetryPolicy {
+    let policy = RetryPolicy {
         max_attempts: r.max_attempts,
         backoff_ms: r.backoff_ms,
-        // Rounded here, by the proposer: apply only ever sees integers.
+        // Rounded here, by the proposer: apply only ever sees integers. A float out of range
+        // (NaN, negative, huge) saturates to 0 or u32::MAX, which the check refuses.
         multiplier_milli: (r.multiplier * 1000.0).round() as u32,
         max_backoff_ms: r.max_backoff_ms,
-    })
+    };
+    retry::check_policy("retry", &policy)?;
+    Ok(policy)
 }
 
-/// The retry policy of a row bound for `destination` under `config`: the destination's own,
-/// else [`DEFAULT_RETRY`] (also for a row with no destination, or one the config no longer
-/// names).
-pub fn destination_retry(config: &ConfigDoc, destination: Option<&str>) -> RetryPolicy {
-    destination
-        .and_then(|d| config.destinations.get(d))
-        .and_then(|d| d.retry.clone())
-        .unwrap_or(DEFAULT_RETRY)
+/// The retry policy of a row of `stage` bound for `destination` under `config`: the state
+/// machine's lookup (`rules::retry::policy_for`), the one that also bounds lease expiries.
+pub fn destination_retry(
+    config: &ConfigDoc,
+    stage: Stage,
+    destination: Option<&str>,
+) -> RetryPolicy {
+    retry::policy_for(config, stage, destination)
 }
 
 impl Proposer {
-    /// The retry policy a `fail` of a row bound for `destination` proposes: the one `requested`
-    /// (checked: [`WriteError::Invalid`] when out of bounds), else the destination's as of now
-    /// (a linearizable read, not this node's possibly lagging view of the last config change;
-    /// fails are rare enough to pay for the read index), else [`DEFAULT_RETRY`].
+    /// The retry policy a `fail` of a row of `stage` bound for `destination` proposes: the one
+    /// `requested` (checked: [`WriteError::Invalid`] when out of bounds), else the config's as
+    /// of now (a linearizable read, not this node's possibly lagging view of the last config
+    /// change; fails are rare enough to pay for the read index), else [`DEFAULT_RETRY`].
     pub async fn retry_policy(
         &self,
+        stage: Stage,
         destination: Option<&str>,
         requested: Option<&RetryBody>,
     ) -> Result<RetryPolicy, WriteError> {
@@ -102,7 +94,7 @@ impl Proposer {
         }
         self.linearize().await?;
         let config = crate::backend::read(self.backend.as_ref(), |r| r.config())?;
-        Ok(destination_retry(&config.doc, destination))
+        Ok(destination_retry(&config.doc, stage, destination))
     }
 }
 
@@ -122,7 +114,7 @@ mod tests {
 
     #[test]
     fn the_defaults_are_what_the_api_documents() {
-        assert_eq!(DEFAULT_RETRY.max_attempts, None);
+        assert_eq!(DEFAULT_RETRY.max_attempts, Some(10));
         assert_eq!(DEFAULT_RETRY.backoff_ms, 1000);
         assert_eq!(DEFAULT_RETRY.multiplier_milli, 2000);
         assert_eq!(DEFAULT_RETRY.max_backoff_ms, 60_000);
@@ -170,13 +162,12 @@ mod tests {
             1001,
             "rounded to the nearest thousandth"
         );
-        for bad in [0.5, 100.5, f64::NAN, f64::INFINITY] {
-            assert_eq!(
-                requested_retry(&body(bad, None)),
-                Err(Rejection::invalid(
-                    "retry.multiplier",
-                    "must be between 1.0 and 100.0"
-                )),
+        for bad in [0.5, 100.5, -2.0, f64::NAN, f64::INFINITY] {
+            assert!(
+                matches!(
+                    requested_retry(&body(bad, None)),
+                    Err(Rejection::Invalid { ref field, .. }) if field == "retry.multiplier_milli"
+                ),
                 "{bad}"
             );
         }
@@ -187,6 +178,12 @@ mod tests {
                 "must be at least 1"
             ))
         );
+        let mut absurd = body(2.0, None);
+        absurd.backoff_ms = 1_000_000_000_000_000;
+        assert!(matches!(
+            requested_retry(&absurd),
+            Err(Rejection::Invalid { ref field, .. }) if field == "retry.backoff_ms"
+        ));
     }
 
     #[test]
@@ -208,9 +205,24 @@ mod tests {
         config
             .destinations
             .insert("without".into(), DestinationConfig::default());
-        assert_eq!(destination_retry(&config, Some("with")), own);
-        assert_eq!(destination_retry(&config, Some("without")), DEFAULT_RETRY);
-        assert_eq!(destination_retry(&config, Some("unknown")), DEFAULT_RETRY);
-        assert_eq!(destination_retry(&config, None), DEFAULT_RETRY);
+        let out = Stage::Outbound;
+        assert_eq!(destination_retry(&config, out, Some("with")), own);
+        assert_eq!(
+            destination_retry(&config, Stage::Response, Some("with")),
+            own
+        );
+        assert_eq!(
+            destination_retry(&config, Stage::Routed, Some("with")),
+            DEFAULT_RETRY
+        );
+        assert_eq!(
+            destination_retry(&config, out, Some("without")),
+            DEFAULT_RETRY
+        );
+        assert_eq!(
+            destination_retry(&config, out, Some("unknown")),
+            DEFAULT_RETRY
+        );
+        assert_eq!(destination_retry(&config, out, None), DEFAULT_RETRY);
     }
 }

@@ -20,6 +20,7 @@ mod least_privilege;
 mod matrix;
 mod node_to_node;
 mod pipeline;
+mod poison;
 mod request_reuse;
 mod scope;
 mod store_routes;

@@ -226,7 +226,7 @@ async def test_request_bodies_have_the_members_the_server_accepts() -> None:
     assert json.loads(s.seen[0].content) == {
         "fence": 42,
         "error": "boom",
-        "retry": {"backoff_ms": 100, "multiplier": 2.5, "max_backoff_ms": 800},
+        "retry": {"backoff_ms": 100, "multiplier_milli": 2500, "max_backoff_ms": 800},
     }
     assert RowAction.dead(3, "poison").body == {"error": "poison"}
     assert RowAction.handoff(3, 9, [("emr", "p")]).body == {

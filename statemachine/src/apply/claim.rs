@@ -8,8 +8,8 @@ use crate::model::ids::{Fence, RowId};
 use crate::model::lane::LaneKey;
 use crate::model::row::{RowStatus, Stage};
 use crate::rules::fifo::{self, Claimant};
-use crate::rules::validate;
-use crate::tables::rows;
+use crate::rules::{retry, validate};
+use crate::tables::{config, rows};
 use crate::wire::command::{
     ClaimFifoHead, ClaimNextFifo, ClaimReady, DoneThenClaimNext, ReclaimExpired,
     RecoverInflightOnPromotion, ReleaseLane, RenewLeases, ResetStaleInflight,
@@ -285,10 +285,13 @@ fn renew_leases(
     Ok(Outcome::Count(renewed))
 }
 
+/// docs/SPEC.md §4.5: every inflight row whose lease ran out before `t` (of `stage`, if given)
+/// is given back ([`retry::expire_lease`]: pending again, or dead once its claim was the last
+/// attempt its policy allows). Counts every row taken back, dead or not.
 fn reclaim_expired(cx: &mut Ctx<'_, '_>, stage: Option<Stage>) -> ApplyResult<Outcome> {
     // Leases strictly before t.
-    let t = cx.t;
-    let expired = rows::leases_before(cx.txn, t)?;
+    let expired = rows::leases_before(cx.txn, cx.t)?;
+    let config = config::current(cx.txn)?;
     let mut count = 0u64;
     for id in expired {
         let Some(row) = rows::get(cx.txn, id)? else {
@@ -297,7 +300,7 @@ fn reclaim_expired(cx: &mut Ctx<'_, '_>, stage: Option<Stage>) -> ApplyResult<Ou
         if row.status != RowStatus::Inflight || stage.is_some_and(|s| s != row.stage) {
             continue;
         }
-        rows::to_pending(cx, &row, t);
+        retry::expire_lease(cx, &config, &row)?;
         count += 1;
     }
     Ok(Outcome::Count(count))

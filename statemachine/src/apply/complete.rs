@@ -9,7 +9,7 @@ use crate::model::response::{CapturedResponse, ResponseRef};
 use crate::model::row::{RowStatus, Stage, WorkRow};
 use crate::rules::fence;
 use crate::rules::finalizer::finalize;
-use crate::rules::retry::backoff_delay;
+use crate::rules::retry::{attempt_limit, backoff_delay, check_policy};
 use crate::rules::{fifo, validate};
 use crate::tables::rows::{self, NewRow};
 use crate::tables::{messages, responses};
@@ -150,24 +150,11 @@ fn mark_failed(
     error: &str,
     retry: &RetryPolicy,
 ) -> ApplyResult<Outcome> {
-    if retry.multiplier_milli < 1000 {
-        return Err(Rejection::invalid("retry.multiplier", "must be at least 1.0").into());
-    }
-    if retry.max_attempts == Some(0) {
-        return Err(Rejection::invalid("retry.max_attempts", "must be at least 1").into());
-    }
+    check_policy("retry", retry)?;
     let row = fence::held(cx, row_id, fence, ALL_STAGES)?;
     let destination = row.destination_name.clone();
-    if retry.max_attempts.is_some_and(|max| row.attempts >= max) {
-        rows::finish(cx, &row, RowStatus::Dead, Some(error));
-        messages::event(
-            cx,
-            row.message_id,
-            EventKind::Dead,
-            destination.as_deref(),
-            Some(error.to_string()),
-        )?;
-        finalize(cx, row.message_id)?;
+    if row.attempts >= attempt_limit(retry) {
+        dead_letter(cx, &row, error)?;
         return Ok(Outcome::Failed {
             dead: true,
             next_attempt_at: cx.t,
@@ -217,15 +204,8 @@ fn dead_letter_now(
     Ok(Outcome::Done)
 }
 
-/// Dead-letter a live row and finalize its message (poison rows, orphans, depth cap).
+/// Dead-letter a live row and finalize its message (poison rows, orphans, depth cap):
+/// [`crate::rules::finalizer::dead_letter`].
 pub(crate) fn dead_letter(cx: &mut Ctx<'_, '_>, row: &WorkRow, error: &str) -> ApplyResult<()> {
-    rows::finish(cx, row, RowStatus::Dead, Some(error));
-    messages::event(
-        cx,
-        row.message_id,
-        EventKind::Dead,
-        row.destination_name.as_deref(),
-        Some(error.to_string()),
-    )?;
-    Ok(finalize(cx, row.message_id)?)
+    Ok(crate::rules::finalizer::dead_letter(cx, row, error)?)
 }

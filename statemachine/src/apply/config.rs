@@ -1,10 +1,12 @@
 //! The versioned configuration document ([`crate::model::config`]): compare-and-set changes,
-//! full history, and dead-lettering of orphans at the version boundary.
+//! full history, retry policies checked when written, and dead-lettering of orphans at the
+//! version boundary.
 
 use crate::apply::complete::dead_letter;
 use crate::apply::{audit, Apply, ApplyResult, Ctx};
 use crate::model::config::{ConfigDoc, ConfigVersion};
 use crate::model::row::Stage;
+use crate::rules::{registry, retry};
 use crate::tables::{config, lanes, rows};
 use crate::wire::command::{DeadLetterMissingDestinations, DeadLetterMissingHandlers, PutConfig};
 use crate::wire::outcome::Outcome;
@@ -52,24 +54,9 @@ fn put_config(cx: &mut Ctx<'_, '_>, expected: u64, doc: &ConfigDoc) -> ApplyResu
     {
         crate::rules::validate::name("config name", name)?;
     }
+    retry::check_config(doc)?;
     let version = current.version + 1;
-    let removed_destinations: BTreeSet<&String> = current
-        .doc
-        .destinations
-        .keys()
-        .filter(|d| !doc.destinations.contains_key(*d))
-        .collect();
-    let removed_handlers: BTreeSet<&String> = current
-        .doc
-        .handlers
-        .keys()
-        .filter(|h| !doc.handlers.contains_key(*h))
-        .collect();
-    let orphans = if removed_destinations.is_empty() && removed_handlers.is_empty() {
-        0
-    } else {
-        dead_letter_orphans(cx, &removed_destinations, &removed_handlers)?
-    };
+    let orphans = dead_letter_orphans(cx, &current.doc, doc)?;
     let record = ConfigVersion {
         version,
         doc: doc.clone(),
@@ -86,32 +73,54 @@ fn put_config(cx: &mut Ctx<'_, '_>, expected: u64, doc: &ConfigDoc) -> ApplyResu
     Ok(Outcome::ConfigVersion(version))
 }
 
-/// Dead-letter every live row naming a removed destination or handler.
+/// docs/SPEC.md §6.2 step 4: dead-letter every live row the new config orphans
+/// ([`registry::orphaned`]): an `outbound` row by its destination, a `routed` row by its
+/// handler, whatever version stopped listing the name (or never listed it), in row-id order.
+/// `response` rows also carry a destination, the one that answered, but their work is
+/// re-ingestion, not a delivery to it, so they are never swept.
 fn dead_letter_orphans(
     cx: &mut Ctx<'_, '_>,
-    destinations: &BTreeSet<&String>,
-    handlers: &BTreeSet<&String>,
+    before: &ConfigDoc,
+    after: &ConfigDoc,
 ) -> ApplyResult<u64> {
-    let live = rows::live(cx.txn)?;
+    let (old_d, new_d): (BTreeSet<String>, BTreeSet<String>) = (
+        before.destinations.keys().cloned().collect(),
+        after.destinations.keys().cloned().collect(),
+    );
+    let (old_h, new_h): (BTreeSet<String>, BTreeSet<String>) = (
+        before.handlers.keys().cloned().collect(),
+        after.handlers.keys().cloned().collect(),
+    );
+    let mut ids = Vec::new();
+    // A stage is looked at only when its new section registers something or removed something.
+    if !(old_d.is_empty() && new_d.is_empty()) {
+        ids.extend(lanes::live_of_stage(cx.txn, Stage::Outbound)?);
+    }
+    if !(old_h.is_empty() && new_h.is_empty()) {
+        ids.extend(lanes::live_of_stage(cx.txn, Stage::Routed)?);
+    }
+    ids.sort();
     let mut count = 0;
-    for id in live {
+    for id in ids {
         let Some(row) = rows::get(cx.txn, id)? else {
             continue;
         };
-        let orphan_destination = row
-            .destination_name
-            .as_ref()
-            .filter(|d| destinations.contains(d));
-        let orphan_handler = row.handler_name.as_ref().filter(|h| handlers.contains(h));
-        let reason = match (orphan_destination, orphan_handler) {
-            (Some(d), _) => format!("destination {d} removed from config"),
-            (None, Some(h)) => format!("handler {h} removed from config"),
-            (None, None) => continue,
+        let (what, name, old, new) = match row.stage {
+            Stage::Outbound => ("destination", &row.destination_name, &old_d, &new_d),
+            Stage::Routed => ("handler", &row.handler_name, &old_h, &new_h),
+            Stage::Ingress | Stage::Response => continue,
         };
-        if row.status.is_live() {
-            dead_letter(cx, &row, &reason)?;
-            count += 1;
+        let name = name.as_deref().unwrap_or_default();
+        if !row.status.is_live() || !registry::orphaned(old, new, name) {
+            continue;
         }
+        let reason = if old.contains(name) {
+            format!("{what} {name} removed from config")
+        } else {
+            format!("{what} {name} not in config")
+        };
+        dead_letter(cx, &row, &reason)?;
+        count += 1;
     }
     Ok(count)
 }

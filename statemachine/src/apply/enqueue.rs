@@ -5,9 +5,9 @@ use crate::model::ids::MessageId;
 use crate::model::message::{EventKind, Message, MessageStatus};
 use crate::model::row::Stage;
 use crate::rules::dedupe::{self, live_duplicate};
-use crate::rules::{fifo, validate};
+use crate::rules::{fifo, registry, validate};
 use crate::tables::rows::NewRow;
-use crate::tables::{ended, messages};
+use crate::tables::{config, ended, messages};
 use crate::wire::command::{
     Delivery, EnqueueIngress, EnqueueMessage, MessageFields, ReceivedStatus, RecordReceived,
 };
@@ -195,6 +195,8 @@ fn enqueue_message(
 }
 
 /// Insert one outbound row per delivery, in list order (their seqs keep that order in each lane).
+/// A destination the config does not register is refused ([`registry::check_deliveries`]):
+/// its row would be an orphan nobody works on.
 pub(crate) fn insert_deliveries(
     cx: &mut Ctx<'_, '_>,
     message: MessageId,
@@ -203,6 +205,9 @@ pub(crate) fn insert_deliveries(
 ) -> ApplyResult<()> {
     for d in deliveries {
         validate::name("deliveries.destination", &d.destination)?;
+    }
+    if !deliveries.is_empty() {
+        registry::check_deliveries(&config::current(cx.txn)?, deliveries)?;
     }
     for d in deliveries {
         fifo::push_row(

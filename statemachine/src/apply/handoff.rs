@@ -11,9 +11,9 @@ use crate::model::response::{CapturedResponse, ResponseRef};
 use crate::model::row::{RowStatus, Stage};
 use crate::rules::fence::{self, Fenced};
 use crate::rules::finalizer::finalize;
-use crate::rules::{dedupe, fifo, validate};
+use crate::rules::{dedupe, fifo, registry, validate};
 use crate::tables::rows::{self, NewRow};
-use crate::tables::{children, messages, responses};
+use crate::tables::{children, config, messages, responses};
 use crate::wire::command::{
     Delivery, HandlerWork, Handoff, HandoffDisposition, IngressHandoff, IngressHandoffKeyed,
     RouteDisposition, RouteHandoff, StateOp, TransformHandoff,
@@ -126,6 +126,7 @@ fn route_handoff(
     for h in handlers {
         validate::name("handlers.handler", &h.handler)?;
     }
+    registry::check_handlers(&config::current(cx.txn)?, handlers)?;
     rows::remove(cx, &row);
     for h in handlers {
         fifo::push_row(

@@ -682,6 +682,12 @@ impl<'a> Reader<'a> {
             .collect())
     }
 
+    /// The state machine's own running totals (`Tallies`), by name: e.g.
+    /// `dead.lease_expired`, the rows that died of lease expiries (docs/SPEC.md §5.2).
+    pub fn tallies(&self) -> Result<BTreeMap<String, u64>, StoreError> {
+        crate::tables::tallies::all(&self.txn)
+    }
+
     /// A shared counter (0 until first bumped).
     pub fn counter(&self, name: &str) -> Result<u64, StoreError> {
         crate::tables::coordination::counter(&self.txn, name)

@@ -23,10 +23,10 @@
 use crate::model::ids::{Fence, Millis, RowId};
 use crate::model::lane::{LaneKey, LaneLease};
 use crate::model::row::{Claim, WorkRow};
-use crate::rules::ApplyResult;
+use crate::rules::{retry, ApplyResult};
 use crate::storage::{Store, StoreError, Txn};
 use crate::tables::rows::{self, NewRow};
-use crate::tables::{lanes, Db};
+use crate::tables::{config, lanes, Db};
 use crate::wire::outcome::{ClaimedRow, FifoEmpty};
 use crate::wire::rejection::Rejection;
 
@@ -230,13 +230,18 @@ pub(crate) fn claim_head(
             expires_at: lease.expires_at,
         }));
     }
-    // 2. A crashed holder's stranded rows go back to pending, so the head blocks the lane again.
+    // 2. A crashed holder's stranded rows go back to pending, so the head blocks the lane
+    //    again; one whose claim was its last allowed attempt dies instead
+    //    (`retry::expire_lease`), and the row behind it becomes the head.
     let t = cx.t;
     let (stranded, live): (Vec<_>, Vec<_>) = inflight
         .into_iter()
         .partition(|(_, c)| c.lease_expires_at < t);
-    for (row, _) in &stranded {
-        rows::to_pending(cx, row, t);
+    if !stranded.is_empty() {
+        let config = config::current(cx.txn)?;
+        for (row, _) in &stranded {
+            retry::expire_lease(cx, &config, row)?;
+        }
     }
     // 3. The owner's own live claim in this lane comes back first (a retried claim): the
     //    row behind it must not overtake it. After step 0 every live row here is the owner's.

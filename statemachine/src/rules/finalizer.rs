@@ -42,6 +42,25 @@ pub(crate) fn finalize(cx: &mut Db<'_, '_>, id: MessageId) -> Result<(), StoreEr
     Ok(())
 }
 
+/// Dead-letter a live row: `dead` with `error` as its `last_error`, event `dead`, its message
+/// finalized. The one way a row dies outside MarkFailed's own branch (poison rows, orphans,
+/// the depth cap, a lease expiry on the last attempt).
+pub(crate) fn dead_letter(
+    cx: &mut Db<'_, '_>,
+    row: &WorkRow,
+    error: &str,
+) -> Result<(), StoreError> {
+    rows::finish(cx, row, RowStatus::Dead, Some(error));
+    messages::event(
+        cx,
+        row.message_id,
+        crate::model::message::EventKind::Dead,
+        row.destination_name.as_deref(),
+        Some(error.to_string()),
+    )?;
+    finalize(cx, row.message_id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

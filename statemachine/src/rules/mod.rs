@@ -4,7 +4,10 @@
 //! - [`fifo`]: where FIFO is decided: lane order, the head, and who may hold a lane.
 //! - [`fence`]: a completion must present the fence of the row's current claim.
 //! - [`finalizer`]: a message's terminal status follows from its rows.
-//! - [`retry`]: the backoff of a failed attempt.
+//! - [`retry`]: a row's retry policy, its one check, the attempt limit (a lease expiry counts)
+//!   and the backoff of a failed attempt.
+//! - [`registry`]: which destination and handler names the config registers (handoffs refuse
+//!   others; the config's orphan sweep dead-letters them).
 //! - [`dedupe`]: how long an idempotency key answers with its message.
 //! - [`validate`]: the input checks every command (and the API) makes.
 //! - [`ad_groups`]: how the AD group maps name a group.
@@ -19,6 +22,7 @@ pub mod fence;
 pub mod fifo;
 pub mod finalizer;
 pub mod lease_owner;
+pub mod registry;
 pub mod retry;
 pub mod validate;
 

@@ -1,7 +1,135 @@
-//! Retrying a failed attempt: the backoff formula of MarkFailed (docs/SPEC.md §5.2), exact in
-//! integers so every replica computes the same delay to the bit.
+//! Retrying a delivery: which policy a row gets, the one check every policy passes, the attempt
+//! limit that stops a poison row, what a lease expiry does, and the backoff formula of
+//! MarkFailed (docs/SPEC.md §5.2), exact in integers so every replica computes the same delay
+//! to the bit.
+//!
+//! Why the limit lives here and not only in MarkFailed: a worker that crashes on a row never
+//! calls `fail`, so the row came back each time its lease ran out, attempts climbing forever,
+//! and the FIFO lane behind it never moved (reproduced 2026-12-06 against three nodes). Every
+//! claim is a delivery attempt; an expiry past the limit ends the row like a `fail` past it.
 
-use crate::model::config::RetryPolicy;
+use crate::model::config::{ConfigDoc, RetryPolicy};
+use crate::model::row::{Stage, WorkRow};
+use crate::rules::finalizer::dead_letter;
+use crate::storage::StoreError;
+use crate::tables::{rows, tallies, Db};
+use crate::wire::rejection::Rejection;
+
+/// Attempts a row gets when its policy names no `max_attempts` (docs/SPEC.md §5.2): enough
+/// for a flaky peer to recover under the default backoff (about six minutes of retrying), few
+/// enough that a poison row leaves its lane soon.
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 10;
+
+/// The policy of a row whose stage or destination names none: [`DEFAULT_MAX_ATTEMPTS`], 1 s
+/// doubling up to a minute.
+pub const DEFAULT_RETRY: RetryPolicy = RetryPolicy {
+    max_attempts: Some(DEFAULT_MAX_ATTEMPTS),
+    backoff_ms: 1000,
+    multiplier_milli: 2000,
+    max_backoff_ms: 60_000,
+};
+
+/// Smallest multiplier (×1.0: a constant delay).
+pub const MIN_MULTIPLIER_MILLI: u32 = 1000;
+/// Largest multiplier (×100).
+pub const MAX_MULTIPLIER_MILLI: u32 = 100_000;
+/// Longest `backoff_ms` and `max_backoff_ms`: a day. A longer wait is a parked row, which
+/// dead letters and replay already express.
+pub const MAX_BACKOFF_MS: u64 = 24 * 60 * 60 * 1000;
+
+/// The tally ([`crate::tables::tallies`]) of rows dead-lettered because their lease expired on
+/// their last allowed attempt.
+pub const LEASE_EXPIRED_TALLY: &str = "dead.lease_expired";
+
+/// The one check of a retry policy, wherever it comes from: a `fail`'s own (`prefix` =
+/// `retry`), a config's (`destinations.<name>.retry`). The rejection names the field under
+/// `prefix`, so the config write and the `fail` refuse a policy for the same reasons in the
+/// same words.
+pub fn check_policy(prefix: &str, p: &RetryPolicy) -> Result<(), Rejection> {
+    if p.max_attempts == Some(0) {
+        return Err(Rejection::invalid(
+            &format!("{prefix}.max_attempts"),
+            "must be at least 1",
+        ));
+    }
+    if !(MIN_MULTIPLIER_MILLI..=MAX_MULTIPLIER_MILLI).contains(&p.multiplier_milli) {
+        return Err(Rejection::invalid(
+            &format!("{prefix}.multiplier_milli"),
+            format!(
+                "must be between {MIN_MULTIPLIER_MILLI} and {MAX_MULTIPLIER_MILLI} \
+                 (thousandths: ×1.0 to ×100)"
+            ),
+        ));
+    }
+    for (field, value) in [
+        ("backoff_ms", p.backoff_ms),
+        ("max_backoff_ms", p.max_backoff_ms),
+    ] {
+        if value > MAX_BACKOFF_MS {
+            return Err(Rejection::invalid(
+                &format!("{prefix}.{field}"),
+                format!("must be at most {MAX_BACKOFF_MS} ms (a day)"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every retry policy a config document names, checked by [`check_policy`] under its place in
+/// the document (`destinations.<name>.retry`): PutConfig refuses the document otherwise, and
+/// the API runs this first so the 400 comes before anything is proposed.
+pub fn check_config(config: &ConfigDoc) -> Result<(), Rejection> {
+    for (name, destination) in &config.destinations {
+        if let Some(policy) = &destination.retry {
+            check_policy(&format!("destinations.{name}.retry"), policy)?;
+        }
+    }
+    Ok(())
+}
+
+/// The policy of a row under `config` (docs/SPEC.md §5.2): an `outbound` row's is its
+/// destination's `retry`, and so is a `response` row's (the destination that answered: its
+/// re-ingestion is that exchange's work); `ingress` and `routed` rows, and a destination that
+/// names none, get [`DEFAULT_RETRY`].
+pub fn policy_for(config: &ConfigDoc, stage: Stage, destination: Option<&str>) -> RetryPolicy {
+    let own = match stage {
+        Stage::Outbound | Stage::Response => destination
+            .and_then(|d| config.destinations.get(d))
+            .and_then(|d| d.retry.clone()),
+        Stage::Ingress | Stage::Routed => None,
+    };
+    own.unwrap_or(DEFAULT_RETRY)
+}
+
+/// How many attempts `policy` allows: its `max_attempts`, else [`DEFAULT_MAX_ATTEMPTS`].
+pub fn attempt_limit(policy: &RetryPolicy) -> u32 {
+    policy.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS)
+}
+
+/// An inflight row whose lease ran out (ReclaimExpired, a FIFO claim finding a stranded row):
+/// back to pending, due at `t`, attempts kept; or, when its claim used the last attempt its
+/// policy under `config` allows, dead with `lease expired on attempt N of M`, event `dead`,
+/// its message finalized, and the `dead.lease_expired` tally counted. Whether it died.
+pub(crate) fn expire_lease(
+    cx: &mut Db<'_, '_>,
+    config: &ConfigDoc,
+    row: &WorkRow,
+) -> Result<bool, StoreError> {
+    let limit = attempt_limit(&policy_for(
+        config,
+        row.stage,
+        row.destination_name.as_deref(),
+    ));
+    if row.attempts < limit {
+        let t = cx.t;
+        rows::to_pending(cx, row, t);
+        return Ok(false);
+    }
+    let reason = format!("lease expired on attempt {} of {limit}", row.attempts);
+    dead_letter(cx, row, &reason)?;
+    tallies::add(cx, LEASE_EXPIRED_TALLY, 1)?;
+    Ok(true)
+}
 
 /// `min(max_backoff, ⌊backoff × m^k / 1000^k⌋)` with `m = multiplier_milli` and
 /// `k = attempts − 1`: MarkFailed's `backoff × multiplier^(attempts−1)` (docs/SPEC.md §5.2),

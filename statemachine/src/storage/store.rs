@@ -123,10 +123,14 @@ pub enum Table {
     MessageEnds,
     /// pass tag (u8) → RetentionCursor: where each cursor-keeping retention pass resumes.
     RetentionCursors,
+    // --- poison rows (docs/SPEC.md §5.2) ---
+    /// tally name → u64: the state machine's own running totals, such as the rows that died of
+    /// lease expiries (`rules::retry::expire_lease`), served at `/metrics`.
+    Tallies,
 }
 
 impl Table {
-    pub const ALL: [Table; 50] = [
+    pub const ALL: [Table; 51] = [
         Table::Meta,
         Table::Messages,
         Table::Rows,
@@ -182,6 +186,8 @@ impl Table {
         Table::EndedMessages,
         Table::MessageEnds,
         Table::RetentionCursors,
+        // --- poison rows ---
+        Table::Tallies,
     ];
 
     /// Column family name in RocksDB.
@@ -242,6 +248,8 @@ impl Table {
             Table::EndedMessages => "ended_messages",
             Table::MessageEnds => "message_ends",
             Table::RetentionCursors => "retention_cursors",
+            // --- poison rows ---
+            Table::Tallies => "tallies",
         }
     }
 

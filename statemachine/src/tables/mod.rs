@@ -25,6 +25,7 @@ pub(crate) mod responses;
 pub(crate) mod rows;
 pub(crate) mod sessions;
 pub(crate) mod state;
+pub(crate) mod tallies;
 pub(crate) mod users;
 
 use crate::model::ids::Millis;

@@ -311,16 +311,3 @@ pub(crate) fn dead<'a, S: Store + ?Sized>(
         Direction::Forward,
     )?))
 }
-
-/// Every live row (pending or inflight), in id order.
-pub(crate) fn live<S: Store + ?Sized>(txn: &Txn<'_, S>) -> Result<Vec<RowId>, StoreError> {
-    let mut live = Vec::new();
-    for table in [Table::Due, Table::Leases] {
-        for id in ids(txn.scan(table, &[], None, Direction::Forward)?) {
-            live.push(id?);
-        }
-    }
-    live.sort();
-    live.dedup();
-    Ok(live)
-}

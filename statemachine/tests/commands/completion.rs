@@ -122,7 +122,10 @@ fn mark_failed_rejects_an_invalid_policy() {
     let row = h.outbound_claimed("orders", "d");
     h.reject(
         mark_failed(&row, "x", retry(None, 1_000, 999, 1_000)),
-        invalid("retry.multiplier", "must be at least 1.0"),
+        invalid(
+            "retry.multiplier_milli",
+            "must be between 1000 and 100000 (thousandths: ×1.0 to ×100)",
+        ),
     );
     h.reject(
         mark_failed(&row, "x", retry(Some(0), 1_000, 1_000, 1_000)),

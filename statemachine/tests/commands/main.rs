@@ -24,6 +24,7 @@ mod fencing;
 mod fifo;
 mod handoffs;
 mod leases;
+mod poison;
 mod principals;
 mod replay;
 mod requests;

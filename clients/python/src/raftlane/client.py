@@ -178,7 +178,7 @@ def _retry_json(retry: RetryPolicy) -> dict[str, Any]:
         {
             "max_attempts": retry.max_attempts,
             "backoff_ms": retry.backoff_ms,
-            "multiplier": retry.multiplier,
+            "multiplier_milli": retry.multiplier_milli,
             "max_backoff_ms": retry.max_backoff_ms,
         }
     )

@@ -334,13 +334,20 @@ class StateOp:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """The retry policy of a ``fail``: ``multiplier`` from 1.0 to 100.0; no ``max_attempts`` means
-    retry forever."""
+    """The retry policy of a ``fail``: ``multiplier`` from 1.0 to 100.0, sent as
+    ``multiplier_milli`` (thousandths, the config's spelling, docs/SPEC.md §5.2); no
+    ``max_attempts`` means the server's default limit (10 attempts, since 2026-12-06: before,
+    retry forever). ``backoff_ms`` and ``max_backoff_ms`` are at most a day."""
 
     backoff_ms: int
     multiplier: float
     max_backoff_ms: int
     max_attempts: int | None = None
+
+    @property
+    def multiplier_milli(self) -> int:
+        """The multiplier as it travels: thousandths, rounded (1.5 -> 1500)."""
+        return round(self.multiplier * 1000)
 
 
 @dataclass(frozen=True)
