@@ -168,16 +168,29 @@ impl ClusterClock {
     }
 
     /// The offset from this node's clock to the cluster's: of this node's own (0) and the fresh
-    /// samples of the other `voters`, the largest offset that at least a majority of the voters'
-    /// clocks have reached.
+    /// samples of the other `voters` within the skew bound, the largest offset that at least a
+    /// majority of the voters' clocks have reached. A voter beyond the bound does not count: the
+    /// others refuse its calls, it takes no part in the cluster (and two fast clocks, one of them
+    /// cut off, must not outvote the rest).
     pub fn cluster_offset(&self, voters: &BTreeSet<NodeId>) -> Result<i64, ClockError> {
+        self.majority_offset(voters, true)
+    }
+
+    fn majority_offset(
+        &self,
+        voters: &BTreeSet<NodeId>,
+        within_bound: bool,
+    ) -> Result<i64, ClockError> {
         let need = voters.len() / 2 + 1;
         let mut offsets: Vec<i64> = Vec::with_capacity(voters.len());
         if voters.contains(&self.self_id) || voters.is_empty() {
             offsets.push(0);
         }
         for o in self.offsets() {
-            if voters.contains(&o.node) {
+            let counted = !within_bound
+                || self.max_skew_ms == 0
+                || o.offset_ms.unsigned_abs() <= self.max_skew_ms;
+            if voters.contains(&o.node) && counted {
                 offsets.push(o.offset_ms);
             }
         }
@@ -215,7 +228,8 @@ impl ClusterClock {
     /// in `/readyz` and in the answer to every write sent to it. `None` when within the bound
     /// or when too few peers answered lately to tell.
     pub fn own_skew(&self, voters: &BTreeSet<NodeId>) -> Option<String> {
-        let offset = self.cluster_offset(voters).ok()?;
+        // Every sample counts here: to the others, this node is the one beyond the bound.
+        let offset = self.majority_offset(voters, false).ok()?;
         (self.max_skew_ms > 0 && offset.unsigned_abs() > self.max_skew_ms).then(|| {
             format!(
                 "clock skew: this node's clock is {} ms {} the cluster's (the time a majority of the \
@@ -317,22 +331,36 @@ mod tests {
 
     #[test]
     fn a_fast_leader_stamps_the_majoritys_time() {
-        // The leader (1) runs 240 s fast: both followers are 240 s behind it.
+        // The leader (1) runs 20 s fast: both followers are 20 s behind it.
         let clock = ClusterClock::new(1, 0, 30_000);
-        clock.record(2, -240_000);
-        clock.record(3, -239_990);
-        assert_eq!(clock.cluster_offset(&voters(&[1, 2, 3])), Ok(-239_990));
+        clock.record(2, -20_000);
+        clock.record(3, -19_990);
+        assert_eq!(clock.cluster_offset(&voters(&[1, 2, 3])), Ok(-19_990));
     }
 
     #[test]
     fn a_fast_follower_cannot_move_the_time() {
         let clock = ClusterClock::new(1, 0, 30_000);
-        clock.record(2, 3_600_000);
+        clock.record(2, 20_000);
         clock.record(3, 5);
         assert_eq!(clock.cluster_offset(&voters(&[1, 2, 3])), Ok(5));
         // With the third node silent, the two remaining clocks must both have reached the time.
         let clock = ClusterClock::new(1, 0, 30_000);
+        clock.record(2, 20_000);
+        assert_eq!(clock.cluster_offset(&voters(&[1, 2, 3])), Ok(0));
+        // A node an hour fast is cut off: with only it answering, there is no majority.
+        let clock = ClusterClock::new(1, 0, 30_000);
         clock.record(2, 3_600_000);
+        assert!(clock.cluster_offset(&voters(&[1, 2, 3])).is_err());
+    }
+
+    #[test]
+    fn a_node_beyond_the_bound_does_not_count() {
+        // Node 2 runs 20 s fast (inside the bound), node 3 60 s fast (cut off): the time is
+        // node 1's and node 2's lower one, not the 20 s the two fast clocks agree on.
+        let clock = ClusterClock::new(1, 0, 30_000);
+        clock.record(2, 20_000);
+        clock.record(3, 60_000);
         assert_eq!(clock.cluster_offset(&voters(&[1, 2, 3])), Ok(0));
     }
 
