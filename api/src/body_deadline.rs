@@ -96,7 +96,7 @@ mod tests {
     #[tokio::test]
     async fn a_body_that_stops_arriving_fails_with_the_deadline() {
         let body = DeadlineBody::new(Stalled { sent: false }, Duration::from_millis(100));
-        let err = body.collect().await.err().expect("the body never ended");
+        let err = body.collect().await.expect_err("the body never ended");
         let found = timed_out(&*err).expect("the error is the deadline");
         assert_eq!(found.0, Duration::from_millis(100));
     }

@@ -117,7 +117,7 @@ async fn skewed_clocks_cannot_cut_a_lease_short() {
     // Once it has heard the others' answers (it stops hearing the leader, campaigns, and its
     // vote requests come back refused with the peers' clocks), it says why it cannot write.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    let mut last = String::new();
+    let mut last: String;
     loop {
         match stamp_through(&conn, (follower - 1) as usize, "beyond-bound").await {
             Ok(off) => panic!(
