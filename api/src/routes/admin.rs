@@ -17,8 +17,8 @@ use raftlane_contract::{
 use raftlane_statemachine::model::principal::Role;
 use raftlane_statemachine::model::state::StateEntry;
 use raftlane_statemachine::wire::command::{
-    IssueToken, PurgeDeadLetters, PurgeMessageBodies, PurgeState, PutPrincipal, RevokePrincipal,
-    SetPrincipalOrgs, WriteReferenceSnapshot, WriteReferenceSnapshotText,
+    IssueToken, PurgeState, PutPrincipal, RetentionPage, RetentionPass, RevokePrincipal,
+    SetPrincipalOrgs, WriteReferenceSnapshot, WriteReferenceSnapshotText, MAX_RETENTION_PAGE,
 };
 use raftlane_statemachine::{Command, Outcome};
 use rand::RngCore;
@@ -218,10 +218,28 @@ pub async fn purge(
         }
         other => other,
     };
-    let command = match command {
-        "bodies" => Command::PurgeMessageBodies(PurgeMessageBodies { older_than }),
-        "dead_letters" => Command::PurgeDeadLetters(PurgeDeadLetters { older_than }),
-        "state" => Command::PurgeState(PurgeState { older_than }),
+    // Bodies and dead letters go page by page (`RetentionPage`, docs/SPEC.md §8.6), like the
+    // leader's retention timer: one bounded entry at a time, never one command that scans every
+    // message (a purge of 1,000,000 messages once held every node for 31 s).
+    let passes: &[RetentionPass] = match command {
+        "bodies" => &[
+            RetentionPass::IndexEnded,
+            RetentionPass::BlankBodies,
+            RetentionPass::BlankFailedBodies,
+        ],
+        "dead_letters" => &[RetentionPass::IndexEnded, RetentionPass::BlankDeadLetters],
+        "state" => {
+            return match propose(
+                &state,
+                &caller,
+                Command::PurgeState(PurgeState { older_than }),
+            )
+            .await?
+            {
+                (index, Outcome::Count(n)) => Ok(Json(Purged { index, purged: n })),
+                (_, other) => Err(unexpected(other)),
+            };
+        }
         other => {
             return Err(ApiError::invalid(
                 "kind",
@@ -229,10 +247,37 @@ pub async fn purge(
             ))
         }
     };
-    match propose(&state, &caller, command).await? {
-        (index, Outcome::Count(n)) => Ok(Json(Purged { index, purged: n })),
-        (_, other) => Err(unexpected(other)),
+    let (mut last_index, mut purged) = (0, 0);
+    for pass in passes {
+        loop {
+            let page = Command::RetentionPage(RetentionPage {
+                pass: *pass,
+                older_than,
+                limit: MAX_RETENTION_PAGE,
+            });
+            match propose(&state, &caller, page).await? {
+                (
+                    index,
+                    Outcome::RetentionPaged {
+                        purged: n, next, ..
+                    },
+                ) => {
+                    last_index = index;
+                    if *pass != RetentionPass::IndexEnded {
+                        purged += n;
+                    }
+                    if next.is_none() {
+                        break;
+                    }
+                }
+                (_, other) => return Err(unexpected(other)),
+            }
+        }
     }
+    Ok(Json(Purged {
+        index: last_index,
+        purged,
+    }))
 }
 
 pub async fn list_tokens(
