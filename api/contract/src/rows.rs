@@ -9,6 +9,7 @@ use crate::model;
 use crate::{ErrorDetail, FifoClaim};
 use raftlane_statemachine::model::ids::Fence;
 use raftlane_statemachine::model::ids::{MessageId, Millis};
+use raftlane_statemachine::rules::retry::UNLIMITED_ATTEMPTS;
 use raftlane_statemachine::wire::command::{HandoffDisposition, RouteDisposition};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -126,6 +127,9 @@ pub struct ResponseBody {
     pub reingress_to: Option<String>,
 }
 
+/// `max_attempts` on the wire for "no limit" ([`UNLIMITED_ATTEMPTS`] in the log).
+pub const NO_LIMIT_ON_WIRE: i64 = -1;
+
 /// The retry policy of a `fail`. On the wire it is spelled like a destination's `retry` in
 /// the config (docs/SPEC.md §5.2, one spelling since 2026-12-06): `multiplier_milli`, the
 /// multiplier in thousandths (1500 = ×1.5). The older `multiplier` (a number from 1.0 to 100.0)
@@ -134,7 +138,8 @@ pub struct ResponseBody {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(try_from = "RetryBodyJson", into = "RetryBodyJson")]
 pub struct RetryBody {
-    /// Absent: the server's default limit (10). At least 1.
+    /// Absent: the server's default limit (10). At least 1;
+    /// [`raftlane_statemachine::rules::retry::UNLIMITED_ATTEMPTS`] (`-1` on the wire): no limit.
     pub max_attempts: Option<u32>,
     pub backoff_ms: u64,
     /// ×1.0 to ×100 (kept to thousandths).
@@ -147,9 +152,9 @@ pub struct RetryBody {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetryBodyJson {
-    /// Absent: the server's default limit (10). At least 1.
+    /// Absent: the server's default limit (10). At least 1; `-1`: no limit (retry forever).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_attempts: Option<u32>,
+    pub max_attempts: Option<i64>,
     /// At most 86,400,000 (a day).
     pub backoff_ms: u64,
     /// The multiplier in thousandths, 1000 (×1.0) to 100000 (×100).
@@ -175,8 +180,21 @@ impl TryFrom<RetryBodyJson> for RetryBody {
             }
             (None, None) => return Err("missing field `multiplier_milli`".into()),
         };
+        let max_attempts = match j.max_attempts {
+            None => None,
+            Some(NO_LIMIT_ON_WIRE) => Some(UNLIMITED_ATTEMPTS),
+            Some(n) => match u32::try_from(n) {
+                Ok(n) if n >= 1 && n != UNLIMITED_ATTEMPTS => Some(n),
+                _ => {
+                    return Err(format!(
+                        "max_attempts must be at least 1 and below {UNLIMITED_ATTEMPTS}, \
+                         or -1 for no limit (got {n})"
+                    ))
+                }
+            },
+        };
         Ok(RetryBody {
-            max_attempts: j.max_attempts,
+            max_attempts,
             backoff_ms: j.backoff_ms,
             multiplier,
             max_backoff_ms: j.max_backoff_ms,
@@ -187,7 +205,13 @@ impl TryFrom<RetryBodyJson> for RetryBody {
 impl From<RetryBody> for RetryBodyJson {
     fn from(r: RetryBody) -> Self {
         RetryBodyJson {
-            max_attempts: r.max_attempts,
+            max_attempts: r.max_attempts.map(|n| {
+                if n == UNLIMITED_ATTEMPTS {
+                    NO_LIMIT_ON_WIRE
+                } else {
+                    i64::from(n)
+                }
+            }),
             backoff_ms: r.backoff_ms,
             // Saturating: an out-of-range number stays out of range, for the server to refuse.
             multiplier_milli: Some((r.multiplier * 1000.0).round() as u32),
@@ -566,6 +590,29 @@ mod tests {
                     "fence": 10, "loopback_channel": "loop", "depth_cap": 2 } }),
             ),
         ]
+    }
+
+    /// `-1` is "no limit" (messagefoundry's default policy retries forever): read as the
+    /// log's [`UNLIMITED_ATTEMPTS`] and written back as `-1`; 0, other negatives and the
+    /// sentinel's own number are refused.
+    #[test]
+    fn max_attempts_minus_one_means_no_limit() {
+        let parse = |v: Value| serde_json::from_value::<RetryBody>(v);
+        let body = |n: Value| {
+            json!({"max_attempts": n, "backoff_ms": 10, "multiplier_milli": 1000,
+                   "max_backoff_ms": 10})
+        };
+        let unlimited = parse(body(json!(-1))).expect("-1 is accepted");
+        assert_eq!(unlimited.max_attempts, Some(UNLIMITED_ATTEMPTS));
+        assert_eq!(
+            serde_json::to_value(&unlimited).unwrap()["max_attempts"],
+            json!(-1)
+        );
+        assert_eq!(parse(body(json!(3))).unwrap().max_attempts, Some(3));
+        for bad in [json!(0), json!(-2), json!(i64::from(u32::MAX))] {
+            let err = parse(body(bad.clone())).expect_err("refused").to_string();
+            assert!(err.contains("max_attempts"), "{bad}: {err}");
+        }
     }
 
     /// One spelling since 2026-12-06: `multiplier_milli`, as in the config; the older

@@ -69,7 +69,10 @@ pub async fn enqueue(
             ..EnqueueRequest::default()
         }
     };
-    if body.raw.is_empty() {
+    // A message to process needs a body; a disposition record (`status`: what arrived and
+    // was filtered or refused, messagefoundry's `record_received`) keeps whatever arrived,
+    // an empty body included.
+    if body.raw.is_empty() && body.status.is_none() {
         return Err(ApiError::invalid("raw", "must not be empty"));
     }
     let metadata = match body.metadata {

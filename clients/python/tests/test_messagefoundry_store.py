@@ -3,6 +3,7 @@ header, fences). No cluster needed."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,9 @@ import httpx
 import pytest
 
 pytest.importorskip("messagefoundry")
+
+from messagefoundry.config.models import RetryPolicy as MfRetryPolicy
+from messagefoundry.store.store import MessageStatus
 
 from raftlane import Client
 from raftlane.errors import BadRequestError, NotFoundError
@@ -175,4 +179,107 @@ async def test_now_is_ignored_unless_the_cluster_runs_on_the_client_clock() -> N
     store = _store(handler, client_clock=False)
     await store.enqueue_ingress(channel_id="IB", raw="MSH|", now=1234.5)
     assert CLIENT_TIME_HEADER.lower() not in seen[0].headers
+    await store.close()
+
+
+async def test_held_rows_have_their_leases_renewed_until_completed() -> None:
+    """messagefoundry's engine never renews a lease (its own stores hold an in-flight row until
+    it completes it), so the store does: every third of the TTL, the rows it holds, in one
+    request; a completed row is no longer renewed."""
+    renewals: list[list[int]] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        if req.url.path == "/v1/claims":
+            return httpx.Response(200, json={"items": [_claimed(5, 41), _claimed(6, 42)]})
+        if req.url.path == "/v1/leases/renew":
+            body = json.loads(req.content)
+            assert body["owner"] == "me" and body["ttl_ms"] == 300
+            renewals.append(body["ids"])
+            return httpx.Response(200, json={"renewed": len(body["ids"]), "index": 3})
+        return httpx.Response(200, json={"ok": True, "index": 9})
+
+    store = _store(handler, client_clock=False, lease_ttl_seconds=0.3)
+    await store.claim_ready()
+    await asyncio.sleep(0.25)
+    await store.mark_done("5")
+    await asyncio.sleep(0.25)
+    await store.close()
+    assert renewals[0] == [5, 6]
+    assert renewals[-1] == [6]
+
+
+async def test_no_renewals_on_the_client_clock() -> None:
+    """In client-clock mode the caller's ``now`` is the only clock: a renewal at the real time
+    would move the cluster's time past every lease the test set up."""
+    paths: list[str] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        paths.append(req.url.path)
+        return httpx.Response(200, json={"items": [_claimed(5, 41)]})
+
+    store = _store(handler, lease_ttl_seconds=0.03)
+    await store.claim_ready(now=1.0)
+    await asyncio.sleep(0.1)
+    await store.close()
+    assert paths == ["/v1/claims"]
+
+
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [("stale_fence", 409), ("wrong_status", 409), ("not_found", 404)],
+)
+async def test_a_completion_that_lost_its_row_is_a_no_op(code: str, status: int) -> None:
+    def handler(req: httpx.Request) -> httpx.Response:
+        if req.url.path == "/v1/claims":
+            return httpx.Response(200, json={"items": [_claimed(5, 41)]})
+        err = {"code": code, "message": "row 5 moved on"}
+        return httpx.Response(status, json={"error": err})
+
+    store = _store(handler)
+    (item,) = await store.claim_ready(now=1.0)
+    await store.mark_done(item.id, now=2.0)
+    await store.mark_failed(item.id, "x", MfRetryPolicy(), now=2.0)
+    await store.dead_letter_now(item.id, "x", now=2.0)
+    assert not await store.handoff(
+        ingress_id=item.id,
+        message_id="3",
+        channel_id="IB",
+        deliveries=[],
+        disposition=MessageStatus.UNROUTED,
+        now=2.0,
+    )
+    await store.close()
+
+
+async def test_a_missing_route_still_raises() -> None:
+    def handler(req: httpx.Request) -> httpx.Response:
+        if req.url.path == "/v1/claims":
+            return httpx.Response(200, json={"items": [_claimed(5, 41)]})
+        err = {"code": "not_found", "message": "no such route"}
+        return httpx.Response(404, json={"error": err})
+
+    store = _store(handler)
+    (item,) = await store.claim_ready(now=1.0)
+    with pytest.raises(NotFoundError):
+        await store.mark_done(item.id, now=2.0)
+    await store.close()
+
+
+async def test_the_default_policy_is_sent_as_no_limit() -> None:
+    bodies: list[dict[str, Any]] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        if req.url.path == "/v1/claims":
+            return httpx.Response(200, json={"items": [_claimed(5, 41)]})
+        bodies.append(json.loads(req.content))
+        return httpx.Response(
+            200, json={"dead": False, "next_attempt_at": 1, "index": 4, "ok": True}
+        )
+
+    store = _store(handler)
+    (item,) = await store.claim_ready(now=1.0)
+    await store.mark_failed(item.id, "refused", MfRetryPolicy(), now=2.0)
+    await store.mark_failed(item.id, "refused", MfRetryPolicy(max_attempts=3), now=3.0)
+    assert [b["retry"]["max_attempts"] for b in bodies] == [-1, 3]
+    assert bodies[0]["retry"]["backoff_ms"] == 5000
     await store.close()

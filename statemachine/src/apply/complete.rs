@@ -153,7 +153,7 @@ fn mark_failed(
     check_policy("retry", retry)?;
     let row = fence::held(cx, row_id, fence, ALL_STAGES)?;
     let destination = row.destination_name.clone();
-    if row.attempts >= attempt_limit(retry) {
+    if attempt_limit(retry).exhausted_by(row.attempts) {
         dead_letter(cx, &row, error)?;
         return Ok(Outcome::Failed {
             dead: true,

@@ -245,8 +245,16 @@ pub(crate) fn claim_head(
     }
     // 3. The owner's own live claim in this lane comes back first (a retried claim): the
     //    row behind it must not overtake it. After step 0 every live row here is the owner's.
-    if let Some((row, claim)) = live.first() {
-        return Ok(Ok(reclaim_own(cx, row, claim, ttl_ms)));
+    //    A claim without a lane lease is a single engine's serial worker (messagefoundry's
+    //    store contract, docs/MESSAGEFOUNDRY.md): it claims again only once it is done with,
+    //    or has handed on, what it holds, and its contract is "the oldest pending row", so
+    //    it gets the next row instead of a second delivery of the one it holds. A lost
+    //    answer is still safe for it: the retry carries the same Request-Id and gets the
+    //    first answer back (docs/SPEC.md §10.5).
+    if who.lane_owner.is_some() {
+        if let Some((row, claim)) = live.first() {
+            return Ok(Ok(reclaim_own(cx, row, claim, ttl_ms)));
+        }
     }
     // 4. The head, if due.
     let Some(head_id) = lanes::first_pending(cx.txn, lane)? else {

@@ -101,9 +101,53 @@ pub fn policy_for(config: &ConfigDoc, stage: Stage, destination: Option<&str>) -
     own.unwrap_or(DEFAULT_RETRY)
 }
 
-/// How many attempts `policy` allows: its `max_attempts`, else [`DEFAULT_MAX_ATTEMPTS`].
-pub fn attempt_limit(policy: &RetryPolicy) -> u32 {
-    policy.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS)
+/// The stored `max_attempts` that means "no limit: retry with backoff forever", which is what
+/// messagefoundry's default `RetryPolicy` asks for (a transient failure is never given up on).
+///
+/// Why a value and not a new variant: `RetryPolicy` is in every MarkFailed entry of the log and
+/// in every config, and bincode writes `Option<u32>` as it is. Absent (`None`) already means the
+/// default limit in entries written since 2026-12-06, so "no limit" needs a value of its own
+/// that leaves every existing entry's meaning and layout alone; `u32::MAX` attempts is no
+/// limit in practice too, so a node that predates this reading agrees with it. On the HTTP
+/// wire it is spelled `-1`, as NATS's `max_deliver` and RabbitMQ's delivery limit spell it.
+pub const UNLIMITED_ATTEMPTS: u32 = u32::MAX;
+
+/// How many attempts a policy allows: the one reading of `max_attempts`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttemptLimit {
+    /// Retry forever ([`UNLIMITED_ATTEMPTS`]).
+    Unlimited,
+    /// At most this many attempts (at least 1).
+    AtMost(u32),
+}
+
+impl AttemptLimit {
+    /// Whether a row that has been attempted `attempts` times has used its last attempt.
+    pub fn exhausted_by(self, attempts: u32) -> bool {
+        match self {
+            AttemptLimit::Unlimited => false,
+            AttemptLimit::AtMost(limit) => attempts >= limit,
+        }
+    }
+}
+
+impl std::fmt::Display for AttemptLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AttemptLimit::Unlimited => f.write_str("unlimited"),
+            AttemptLimit::AtMost(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// How many attempts `policy` allows: its `max_attempts` ([`UNLIMITED_ATTEMPTS`]: no limit),
+/// else [`DEFAULT_MAX_ATTEMPTS`].
+pub fn attempt_limit(policy: &RetryPolicy) -> AttemptLimit {
+    match policy.max_attempts {
+        None => AttemptLimit::AtMost(DEFAULT_MAX_ATTEMPTS),
+        Some(UNLIMITED_ATTEMPTS) => AttemptLimit::Unlimited,
+        Some(n) => AttemptLimit::AtMost(n),
+    }
 }
 
 /// An inflight row whose lease ran out (ReclaimExpired, a FIFO claim finding a stranded row):
@@ -120,7 +164,7 @@ pub(crate) fn expire_lease(
         row.stage,
         row.destination_name.as_deref(),
     ));
-    if row.attempts < limit {
+    if !limit.exhausted_by(row.attempts) {
         let t = cx.t;
         rows::to_pending(cx, row, t);
         return Ok(false);

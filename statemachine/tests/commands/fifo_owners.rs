@@ -131,22 +131,27 @@ fn a_claim_without_a_lane_owner_respects_another_owners_live_lane_lease() {
 }
 
 #[test]
-fn a_claim_without_a_lane_owner_recovers_a_stranded_head_and_returns_its_own_row_again() {
+fn a_claim_without_a_lane_owner_passes_over_its_own_live_rows_and_recovers_a_stranded_head() {
     let mut h = Harness::new();
     h.enqueue_message("IB", &[("OB1", "p1"), ("OB1", "p2")]);
     let first = head(&mut h, "OB1", "store-1", None, 1_000).expect("head");
-    // A retried claim by the same owner gets the same row under the same fence.
+    // The same owner claiming again (messagefoundry's single engine: "the oldest pending row")
+    // gets the row behind, never a second delivery of the row it holds.
     h.advance(10);
-    let again = head(&mut h, "OB1", "store-1", None, 5_000).expect("own row");
-    assert_eq!((again.row_id, again.fence), (first.row_id, first.fence));
-    assert_eq!(again.lease_expires_at, T0 + 5_010);
-    assert_eq!(again.attempts, 1);
-    // Another owner is kept out while the row is live, then recovers the stranded head.
+    let second = head(&mut h, "OB1", "store-1", None, 5_000).expect("next row");
+    assert!(second.row_id.0 > first.row_id.0);
+    assert_eq!(second.attempts, 1);
+    assert_eq!(
+        head(&mut h, "OB1", "store-1", None, 1_000),
+        Err(FifoEmpty::Empty)
+    );
+    // Another owner is kept out while store-1's rows are live, then recovers the stranded head
+    // first.
     assert_eq!(
         head(&mut h, "OB1", "store-2", None, 1_000),
         Err(FifoEmpty::LaneBusy {
             holder: "store-1".into(),
-            expires_at: T0 + 5_010,
+            expires_at: T0 + 1_000,
         })
     );
     h.advance(5_001);

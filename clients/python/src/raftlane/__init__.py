@@ -29,6 +29,7 @@ from .errors import (
     WrongStatusError,
 )
 from .types import (
+    UNLIMITED_ATTEMPTS,
     ClaimedRow,
     DeadLetterRow,
     Delivery,
@@ -46,6 +47,7 @@ from .types import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "UNLIMITED_ATTEMPTS",
     "ApiError",
     "BadRequestError",
     "ClaimedRow",

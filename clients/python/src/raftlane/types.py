@@ -332,12 +332,17 @@ class StateOp:
     value: Any
 
 
+#: ``RetryPolicy.max_attempts`` for "no limit: retry with backoff forever" (docs/SPEC.md §5.2).
+UNLIMITED_ATTEMPTS = -1
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """The retry policy of a ``fail``: ``multiplier`` from 1.0 to 100.0, sent as
-    ``multiplier_milli`` (thousandths, the config's spelling, docs/SPEC.md §5.2); no
-    ``max_attempts`` means the server's default limit (10 attempts, since 2026-12-06: before,
-    retry forever). ``backoff_ms`` and ``max_backoff_ms`` are at most a day."""
+    ``multiplier_milli`` (thousandths, the config's spelling, docs/SPEC.md §5.2);
+    ``max_attempts``: at least 1, :data:`UNLIMITED_ATTEMPTS` (``-1``) to retry forever, or
+    ``None`` for the server's default limit (10 attempts). ``backoff_ms`` and
+    ``max_backoff_ms`` are at most a day."""
 
     backoff_ms: int
     multiplier: float

@@ -24,18 +24,21 @@ copied here.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import os
 import socket
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 from messagefoundry.config.models import RetryPolicy as MfRetryPolicy
+from messagefoundry.redaction import safe_text
 from messagefoundry.store.audit_tee import emit_audit_tee
 from messagefoundry.store.store import (
     CapturedResponse,
@@ -55,9 +58,10 @@ from ..errors import (
     ConflictError,
     NotFoundError,
     RaftlaneError,
+    StaleFenceError,
     WrongStatusError,
 )
-from ..types import AuditAnchor, RetryPolicy, StateOp
+from ..types import UNLIMITED_ATTEMPTS, AuditAnchor, RetryPolicy, StateOp
 
 __all__ = [
     "AUDIT_ORG",
@@ -70,6 +74,8 @@ __all__ = [
 #: The request header carrying the caller's ``now`` (integer milliseconds since the epoch). A node
 #: started with ``--test-client-clock`` uses it as the command's time instead of its wall clock.
 CLIENT_TIME_HEADER = "Raftlane-Client-Time-Ms"
+
+log = logging.getLogger(__name__)
 
 #: The audit org the engine's own audit chain lives in (raftlane's own rows stay in ``default``).
 AUDIT_ORG = "messagefoundry"
@@ -119,6 +125,16 @@ def _row_id(row_id: str | int) -> int:
         raise ValueError(f"not a raftlane row id: {row_id!r}") from e
 
 
+def _known_row_id(row_id: str | int) -> int | None:
+    """``row_id`` as raftlane's integer id, ``None`` for text that names no raftlane row (which
+    no row can have: the contract makes completing such an id a no-op, not an error)."""
+    try:
+        value = int(row_id)
+    except (TypeError, ValueError):
+        return None
+    return value if value >= 0 else None
+
+
 def is_missing_route(err: NotFoundError) -> bool:
     """True when a ``404`` says the server has no such route (as opposed to no such record)."""
     return err.message == _NO_SUCH_ROUTE
@@ -162,6 +178,11 @@ class RaftlaneStore:
         self._reference_cache: dict[str, dict[str, Any]] = {}
         self._reference_versions: dict[str, str] = {}
         self._touched: dict[str, float] = {}
+        #: Rows this handle claimed and has not completed: their leases are renewed every third
+        #: of the TTL while the engine works on them (messagefoundry's engine never renews a
+        #: lease itself; its own stores hold an in-flight row until it is completed).
+        self._held: set[int] = set()
+        self._renewer: asyncio.Task[None] | None = None
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -197,6 +218,11 @@ class RaftlaneStore:
         return store
 
     async def close(self) -> None:
+        if self._renewer is not None:
+            self._renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renewer
+            self._renewer = None
         await self._client.aclose()
 
     async def _load_caches(self) -> None:
@@ -237,7 +263,9 @@ class RaftlaneStore:
         last = row.get("last_fence")
         if isinstance(last, int):
             return last
-        raise RaftlaneError(f"row {row_id} has never been claimed: no fence to complete it with")
+        raise NeverClaimedError(
+            f"row {row_id} has never been claimed: no fence to complete it with"
+        )
 
     async def _row(self, row_id: int) -> dict[str, Any]:
         answer = await self._client.row(row_id)
@@ -275,8 +303,33 @@ class RaftlaneStore:
                 raise
             return None
 
+    def _hold(self, row_id: int) -> None:
+        """Keep ``row_id``'s lease alive until this handle completes it. Not in client-clock
+        mode: there the caller's ``now`` is the only clock, and a renewal at the real time would
+        move the cluster's time past every lease the test set up."""
+        self._held.add(row_id)
+        if self._renewer is None and not self._client_clock:
+            self._renewer = asyncio.get_running_loop().create_task(self._renew_held())
+
+    async def _renew_held(self) -> None:
+        """Every third of the lease TTL, renew the leases of the rows this handle holds (one
+        replicated write for all of them). A row whose fence the handle forgot is dropped: it
+        can no longer complete it anyway."""
+        interval = self._settings.lease_ttl_seconds / 3
+        while True:
+            await asyncio.sleep(interval)
+            self._held.intersection_update(self._fences)
+            rows = sorted(self._held)
+            if not rows:
+                continue
+            try:
+                await self._client.renew(rows, owner=self._owner, ttl_ms=self._ttl_ms)
+            except RaftlaneError as e:
+                log.warning("renewing the leases of %d held row(s) failed: %s", len(rows), e)
+
     def _item(self, c: Mapping[str, Any]) -> OutboxItem:
         self._remember(int(c["row_id"]), int(c["fence"]))
+        self._hold(int(c["row_id"]))
         return OutboxItem(
             id=str(c["row_id"]),
             message_id=str(c["message_id"]),
@@ -292,6 +345,21 @@ class RaftlaneStore:
     @staticmethod
     def _message_dict(m: Mapping[str, Any]) -> dict[str, Any]:
         corr = m.get("correlation") or {}
+        metadata = m.get("metadata")
+        if isinstance(metadata, (dict, list)):
+            metadata = json.dumps(metadata)
+        if corr and metadata is None:
+            # A re-ingressed message: messagefoundry keeps its lineage in the message's metadata
+            # text, and the engine's loopback path reads ``correlation_id`` from there to find
+            # the origin's replies; raftlane keeps it as a record of its own.
+            metadata = json.dumps(
+                {
+                    "correlation_id": _sid(corr.get("correlation_id")),
+                    "correlation_root_id": _sid(corr.get("root_id")),
+                    "correlation_depth": corr.get("depth"),
+                    "reingress_of_seq": corr.get("reingress_of_seq"),
+                }
+            )
         return {
             "id": str(m["id"]),
             "channel_id": m["channel_id"],
@@ -303,7 +371,7 @@ class RaftlaneStore:
             "status": m["status"],
             "error": m.get("error"),
             "summary": m.get("summary"),
-            "metadata": m.get("metadata"),
+            "metadata": metadata,
             "correlation_id": _sid(corr.get("correlation_id")),
             "correlation_root_id": _sid(corr.get("root_id")),
             "correlation_depth": corr.get("depth"),
@@ -324,7 +392,9 @@ class RaftlaneStore:
             "status": r["status"],
             "attempts": r["attempts"],
             "next_attempt_at": _s0(r["next_attempt_at"]),
-            "last_error": r.get("last_error"),
+            # A delivered row has no error (messagefoundry clears it on done); raftlane keeps
+            # the last failure's text with the row.
+            "last_error": None if r["status"] == "done" else r.get("last_error"),
             "created_at": _s0(r["created_at"]),
             "updated_at": _s0(r["updated_at"]),
             "seq": r["id"],
@@ -430,7 +500,9 @@ class RaftlaneStore:
             **self._fields(control_id, message_type, source_type, summary, metadata),
             "status": MessageStatus(status).value,
         }
-        if error is not None:
+        if error:
+            body["error"] = safe_text(error)  # the store layer is messagefoundry's PHI chokepoint
+        elif error is not None:
             body["error"] = error
         return await self._enqueue(channel_id, body, now)
 
@@ -462,14 +534,18 @@ class RaftlaneStore:
         disposition: MessageStatus,
         now: float | None = None,
     ) -> bool:
-        row = _row_id(ingress_id)
-        r = await self._at(now).handoff(
-            row,
-            await self._fence(row),
-            list(deliveries),
-            disposition=MessageStatus(disposition).value,
-        )
-        return r.applied
+        row = _known_row_id(ingress_id)
+        if row is None:
+            return False  # no such row: nothing to consume
+        with _unless_gone("handoff", row, self._held) as done:
+            r = await self._at(now).handoff(
+                row,
+                await self._fence(row),
+                list(deliveries),
+                disposition=MessageStatus(disposition).value,
+            )
+            done.applied = r.applied
+        return done.applied
 
     async def route_handoff(
         self,
@@ -481,14 +557,18 @@ class RaftlaneStore:
         disposition: MessageStatus,
         now: float | None = None,
     ) -> bool:
-        row = _row_id(ingress_id)
-        r = await self._at(now).route(
-            row,
-            await self._fence(row),
-            list(handlers),
-            disposition=MessageStatus(disposition).value,
-        )
-        return r.applied
+        row = _known_row_id(ingress_id)
+        if row is None:
+            return False  # no such row: nothing to consume
+        with _unless_gone("route", row, self._held) as done:
+            r = await self._at(now).route(
+                row,
+                await self._fence(row),
+                list(handlers),
+                disposition=MessageStatus(disposition).value,
+            )
+            done.applied = r.applied
+        return done.applied
 
     async def transform_handoff(
         self,
@@ -500,16 +580,20 @@ class RaftlaneStore:
         state_ops: Sequence[tuple[str, str, Any]] = (),
         now: float | None = None,
     ) -> bool:
-        row = _row_id(routed_id)
+        row = _known_row_id(routed_id)
+        if row is None:
+            return False
         ops = [StateOp(ns, key, value) for ns, key, value in state_ops]
-        r = await self._at(now).transform(
-            row, await self._fence(row), list(deliveries), state_ops=ops
-        )
-        if r.applied:
+        with _unless_gone("transform", row, self._held) as done:
+            r = await self._at(now).transform(
+                row, await self._fence(row), list(deliveries), state_ops=ops
+            )
+            done.applied = r.applied
+        if done.applied:
             # Committed: the writes are visible to this handle's handlers at once.
             for op in ops:
                 self._state_cache[(op.namespace, op.key)] = op.value
-        return r.applied
+        return done.applied
 
     def state_view(self) -> Mapping[tuple[str, str], Any]:
         return MappingProxyType(self._state_cache)
@@ -611,11 +695,11 @@ class RaftlaneStore:
         return self._item(item) if isinstance(item, dict) else None
 
     async def mark_done(self, outbox_id: str, now: float | None = None) -> None:
-        row = _row_id(outbox_id)
-        try:
+        row = _known_row_id(outbox_id)
+        if row is None:
+            return  # no such row: the contract's no-op
+        with _unless_gone("mark_done", row, self._held):
             await self._at(now).done(row, await self._fence(row))
-        except WrongStatusError:
-            return  # already done by this claim (a repeat of our own completion)
 
     async def complete_with_response(
         self,
@@ -627,13 +711,13 @@ class RaftlaneStore:
         reingress_to: str | None = None,
         now: float | None = None,
     ) -> None:
-        row = _row_id(outbox_id)
-        try:
+        row = _known_row_id(outbox_id)
+        if row is None:
+            return
+        with _unless_gone("complete_with_response", row, self._held):
             await self._at(now).respond(
                 row, await self._fence(row), body, outcome, detail=detail, reingress_to=reingress_to
             )
-        except WrongStatusError:
-            return
 
     async def correlate_response(self, message_id: str) -> list[CapturedResponse]:
         view = await self._view(message_id)
@@ -683,7 +767,34 @@ class RaftlaneStore:
         peek_failed: bool = False,
         now: float | None = None,
     ) -> bool:
-        row = _row_id(response_row_id)
+        row = _known_row_id(response_row_id)
+        if row is None:
+            return False
+        with _unless_gone("ingress_handoff", row, self._held) as done:
+            await self._ingress_handoff(
+                row,
+                loopback_channel_id=loopback_channel_id,
+                correlation_depth_cap=correlation_depth_cap,
+                control_id=control_id,
+                message_type=message_type,
+                summary=summary,
+                peek_failed=peek_failed,
+                now=now,
+            )
+        return done.applied
+
+    async def _ingress_handoff(
+        self,
+        row: int,
+        *,
+        loopback_channel_id: str,
+        correlation_depth_cap: int,
+        control_id: str | None,
+        message_type: str | None,
+        summary: str | None,
+        peek_failed: bool,
+        now: float | None,
+    ) -> None:
         body: dict[str, Any] = {
             "fence": await self._fence(row),
             "loopback_channel": loopback_channel_id,
@@ -702,48 +813,53 @@ class RaftlaneStore:
                 body["child_key"] = MessageStore._reingress_message_id(
                     ref[0], ref[1], ref[2], reply
                 )
-        try:
-            await self._post(
-                f"/v1/rows/{segment(row)}/reingress",
-                {k: v for k, v in body.items() if v is not None},
-                now=now,
-            )
-        except WrongStatusError:
-            return False  # this claim's handoff already happened
-        return True
+        await self._post(
+            f"/v1/rows/{segment(row)}/reingress",
+            {k: v for k, v in body.items() if v is not None},
+            now=now,
+        )
 
     async def response_body_for_work_row(self, response_row_id: str) -> str | None:
+        row = _known_row_id(response_row_id)
+        if row is None:
+            return None
         try:
-            ref = await self._response_reference(_row_id(response_row_id))
+            ref = await self._response_reference(row)
         except NotFoundError as e:
             if is_missing_route(e):
                 raise
             return None
-        return None if ref is None else await self._response_body(ref)
+        if ref is None:
+            return None
+        body = await self._response_body(ref)
+        # The reference is sound but its capture is gone (purged): an empty body, as the
+        # contract has it, so the worker's peek sees nothing rather than no row.
+        return "" if body is None else body
 
     async def mark_failed(
         self, outbox_id: str, error: str, retry: MfRetryPolicy, now: float | None = None
     ) -> None:
-        row = _row_id(outbox_id)
+        row = _known_row_id(outbox_id)
+        if row is None:
+            return
         policy = RetryPolicy(
             backoff_ms=_ms(retry.backoff_seconds),
             multiplier=retry.backoff_multiplier,
             max_backoff_ms=_ms(retry.max_backoff_seconds),
-            max_attempts=retry.max_attempts,
+            # messagefoundry's ``None`` is "retry forever", not "the server's default".
+            max_attempts=UNLIMITED_ATTEMPTS if retry.max_attempts is None else retry.max_attempts,
         )
-        await self._at(now).fail(row, await self._fence(row), error, retry=policy)
+        with _unless_gone("mark_failed", row, self._held):
+            await self._at(now).fail(row, await self._fence(row), safe_text(error), retry=policy)
 
     async def dead_letter_now(self, outbox_id: str, error: str, now: float | None = None) -> None:
-        row = _row_id(outbox_id)
-        fence = self._fences.get(row)
-        try:
-            await self._at(now).dead(row, error, fence=fence)
-        except WrongStatusError:
-            return  # already finished
-        except NotFoundError as e:
-            if is_missing_route(e):
-                raise
-            return  # no such row: nothing to dead-letter
+        row = _known_row_id(outbox_id)
+        if row is None:
+            return
+        # With this handle's fence when it claimed the row; without one the cluster ends the
+        # row only while it is live (docs/SPEC.md §5.3).
+        with _unless_gone("dead_letter_now", row, self._held):
+            await self._at(now).dead(row, safe_text(error), fence=self._fences.get(row))
 
     # --- QueueStore: recovery and replay -------------------------------------------------------
 
@@ -759,7 +875,7 @@ class RaftlaneStore:
         return await self._at(now).reset_inflight(stage=stage)
 
     async def renew_leases(self, ids: Sequence[str], *, now: float | None = None) -> int:
-        rows = [_row_id(i) for i in ids]
+        rows = [r for r in map(_known_row_id, ids) if r is not None]
         if not rows:
             return 0
         return await self._at(now).renew(rows, owner=self._owner, ttl_ms=self._ttl_ms)
@@ -788,7 +904,19 @@ class RaftlaneStore:
         return await self._sweep("routed", valid_names, now)
 
     async def replay(self, message_id: str, now: float | None = None) -> int:
-        r = await self._at(now).replay(_row_id(message_id))
+        mid = _known_row_id(message_id)
+        if mid is None:
+            # Not a raftlane id: a re-ingested child's key (messagefoundry's own id for it),
+            # which the cluster resolves on read.
+            view = await self._view(message_id)
+            if view is None:
+                return 0
+            mid = int(view["message"]["id"])
+        try:
+            r = await self._at(now).replay(mid)
+        except NotFoundError as e:
+            _raise_unless_gone(e)
+            return 0
         return r.requeued
 
     async def replay_dead(
@@ -844,23 +972,41 @@ class RaftlaneStore:
         offset: int = 0,
         allowed_channels: Sequence[str] | None = None,
     ) -> list[dict[str, Any]]:
-        if allowed_channels is not None and not allowed_channels:
+        if limit <= 0 or (allowed_channels is not None and not allowed_channels):
             return []
-        params = {
-            **self._filters(channel_id, status, message_type, control_id, allowed_channels),
-            "limit": max(1, min(limit, 1000)),
-            "offset": offset,
-        }
-        answer = await self._get("/v1/messages", params)
-        out = []
-        for m in answer.get("messages", []):
-            if allowed_channels is not None and m["channel_id"] not in allowed_channels:
-                continue  # never widen a scope, whatever the server did with the filter
-            d = self._message_dict(m)
-            del d["raw"]
-            d["last_event"] = m.get("last_event")
-            out.append(d)
-        return out
+        filters = self._filters(channel_id, status, message_type, control_id, allowed_channels)
+        # A page of the server's list examines a bounded number of messages and then answers
+        # what it found with a cursor, so a selective filter over a long history can come back
+        # short: follow the cursor until the page is full, as an SQL LIMIT/OFFSET would be. The
+        # offset is counted here, because the server's skip count does not carry to the next
+        # page.
+        skip = max(0, offset)
+        out: list[dict[str, Any]] = []
+        cursor: int | None = None
+        while True:
+            params: dict[str, Any] = {
+                **filters,
+                "limit": max(1, min(skip + limit - len(out), 1000)),
+                "offset": 0,
+            }
+            if cursor is not None:
+                params["cursor"] = cursor
+            answer = await self._get("/v1/messages", params)
+            for m in answer.get("messages", []):
+                if allowed_channels is not None and m["channel_id"] not in allowed_channels:
+                    continue  # never widen a scope, whatever the server did with the filter
+                if skip:
+                    skip -= 1
+                    continue
+                d = self._message_dict(m)
+                del d["raw"]
+                d["last_event"] = m.get("last_event")
+                out.append(d)
+                if len(out) >= limit:
+                    return out
+            cursor = answer.get("next_cursor")
+            if cursor is None:
+                return out
 
     async def count_messages(
         self,
@@ -1001,7 +1147,12 @@ class RaftlaneStore:
         return await self._purge("dead_letters", older_than, now)
 
     async def purge_state(self, *, older_than: float, now: float | None = None) -> int:
-        return await self._purge("state", older_than, now)
+        purged = await self._purge("state", older_than, now)
+        if purged:
+            # Purged entries leave this handle's read-through cache at once, as they leave the
+            # store: a transform must not read state that retention removed.
+            await self.converge_state_cache()
+        return purged
 
     async def wal_checkpoint(self) -> None:
         """Nothing to do: each node's RocksDB manages its own files."""
@@ -1033,10 +1184,7 @@ class RaftlaneStore:
             digests = [await self._client.digest(ep) for ep in endpoints]
             if len({d.last_applied for d in digests}) == 1:
                 if len({d.digest for d in digests}) == 1:
-                    return (
-                        True,
-                        f"ok: {len(digests)} nodes agree at index {digests[0].last_applied}",
-                    )
+                    return True, "ok"  # every node ready, and one state at one applied index
                 return False, f"digests differ at index {digests[0].last_applied}"
             await asyncio.sleep(0.1)
         return False, "the nodes did not reach one applied index to compare digests"
@@ -1188,6 +1336,9 @@ class RaftlaneStore:
             if e.code == "already_decided":
                 return False
             raise
+        except NotFoundError as e:
+            _raise_unless_gone(e)
+            return False  # no such approval: nothing was decided
         return True
 
     async def audit_anchor(self) -> tuple[int, str]:
@@ -1202,6 +1353,18 @@ class RaftlaneStore:
             count, head = expected_anchor
             anchor = (count, head or "0" * 64)
         v = await self._client.audit_verify(AUDIT_ORG, anchor=anchor)
+        if v.ok and expected_anchor is not None:
+            # The cluster checked that the anchored row is in the chain; the contract also
+            # treats a chain that moved past the anchor as diverged (the anchor is the head the
+            # caller recorded as current).
+            now_count, now_head = await self.audit_anchor()
+            exp_count, exp_head = expected_anchor
+            if now_count < exp_count or now_head != exp_head:
+                return False, (
+                    f"audit log diverges from recorded anchor (have {now_count} row(s) head "
+                    f"{now_head[:12]!r}, expected {exp_count} head {exp_head[:12]!r})"
+                    " — truncated or rewritten"
+                )
         if v.ok:
             return True, f"verified {v.count} audit row(s)"
         where = f" at row {v.first_bad_seq}" if v.first_bad_seq is not None else ""
@@ -1432,7 +1595,7 @@ class RaftlaneStore:
         await self._client.request("PUT", f"/v1/directory-groups/{which}", json=body)
 
     async def _groups_to_values(self, which: str, groups: Iterable[str]) -> set[str]:
-        wanted = {g.lower() for g in groups}
+        wanted = {g.strip().lower() for g in groups if g.strip()}
         if not wanted:
             return set()
         return {e["value"] for e in await self._group_map(which) if e["group"].lower() in wanted}
@@ -1546,11 +1709,66 @@ class RaftlaneStore:
     async def enforce_session_cap(
         self, user_id: str, *, keep: int, now: float | None = None
     ) -> None:
+        if keep <= 0:
+            return  # the contract keeps every session then
         await self._post(self._user_path(user_id, "sessions", "cap"), {"keep": keep}, now=now)
 
     async def purge_expired_sessions(self, *, now: float | None = None) -> int:
         answer = await self._post("/v1/sessions/purge-expired", {}, now=now)
         return int(answer["purged"])
+
+
+class NeverClaimedError(RaftlaneError):
+    """A row was to be completed that no claim ever took: it has no fence to complete it with."""
+
+
+@dataclass
+class _Applied:
+    """Whether the write inside :func:`_unless_gone` took effect."""
+
+    applied: bool = True
+
+
+@contextlib.contextmanager
+def _unless_gone(what: str, row_id: int, held: set[int]) -> Iterator[_Applied]:
+    """Run one completion or handoff of ``row_id`` as the contract has it: a row that is not
+    there, no longer this claim's, or already past this step is a no-op (``applied`` false),
+    not an error. A route the server does not serve still raises.
+
+    - ``404`` (no such row, or consumed by a handoff): messagefoundry's "unknown id" no-op;
+    - ``wrong_status`` (already done, dead or handed off): the step already happened;
+    - ``stale_fence`` (the claim's lease ran out and the row went to another claim): raftlane
+      completes a row only under its current claim, so the late completion changes nothing and
+      the row is delivered by its current holder (logged: it means a lease shorter than the
+      work);
+    - a row never claimed: it has no fence, so only a claim may complete it (logged).
+
+    Whichever of these it was, the handle no longer holds the row (``held``: the rows whose
+    leases it renews); an error that is none of them leaves it held, for the engine's retry."""
+    result = _Applied()
+    try:
+        yield result
+        held.discard(row_id)
+        return
+    except NotFoundError as e:
+        _raise_unless_gone(e)
+        result.applied = False
+    except WrongStatusError:
+        result.applied = False
+    except StaleFenceError:
+        log.warning("%s of row %s ignored: its claim was taken back (lease expired)", what, row_id)
+        result.applied = False
+    except NeverClaimedError:
+        log.warning("%s of row %s ignored: the row was never claimed", what, row_id)
+        result.applied = False
+    held.discard(row_id)
+
+
+def _raise_unless_gone(err: NotFoundError) -> None:
+    """A completion of a row the cluster does not have is the contract's no-op; a route the
+    server does not serve is still an error."""
+    if is_missing_route(err):
+        raise err
 
 
 def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
