@@ -1,7 +1,8 @@
 """Test tooling for messagefoundry on raftlane, for this package's tests and benchmarks and for
 users' own: a minimal MLLP sender and receiver (HL7 v2 over TCP, each message framed as
 0x0B ... 0x1C 0x0D), synthetic ADT messages, a project directory with a code-first registry
-(MLLP inbound → router → handler → MLLP outbound), and :class:`EngineProcess`, one
+(MLLP inbound → router → handler → MLLP outbound; or several such channels, each handler
+sending every message to several outbounds), and :class:`EngineProcess`, one
 ``python -m raftlane.messagefoundry serve`` child process."""
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ __all__ = [
     "adt",
     "field_of",
     "free_port",
+    "inbound_value_key",
+    "registry",
     "write_project",
 ]
 
@@ -155,6 +158,45 @@ def handle(msg):
 """
 
 
+def inbound_value_key(channel: int) -> str:
+    """The environment value naming channel ``channel``'s inbound port in :func:`registry`'s
+    graphs (``MEFOR_VALUE_<KEY>`` in upper case; :class:`EngineProcess` sets it)."""
+    return f"lab_in_port_{channel}"
+
+
+def registry(channels: int, fanout: int) -> str:
+    """A registry of ``channels`` independent channels: channel ``c`` is the MLLP inbound
+    ``IB_LAB_<c>`` (port :func:`inbound_value_key`) → router ``lab_router_<c>`` (ADT only) →
+    handler ``lab_handler_<c>``, which sends each message to every one of the ``fanout`` MLLP
+    outbounds ``OB_EMR_<c>_<k>`` (peer port value ``emr_port_<c>_<k>``). Each connection has
+    its own workers in the engine (one router and one transform worker per inbound, one delivery
+    worker per outbound)."""
+    if channels < 1 or fanout < 1:
+        raise ValueError("a registry needs at least one channel and one outbound per channel")
+    parts = ["from messagefoundry import MLLP, Send, env, handler, inbound, outbound, router\n"]
+    for c in range(channels):
+        outs = [f"OB_EMR_{c}_{k}" for k in range(fanout)]
+        parts.append(
+            f'\n\ninbound("IB_LAB_{c}", MLLP(port=env("{inbound_value_key(c)}", cast=int)), '
+            f'router="lab_router_{c}")\n'
+        )
+        for k, name in enumerate(outs):
+            parts.append(
+                f'outbound("{name}", MLLP(host="127.0.0.1", '
+                f'port=env("emr_port_{c}_{k}", cast=int), timeout_seconds=5.0))\n'
+            )
+        sends = ", ".join(f'Send("{name}", msg)' for name in outs)
+        parts.append(
+            f'\n\n@router("lab_router_{c}")\n'
+            f"def route_{c}(msg):\n"
+            f'    return ["lab_handler_{c}"] if msg["MSH-9.1"] == "ADT" else []\n'
+            f'\n\n@handler("lab_handler_{c}")\n'
+            f"def handle_{c}(msg):\n"
+            f"    return [{sends}]\n"
+        )
+    return "".join(parts)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -162,16 +204,40 @@ def free_port() -> int:
 
 
 def write_project(
-    root: Path, *, emr_port: int, settings: Mapping[str, Mapping[str, object]] | None = None
+    root: Path,
+    *,
+    emr_port: int | None = None,
+    settings: Mapping[str, Mapping[str, object]] | None = None,
+    destinations: Sequence[Sequence[int]] | None = None,
 ) -> Path:
-    """A messagefoundry project under ``root``: ``config/lab.py`` (:data:`REGISTRY`),
-    ``environments/dev.toml`` (the outbound peer on ``emr_port``; each engine's inbound port
-    comes from ``MEFOR_VALUE_LAB_IN_PORT``) and ``messagefoundry.toml`` with ``settings``
-    (``{section: {key: value}}``). Answers ``root``."""
+    """A messagefoundry project under ``root``: ``config/lab.py``, ``environments/dev.toml``
+    and ``messagefoundry.toml`` with ``settings`` (``{section: {key: value}}``). Answers
+    ``root``.
+
+    With ``emr_port``: one channel, :data:`REGISTRY`, its outbound peer on ``emr_port``; each
+    engine's inbound port comes from ``MEFOR_VALUE_LAB_IN_PORT``. With ``destinations`` instead:
+    :func:`registry` of ``len(destinations)`` channels, channel ``c`` sending each message to
+    the peers on ports ``destinations[c]`` (every channel the same number of them); channel
+    ``c``'s inbound port comes from ``MEFOR_VALUE_LAB_IN_PORT_<c>`` (an :class:`EngineProcess`
+    with ``inbounds=len(destinations)`` sets them)."""
+    if (emr_port is None) == (destinations is None):
+        raise ValueError("write_project needs either emr_port or destinations")
     (root / "config").mkdir(parents=True, exist_ok=True)
     (root / "environments").mkdir(exist_ok=True)
-    (root / "config" / "lab.py").write_text(REGISTRY)
-    (root / "environments" / "dev.toml").write_text(f"lab_in_port = 1\nemr_port = {emr_port}\n")
+    if destinations is None:
+        (root / "config" / "lab.py").write_text(REGISTRY)
+        env_values = f"lab_in_port = 1\nemr_port = {emr_port}\n"
+    else:
+        fanouts = {len(ports) for ports in destinations}
+        if len(fanouts) != 1:
+            raise ValueError("every channel needs the same number of destinations")
+        (root / "config" / "lab.py").write_text(registry(len(destinations), fanouts.pop()))
+        env_values = "".join(
+            f"{inbound_value_key(c)} = 1\n"
+            + "".join(f"emr_port_{c}_{k} = {port}\n" for k, port in enumerate(ports))
+            for c, ports in enumerate(destinations)
+        )
+    (root / "environments" / "dev.toml").write_text(env_values)
     lines = []
     for section, values in (settings or {}).items():
         lines.append(f"[{section}]")
@@ -185,7 +251,11 @@ def write_project(
 class EngineProcess:
     """One messagefoundry engine process on the project at ``project``: on raftlane
     (``python -m raftlane.messagefoundry serve``) when ``raftlane`` names the nodes, else
-    messagefoundry's own ``serve`` on the store its settings name (``env`` may set them)."""
+    messagefoundry's own ``serve`` on the store its settings name (``env`` may set them).
+
+    It gets ``inbounds`` free inbound ports, ``inbound_ports`` (``inbound_port`` is the first):
+    ``MEFOR_VALUE_LAB_IN_PORT`` names the first, ``MEFOR_VALUE_LAB_IN_PORT_<c>`` each one (the
+    values :data:`REGISTRY` and :func:`registry` read)."""
 
     def __init__(
         self,
@@ -196,9 +266,13 @@ class EngineProcess:
         token_file: Path | None = None,
         lease_ttl: float = 30.0,
         env: Mapping[str, str] | None = None,
+        inbounds: int = 1,
     ) -> None:
         self.name = name
-        self.inbound_port = free_port()
+        if inbounds < 1:
+            raise ValueError("an engine needs at least one inbound port")
+        self.inbound_ports = [free_port() for _ in range(inbounds)]
+        self.inbound_port = self.inbound_ports[0]
         self.api_port = free_port()
         self.log = project / f"{name}.log"
         common = [
@@ -237,6 +311,10 @@ class EngineProcess:
             **os.environ,
             **(env or {}),
             "MEFOR_VALUE_LAB_IN_PORT": str(self.inbound_port),
+            **{
+                f"MEFOR_VALUE_{inbound_value_key(c).upper()}": str(port)
+                for c, port in enumerate(self.inbound_ports)
+            },
         }
         self.cwd = project
         self.proc: subprocess.Popen[bytes] | None = None
@@ -252,17 +330,18 @@ class EngineProcess:
             )
 
     async def wait_listening(self, timeout: float = 60.0) -> None:
-        """Until the engine's MLLP inbound accepts connections (only a leading engine listens:
-        messagefoundry 0.1.0 runs its clustered engine active-passive)."""
+        """Until every one of the engine's MLLP inbounds accepts connections (only a leading
+        engine listens: messagefoundry 0.1.0 runs its clustered engine active-passive)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while True:
+        waiting = list(self.inbound_ports)
+        while waiting:
             if not self.running:
                 raise AssertionError(f"{self.name} exited\n{self.tail()}")
             try:
-                _, w = await asyncio.open_connection("127.0.0.1", self.inbound_port)
+                _, w = await asyncio.open_connection("127.0.0.1", waiting[0])
                 w.close()
-                return
+                waiting.pop(0)
             except OSError:
                 if loop.time() > deadline:
                     raise AssertionError(f"{self.name} never listened\n{self.tail()}") from None
