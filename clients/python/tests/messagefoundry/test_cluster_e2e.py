@@ -6,18 +6,23 @@ raftlane as store and coordinator) on the same code-first registry: an MLLP inbo
 a handler, and an MLLP outbound to a test receiver that answers AA. A sender sends 1,000
 synthetic ADT messages one by one to the first engine, failing over to the second when the
 first is gone, and records each ACK. After 300 ACKs the raftlane leader is killed with SIGKILL
-and restarted; after 600 the first engine is killed with SIGKILL.
+and restarted; after 600 the first engine is killed with SIGKILL. It runs twice: on plaintext
+nodes, and with encryption at rest on (the same fresh keyring on every node, docs/SPEC.md §2.6).
 
 Afterwards: every message ACKed AA reached the receiver; the first deliveries arrived in send
 order (one destination, FIFO); duplicates (a message in flight at a crash, delivered again by
 the surviving engine) are counted and reported; no row is left pending or in flight; the audit
-chains verify; the three raftlane nodes agree on their state digest.
+chains verify; the three raftlane nodes agree on their state digest. With the keyring, every
+value it covers was written encrypted under the active key: a key rotation to that same key finds
+nothing to rewrite (it would re-encrypt any value stored as plaintext).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
+import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -49,9 +54,20 @@ KILL_ENGINE_AT = MESSAGES * 6 // 10
 LEASE_TTL = 3.0
 
 
+@pytest.fixture(params=[False, True], ids=["plaintext", "keyring"])
+def keyring(request: pytest.FixtureRequest) -> bool:
+    """Whether the nodes encrypt at rest."""
+    return bool(request.param)
+
+
 @pytest_asyncio.fixture
-async def cluster() -> AsyncIterator[ClusterHandle]:
-    async with empty_cluster() as handle:
+async def cluster(keyring: bool) -> AsyncIterator[ClusterHandle]:
+    env = {}
+    if keyring:
+        # A key made for this run only: never a key kept anywhere.
+        key = base64.b64encode(secrets.token_bytes(32)).decode()
+        env["RAFTLANE_KEYRING"] = f"e2e:{key}"
+    async with empty_cluster(node_env=env) as handle:
         yield handle
 
 
@@ -63,8 +79,29 @@ async def wait_for(check: Callable[[], Awaitable[bool]], what: str, timeout: flo
         await asyncio.sleep(0.5)
 
 
+async def stored_values_are_ciphertext(cluster: ClusterHandle, client: Client) -> None:
+    """What a node holds on disk, seen through a node restarted without the keyring (it serves
+    values as stored): every message's body and every row's payload is ciphertext under the
+    cluster's key, and none of the bodies' text is there."""
+    node = cluster.nodes[-1]
+    await cluster.stop_node(node)
+    node.env = {k: v for k, v in node.env.items() if k != "RAFTLANE_KEYRING"}
+    await cluster.start_node(node)
+    listed_messages = await client.list_messages(limit=20)
+    assert listed_messages, "no message to look at"
+    async with Client([node.endpoint], cluster.token, follow_leader=False) as plain:
+        for listed in listed_messages:
+            view = await plain.message(listed.id, body=True, record_view=False)
+            raw = view.message.raw or ""
+            assert raw.startswith("enc:v1:e2e:"), f"message {listed.id} stored as {raw[:40]!r}"
+            assert "MSH|" not in raw
+            for row in view.rows:
+                if row.payload:
+                    assert row.payload.startswith("enc:v1:e2e:"), (listed.id, row.payload[:40])
+
+
 async def test_two_engines_deliver_every_acked_message_in_order_through_crashes(
-    cluster: ClusterHandle, tmp_path: Path
+    cluster: ClusterHandle, keyring: bool, tmp_path: Path
 ) -> None:
     endpoints, token = cluster
     receiver = Receiver(free_port())
@@ -198,6 +235,8 @@ async def test_two_engines_deliver_every_acked_message_in_order_through_crashes(
                 )
 
             await wait_for(digests_agree, "equal state digests on the three nodes", 60.0)
+            if keyring:
+                await stored_values_are_ciphertext(cluster, client)
     finally:
         for e in engines:
             e.stop()
