@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Run every test (the README's second command; .ci/run calls it):
+#   0. no committed secrets (scripts/check-secrets.sh);
 #   1. the fresh-machine test: scripts/ensure-deps.sh in a bare Debian root (tests/fresh_machine.sh);
 #   2. cargo fmt --check and cargo clippy on every target with warnings as errors;
 #   3. cargo test of the whole workspace, on the release profile, so one RocksDB build serves
@@ -14,6 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure-deps.sh
 echo "==> build directory: $CARGO_TARGET_DIR"
+echo "==> no committed secrets (scripts/check-secrets.sh)"
+bash scripts/check-secrets.sh
 echo "==> fresh-machine test (ensure-deps.sh in a bare Debian root)"
 bash tests/fresh_machine.sh
 echo "==> cargo fmt --check"
