@@ -283,3 +283,93 @@ async def test_the_default_policy_is_sent_as_no_limit() -> None:
     assert [b["retry"]["max_attempts"] for b in bodies] == [-1, 3]
     assert bodies[0]["retry"]["backoff_ms"] == 5000
     await store.close()
+
+
+async def test_a_fifo_done_claims_the_lanes_next_row_in_the_same_write() -> None:
+    """The clustered engine's delivery worker marks a row done and asks for its lane's next row
+    at once: the store does both in one write (``done`` with ``claim_next``) and hands the row
+    claimed ahead to that next claim without a round trip."""
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        body = json.loads(req.content) if req.content else {}
+        seen.append((req.url.path, body))
+        claims = sum(p == "/v1/lanes/outbound/OB1/claim" for p, _ in seen)
+        if req.url.path == "/v1/lanes/outbound/OB1/claim" and claims == 1:
+            return httpx.Response(200, json={"item": _claimed(7, 50)})
+        if req.url.path == "/v1/rows/7/done":
+            return httpx.Response(
+                200, json={"ok": True, "index": 9, "next": {"item": _claimed(8, 51)}}
+            )
+        if req.url.path == "/v1/rows/8/done":
+            return httpx.Response(200, json={"ok": True, "index": 10, "next": {"reason": "empty"}})
+        return httpx.Response(200, json={"item": None, "reason": "empty"})
+
+    store = _store(handler, client_clock=False)
+    first = await store.claim_next_fifo("OB1", owner="me")
+    assert first is not None and first.id == "7"
+    await store.mark_done(first.id)
+    second = await store.claim_next_fifo("OB1", owner="me")
+    assert second is not None and second.id == "8"  # claimed ahead: no request for it
+    await store.mark_done(second.id)
+    assert await store.claim_next_fifo("OB1", owner="me") is None
+    await store.close()
+    paths = [p for p, _ in seen if p != "/v1/leases/renew"]
+    assert paths == [
+        "/v1/lanes/outbound/OB1/claim",
+        "/v1/rows/7/done",
+        "/v1/rows/8/done",
+        "/v1/lanes/outbound/OB1/claim",
+    ]
+    assert dict(seen)["/v1/rows/7/done"] == {
+        "fence": 50,
+        "claim_next": {"owner": "me", "ttl_ms": 30_000},
+    }
+
+
+async def test_no_claim_ahead_without_one_owner_or_on_the_client_clock() -> None:
+    """Without an owner (one engine, no lane lease) or with a lane owner apart from the row's,
+    and in client-clock mode, ``done`` stays a plain ``done``."""
+    dones: list[dict[str, Any]] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        if req.url.path.endswith("/claim"):
+            return httpx.Response(200, json={"item": _claimed(7, 50)})
+        dones.append(json.loads(req.content))
+        return httpx.Response(200, json={"ok": True, "index": 9})
+
+    for kw, owner in (
+        ({"client_clock": False}, None),
+        ({"client_clock": False}, "node-a"),
+        ({}, "me"),
+    ):
+        store = _store(handler, **kw)
+        item = await store.claim_next_fifo("OB1", owner=owner, now=1.0)
+        assert item is not None
+        await store.mark_done(item.id, now=2.0)
+        await store.close()
+    assert dones == [{"fence": 50}] * 3
+
+
+async def test_a_recovery_forgets_the_rows_claimed_ahead() -> None:
+    calls: list[str] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        calls.append(req.url.path)
+        if req.url.path.endswith("/claim"):
+            return httpx.Response(200, json={"item": _claimed(7, 50)})
+        if req.url.path == "/v1/rows/7/done":
+            return httpx.Response(
+                200, json={"ok": True, "index": 9, "next": {"item": _claimed(8, 51)}}
+            )
+        return httpx.Response(200, json={"reset": 1, "count": 1, "index": 11})
+
+    store = _store(handler, client_clock=False)
+    item = await store.claim_next_fifo("OB1", owner="me")
+    assert item is not None
+    await store.mark_done(item.id)
+    await store.reset_stale_inflight()
+    again = await store.claim_next_fifo("OB1", owner="me")
+    assert again is not None and again.id == "7"  # asked the cluster, not the stale row 8
+    assert calls.count("/v1/lanes/outbound/OB1/claim") == 2
+    await store.close()
