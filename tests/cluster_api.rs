@@ -96,6 +96,17 @@ async fn full_pipeline_through_a_follower_ends_processed() {
         .map(|e| e["event"].as_str().unwrap())
         .collect();
     assert_eq!(events, ["received", "routed", "transformed", "delivered"]);
+    // The details messagefoundry's console shows, in messagefoundry's words.
+    let details: Vec<&str> = view["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["detail"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        details,
+        ["ingress", "1 handler(s)", "1 destination(s)", "attempt 1"]
+    );
     cluster
         .wait_for_equal_digests(Duration::from_secs(20))
         .await

@@ -386,7 +386,16 @@ async fn without_a_keyring_values_are_stored_as_sent() {
         .await,
     );
     let stored = node.stored();
-    assert!(stored.iter().all(|(_, v)| v == "clear text"), "{stored:?}");
+    // Every value sent is stored as sent; the one event detail is the state machine's own
+    // text (`received` "ingress").
+    assert!(
+        stored.iter().all(|(target, v)| match target {
+            ValueRef::EventDetail { .. } => v == "ingress",
+            _ => v == "clear text",
+        }),
+        "{stored:?}"
+    );
+    assert_eq!(stored.len(), 3, "{stored:?}");
     let view = node.writes.read_covered(|r| r.message(mid)).expect("read");
     assert_eq!(view.expect("the message").message.raw, "clear text");
 }

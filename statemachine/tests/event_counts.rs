@@ -35,7 +35,7 @@ fn a_message_without_a_count_is_numbered_after_its_last_event() {
     let mut h = Harness::new();
     let row = h.outbound_claimed("lab", "ehr");
     let before = h.event_kinds(row.message_id);
-    assert!(before.len() >= 2, "{before:?}");
+    assert!(!before.is_empty(), "{before:?}");
     let mut batch = WriteBatch::default();
     batch.delete(Table::EventCounts, row.message_id.to_be_bytes().to_vec());
     h.sm.store_mut().write(batch).expect("drop the count");

@@ -435,9 +435,13 @@ struct MMessage {
     key: Option<String>,
     /// The finalizer ran after the last status written by a handoff or a replay.
     finalized: bool,
-    /// `(ts, kind, destination)` of every event, in order.
-    events: Vec<(Millis, EventKind, Option<String>)>,
+    /// Every event, in order.
+    events: Vec<MEvent>,
 }
+
+/// `(ts, kind, destination, detail)` of an event; the details are messagefoundry's texts
+/// (docs/SPEC.md §3.2).
+type MEvent = (Millis, EventKind, Option<String>, Option<String>);
 
 #[derive(Clone, Debug, Default)]
 struct MLane {
@@ -1089,14 +1093,39 @@ impl Model {
         section.is_empty() || section.contains(name)
     }
 
-    fn event(&mut self, t: Millis, message: u64, kind: EventKind, destination: Option<String>) {
+    fn event(
+        &mut self,
+        t: Millis,
+        message: u64,
+        kind: EventKind,
+        destination: Option<String>,
+        detail: String,
+    ) {
         self.messages[message as usize]
             .events
-            .push((t, kind, destination));
+            .push((t, kind, destination, Some(detail)));
     }
 
-    /// End a row (done, dead or cancelled) with its event.
+    /// End a row (done, dead or cancelled) with its event: `delivered` "attempt N", `dead`
+    /// with the error, `cancelled` "manual purge".
     fn finish(&mut self, t: Millis, id: u64, status: RowStatus, error: Option<&str>) -> u64 {
+        let detail = match status {
+            RowStatus::Done => format!("attempt {}", self.rows[&id].attempts),
+            RowStatus::Dead => error.unwrap_or_default().to_string(),
+            _ => "manual purge".to_string(),
+        };
+        self.finish_as(t, id, status, error, detail)
+    }
+
+    /// [`Model::finish`] with the event's own detail.
+    fn finish_as(
+        &mut self,
+        t: Millis,
+        id: u64,
+        status: RowStatus,
+        error: Option<&str>,
+        detail: String,
+    ) -> u64 {
         let row = self.rows.get_mut(&id).expect("row exists");
         row.status = status;
         row.claim = None;
@@ -1110,7 +1139,7 @@ impl Model {
             RowStatus::Dead => EventKind::Dead,
             _ => EventKind::Cancelled,
         };
-        self.event(t, message, kind, destination);
+        self.event(t, message, kind, destination, detail);
         message
     }
 
@@ -1225,7 +1254,7 @@ impl Model {
                     status: MessageStatus::Received,
                     key: idempotency_key.clone(),
                     finalized: false,
-                    events: vec![(t, EventKind::Received, None)],
+                    events: vec![(t, EventKind::Received, None, Some("ingress".to_string()))],
                 });
                 if let Some(key) = idempotency_key {
                     self.idempotency
@@ -1454,7 +1483,8 @@ impl Model {
                     RouteDisposition::Unrouted => (MessageStatus::Unrouted, EventKind::Unrouted),
                 };
                 self.set_status(t, row.message, status);
-                self.event(t, row.message, kind, None);
+                let detail = format!("{} handler(s)", handlers.len());
+                self.event(t, row.message, kind, None, detail);
                 self.messages[row.message as usize].finalized = false;
                 Ok(Outcome::HandedOff(true))
             }
@@ -1476,7 +1506,8 @@ impl Model {
                     HandoffDisposition::Unrouted => (MessageStatus::Unrouted, EventKind::Unrouted),
                 };
                 self.set_status(t, row.message, status);
-                self.event(t, row.message, kind, None);
+                let detail = format!("{} destination(s)", deliveries.len());
+                self.event(t, row.message, kind, None, detail);
                 self.messages[row.message as usize].finalized = false;
                 Ok(Outcome::HandedOff(true))
             }
@@ -1507,7 +1538,8 @@ impl Model {
                 for ns in touched {
                     *self.namespaces.entry(ns).or_insert(0) += 1;
                 }
-                self.event(t, row.message, EventKind::Transformed, None);
+                let detail = format!("{} destination(s)", deliveries.len());
+                self.event(t, row.message, EventKind::Transformed, None, detail);
                 self.finalize(t, row.message);
                 Ok(Outcome::HandedOff(true))
             }
@@ -1560,8 +1592,10 @@ impl Model {
                 }
                 let id = self.held(*row_id, *fence)?;
                 let attempts = self.rows[&id].attempts;
+                let detail = format!("attempt {attempts}: {error}");
                 if attempts >= retry.max_attempts.unwrap_or(DEFAULT_MAX_ATTEMPTS) {
-                    let message = self.finish(t, id, RowStatus::Dead, Some(error));
+                    // The dead event says which attempt, as `failed` does; last_error is the error.
+                    let message = self.finish_as(t, id, RowStatus::Dead, Some(error), detail);
                     self.finalize(t, message);
                     return Ok(Outcome::Failed {
                         dead: true,
@@ -1573,7 +1607,7 @@ impl Model {
                 let row = self.rows.get_mut(&id).expect("row");
                 row.last_error = Some(error.clone());
                 let (message, destination) = (row.message, row.destination.clone());
-                self.event(t, message, EventKind::Failed, destination);
+                self.event(t, message, EventKind::Failed, destination, detail);
                 Ok(Outcome::Failed {
                     dead: false,
                     next_attempt_at: due,
@@ -1644,7 +1678,8 @@ impl Model {
                     };
                     self.set_status(t, id, status);
                     self.messages[id as usize].finalized = false;
-                    self.event(t, id, EventKind::Replayed, None);
+                    let detail = format!("{} row(s)", chosen.len());
+                    self.event(t, id, EventKind::Replayed, None, detail);
                     self.audit(DEFAULT_ORG);
                 }
                 Ok(Outcome::Count(chosen.len() as u64))
@@ -1664,7 +1699,11 @@ impl Model {
                     })
                     .filter(|r| channel.as_ref().is_none_or(|c| *c == r.channel))
                     .collect();
+                // Lane order for "all"; messagefoundry's next due row for "top".
                 queued.sort_by_key(|r| (r.created_at, r.id));
+                if *top_only {
+                    queued.sort_by_key(|r| (r.next_attempt_at, r.created_at, r.id));
+                }
                 let mut chosen: Vec<u64> = queued.into_iter().map(|r| r.id).collect();
                 if *top_only {
                     chosen.truncate(1);
@@ -1907,10 +1946,10 @@ fn check_state(
         prop_assert_eq!(view.message.status, m.status, "status of message {}", id);
         prop_assert_eq!(&view.message.channel_id, &m.channel);
         prop_assert_eq!(&view.message.idempotency_key, &m.key);
-        let events: Vec<(Millis, EventKind, Option<String>)> = view
+        let events: Vec<MEvent> = view
             .events
             .iter()
-            .map(|e| (e.ts, e.event, e.destination.clone()))
+            .map(|e| (e.ts, e.event, e.destination.clone(), e.detail.clone()))
             .collect();
         prop_assert_eq!(&events, &m.events, "events of message {}", id);
         let rows: Vec<(Stage, RowStatus)> = view.rows.iter().map(|r| (r.stage, r.status)).collect();

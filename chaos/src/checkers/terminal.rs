@@ -3,7 +3,9 @@
 //!
 //! Per message: its status is terminal; no row is pending or inflight; the status is the one the
 //! finalizer's precedence gives for its rows (any dead row ⇒ `error`, else any outbound row ⇒
-//! `processed`); it was received once and routed/filtered/unrouted at most once; and each
+//! `processed`); it was received once (one `received` event, or a message recorded already
+//! filtered or failed opens with that `filtered`/`error` event instead, as messagefoundry's
+//! `record_received` writes it) and routed/filtered/unrouted at most once; and each
 //! destination's `delivered` events match its done rows one for one (nothing delivered twice,
 //! nothing done without a delivery).
 
@@ -54,7 +56,11 @@ pub fn check(messages: &[FinalMessage], live_rows: u64) -> Verdict {
             }
         }
         let count = |kind: &str| m.events.iter().filter(|e| e.kind == kind).count();
-        if count("received") != 1 {
+        let born_terminal = count("received") == 0
+            && m.events
+                .first()
+                .is_some_and(|e| e.kind == "filtered" || e.kind == "error");
+        if count("received") != 1 && !born_terminal {
             v.fail(format!(
                 "message {} has {} received events",
                 m.id,
@@ -148,11 +154,41 @@ mod tests {
         }
     }
 
+    /// RecordReceived: one event, the disposition itself.
+    fn recorded(kind: &str) -> FinalMessage {
+        FinalMessage {
+            id: 3,
+            status: kind.into(),
+            events: vec![ev(kind, None)],
+            rows: vec![],
+            ..processed()
+        }
+    }
+
     #[test]
     fn good_messages_pass() {
-        let v = check(&[processed(), filtered()], 0);
+        let all = [
+            processed(),
+            filtered(),
+            recorded("filtered"),
+            recorded("error"),
+        ];
+        let v = check(&all, 0);
         assert!(v.ok(), "{:?}", v.violations);
-        assert_eq!(v.checked, 2);
+        assert_eq!(v.checked, 4);
+    }
+
+    #[test]
+    fn a_message_never_received_fires() {
+        let mut m = processed();
+        m.events.remove(0);
+        assert!(!check(&[m], 0).ok());
+        let mut m = recorded("error");
+        m.events.insert(0, ev("delivered", Some("d0")));
+        assert!(!check(&[m], 0).ok());
+        let mut m = filtered();
+        m.events.insert(0, ev("received", None));
+        assert!(!check(&[m], 0).ok());
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::model::message::EventKind;
 use crate::model::response::{CapturedResponse, ResponseRef};
 use crate::model::row::{RowStatus, Stage, WorkRow};
 use crate::rules::fence;
-use crate::rules::finalizer::finalize;
+use crate::rules::finalizer::{finalize, DeadEvent};
 use crate::rules::retry::{attempt_limit, backoff_delay, check_policy};
 use crate::rules::{fifo, validate};
 use crate::tables::rows::{self, NewRow};
@@ -115,10 +115,7 @@ fn complete_with_response(
         row.message_id,
         EventKind::Delivered,
         Some(&destination),
-        Some(format!(
-            "attempt {}; response {seq}: {outcome}",
-            done.attempts
-        )),
+        Some(format!("attempt {} (response {outcome})", done.attempts)),
     )?;
     if let Some(channel) = reingress_to {
         let reference = ResponseRef {
@@ -154,7 +151,13 @@ fn mark_failed(
     let row = fence::held(cx, row_id, fence, ALL_STAGES)?;
     let destination = row.destination_name.clone();
     if attempt_limit(retry).exhausted_by(row.attempts) {
-        dead_letter(cx, &row, error)?;
+        // messagefoundry's text: the `dead` event says which attempt it was, like `failed`;
+        // the row's `last_error` is the error alone.
+        let event = DeadEvent {
+            destination: destination.as_deref(),
+            detail: format!("attempt {}: {error}", row.attempts),
+        };
+        crate::rules::finalizer::dead_letter_as(cx, &row, error, event)?;
         return Ok(Outcome::Failed {
             dead: true,
             next_attempt_at: cx.t,

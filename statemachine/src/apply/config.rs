@@ -134,9 +134,18 @@ fn dead_letter_missing(
     known: &[String],
 ) -> ApplyResult<Outcome> {
     let known: BTreeSet<&str> = known.iter().map(String::as_str).collect();
-    let (what, action) = match stage {
-        Stage::Outbound => ("destination", "queue.dead_letter_missing_destinations"),
-        _ => ("handler", "queue.dead_letter_missing_handlers"),
+    // messagefoundry's texts (the row's `last_error` and its `dead` event's detail).
+    let (what, action, sweep_error) = match stage {
+        Stage::Outbound => (
+            "destination",
+            "queue.dead_letter_missing_destinations",
+            "destination removed from outbound registry",
+        ),
+        _ => (
+            "handler",
+            "queue.dead_letter_missing_handlers",
+            "handler removed from registry",
+        ),
     };
     let mut count = 0u64;
     let mut missing = BTreeSet::new();
@@ -152,11 +161,7 @@ fn dead_letter_missing(
         if !row.status.is_live() || known.contains(name.as_str()) {
             continue;
         }
-        dead_letter(
-            cx,
-            &row,
-            &format!("{what} {name} missing from the registry"),
-        )?;
+        dead_letter(cx, &row, sweep_error)?;
         missing.insert(name);
         count += 1;
     }

@@ -59,6 +59,9 @@ impl Apply for EnqueueMessage {
     }
 }
 
+/// A new message and its one opening event `opening` (kind, detail), as messagefoundry's stores
+/// write it: `received` "ingress" (EnqueueIngress), `received` "N destination(s)"
+/// (EnqueueMessage), or the born-terminal `filtered`/`error` with the error (RecordReceived).
 fn new_message(
     cx: &mut Ctx<'_, '_>,
     channel: &str,
@@ -66,6 +69,7 @@ fn new_message(
     fields: &MessageFields,
     status: MessageStatus,
     key: Option<&str>,
+    opening: (EventKind, Option<String>),
 ) -> ApplyResult<Message> {
     validate::name("channel", channel)?;
     if let Some(k) = key {
@@ -93,7 +97,8 @@ fn new_message(
     if let Some(k) = key {
         dedupe::register(cx, channel, k, id)?;
     }
-    messages::first_event(cx, id, EventKind::Received);
+    let (kind, detail) = opening;
+    messages::first_event(cx, id, kind, detail);
     Ok(message)
 }
 
@@ -110,7 +115,16 @@ fn enqueue_ingress(
             duplicate: true,
         });
     }
-    let message = new_message(cx, channel, raw, fields, MessageStatus::Received, key)?;
+    let opening = (EventKind::Received, Some("ingress".to_string()));
+    let message = new_message(
+        cx,
+        channel,
+        raw,
+        fields,
+        MessageStatus::Received,
+        key,
+        opening,
+    )?;
     fifo::push_row(
         cx,
         NewRow {
@@ -141,9 +155,17 @@ fn record_received(
         ReceivedStatus::Filtered => (MessageStatus::Filtered, EventKind::Filtered),
         ReceivedStatus::Error => (MessageStatus::Error, EventKind::Error),
     };
-    let mut message = new_message(cx, channel, raw, fields, status, None)?;
-    message.error = error.map(str::to_string);
-    messages::event(cx, message.id, kind, None, message.error.clone())?;
+    let error = error.map(str::to_string);
+    let mut message = new_message(
+        cx,
+        channel,
+        raw,
+        fields,
+        status,
+        None,
+        (kind, error.clone()),
+    )?;
+    message.error = error;
     // Born terminal: indexed as ended now, for retention.
     ended::follow(cx, message.id, None, status)?;
     messages::save(cx, &message);
@@ -172,20 +194,12 @@ fn enqueue_message(
     } else {
         MessageStatus::Routed
     };
-    let mut message = new_message(cx, channel, raw, fields, status, key)?;
+    let opening = (
+        EventKind::Received,
+        Some(format!("{} destination(s)", deliveries.len())),
+    );
+    let mut message = new_message(cx, channel, raw, fields, status, key, opening)?;
     insert_deliveries(cx, message.id, channel, deliveries)?;
-    let kind = if deliveries.is_empty() {
-        EventKind::Unrouted
-    } else {
-        EventKind::Routed
-    };
-    messages::event(
-        cx,
-        message.id,
-        kind,
-        None,
-        Some(format!("{} deliveries", deliveries.len())),
-    )?;
     // Status set through set_status so an unrouted message starts its dedupe window at once.
     dedupe::set_status(cx, &mut message, status)?;
     Ok(Outcome::Enqueued {

@@ -2,7 +2,6 @@
 //! RouteHandoff (ingress → routed), Handoff (ingress → outbound), TransformHandoff
 //! (routed → outbound, with transform state) and IngressHandoff (response → new message).
 
-use crate::apply::complete::dead_letter;
 use crate::apply::enqueue::insert_deliveries;
 use crate::apply::{state, Apply, ApplyResult, Ctx};
 use crate::model::ids::{Fence, MessageId, RowId};
@@ -10,7 +9,7 @@ use crate::model::message::{Correlation, EventKind, Message, MessageStatus};
 use crate::model::response::{CapturedResponse, ResponseRef};
 use crate::model::row::{RowStatus, Stage};
 use crate::rules::fence::{self, Fenced};
-use crate::rules::finalizer::finalize;
+use crate::rules::finalizer::{dead_letter_as, finalize, DeadEvent};
 use crate::rules::{dedupe, fifo, registry, validate};
 use crate::tables::rows::{self, NewRow};
 use crate::tables::{children, config, messages, responses};
@@ -109,8 +108,13 @@ struct CallerChild<'a> {
     peek_failed: bool,
 }
 
-/// The error of a child whose body the caller could not parse.
-const PEEK_FAILED: &str = "re-ingested body failed the caller's parse";
+/// The error of a child whose body the caller could not parse (messagefoundry's text).
+const PEEK_FAILED: &str = "re-ingress body failed HL7 peek";
+
+/// `last_error` of a response row whose reference does not lead to a captured response, and its
+/// `dead` event's detail (messagefoundry's texts).
+const REF_CORRUPT: &str = "re-ingress work-row reference is corrupt/unparseable";
+const REF_CORRUPT_EVENT: &str = "re-ingress ref corrupt";
 
 fn route_handoff(
     cx: &mut Ctx<'_, '_>,
@@ -178,7 +182,7 @@ fn handoff(
         row.message_id,
         status,
         kind,
-        format!("{} deliveries", deliveries.len()),
+        format!("{} destination(s)", deliveries.len()),
     )?;
     Ok(Outcome::HandedOff(true))
 }
@@ -214,11 +218,7 @@ fn transform_handoff(
         row.message_id,
         EventKind::Transformed,
         None,
-        Some(format!(
-            "{}: {} deliveries",
-            row.handler_name.as_deref().unwrap_or("-"),
-            deliveries.len()
-        )),
+        Some(format!("{} destination(s)", deliveries.len())),
     )?;
     finalize(cx, row.message_id)?;
     Ok(Outcome::HandedOff(true))
@@ -243,7 +243,12 @@ fn ingress_handoff(
         None => None,
     };
     let (Some(reference), Some(response)) = (reference, response) else {
-        dead_letter(cx, &row, "corrupt response reference")?;
+        // messagefoundry's event names no destination here: it could not read one.
+        let event = DeadEvent {
+            destination: None,
+            detail: REF_CORRUPT_EVENT.to_string(),
+        };
+        dead_letter_as(cx, &row, REF_CORRUPT, event)?;
         return Ok(Outcome::Reingressed(None));
     };
     let origin = cx.message(reference.message_id)?;
@@ -253,11 +258,12 @@ fn ingress_handoff(
         .map_or(0, |c| c.depth)
         .saturating_add(1);
     if depth > depth_cap {
-        dead_letter(
-            cx,
-            &row,
-            &format!("correlation depth {depth} exceeds cap {depth_cap}"),
-        )?;
+        let event = DeadEvent {
+            destination: Some(&reference.destination),
+            detail: format!("re-ingress depth cap ({depth})"),
+        };
+        let error = format!("re-ingress correlation depth exceeded ({depth} > {depth_cap})");
+        dead_letter_as(cx, &row, &error, event)?;
         return Ok(Outcome::Reingressed(None));
     }
     let key = children::key(
@@ -307,22 +313,13 @@ fn ingress_handoff(
                 purged: false,
             };
             messages::save(cx, &child);
-            messages::event(
-                cx,
-                id,
-                EventKind::Received,
-                None,
-                Some(format!("re-ingress of message {}", origin.id)),
-            )?;
-            if peek_failed {
-                messages::event(
-                    cx,
-                    id,
-                    EventKind::Error,
-                    None,
-                    Some(PEEK_FAILED.to_string()),
-                )?;
-            } else {
+            // One event, `received`, also for a child born in `error` (messagefoundry's).
+            let detail = format!(
+                "reingress from {}/{}/seq{}",
+                origin.id, reference.destination, reference.seq
+            );
+            messages::first_event(cx, id, EventKind::Received, Some(detail));
+            if !peek_failed {
                 fifo::push_row(
                     cx,
                     NewRow {
@@ -350,7 +347,7 @@ fn ingress_handoff(
         origin.id,
         EventKind::Reingressed,
         Some(&reference.destination),
-        Some(format!("child {child_id} on {loopback_channel}")),
+        Some(format!("-> {child_id} depth {depth}")),
     )?;
     finalize(cx, origin.id)?;
     Ok(Outcome::Reingressed(Some(child_id)))

@@ -160,8 +160,17 @@ fn cancel_queued(
             continue;
         }
         chosen.push(row);
-        if top_only {
-            break;
+    }
+    if top_only {
+        // messagefoundry's "head of the queue" is the next due row (`ORDER BY next_attempt_at,
+        // created_at`), not the lane's FIFO head: a head backing off is passed over for a due
+        // row behind it. The row id (= seq) breaks ties, as the lane order does.
+        if let Some(first) = chosen
+            .iter()
+            .min_by_key(|r| (r.next_attempt_at, r.created_at, r.id))
+            .cloned()
+        {
+            chosen = vec![first];
         }
     }
     let mut touched = BTreeSet::new();
@@ -172,7 +181,7 @@ fn cancel_queued(
             row.message_id,
             EventKind::Cancelled,
             Some(destination),
-            Some("cancelled by operator".to_string()),
+            Some("manual purge".to_string()),
         )?;
         touched.insert(row.message_id);
     }

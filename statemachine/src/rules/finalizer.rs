@@ -50,13 +50,35 @@ pub(crate) fn dead_letter(
     row: &WorkRow,
     error: &str,
 ) -> Result<(), StoreError> {
+    let event = DeadEvent {
+        destination: row.destination_name.as_deref(),
+        detail: error.to_string(),
+    };
+    dead_letter_as(cx, row, error, event)
+}
+
+/// The `dead` event of a dead-lettering whose event says something other than the row's
+/// `last_error` (messagefoundry's texts: MarkFailed's `attempt N: error`, the re-ingress
+/// branches' short details).
+pub(crate) struct DeadEvent<'a> {
+    pub destination: Option<&'a str>,
+    pub detail: String,
+}
+
+/// [`dead_letter`] with `error` as the row's `last_error` and `event` as its `dead` event.
+pub(crate) fn dead_letter_as(
+    cx: &mut Db<'_, '_>,
+    row: &WorkRow,
+    error: &str,
+    event: DeadEvent<'_>,
+) -> Result<(), StoreError> {
     rows::finish(cx, row, RowStatus::Dead, Some(error));
     messages::event(
         cx,
         row.message_id,
         crate::model::message::EventKind::Dead,
-        row.destination_name.as_deref(),
-        Some(error.to_string()),
+        event.destination,
+        Some(event.detail),
     )?;
     finalize(cx, row.message_id)
 }

@@ -103,9 +103,15 @@ pub(crate) fn event(
 }
 
 /// The first event of a message that the current command creates: number 0, without reading
-/// its count (a new message has none).
-pub(crate) fn first_event(cx: &mut Db<'_, '_>, message: MessageId, kind: EventKind) {
-    put_event(cx, message, 0, kind, None, None);
+/// its count (a new message has none). Like messagefoundry's stores, a message opens with one
+/// event: `received` (with what it was received for), or the born-terminal `filtered`/`error`.
+pub(crate) fn first_event(
+    cx: &mut Db<'_, '_>,
+    message: MessageId,
+    kind: EventKind,
+    detail: Option<String>,
+) {
+    put_event(cx, message, 0, kind, None, detail);
 }
 
 /// Store event number `no` and the message's new count, `no + 1`.

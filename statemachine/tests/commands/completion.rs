@@ -102,13 +102,12 @@ fn mark_failed_dead_letters_after_max_attempts() {
     assert_eq!(h.status(id), MessageStatus::Error);
     assert_eq!(
         h.event_kinds(id),
-        vec![
-            EventKind::Received,
-            EventKind::Routed,
-            EventKind::Failed,
-            EventKind::Dead
-        ]
+        vec![EventKind::Received, EventKind::Failed, EventKind::Dead]
     );
+    // messagefoundry's texts: the dead event says which attempt, as the failed one does.
+    let events = h.view(id).events;
+    assert_eq!(events[1].detail.as_deref(), Some("attempt 1: e1"));
+    assert_eq!(events[2].detail.as_deref(), Some("attempt 2: e2"));
     let dead = h.sm.read().dead_letters(None, None, 10).unwrap();
     assert_eq!(
         dead.iter().map(|r| r.id).collect::<Vec<_>>(),

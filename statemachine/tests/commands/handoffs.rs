@@ -118,7 +118,7 @@ fn handoff_goes_straight_to_outbound_rows() {
             (Stage::Outbound, "d2".to_string(), "p2".to_string()),
         ]
     );
-    assert_eq!(v.events[1].detail.as_deref(), Some("2 deliveries"));
+    assert_eq!(v.events[1].detail.as_deref(), Some("2 destination(s)"));
     h.no_change(
         handoff(&ing, &[("d1", "p1")], HandoffDisposition::Routed),
         Outcome::HandedOff(false),
@@ -186,7 +186,7 @@ fn transform_handoff_upserts_state_and_bumps_each_namespace_once() {
     assert_eq!(v.rows[0].stage, Stage::Outbound);
     let last = v.events.last().unwrap();
     assert_eq!(last.event, EventKind::Transformed);
-    assert_eq!(last.detail.as_deref(), Some("h1: 1 deliveries"));
+    assert_eq!(last.detail.as_deref(), Some("1 destination(s)"));
     // A second transform touching ns1 bumps it again, once.
     routed_message(&mut h, "orders", &[("h1", "p")]);
     let routed = h.claim_one(Stage::Routed);

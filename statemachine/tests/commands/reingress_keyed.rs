@@ -127,12 +127,14 @@ fn a_body_the_caller_could_not_parse_makes_an_error_child_without_an_ingress_row
     assert_eq!(v.message.status, MessageStatus::Error);
     assert_eq!(
         v.message.error.as_deref(),
-        Some("re-ingested body failed the caller's parse")
+        Some("re-ingress body failed HL7 peek")
     );
     assert!(v.rows.is_empty());
+    // One event, `received`, as messagefoundry records a child born in error.
+    assert_eq!(h.event_kinds(child), vec![EventKind::Received]);
     assert_eq!(
-        h.event_kinds(child),
-        vec![EventKind::Received, EventKind::Error]
+        v.events[0].detail,
+        Some(format!("reingress from {origin}/OB1/seq1"))
     );
     assert_eq!(h.status(origin), MessageStatus::Processed);
 }

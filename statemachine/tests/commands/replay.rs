@@ -202,7 +202,7 @@ fn cancel_queued_cancels_pending_rows_of_the_destination_and_finalizes() {
     let event = h.view(m2).events.last().unwrap().clone();
     assert_eq!(event.event, EventKind::Cancelled);
     assert_eq!(event.destination.as_deref(), Some("d"));
-    assert_eq!(event.detail.as_deref(), Some("cancelled by operator"));
+    assert_eq!(event.detail.as_deref(), Some("manual purge"));
     h.no_change(cancel("d", None, false), Outcome::Count(0));
     // m1 finalizes once its last row is cancelled too.
     assert_eq!(h.ok(cancel("e", None, false)), Outcome::Count(1));
@@ -219,6 +219,37 @@ fn cancel_queued_top_only_cancels_just_the_lane_head() {
         h.sm.read().lane_order(Stage::Outbound, "d", 10).unwrap(),
         vec![RowId(1), RowId(2)]
     );
+}
+
+#[test]
+fn cancel_queued_top_only_cancels_the_next_due_row_not_a_head_backing_off() {
+    // messagefoundry's "top": ORDER BY next_attempt_at, created_at (then seq).
+    let mut h = Harness::new();
+    let m0 = h.enqueue_message("c1", &[("d", "0")]);
+    h.advance(5);
+    let m1 = h.enqueue_message("c1", &[("d", "1")]);
+    let m2 = h.enqueue_message("c1", &[("d", "2")]);
+    let head = h.claim_ready(Stage::Outbound, 1, "w", 60_000).remove(0);
+    assert_eq!(head.message_id, m0);
+    h.ok(mark_failed(
+        &head,
+        "busy",
+        retry(None, 60_000, 1_000, 60_000),
+    ));
+    // The head (row 0) is pending again but due in a minute; rows 1 and 2 are due now.
+    assert_eq!(h.ok(cancel("d", None, true)), Outcome::Count(1));
+    assert_eq!(h.row(RowId(0)).status, RowStatus::Pending);
+    assert_eq!(h.row(RowId(1)).status, RowStatus::Cancelled);
+    assert_eq!(h.row(RowId(2)).status, RowStatus::Pending);
+    assert_eq!(h.status(m1), MessageStatus::Processed);
+    assert_eq!(h.status(m2), MessageStatus::Routed);
+    // Even once the head is due again, row 2 was due earlier: it goes next, then the head.
+    h.advance(60_000);
+    assert_eq!(h.ok(cancel("d", None, true)), Outcome::Count(1));
+    assert_eq!(h.row(RowId(2)).status, RowStatus::Cancelled);
+    assert_eq!(h.row(RowId(0)).status, RowStatus::Pending);
+    assert_eq!(h.ok(cancel("d", None, true)), Outcome::Count(1));
+    assert_eq!(h.row(RowId(0)).status, RowStatus::Cancelled);
 }
 
 #[test]

@@ -36,7 +36,7 @@ fn complete_with_response_captures_the_response_and_finalizes() {
     assert_eq!(r.captured_at, T0 + 3);
     let event = v.events.last().unwrap();
     assert_eq!(event.event, EventKind::Delivered);
-    assert_eq!(event.detail.as_deref(), Some("attempt 1; response 1: 200"));
+    assert_eq!(event.detail.as_deref(), Some("attempt 1 (response 200)"));
 }
 
 #[test]
@@ -136,13 +136,17 @@ fn ingress_handoff_creates_a_correlated_child_message_and_finalizes_the_origin()
     assert_eq!(c.rows[0].stage, Stage::Ingress);
     assert_eq!(c.rows[0].payload, "reply");
     assert_eq!(h.event_kinds(child), vec![EventKind::Received]);
+    assert_eq!(
+        c.events[0].detail,
+        Some(format!("reingress from {origin}/api/seq1"))
+    );
     let o = h.view(origin);
     assert_eq!(o.message.status, MessageStatus::Processed);
     assert_eq!(h.row(resp.row_id).status, RowStatus::Done);
     let event = o.events.last().unwrap();
     assert_eq!(event.event, EventKind::Reingressed);
     assert_eq!(event.destination.as_deref(), Some("api"));
-    assert_eq!(event.detail.as_deref(), Some("child 1 on loop"));
+    assert_eq!(event.detail.as_deref(), Some("-> 1 depth 1"));
 }
 
 #[test]
@@ -214,10 +218,13 @@ fn ingress_handoff_over_the_depth_cap_dead_letters_the_row_and_finalizes_the_ori
     assert_eq!(row.status, RowStatus::Dead);
     assert_eq!(
         row.last_error.as_deref(),
-        Some("correlation depth 1 exceeds cap 0")
+        Some("re-ingress correlation depth exceeded (1 > 0)")
     );
     assert_eq!(h.status(origin), MessageStatus::Error);
-    assert_eq!(h.event_kinds(origin).last(), Some(&EventKind::Dead));
+    let event = h.view(origin).events.pop().unwrap();
+    assert_eq!(event.event, EventKind::Dead);
+    assert_eq!(event.destination.as_deref(), Some("api"));
+    assert_eq!(event.detail.as_deref(), Some("re-ingress depth cap (1)"));
 }
 
 #[test]
@@ -242,9 +249,14 @@ fn ingress_handoff_with_a_corrupt_reference_dead_letters_the_row() {
     assert_eq!(row.status, RowStatus::Dead);
     assert_eq!(
         row.last_error.as_deref(),
-        Some("corrupt response reference")
+        Some("re-ingress work-row reference is corrupt/unparseable")
     );
     assert_eq!(h.status(origin), MessageStatus::Error);
+    // messagefoundry's event: no destination (it could not read one), a short detail.
+    let event = h.view(origin).events.pop().unwrap();
+    assert_eq!(event.event, EventKind::Dead);
+    assert_eq!(event.destination, None);
+    assert_eq!(event.detail.as_deref(), Some("re-ingress ref corrupt"));
     assert_eq!(h.sm.meta().next_message_id, 1);
 }
 

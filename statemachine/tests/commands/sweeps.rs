@@ -29,13 +29,17 @@ fn a_row_to_a_destination_missing_from_the_set_is_dead_lettered_and_its_message_
     assert_eq!(row.status, RowStatus::Dead);
     assert_eq!(
         row.last_error.as_deref(),
-        Some("destination GONE missing from the registry")
+        Some("destination removed from outbound registry")
     );
     assert_eq!(row.updated_at, T0 + 100);
     assert_eq!(h.status(id), MessageStatus::Error);
     let last = h.view(id).events.pop().expect("event");
     assert_eq!(last.event, EventKind::Dead);
     assert_eq!(last.destination.as_deref(), Some("GONE"));
+    assert_eq!(
+        last.detail.as_deref(),
+        Some("destination removed from outbound registry")
+    );
     assert_eq!(
         h.audit(DEFAULT_ORG).pop().map(|r| (r.action, r.detail)),
         Some((
@@ -116,9 +120,14 @@ fn the_handler_sweep_takes_live_routed_rows_whose_handler_is_missing() {
     let dead = h.row(rows[0].id);
     assert_eq!(
         dead.last_error.as_deref(),
-        Some("handler H_GONE missing from the registry")
+        Some("handler removed from registry")
     );
-    assert_eq!(h.view(other).events.pop().expect("event").destination, None);
+    let last = h.view(other).events.pop().expect("event");
+    assert_eq!(last.destination, None);
+    assert_eq!(
+        last.detail.as_deref(),
+        Some("handler removed from registry")
+    );
     assert_eq!(
         h.row(RowId(5)).status,
         RowStatus::Pending,
