@@ -27,6 +27,12 @@ pub const DEFAULT_RETENTION_INTERVAL_MS: u64 = 60_000;
 /// off has a broken clock, and is cut off (loudly) rather than trusted.
 pub const DEFAULT_CLOCK_SKEW_MS: u64 = 30_000;
 
+// The state machine accepts a caller's time on a session write within this same bound
+// (`SessionAt`, docs/SPEC.md §13.2); as a constant there, since `apply` must not depend on a
+// node's tuning.
+const _: () =
+    assert!(DEFAULT_CLOCK_SKEW_MS == raftlane_statemachine::model::session::MAX_SESSION_AT_SKEW_MS);
+
 /// Upper limit of [`Tuning::max_clock_skew_ms`]: half the state machine's request-id memory, so
 /// that a replayed forwarded proposal is either refused as stale or answered as a repeat.
 pub const MAX_CLOCK_SKEW_MS: u64 = raftlane_statemachine::apply::request::REQUEST_TTL_MS / 2;

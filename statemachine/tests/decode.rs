@@ -412,6 +412,14 @@ fn samples() -> Vec<Envelope> {
             },
             nonce: "00ff".into(),
         }),
+        // --- sessions dated by the caller ---
+        Command::SessionAt(raftlane_statemachine::wire::command::SessionAt {
+            at: 9,
+            write: raftlane_statemachine::wire::command::SessionWrite::Update(UpdateSession {
+                token_hash: "d".repeat(64),
+                change: SessionChange::Touch,
+            }),
+        }),
     ];
     commands
         .into_iter()

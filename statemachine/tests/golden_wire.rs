@@ -15,7 +15,7 @@
 //! - `commands.hex`: one [`Envelope`] per [`Command`] variant (fixed `now_ms`, actor and
 //!   `request_id: Some`), plus the bare encoding of every variant of the enums nested in commands
 //!   (`Stage`, `ReceivedStatus`, `RouteDisposition`, `HandoffDisposition`, `Role`, `ValueRef`,
-//!   `UserChange`, `SessionChange`, `AdGroupMap`, `AuthProvider`).
+//!   `UserChange`, `SessionChange`, `AdGroupMap`, `AuthProvider`, `SessionWrite`).
 //! - `outcomes.hex`: every [`Outcome`] variant, and every [`FifoEmpty`] variant as it travels,
 //!   inside `Outcome::FifoClaimed(Err(..))` (`Outcome::FifoClaimed` itself carries `Ok`, and
 //!   `Outcome::Batch` / `Outcome::Repeated` carry both `Response` variants).
@@ -108,6 +108,8 @@ use raftlane_statemachine::model::retention::{MessageEnd, RetentionCursor};
 use raftlane_statemachine::wire::command::{
     Fingerprinted, IssueToken, RetentionPage, RetentionPass,
 };
+// --- sessions dated by the caller ---
+use raftlane_statemachine::wire::command::{SessionAt, SessionWrite};
 use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
 use raftlane_statemachine::{
     ApprovalId, ClaimedRow, Command, Envelope, Fence, FifoEmpty, MemStore, MessageId, MetaState,
@@ -312,6 +314,7 @@ fn command_variant(c: &Command) -> &'static str {
         Command::Fingerprinted(_) => "Fingerprinted",
         Command::IssueToken(_) => "IssueToken",
         Command::RetentionPage(_) => "RetentionPage",
+        Command::SessionAt(_) => "SessionAt",
     }
 }
 
@@ -568,6 +571,7 @@ fn table_name(t: Table) -> (&'static str, &'static str) {
         Table::MessageEnds => ("MessageEnds", "message_ends"),
         Table::RetentionCursors => ("RetentionCursors", "retention_cursors"),
         Table::Tallies => ("Tallies", "tallies"),
+        Table::RowRetry => ("RowRetry", "row_retry"),
     }
 }
 
@@ -936,6 +940,15 @@ fn command_examples() -> Vec<Command> {
             older_than: NOW + 931,
             limit: 932,
         }),
+        Command::SessionAt(SessionAt {
+            at: NOW - 941,
+            write: SessionWrite::Update(UpdateSession {
+                token_hash: s(TOKEN_HASH),
+                change: SessionChange::Reauthed {
+                    client: some("10.0.9.42"),
+                },
+            }),
+        }),
     ]
 }
 
@@ -987,6 +1000,39 @@ fn session_change_examples() -> Vec<SessionChange> {
         },
         SessionChange::MfaVerified,
         SessionChange::Revoke,
+    ]
+}
+
+fn session_write_variant(v: &SessionWrite) -> &'static str {
+    match v {
+        SessionWrite::Create(_) => "Create",
+        SessionWrite::Update(_) => "Update",
+        SessionWrite::RevokeUser(_) => "RevokeUser",
+        SessionWrite::Cap(_) => "Cap",
+    }
+}
+
+fn session_write_examples() -> Vec<SessionWrite> {
+    vec![
+        SessionWrite::Create(CreateSession {
+            token_hash: s(TOKEN_HASH),
+            user_id: s("user-951"),
+            expires_at: NOW + 952,
+            client: some("10.0.9.53"),
+            seed_reauth: true,
+        }),
+        SessionWrite::Update(UpdateSession {
+            token_hash: s(TOKEN_HASH),
+            change: SessionChange::MfaVerified,
+        }),
+        SessionWrite::RevokeUser(RevokeUserSessions {
+            user_id: s("user-954"),
+            except_token_hash: some(TOKEN_HASH),
+        }),
+        SessionWrite::Cap(EnforceSessionCap {
+            user_id: s("user-955"),
+            keep: 956,
+        }),
     ]
 }
 
@@ -1471,6 +1517,15 @@ fn stored_cases(table: Table) -> Vec<Case> {
             },
         )],
         Table::Tallies => vec![codec_case(name("u64"), 907u64)],
+        Table::RowRetry => vec![codec_case(
+            name("RetryPolicy"),
+            RetryPolicy {
+                max_attempts: Some(u32::MAX),
+                backoff_ms: 911,
+                multiplier_milli: 1_500,
+                max_backoff_ms: 912_000,
+            },
+        )],
         // Index tables: key only, the value is always empty.
         Table::MessageRows
         | Table::LanePending
@@ -1538,6 +1593,7 @@ fn verify_live_value(table: Table, key: &[u8], value: &[u8]) -> Result<(), Strin
         Table::MessageEnds => reencodes::<MessageEnd>(value),
         Table::RetentionCursors => reencodes::<RetentionCursor>(value),
         Table::Tallies => reencodes::<u64>(value),
+        Table::RowRetry => reencodes::<RetryPolicy>(value),
         Table::MessageRows
         | Table::LanePending
         | Table::LaneInflight
@@ -1948,6 +2004,12 @@ fn commands_cases() -> Vec<Case> {
         retention_pass_variant,
         |v| v,
     ));
+    cases.extend(enum_cases(
+        "SessionWrite",
+        session_write_examples(),
+        session_write_variant,
+        |v| v,
+    ));
     cases
 }
 
@@ -2263,6 +2325,20 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
         pass: RetentionPass::BlankDeadLetters,
         older_than: NOW + 1_000_000,
         limit: 1000,
+    }));
+    // A row failed under its worker's policy and back to pending: RowRetry.
+    live.ok(Command::EnqueueIngress(EnqueueIngress {
+        channel: s("retrying"),
+        raw: s("raw-retrying"),
+        fields: MessageFields::default(),
+        idempotency_key: None,
+    }));
+    let row = live.claim(Stage::Ingress, "retrying");
+    live.ok(Command::MarkFailed(MarkFailed {
+        row_id: row.row_id,
+        fence: row.fence,
+        error: s("partner down"),
+        retry: retry_policy(),
     }));
     // Config, principals, approvals, reference data, audit chains.
     live.ok(Command::PutConfig(PutConfig {

@@ -388,6 +388,8 @@ struct MRow {
     /// `(owner, lease_expires_at, fence)` while inflight.
     claim: Option<(String, Millis, u64)>,
     last_fence: Option<u64>,
+    /// The policy of its last `fail` while it is live: a lease expiry is judged by it.
+    retry: Option<RetryPolicy>,
 }
 
 impl MRow {
@@ -1003,6 +1005,7 @@ impl Model {
             updated_at: t,
             claim: None,
             last_fence: None,
+            retry: None,
         };
         let (s, name) = row.lane();
         let lane = self.lane_mut(s, &name);
@@ -1073,17 +1076,23 @@ impl Model {
     }
 
     /// docs/SPEC.md §4.5, §5.2: a row whose lease ran out goes back to pending, due at `t`,
-    /// unless its claim was the last attempt its policy allows (the model's configs name no
-    /// policies, so every row has the default limit): then it dies and its message is
-    /// finalized.
+    /// unless its claim was the last attempt its policy allows: the policy of its last `fail`
+    /// while it is live, else the config's (the model's configs name no policies, so that is
+    /// the default limit). Then it dies and its message is finalized.
     fn expire(&mut self, t: Millis, id: u64) {
-        let attempts = self.rows[&id].attempts;
-        if attempts < DEFAULT_MAX_ATTEMPTS {
+        let row = &self.rows[&id];
+        let attempts = row.attempts;
+        let limit = row
+            .retry
+            .as_ref()
+            .and_then(|r| r.max_attempts)
+            .unwrap_or(DEFAULT_MAX_ATTEMPTS);
+        if limit == u32::MAX || attempts < limit {
             self.back_to_pending(t, id, t);
             return;
         }
         note("expire", "dead");
-        let reason = format!("lease expired on attempt {attempts} of {DEFAULT_MAX_ATTEMPTS}");
+        let reason = format!("lease expired on attempt {attempts} of {limit}");
         let message = self.finish(t, id, RowStatus::Dead, Some(&reason));
         self.finalize(t, message);
     }
@@ -1129,6 +1138,7 @@ impl Model {
         let row = self.rows.get_mut(&id).expect("row exists");
         row.status = status;
         row.claim = None;
+        row.retry = None;
         row.updated_at = t;
         if let Some(e) = error {
             row.last_error = Some(e.to_string());
@@ -1606,6 +1616,7 @@ impl Model {
                 self.back_to_pending(t, id, due);
                 let row = self.rows.get_mut(&id).expect("row");
                 row.last_error = Some(error.clone());
+                row.retry = Some(retry.clone());
                 let (message, destination) = (row.message, row.destination.clone());
                 self.event(t, message, EventKind::Failed, destination, detail);
                 Ok(Outcome::Failed {

@@ -638,6 +638,7 @@ impl Client {
         );
         let body = ReauthChange {
             client: client.map(str::to_string),
+            at: None,
         };
         self.send_typed(Method::POST, &path, &body).await
     }
@@ -651,6 +652,7 @@ impl Client {
         let path = format!("/v1/users/{}/sessions/revoke", encode_segment(id));
         let body = RevokeSessionsRequest {
             except_token_hash: except_token_hash.map(str::to_string),
+            at: None,
         };
         self.send_typed(Method::POST, &path, &body).await
     }
@@ -662,7 +664,7 @@ impl Client {
         keep: u32,
     ) -> Result<SessionsRevoked, ClientError> {
         let path = format!("/v1/users/{}/sessions/cap", encode_segment(id));
-        self.send_typed(Method::POST, &path, &SessionCapRequest { keep })
+        self.send_typed(Method::POST, &path, &SessionCapRequest { keep, at: None })
             .await
     }
 

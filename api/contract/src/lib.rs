@@ -79,9 +79,10 @@ pub use users::{
     GroupEntry, GroupMap, GroupMapRequest, GroupMapWritten, LoginFailureChange, NoChangeBody,
     PasswordChange, ProfileChange, ReauthChange, RevokeSessionsRequest, RoleAssignmentView,
     RoleList, RoleRequest, RoleView, RoleWritten, RolesAssigned, SessionCapRequest,
-    SessionChangeBody, SessionChanged, SessionCreated, SessionList, SessionView, SessionsPurged,
-    SessionsRevoked, TotpEnableChange, TotpSecretChange, UserChangeBody, UserChanged, UserCreated,
-    UserDeleted, UserList, UserRoles, UserRolesRequest, UserSecrets, UserView,
+    SessionChangeAt, SessionChangeBody, SessionChanged, SessionCreated, SessionList, SessionView,
+    SessionsPurged, SessionsRevoked, TotpEnableChange, TotpSecretChange, UserChangeBody,
+    UserChanged, UserCreated, UserDeleted, UserList, UserRoles, UserRolesRequest, UserSecrets,
+    UserView,
 };
 pub use work::{
     CancelRequest, Cancelled, ClaimRequest, Claimed, FifoClaim, FifoClaimRequest, FifoEmptyReason,

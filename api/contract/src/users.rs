@@ -159,7 +159,7 @@ pub struct TotpEnableChange {
     pub recovery_code_hashes: Vec<String>,
 }
 
-/// `totp-disable`, `login-success` (and session `touch`, `mfa-verified`, `revoke`): no member.
+/// `totp-disable`, `login-success`, `POST /v1/sessions/purge-expired`: no member.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoChangeBody {}
@@ -360,6 +360,11 @@ pub struct CreateSessionRequest {
     /// for its second factor.
     #[serde(default = "yes")]
     pub seed_reauth: bool,
+    /// The creation time (ms) the caller names, stamped as `created_at`, `last_used_at` and
+    /// `reauth_at` instead of the cluster's time: at most 30 s either way from it, else `400
+    /// invalid` naming `at` (docs/SPEC.md §13.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<u64>,
 }
 
 fn yes() -> bool {
@@ -417,15 +422,30 @@ pub struct SessionList {
 pub struct ReauthChange {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    /// The caller's time (ms) to stamp instead of the cluster's: at most 30 s either way from
+    /// it, else `400 invalid` naming `at` (docs/SPEC.md §13.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<u64>,
+}
+
+/// `touch`, `mfa-verified` and `revoke` of `POST /v1/sessions/{token_hash}/{change}`: only the
+/// optional time the caller names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionChangeAt {
+    /// The caller's time (ms) to stamp instead of the cluster's: at most 30 s either way from
+    /// it, else `400 invalid` naming `at` (docs/SPEC.md §13.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<u64>,
 }
 
 /// The body of `POST /v1/sessions/{token_hash}/{change}` (`touch`, `reauth`, `mfa-verified`,
-/// `revoke`): `{}` except `reauth`'s optional `client`. Only for the schema.
+/// `revoke`): `{at?}`, and `reauth`'s optional `client`. Only for the schema.
 #[derive(JsonSchema)]
 #[serde(untagged)]
 pub enum SessionChangeBody {
     Reauth(ReauthChange),
-    Empty(NoChangeBody),
+    Dated(SessionChangeAt),
 }
 
 /// `POST /v1/sessions/{token_hash}/{change}`: `false` for an unknown session (or revoking a
@@ -442,6 +462,10 @@ pub struct SessionChanged {
 pub struct RevokeSessionsRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub except_token_hash: Option<String>,
+    /// The caller's time (ms) to stamp as `revoked_at` instead of the cluster's: at most 30 s
+    /// either way from it, else `400 invalid` naming `at` (docs/SPEC.md §13.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<u64>,
 }
 
 /// `POST /v1/users/{id}/sessions/cap`: revoke all but the `keep` most recently created
@@ -450,6 +474,10 @@ pub struct RevokeSessionsRequest {
 #[serde(deny_unknown_fields)]
 pub struct SessionCapRequest {
     pub keep: u32,
+    /// The caller's time (ms) to stamp as `revoked_at` instead of the cluster's: at most 30 s
+    /// either way from it, else `400 invalid` naming `at` (docs/SPEC.md §13.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<u64>,
 }
 
 /// `POST /v1/users/{id}/sessions/revoke` and `.../cap`: sessions revoked.

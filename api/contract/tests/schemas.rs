@@ -944,6 +944,7 @@ fn examples_conform_to_their_schemas() {
             expires_at: 10,
             client: some("10.0.0.1"),
             seed_reauth: full,
+            at: at(9),
         });
         let session = SessionView {
             token_hash: "t".into(),
@@ -960,9 +961,18 @@ fn examples_conform_to_their_schemas() {
         x.answer(&SessionList {
             sessions: vec![session],
         });
-        x.request(&ReauthChange { client: some("c") });
+        x.request(&ReauthChange {
+            client: some("c"),
+            at: at(6),
+        });
+        x.request(&SessionChangeAt { at: at(7) });
         x.request(&RevokeSessionsRequest {
             except_token_hash: some("t"),
+            at: at(8),
+        });
+        x.request(&SessionCapRequest {
+            keep: 2,
+            at: at(10),
         });
     }
     x.answer(&UserCreated {
@@ -1008,7 +1018,6 @@ fn examples_conform_to_their_schemas() {
         index: 1,
         changed: false,
     });
-    x.request(&SessionCapRequest { keep: 2 });
     x.answer(&SessionsRevoked {
         index: 1,
         revoked: 2,

@@ -1,6 +1,10 @@
 //! Sessions of the engine's users (docs/SPEC.md §13): created, read, changed, revoked and
 //! purged, by token hash (the token itself never reaches the API). Admin only, like the users
 //! they belong to ([`super::users`]).
+//!
+//! A write whose body names `at` (the caller's time, ms) is proposed as [`SessionAt`]: the
+//! session times it stamps are the caller's, within the bound the state machine checks
+//! (docs/SPEC.md §13.2); without `at` they are the cluster's time.
 
 use super::users::{change_body, count, done};
 use super::{check_name, propose, read_state, ReadOpts};
@@ -12,14 +16,27 @@ use axum::http::StatusCode;
 use axum::Json;
 use raftlane_contract::{
     CreateSessionRequest, NoChangeBody, ReauthChange, RevokeSessionsRequest, SessionCapRequest,
-    SessionChanged, SessionCreated, SessionList, SessionView, SessionsPurged, SessionsRevoked,
+    SessionChangeAt, SessionChanged, SessionCreated, SessionList, SessionView, SessionsPurged,
+    SessionsRevoked,
 };
 use raftlane_statemachine::wire::command::{
-    CreateSession, EnforceSessionCap, PurgeExpiredSessions, RevokeUserSessions, SessionChange,
-    UpdateSession,
+    CreateSession, EnforceSessionCap, PurgeExpiredSessions, RevokeUserSessions, SessionAt,
+    SessionChange, SessionWrite, UpdateSession,
 };
 use raftlane_statemachine::Command;
 use std::sync::Arc;
+
+/// The command for a session write: dated by the caller ([`SessionAt`]) when the body names
+/// `at`, else the plain command, stamped with the cluster's time.
+fn session_write(at: Option<u64>, write: SessionWrite) -> Command {
+    match (at, write) {
+        (Some(at), write) => Command::SessionAt(SessionAt { at, write }),
+        (None, SessionWrite::Create(c)) => Command::CreateSession(c),
+        (None, SessionWrite::Update(c)) => Command::UpdateSession(c),
+        (None, SessionWrite::RevokeUser(c)) => Command::RevokeUserSessions(c),
+        (None, SessionWrite::Cap(c)) => Command::EnforceSessionCap(c),
+    }
+}
 
 pub async fn create(
     State(state): State<Arc<AppState>>,
@@ -29,13 +46,16 @@ pub async fn create(
     caller.require_global(Permission::Admin)?;
     check_name("token_hash", &b.token_hash)?;
     check_name("user_id", &b.user_id)?;
-    let command = Command::CreateSession(CreateSession {
-        token_hash: b.token_hash.clone(),
-        user_id: b.user_id,
-        expires_at: b.expires_at,
-        client: b.client,
-        seed_reauth: b.seed_reauth,
-    });
+    let command = session_write(
+        b.at,
+        SessionWrite::Create(CreateSession {
+            token_hash: b.token_hash.clone(),
+            user_id: b.user_id,
+            expires_at: b.expires_at,
+            client: b.client,
+            seed_reauth: b.seed_reauth,
+        }),
+    );
     let index = done(propose(&state, &caller, command).await?)?;
     Ok((
         StatusCode::CREATED,
@@ -82,22 +102,23 @@ pub async fn change(
 ) -> ApiResult<Json<SessionChanged>> {
     caller.require_global(Permission::Admin)?;
     check_name("token_hash", &token_hash)?;
-    let change = match change.as_str() {
-        "touch" => {
-            change_body::<NoChangeBody>(&body)?;
-            SessionChange::Touch
+    let (change, at) = match change.as_str() {
+        "touch" => (
+            SessionChange::Touch,
+            change_body::<SessionChangeAt>(&body)?.at,
+        ),
+        "reauth" => {
+            let ReauthChange { client, at } = parse_json_or_default(&body)?;
+            (SessionChange::Reauthed { client }, at)
         }
-        "reauth" => SessionChange::Reauthed {
-            client: parse_json_or_default::<ReauthChange>(&body)?.client,
-        },
-        "mfa-verified" => {
-            change_body::<NoChangeBody>(&body)?;
-            SessionChange::MfaVerified
-        }
-        "revoke" => {
-            change_body::<NoChangeBody>(&body)?;
-            SessionChange::Revoke
-        }
+        "mfa-verified" => (
+            SessionChange::MfaVerified,
+            change_body::<SessionChangeAt>(&body)?.at,
+        ),
+        "revoke" => (
+            SessionChange::Revoke,
+            change_body::<SessionChangeAt>(&body)?.at,
+        ),
         other => {
             return Err(ApiError::invalid(
                 "change",
@@ -105,7 +126,10 @@ pub async fn change(
             ))
         }
     };
-    let command = Command::UpdateSession(UpdateSession { token_hash, change });
+    let command = session_write(
+        at,
+        SessionWrite::Update(UpdateSession { token_hash, change }),
+    );
     let (index, n) = count(propose(&state, &caller, command).await?)?;
     Ok(Json(SessionChanged {
         index,
@@ -122,10 +146,13 @@ pub async fn revoke_of_user(
     caller.require_global(Permission::Admin)?;
     check_name("id", &user_id)?;
     let b: RevokeSessionsRequest = parse_json_or_default(&body)?;
-    let command = Command::RevokeUserSessions(RevokeUserSessions {
-        user_id,
-        except_token_hash: b.except_token_hash,
-    });
+    let command = session_write(
+        b.at,
+        SessionWrite::RevokeUser(RevokeUserSessions {
+            user_id,
+            except_token_hash: b.except_token_hash,
+        }),
+    );
     let (index, revoked) = count(propose(&state, &caller, command).await?)?;
     Ok(Json(SessionsRevoked { index, revoked }))
 }
@@ -138,10 +165,13 @@ pub async fn cap(
 ) -> ApiResult<Json<SessionsRevoked>> {
     caller.require_global(Permission::Admin)?;
     check_name("id", &user_id)?;
-    let command = Command::EnforceSessionCap(EnforceSessionCap {
-        user_id,
-        keep: b.keep,
-    });
+    let command = session_write(
+        b.at,
+        SessionWrite::Cap(EnforceSessionCap {
+            user_id,
+            keep: b.keep,
+        }),
+    );
     let (index, revoked) = count(propose(&state, &caller, command).await?)?;
     Ok(Json(SessionsRevoked { index, revoked }))
 }

@@ -132,7 +132,8 @@ impl Covered for Command {
             | Command::UpdateSession(_)
             | Command::RevokeUserSessions(_)
             | Command::EnforceSessionCap(_)
-            | Command::PurgeExpiredSessions(_) => Ok(()),
+            | Command::PurgeExpiredSessions(_)
+            | Command::SessionAt(_) => Ok(()),
             // The queue side of the messagefoundry store (docs/SPEC.md §14): a viewer lands in
             // an event's detail and reference values are covered like WriteReferenceSnapshot's;
             // the rest carries names, ids, owners, audit rows and approvals.

@@ -640,6 +640,7 @@ async fn sessions_live_by_the_request_time() {
         expires_at: T + 4500,
         client: None,
         seed_reauth: true,
+        at: None,
     })
     .await
     .expect("create");
@@ -686,4 +687,145 @@ async fn sessions_live_by_the_request_time() {
     let r = at(T + 10_002, Method::DELETE, "/v1/users/u1", None).await;
     assert_eq!(r.body["deleted"], true);
     api_error(&api.get("/v1/sessions/s9").await, 404, "not_found", None);
+}
+
+/// A session write with `at` (docs/SPEC.md §13.2) is dated by the caller, on a node without the
+/// client clock: an engine host a few seconds behind the cluster reads back exactly its own
+/// times, and a time beyond the skew bound is `400 invalid` naming `at`, changing nothing.
+#[tokio::test]
+async fn session_writes_are_dated_by_the_callers_at() {
+    let api = start().await;
+    ok(&api.post("/v1/users", alice()).await, 201);
+    let behind = now_ms() - 5_000;
+    let r = api
+        .post(
+            "/v1/sessions",
+            json!({ "token_hash": "d1", "user_id": "u1", "expires_at": behind + 3_600_000,
+                    "client": "10.0.0.1", "at": behind }),
+        )
+        .await;
+    ok(&r, 201);
+    let r = api.get("/v1/sessions/d1").await;
+    ok(&r, 200);
+    assert_eq!(
+        r.body,
+        json!({ "token_hash": "d1", "user_id": "u1", "created_at": behind,
+                "expires_at": behind + 3_600_000, "last_used_at": behind, "revoked_at": null,
+                "client": "10.0.0.1", "reauth_at": behind, "mfa_verified_at": null })
+    );
+    let change = |change: &'static str, body: Value| {
+        let api = &api;
+        async move { api.post(&format!("/v1/sessions/d1/{change}"), body).await }
+    };
+    let r = change("touch", json!({ "at": behind + 1 })).await;
+    ok(&r, 200);
+    assert_eq!(r.body["changed"], true);
+    ok(
+        &change("mfa-verified", json!({ "at": behind + 2 })).await,
+        200,
+    );
+    ok(
+        &change("reauth", json!({ "client": "10.0.0.2", "at": behind + 3 })).await,
+        200,
+    );
+    let s = api.get("/v1/sessions/d1").await.body;
+    assert_eq!(
+        (
+            &s["created_at"],
+            &s["last_used_at"],
+            &s["mfa_verified_at"],
+            &s["reauth_at"],
+            &s["client"]
+        ),
+        (
+            &json!(behind),
+            &json!(behind + 1),
+            &json!(behind + 2),
+            &json!(behind + 3),
+            &json!("10.0.0.2")
+        )
+    );
+
+    // Beyond the bound (30 s) either way: refused, naming `at`; nothing changes.
+    let far_behind = now_ms() - 120_000;
+    let far_ahead = now_ms() + 120_000;
+    for at in [far_behind, far_ahead] {
+        for name in ["touch", "mfa-verified", "revoke"] {
+            api_error(
+                &change(name, json!({ "at": at })).await,
+                400,
+                "invalid",
+                Some("at"),
+            );
+        }
+        api_error(
+            &change("reauth", json!({ "at": at })).await,
+            400,
+            "invalid",
+            Some("at"),
+        );
+        let r = api
+            .post(
+                "/v1/sessions",
+                json!({ "token_hash": "d2", "user_id": "u1", "expires_at": at + 3_600_000,
+                        "at": at }),
+            )
+            .await;
+        api_error(&r, 400, "invalid", Some("at"));
+        let r = api
+            .post("/v1/users/u1/sessions/revoke", json!({ "at": at }))
+            .await;
+        api_error(&r, 400, "invalid", Some("at"));
+        let r = api
+            .post("/v1/users/u1/sessions/cap", json!({ "keep": 1, "at": at }))
+            .await;
+        api_error(&r, 400, "invalid", Some("at"));
+    }
+    assert_eq!(api.get("/v1/sessions/d1").await.body, s);
+    api_error(&api.get("/v1/sessions/d2").await, 404, "not_found", None);
+    // Not a number: the body is refused naming it.
+    api_error(
+        &change("touch", json!({ "at": "soon" })).await,
+        400,
+        "invalid",
+        Some("at"),
+    );
+
+    // Revoked at the caller's time, by one change or for the whole user.
+    ok(
+        &api.post(
+            "/v1/sessions",
+            json!({ "token_hash": "d3", "user_id": "u1", "expires_at": behind + 3_600_000,
+                    "at": behind + 10 }),
+        )
+        .await,
+        201,
+    );
+    ok(&change("revoke", json!({ "at": behind + 20 })).await, 200);
+    assert_eq!(
+        api.get("/v1/sessions/d1").await.body["revoked_at"],
+        behind + 20
+    );
+    let r = api
+        .post("/v1/users/u1/sessions/revoke", json!({ "at": behind + 30 }))
+        .await;
+    ok(&r, 200);
+    assert_eq!(r.body["revoked"], 1);
+    assert_eq!(
+        api.get("/v1/sessions/d3").await.body["revoked_at"],
+        behind + 30
+    );
+    // Without `at`, the cluster's time, as before.
+    ok(
+        &api.post(
+            "/v1/sessions",
+            json!({ "token_hash": "d4", "user_id": "u1", "expires_at": behind + 3_600_000 }),
+        )
+        .await,
+        201,
+    );
+    let created = api.get("/v1/sessions/d4").await.body["created_at"]
+        .as_u64()
+        .expect("created_at");
+    assert!(created > behind + 4_000, "{created} is the cluster's time");
 }

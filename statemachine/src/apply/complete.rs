@@ -12,7 +12,7 @@ use crate::rules::finalizer::{finalize, DeadEvent};
 use crate::rules::retry::{attempt_limit, backoff_delay, check_policy};
 use crate::rules::{fifo, validate};
 use crate::tables::rows::{self, NewRow};
-use crate::tables::{messages, responses};
+use crate::tables::{messages, responses, row_retry};
 use crate::wire::command::{CompleteWithResponse, DeadLetterNow, MarkDone, MarkFailed};
 use crate::wire::outcome::Outcome;
 use crate::wire::rejection::Rejection;
@@ -165,6 +165,7 @@ fn mark_failed(
     }
     let due = cx.t.saturating_add(backoff_delay(retry, row.attempts));
     let mut after = rows::to_pending(cx, &row, due);
+    row_retry::put(cx, row.id, retry);
     let before = after.clone();
     after.last_error = Some(error.to_string());
     rows::save(cx, &before, &after);

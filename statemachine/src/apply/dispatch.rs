@@ -74,5 +74,6 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::Fingerprinted(c) => c.apply(cx),
         Command::IssueToken(c) => c.apply(cx),
         Command::RetentionPage(c) => c.apply(cx),
+        Command::SessionAt(c) => c.apply(cx),
     }
 }

@@ -4,6 +4,12 @@
 use crate::model::ids::Millis;
 use serde::{Deserialize, Serialize};
 
+/// How far a caller's time on a dated session write (`SessionAt`, docs/SPEC.md §13.2) may be
+/// from the cluster's time `t`, either way: the cluster's clock-skew bound (raftlane_raft's
+/// `DEFAULT_CLOCK_SKEW_MS`, docs/SPEC.md §2.1). A constant, not the node's tuning: `apply`
+/// must decide the same on every replica, whatever each was started with.
+pub const MAX_SESSION_AT_SKEW_MS: Millis = 30_000;
+
 /// A session (table `Sessions`, by token hash; `UserSessions` and `SessionExpiry` index it).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Session {

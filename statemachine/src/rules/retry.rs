@@ -12,7 +12,7 @@ use crate::model::config::{ConfigDoc, RetryPolicy};
 use crate::model::row::{Stage, WorkRow};
 use crate::rules::finalizer::dead_letter;
 use crate::storage::StoreError;
-use crate::tables::{rows, tallies, Db};
+use crate::tables::{row_retry, rows, tallies, Db};
 use crate::wire::rejection::Rejection;
 
 /// Attempts a row gets when its policy names no `max_attempts` (docs/SPEC.md §5.2): enough
@@ -159,11 +159,12 @@ pub(crate) fn expire_lease(
     config: &ConfigDoc,
     row: &WorkRow,
 ) -> Result<bool, StoreError> {
-    let limit = attempt_limit(&policy_for(
-        config,
-        row.stage,
-        row.destination_name.as_deref(),
-    ));
+    // The policy the row is being retried under: its last `fail`'s, else the config's.
+    let policy = match row_retry::get(cx.txn, row.id)? {
+        Some(policy) => policy,
+        None => policy_for(config, row.stage, row.destination_name.as_deref()),
+    };
+    let limit = attempt_limit(&policy);
     if !limit.exhausted_by(row.attempts) {
         let t = cx.t;
         rows::to_pending(cx, row, t);

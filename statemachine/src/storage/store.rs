@@ -127,10 +127,13 @@ pub enum Table {
     /// tally name → u64: the state machine's own running totals, such as the rows that died of
     /// lease expiries (`rules::retry::expire_lease`), served at `/metrics`.
     Tallies,
+    /// row id → RetryPolicy: the policy of a live row's last `fail`, by which a lease expiry on
+    /// it is judged (`tables::row_retry`).
+    RowRetry,
 }
 
 impl Table {
-    pub const ALL: [Table; 51] = [
+    pub const ALL: [Table; 52] = [
         Table::Meta,
         Table::Messages,
         Table::Rows,
@@ -188,6 +191,7 @@ impl Table {
         Table::RetentionCursors,
         // --- poison rows ---
         Table::Tallies,
+        Table::RowRetry,
     ];
 
     /// Column family name in RocksDB.
@@ -250,6 +254,7 @@ impl Table {
             Table::RetentionCursors => "retention_cursors",
             // --- poison rows ---
             Table::Tallies => "tallies",
+            Table::RowRetry => "row_retry",
         }
     }
 

@@ -22,6 +22,7 @@ pub(crate) mod principals;
 pub(crate) mod reference;
 pub(crate) mod requests;
 pub(crate) mod responses;
+pub(crate) mod row_retry;
 pub(crate) mod rows;
 pub(crate) mod sessions;
 pub(crate) mod state;

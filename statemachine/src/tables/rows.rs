@@ -9,7 +9,7 @@ use crate::model::ids::{Fence, MessageId, Millis, RowId};
 use crate::model::row::{Claim, RowStatus, Stage, WorkRow};
 use crate::storage::keys::{trailing_u64, Key};
 use crate::storage::{Direction, Store, StoreError, Table, Txn};
-use crate::tables::{lanes, Db};
+use crate::tables::{lanes, row_retry, Db};
 use crate::wire::outcome::ClaimedRow;
 
 pub(crate) fn row_key(id: RowId) -> Vec<u8> {
@@ -134,6 +134,9 @@ fn write(cx: &mut Db<'_, '_>, before: Option<&WorkRow>, after: &WorkRow) {
     for (table, key) in new_entries {
         cx.txn.put_raw(table, key, Vec::new());
     }
+    if !matches!(after.status, RowStatus::Pending | RowStatus::Inflight) {
+        row_retry::forget(cx, after.id);
+    }
     cx.txn.put(Table::Rows, row_key(after.id), after);
 }
 
@@ -145,6 +148,7 @@ pub(crate) fn remove(cx: &mut Db<'_, '_>, row: &WorkRow) {
     }
     cx.txn
         .delete(Table::MessageRows, message_row_key(row.message_id, row.id));
+    row_retry::forget(cx, row.id);
     cx.txn.delete(Table::Rows, row_key(row.id));
 }
 

@@ -142,6 +142,8 @@ pub enum Command {
     IssueToken(IssueToken),
     // --- paged retention (docs/SPEC.md §8.6) ---
     RetentionPage(RetentionPage),
+    // --- sessions dated by the caller (docs/SPEC.md §13.2) ---
+    SessionAt(SessionAt),
 }
 
 impl Command {
@@ -217,6 +219,8 @@ impl Command {
             Command::Fingerprinted(c) => c.command.name(),
             Command::IssueToken(_) => "issue_token",
             Command::RetentionPage(_) => "retention_page",
+            // The caller's time is data of the session write: counted as the write it dates.
+            Command::SessionAt(c) => c.write.name(),
         }
     }
 }
@@ -792,6 +796,40 @@ pub struct EnforceSessionCap {
 /// Delete every session with `expires_at < t`: `Count(deleted)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PurgeExpiredSessions;
+
+/// A session write dated by its caller (docs/SPEC.md §13.2): `write` applies as it would on its
+/// own, except that every session time it stamps (`created_at`, `last_used_at`, `reauth_at`,
+/// `mfa_verified_at`, `revoked_at`) is `at` instead of `t`. The engine ages its sessions against
+/// its own clock and revokes one stamped ahead of it, so the times must be the ones it named.
+/// `at` must lie within [`MAX_SESSION_AT_SKEW_MS`](crate::model::session::MAX_SESSION_AT_SKEW_MS)
+/// of `t` either way, else the write is refused as `invalid` (`field` = `at`) and changes
+/// nothing. `at` moves neither the machine's clock nor any lease. Answers what `write` answers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionAt {
+    pub at: Millis,
+    pub write: SessionWrite,
+}
+
+/// The session writes [`SessionAt`] can date: those that stamp a session time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SessionWrite {
+    Create(CreateSession),
+    Update(UpdateSession),
+    RevokeUser(RevokeUserSessions),
+    Cap(EnforceSessionCap),
+}
+
+impl SessionWrite {
+    /// The name of the command this write is on its own.
+    pub fn name(&self) -> &'static str {
+        match self {
+            SessionWrite::Create(_) => "create_session",
+            SessionWrite::Update(_) => "update_session",
+            SessionWrite::RevokeUser(_) => "revoke_user_sessions",
+            SessionWrite::Cap(_) => "enforce_session_cap",
+        }
+    }
+}
 
 // --- messagefoundry store: queue side (docs/SPEC.md §14) ---
 

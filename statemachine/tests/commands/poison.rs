@@ -270,3 +270,65 @@ fn a_delivery_to_an_unregistered_name_is_refused() {
         Outcome::HandedOff(true)
     );
 }
+
+/// A lease expiry is judged by the policy the row is being retried under: after its worker
+/// failed it under a policy with no limit (messagefoundry's default), a crash past the default
+/// limit puts it back to pending instead of killing it; under a finite `fail` policy the
+/// expiry limit is that policy's. Once the row ends its policy is forgotten.
+#[test]
+fn a_lease_expiry_is_judged_by_the_policy_of_the_rows_last_fail() {
+    use raftlane_statemachine::rules::retry::UNLIMITED_ATTEMPTS;
+    let mut h = Harness::new();
+    let forever = h.enqueue_message("orders", &[("d", "forever")]);
+    // Twelve failures under "no limit": past the default limit of ten.
+    for _ in 0..12 {
+        let row = h.fifo(Stage::Outbound, "d", "w1", 1_000).expect("the head");
+        assert_eq!(row.message_id, forever);
+        h.ok(Command::MarkFailed(MarkFailed {
+            row_id: row.row_id,
+            fence: row.fence,
+            error: "connection refused".into(),
+            retry: retry(Some(UNLIMITED_ATTEMPTS), 1, 1000, 1),
+        }));
+        h.advance(2);
+    }
+    // Then the worker crashes on it: the lease runs out on attempt 13, the row comes back.
+    let row = h.fifo(Stage::Outbound, "d", "w1", 1_000).expect("the head");
+    assert_eq!(row.attempts, 13);
+    h.advance(1_001);
+    let again = h
+        .fifo(Stage::Outbound, "d", "w1", 1_000)
+        .expect("back after the crash");
+    assert_eq!((again.row_id, again.attempts), (row.row_id, 14));
+    assert!(h.sm.read().dead_letters(None, None, 10).unwrap().is_empty());
+    assert_eq!(lease_expired_tally(&h), 0);
+    h.mark_done(&again).expect("done");
+    assert_eq!(h.status(forever), MessageStatus::Processed);
+
+    // A finite `fail` policy of 2 attempts: the crash on attempt 2 is its last.
+    let capped = h.enqueue_message("orders", &[("d", "capped")]);
+    let row = h.fifo(Stage::Outbound, "d", "w1", 1_000).expect("the head");
+    h.ok(Command::MarkFailed(MarkFailed {
+        row_id: row.row_id,
+        fence: row.fence,
+        error: "AE".into(),
+        retry: retry(Some(2), 1, 1000, 1),
+    }));
+    h.advance(2);
+    let row = h
+        .fifo(Stage::Outbound, "d", "w1", 1_000)
+        .expect("attempt 2");
+    assert_eq!(row.attempts, 2);
+    h.advance(1_001);
+    assert_eq!(
+        h.fifo(Stage::Outbound, "d", "w1", 1_000).err(),
+        Some(FifoEmpty::Empty)
+    );
+    let dead = h.sm.read().dead_letters(None, None, 10).unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].message_id, capped);
+    assert_eq!(
+        dead[0].last_error.as_deref(),
+        Some("lease expired on attempt 2 of 2")
+    );
+}

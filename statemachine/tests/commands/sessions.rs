@@ -389,3 +389,260 @@ fn the_auth_tables_travel_in_snapshots_and_the_digest() {
     h.ok(update_user("u1", UserChange::ConsumeTotpStep { step: 7 }));
     assert_ne!(h.digest(), digest);
 }
+
+// --- SessionAt: session writes dated by the caller (docs/SPEC.md §13.2) ---
+
+use raftlane_statemachine::model::session::MAX_SESSION_AT_SKEW_MS;
+use raftlane_statemachine::wire::command::{SessionAt, SessionWrite};
+
+fn dated(at: u64, write: SessionWrite) -> Command {
+    Command::SessionAt(SessionAt { at, write })
+}
+
+fn dated_update(at: u64, hash: &str, change: SessionChange) -> Command {
+    dated(
+        at,
+        SessionWrite::Update(UpdateSession {
+            token_hash: hash.into(),
+            change,
+        }),
+    )
+}
+
+fn dated_create(at: u64, hash: &str, user: &str, expires_at: u64) -> Command {
+    dated(
+        at,
+        SessionWrite::Create(CreateSession {
+            token_hash: hash.into(),
+            user_id: user.into(),
+            expires_at,
+            client: Some("10.0.0.1".into()),
+            seed_reauth: true,
+        }),
+    )
+}
+
+#[test]
+fn a_dated_session_keeps_the_callers_times() {
+    let mut h = Harness::new();
+    h.ok(create_user("u1", "alice"));
+    h.advance(60_000);
+    h.tick();
+    let t = h.clock();
+    let hash = token_hash('a');
+    let expires_at = h.now + HOUR;
+
+    // An engine host 5 s behind the cluster: the session is dated by its clock, not `t`.
+    let created = t - 5_000;
+    assert_eq!(
+        h.ok(dated_create(created, &hash, "u1", expires_at)),
+        Outcome::Done
+    );
+    assert_eq!(
+        session_of(&h, &hash),
+        Session {
+            token_hash: hash.clone(),
+            user_id: "u1".into(),
+            created_at: created,
+            expires_at,
+            last_used_at: created,
+            revoked_at: None,
+            client: Some("10.0.0.1".into()),
+            reauth_at: Some(created),
+            mfa_verified_at: None,
+        }
+    );
+    // The machine's clock is the cluster's, untouched by the caller's time.
+    assert_eq!(h.clock(), t);
+
+    // Every change stamps the caller's time.
+    h.advance(1_000);
+    let touched = h.now - 4_000;
+    assert_eq!(
+        h.ok(dated_update(touched, &hash, SessionChange::Touch)),
+        Outcome::Count(1)
+    );
+    h.ok(dated_update(touched + 1, &hash, SessionChange::MfaVerified));
+    h.ok(dated_update(
+        touched + 2,
+        &hash,
+        SessionChange::Reauthed {
+            client: Some("10.0.0.2".into()),
+        },
+    ));
+    let s = session_of(&h, &hash);
+    assert_eq!(
+        (
+            s.created_at,
+            s.last_used_at,
+            s.mfa_verified_at,
+            s.reauth_at,
+            s.client.as_deref()
+        ),
+        (
+            created,
+            touched,
+            Some(touched + 1),
+            Some(touched + 2),
+            Some("10.0.0.2")
+        )
+    );
+    assert_eq!(h.clock(), h.now);
+    assert_eq!(
+        h.ok(dated_update(touched + 3, &hash, SessionChange::Revoke)),
+        Outcome::Count(1)
+    );
+    assert_eq!(session_of(&h, &hash).revoked_at, Some(touched + 3));
+    // A revoked session stays revoked at its first time.
+    h.no_change(
+        dated_update(touched + 4, &hash, SessionChange::Revoke),
+        Outcome::Count(0),
+    );
+    // An unknown session: nothing, as undated.
+    h.no_change(
+        dated_update(h.now, &token_hash('z'), SessionChange::Touch),
+        Outcome::Count(0),
+    );
+
+    // A user's sessions revoked, and a cap enforced, at the caller's time.
+    for (c, at) in [('b', 10), ('c', 20), ('d', 30)] {
+        h.ok(dated_create(
+            h.now - 1_000 + at,
+            &token_hash(c),
+            "u1",
+            expires_at,
+        ));
+    }
+    let capped_at = h.now - 500;
+    assert_eq!(
+        h.ok(dated(
+            capped_at,
+            SessionWrite::Cap(EnforceSessionCap {
+                user_id: "u1".into(),
+                keep: 2,
+            }),
+        )),
+        Outcome::Count(1)
+    );
+    assert_eq!(session_of(&h, &token_hash('b')).revoked_at, Some(capped_at));
+    let revoked_at = h.now - 400;
+    assert_eq!(
+        h.ok(dated(
+            revoked_at,
+            SessionWrite::RevokeUser(RevokeUserSessions {
+                user_id: "u1".into(),
+                except_token_hash: Some(token_hash('d')),
+            }),
+        )),
+        Outcome::Count(1)
+    );
+    assert_eq!(
+        session_of(&h, &token_hash('c')).revoked_at,
+        Some(revoked_at)
+    );
+    assert_eq!(session_of(&h, &token_hash('d')).revoked_at, None);
+}
+
+#[test]
+fn a_dated_session_write_is_accepted_up_to_the_skew_bound_either_way() {
+    let mut h = Harness::new();
+    h.ok(create_user("u1", "alice"));
+    h.advance(100_000);
+    h.tick();
+    let t = h.clock();
+    let expires_at = t + HOUR;
+    h.ok(dated_create(
+        t - MAX_SESSION_AT_SKEW_MS,
+        &token_hash('a'),
+        "u1",
+        expires_at,
+    ));
+    h.ok(dated_create(
+        t + MAX_SESSION_AT_SKEW_MS,
+        &token_hash('b'),
+        "u1",
+        expires_at,
+    ));
+    assert_eq!(
+        session_of(&h, &token_hash('b')).created_at,
+        t + MAX_SESSION_AT_SKEW_MS
+    );
+    // A time ahead moves neither the machine's clock nor what later writes stamp.
+    assert_eq!(h.clock(), t);
+    h.advance(1);
+    h.ok(update_session(&token_hash('a'), SessionChange::Touch));
+    assert_eq!(session_of(&h, &token_hash('a')).last_used_at, t + 1);
+    assert_eq!(h.clock(), t + 1);
+}
+
+#[test]
+fn a_dated_session_write_beyond_the_skew_bound_is_refused_and_changes_nothing() {
+    let mut h = Harness::new();
+    h.ok(create_user("u1", "alice"));
+    h.advance(100_000);
+    let hash = token_hash('a');
+    h.ok(create_session(&hash, "u1", h.now + HOUR));
+    let t = h.now;
+    let behind = t - MAX_SESSION_AT_SKEW_MS - 1;
+    let ahead = t + MAX_SESSION_AT_SKEW_MS + 1;
+    let refused = |at: u64, way: &str| {
+        invalid(
+            "at",
+            &format!(
+                "{at} is {} ms {way} the cluster's time {t} (at most {MAX_SESSION_AT_SKEW_MS} ms)",
+                MAX_SESSION_AT_SKEW_MS + 1
+            ),
+        )
+    };
+    let before = session_of(&h, &hash);
+    h.reject(
+        dated_create(behind, &token_hash('b'), "u1", t + HOUR),
+        refused(behind, "behind"),
+    );
+    h.reject(
+        dated_create(ahead, &token_hash('b'), "u1", t + HOUR),
+        refused(ahead, "ahead of"),
+    );
+    for change in [
+        SessionChange::Touch,
+        SessionChange::Reauthed { client: None },
+        SessionChange::MfaVerified,
+        SessionChange::Revoke,
+    ] {
+        h.reject(
+            dated_update(behind, &hash, change.clone()),
+            refused(behind, "behind"),
+        );
+        h.reject(
+            dated_update(ahead, &hash, change),
+            refused(ahead, "ahead of"),
+        );
+    }
+    h.reject(
+        dated(
+            ahead,
+            SessionWrite::RevokeUser(RevokeUserSessions {
+                user_id: "u1".into(),
+                except_token_hash: None,
+            }),
+        ),
+        refused(ahead, "ahead of"),
+    );
+    h.reject(
+        dated(
+            behind,
+            SessionWrite::Cap(EnforceSessionCap {
+                user_id: "u1".into(),
+                keep: 1,
+            }),
+        ),
+        refused(behind, "behind"),
+    );
+    assert_eq!(session_of(&h, &hash), before);
+    assert_eq!(h.sm.read().session(&token_hash('b')).unwrap(), None);
+    // The bound is checked first: even an unknown user's session is refused for its time.
+    h.reject(
+        dated_create(ahead, &token_hash('c'), "nobody", t + HOUR),
+        refused(ahead, "ahead of"),
+    );
+}

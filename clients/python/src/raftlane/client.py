@@ -1197,20 +1197,24 @@ class Client:
     async def user_sessions(self, user_id: str) -> Any:
         return await self.request("GET", f"/v1/users/{segment(user_id)}/sessions")
 
-    @_route("post", "/v1/users/{id}/sessions/revoke", body=("except_token_hash",))
+    @_route("post", "/v1/users/{id}/sessions/revoke", body=("except_token_hash", "at"))
     async def revoke_user_sessions(
-        self, user_id: str, *, except_token_hash: str | None = None
+        self, user_id: str, *, except_token_hash: str | None = None, at: int | None = None
     ) -> Any:
+        """``at``: the caller's time (ms) to stamp as ``revoked_at`` (docs/SPEC.md §13.2)."""
         return await self.request(
             "POST",
             f"/v1/users/{segment(user_id)}/sessions/revoke",
-            json=_drop_none({"except_token_hash": except_token_hash}),
+            json=_drop_none({"except_token_hash": except_token_hash, "at": at}),
         )
 
-    @_route("post", "/v1/users/{id}/sessions/cap", body=("keep",))
-    async def cap_user_sessions(self, user_id: str, keep: int) -> Any:
+    @_route("post", "/v1/users/{id}/sessions/cap", body=("keep", "at"))
+    async def cap_user_sessions(self, user_id: str, keep: int, *, at: int | None = None) -> Any:
+        """``at``: the caller's time (ms) to stamp as ``revoked_at`` (docs/SPEC.md §13.2)."""
         return await self.request(
-            "POST", f"/v1/users/{segment(user_id)}/sessions/cap", json={"keep": keep}
+            "POST",
+            f"/v1/users/{segment(user_id)}/sessions/cap",
+            json=_drop_none({"keep": keep, "at": at}),
         )
 
     @_route("post", "/v1/users/{id}/{change}", body=())
@@ -1261,7 +1265,7 @@ class Client:
     @_route(
         "post",
         "/v1/sessions",
-        body=("token_hash", "user_id", "expires_at", "client", "seed_reauth"),
+        body=("token_hash", "user_id", "expires_at", "client", "seed_reauth", "at"),
     )
     async def create_session(self, body: Mapping[str, Any]) -> Any:
         return await self.request("POST", "/v1/sessions", json=dict(body))

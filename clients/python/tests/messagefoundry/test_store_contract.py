@@ -287,3 +287,76 @@ async def test_reads_of_unknown_messages_answer_nothing(
     assert await store.events_for(message_id) == []
     assert await store.correlate_response(message_id) == []
     assert await store.replay(message_id, now=epoch()) == 0
+
+
+# --- sessions dated by the engine's clock, on a cluster without the client clock ----------------
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def wall_clock_store() -> AsyncIterator[RaftlaneStore]:
+    """A store on a cluster of its own WITHOUT ``--test-client-clock``: every write is stamped
+    with the cluster's time, except what the caller dates itself."""
+    async with empty_cluster() as (eps, token):
+        s = await RaftlaneStore.open(eps, token)
+        try:
+            yield s
+        finally:
+            await s.close()
+
+
+async def test_session_times_are_the_engines_even_when_its_clock_is_behind_the_clusters(
+    wall_clock_store: RaftlaneStore,
+) -> None:
+    """messagefoundry revokes a session stamped ahead of its own clock (AUTH-CLOCK) and ages it
+    by ``now - last_used_at``: an engine host a few seconds behind the cluster must read back
+    exactly the times it named (docs/SPEC.md §13.2, docs/MESSAGEFOUNDRY.md §5.7)."""
+    import time
+
+    store = wall_clock_store
+    await store.create_user(user_id="u-behind", username="behind", auth_provider="local")
+    behind = time.time() - 4.0  # this host's clock, 4 s behind the cluster's
+
+    def ms(t: float) -> float:
+        return round(t * 1000) / 1000
+
+    token_hash = uuid.uuid4().hex * 2
+    await store.create_session(
+        token_hash=token_hash,
+        user_id="u-behind",
+        expires_at=behind + 3600,
+        client="10.0.0.9",
+        now=behind,
+    )
+    s = await store.get_session(token_hash)
+    assert s is not None
+    assert (s.created_at, s.last_used_at, s.reauth_at) == (ms(behind),) * 3
+    assert s.mfa_verified_at is None and s.revoked_at is None
+
+    await store.touch_session(token_hash, now=behind + 1.25)
+    await store.mark_session_mfa_verified(token_hash, now=behind + 1.5)
+    await store.mark_session_reauthed(token_hash, now=behind + 1.75, client="10.0.0.10")
+    s = await store.get_session(token_hash)
+    assert s is not None
+    assert (s.created_at, s.last_used_at, s.mfa_verified_at, s.reauth_at, s.client) == (
+        ms(behind),
+        ms(behind + 1.25),
+        ms(behind + 1.5),
+        ms(behind + 1.75),
+        "10.0.0.10",
+    )
+    # Nothing "from the future" for the engine that wrote it: its AUTH-CLOCK check passes.
+    assert time.time() >= s.created_at and time.time() >= s.last_used_at
+
+    await store.revoke_session(token_hash, now=behind + 2)
+    s = await store.get_session(token_hash)
+    assert s is not None and s.revoked_at == ms(behind + 2)
+
+    # A user's sessions revoked at the engine's time too.
+    other = uuid.uuid4().hex * 2
+    await store.create_session(
+        token_hash=other, user_id="u-behind", expires_at=behind + 3600, now=behind + 2.5
+    )
+    assert await store.revoke_user_sessions("u-behind", now=behind + 3) == 1
+    s = await store.get_session(other)
+    assert s is not None
+    assert (s.created_at, s.revoked_at) == (ms(behind + 2.5), ms(behind + 3))

@@ -209,7 +209,9 @@ class RaftlaneStore:
         (transform state, reference sets). ``owner`` names this handle's claims (default
         ``host:pid:random``); ``journal_mode`` is the label :meth:`db_status` reports. ``client_clock``: the cluster runs in
         client-clock test mode (``--test-client-clock``) and a method's ``now=`` becomes the time
-        of its command; otherwise ``now`` is ignored (the cluster stamps time, docs/SPEC.md §2.1)."""
+        of its command; otherwise ``now`` is ignored (the cluster stamps time, docs/SPEC.md §2.1)
+        except by the session writes, which are dated by the caller in every mode (``now``, else
+        this host's clock; docs/SPEC.md §13.2)."""
         store = cls(
             Client(endpoints, token, deadline=deadline),
             owner=owner,
@@ -1681,10 +1683,22 @@ class RaftlaneStore:
             mfa_verified_at=_s(s.get("mfa_verified_at")),
         )
 
+    @staticmethod
+    def _session_at(now: float | None) -> int:
+        """A session write's ``at``: the caller's time (its ``now``, else this host's clock) in
+        ms. messagefoundry ages sessions by its own clock and revokes one stamped ahead of it, so
+        a session's times are the engine's, in every mode; the cluster accepts them within its
+        clock-skew bound (30 s, docs/SPEC.md §13.2)."""
+        return _ms(time.time() if now is None else now)
+
     async def _session_change(
         self, token_hash: str, change: str, body: Mapping[str, Any], now: float | None
     ) -> None:
-        await self._post(f"/v1/sessions/{segment(token_hash)}/{change}", body, now=now)
+        await self._post(
+            f"/v1/sessions/{segment(token_hash)}/{change}",
+            {**body, "at": self._session_at(now)},
+            now=now,
+        )
 
     async def create_session(
         self,
@@ -1702,6 +1716,7 @@ class RaftlaneStore:
             "expires_at": _ms(expires_at),
             "client": client,
             "seed_reauth": seed_reauth,
+            "at": self._session_at(now),
         }
         await self._post("/v1/sessions", _drop_none(body), now=now)
 
@@ -1743,7 +1758,7 @@ class RaftlaneStore:
     ) -> int:
         answer = await self._post(
             self._user_path(user_id, "sessions", "revoke"),
-            _drop_none({"except_token_hash": except_token_hash}),
+            _drop_none({"except_token_hash": except_token_hash, "at": self._session_at(now)}),
             now=now,
         )
         return int(answer["revoked"])
@@ -1753,7 +1768,11 @@ class RaftlaneStore:
     ) -> None:
         if keep <= 0:
             return  # the contract keeps every session then
-        await self._post(self._user_path(user_id, "sessions", "cap"), {"keep": keep}, now=now)
+        await self._post(
+            self._user_path(user_id, "sessions", "cap"),
+            {"keep": keep, "at": self._session_at(now)},
+            now=now,
+        )
 
     async def purge_expired_sessions(self, *, now: float | None = None) -> int:
         answer = await self._post("/v1/sessions/purge-expired", {}, now=now)
