@@ -327,9 +327,10 @@ async def test_a_fifo_done_claims_the_lanes_next_row_in_the_same_write() -> None
     }
 
 
-async def test_no_claim_ahead_without_one_owner_or_on_the_client_clock() -> None:
+async def test_done_is_a_plain_done_without_one_owner_or_on_the_client_clock() -> None:
     """Without an owner (one engine, no lane lease) or with a lane owner apart from the row's,
-    and in client-clock mode, ``done`` stays a plain ``done``."""
+    and in client-clock mode, ``done`` stays a plain ``done`` (no lane lease is taken for a
+    claim that asked for none)."""
     dones: list[dict[str, Any]] = []
 
     def handler(req: httpx.Request) -> httpx.Response:
@@ -372,4 +373,40 @@ async def test_a_recovery_forgets_the_rows_claimed_ahead() -> None:
     again = await store.claim_next_fifo("OB1", owner="me")
     assert again is not None and again.id == "7"  # asked the cluster, not the stale row 8
     assert calls.count("/v1/lanes/outbound/OB1/claim") == 2
+    await store.close()
+
+
+async def test_a_handoff_claims_the_lanes_next_row_while_the_engine_works() -> None:
+    """A routed ingress row: as soon as the route is answered the store sends the lane's next
+    claim (the same claim the worker makes next: no owner, no lane lease), and the worker's
+    next ``claim_next_fifo`` gets that row instead of sending its own."""
+    claims: list[dict[str, Any]] = []
+    gate = asyncio.Event()
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        if req.url.path == "/v1/lanes/ingress/IB/claim":
+            claims.append(json.loads(req.content))
+            if len(claims) == 2:
+                gate.set()
+            n = len(claims)
+            return httpx.Response(200, json={"item": _claimed(6 + n, 50 + n, stage="ingress")})
+        return httpx.Response(200, json={"applied": True, "index": 9})
+
+    client = Client(
+        ["127.0.0.1:1"], "t", follow_leader=False, transport=httpx.MockTransport(handler)
+    )
+    store = RaftlaneStore(client, owner="me")
+    first = await store.claim_next_fifo("IB", stage="ingress")
+    assert first is not None and first.id == "7"
+    assert await store.route_handoff(
+        ingress_id=first.id,
+        message_id="3",
+        channel_id="IB",
+        handlers=[("h1", "x")],
+        disposition=MessageStatus.ROUTED,
+    )
+    await asyncio.wait_for(gate.wait(), 5)  # sent without the worker asking
+    second = await store.claim_next_fifo("IB", stage="ingress")
+    assert second is not None and second.id == "8"
+    assert claims == [{"owner": "me", "ttl_ms": 30_000, "lane_lease": False}] * 2
     await store.close()

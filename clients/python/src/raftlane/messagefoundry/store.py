@@ -125,6 +125,10 @@ def _row_id(row_id: str | int) -> int:
         raise ValueError(f"not a raftlane row id: {row_id!r}") from e
 
 
+#: A FIFO claim as ``claim_next_fifo`` was called: stage, lane name, and the ``owner`` argument.
+_FifoKey = tuple[str, str, str | None]
+
+
 def _known_row_id(row_id: str | int) -> int | None:
     """``row_id`` as raftlane's integer id, ``None`` for text that names no raftlane row (which
     no row can have: the contract makes completing such an id a no-op, not an error)."""
@@ -183,13 +187,17 @@ class RaftlaneStore:
         #: lease itself; its own stores hold an in-flight row until it is completed).
         self._held: set[int] = set()
         self._renewer: asyncio.Task[None] | None = None
-        #: The FIFO lane of each row this handle claimed with one owner for row and lane (the
-        #: clustered engine's claims): its ``mark_done`` claims the lane's next row in the same
-        #: write (``done`` with ``claim_next``), one round trip instead of two.
-        self._fifo_lane: dict[int, tuple[str, str]] = {}
-        #: Rows claimed ahead that way, per lane: the next ``claim_next_fifo`` of the lane by
-        #: the same owner gets its row without a round trip. Held (leases renewed) like any claim.
-        self._ahead: dict[tuple[str, str], OutboxItem] = {}
+        #: The FIFO claim (lane and owner) of each row this handle claimed with
+        #: ``claim_next_fifo``: once the row is done or handed on, its lane's worker asks for the
+        #: lane's next row at once, so the store claims it ahead. With one owner for row and lane
+        #: (the clustered engine's claims) ``mark_done`` does so in the same write (``done`` with
+        #: ``claim_next``); otherwise the claim is sent as soon as the completion is answered,
+        #: while the engine is still busy with what it just did.
+        self._fifo_lane: dict[int, _FifoKey] = {}
+        #: Rows claimed ahead, per FIFO claim: the next ``claim_next_fifo`` with the same lane and
+        #: owner gets the row without waiting. Held (leases renewed) like any claim.
+        self._ahead: dict[_FifoKey, OutboxItem] = {}
+        self._ahead_claims: dict[_FifoKey, asyncio.Task[OutboxItem | None]] = {}
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -227,6 +235,7 @@ class RaftlaneStore:
         return store
 
     async def close(self) -> None:
+        self._forget_ahead()
         if self._renewer is not None:
             self._renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -554,6 +563,10 @@ class RaftlaneStore:
                 disposition=MessageStatus(disposition).value,
             )
             done.applied = r.applied
+        if done.applied:
+            self._claim_ahead(row)
+        else:
+            self._fifo_lane.pop(row, None)
         return done.applied
 
     async def route_handoff(
@@ -577,6 +590,10 @@ class RaftlaneStore:
                 disposition=MessageStatus(disposition).value,
             )
             done.applied = r.applied
+        if done.applied:
+            self._claim_ahead(row)
+        else:
+            self._fifo_lane.pop(row, None)
         return done.applied
 
     async def transform_handoff(
@@ -602,6 +619,9 @@ class RaftlaneStore:
             # Committed: the writes are visible to this handle's handlers at once.
             for op in ops:
                 self._state_cache[(op.namespace, op.key)] = op.value
+            self._claim_ahead(row)
+        else:
+            self._fifo_lane.pop(row, None)
         return done.applied
 
     def state_view(self) -> Mapping[tuple[str, str], Any]:
@@ -692,11 +712,21 @@ class RaftlaneStore:
         """The lane's head, claimed for this handle's ``_owner``. With ``owner`` (the engine's node
         id when clustered) the lane lease is ``owner``'s; without, no lane lease is taken
         (docs/SPEC.md §14.1)."""
-        single = owner is not None and owner == self._owner
-        if single:
-            ahead = self._ahead.pop((stage, name), None)
-            if ahead is not None:
-                return ahead
+        key: _FifoKey = (stage, name, owner)
+        ahead = self._ahead.pop(key, None)
+        if ahead is not None:
+            return ahead
+        pending = self._ahead_claims.pop(key, None)
+        if pending is not None:
+            with contextlib.suppress(RaftlaneError):
+                claimed = await pending
+                if claimed is not None:
+                    return claimed
+            # The lane was empty then, or the claim failed: ask again now.
+        return await self._claim_fifo(key, now)
+
+    async def _claim_fifo(self, key: _FifoKey, now: float | None) -> OutboxItem | None:
+        stage, name, owner = key
         path = f"/v1/lanes/{segment(stage)}/{segment(name)}/claim"
         lane_owner = owner if owner is not None else self._owner
         body: dict[str, Any] = {"owner": lane_owner, "ttl_ms": self._ttl_ms}
@@ -709,20 +739,33 @@ class RaftlaneStore:
         if not isinstance(item, dict):
             return None
         claimed = self._item(item)
-        if single and not self._client_clock:
-            self._fifo_lane[int(claimed.id)] = (stage, name)
+        if not self._client_clock:
+            self._fifo_lane[int(claimed.id)] = key
         return claimed
+
+    def _claim_ahead(self, row: int) -> None:
+        """``row`` was just handed on or finished: claim its lane's next row now, for the
+        lane's next ``claim_next_fifo`` (the same claim, sent while the engine works)."""
+        key = self._fifo_lane.pop(row, None)
+        if key is None or key in self._ahead or key in self._ahead_claims:
+            return
+        self._ahead_claims[key] = asyncio.get_running_loop().create_task(
+            self._claim_fifo(key, None)
+        )
 
     async def mark_done(self, outbox_id: str, now: float | None = None) -> None:
         row = _known_row_id(outbox_id)
         if row is None:
             return  # no such row: the contract's no-op
-        lane = self._fifo_lane.pop(row, None)
+        key = self._fifo_lane.get(row)
+        single = key is not None and key[2] == self._owner
         with _unless_gone("mark_done", row, self._held):
             fence = await self._fence(row)
-            if lane is None or lane in self._ahead:
+            if key is None or not single or key in self._ahead or key in self._ahead_claims:
                 await self._at(now).done(row, fence)
+                self._claim_ahead(row)
                 return
+            del self._fifo_lane[row]
             # The lane's worker will ask for the lane's next row as soon as this returns: claim
             # it in the same write, under the same lease and fence rules as any FIFO claim.
             claim_next = {"owner": self._owner, "ttl_ms": self._ttl_ms}
@@ -732,13 +775,17 @@ class RaftlaneStore:
             ahead = (answer.get("next") or {}).get("item")
             if isinstance(ahead, dict):
                 item = self._item(ahead)
-                self._ahead[lane] = item
-                self._fifo_lane[int(item.id)] = lane
+                self._ahead[key] = item
+                self._fifo_lane[int(item.id)] = key
 
     def _forget_ahead(self) -> None:
-        """Drop the rows claimed ahead: a recovery just took in-flight rows back, so their
-        claims may be gone; the next claim of each lane asks the cluster again."""
+        """Drop the rows claimed ahead and the claims under way: a recovery just took in-flight
+        rows back (or the handle closes), so their claims may be gone; the next claim of each
+        lane asks the cluster again."""
         self._ahead.clear()
+        for task in self._ahead_claims.values():
+            task.cancel()
+        self._ahead_claims.clear()
 
     async def complete_with_response(
         self,
