@@ -9,8 +9,9 @@
 #   - key or certificate stores by name (*.key, *.p12, *.pfx, *.jks);
 #   - a raftlane keyring value (RAFTLANE_KEYRING=<id>:<32 bytes of base64>);
 #   - an admin or API token in raftlane's own format (rl_ followed by 24+ hex digits);
-#   - a line "password: <value>" / "password = <value>" outside Rust source (the shape of a
-#     generated credential; Rust code names passwords only as fields and parameters).
+#   - a password given as a literal: "password: <value>" ending its line, or
+#     password = "<value>" (8+ characters) outside Rust source (Rust code names passwords only
+#     as fields and parameters; a keyword argument naming a variable is not a literal).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 found=0
@@ -36,7 +37,7 @@ done < <(git grep -nE '\brl_[a-z]*_?[0-9a-f]{24,}\b' -- ':!scripts/check-secrets
 
 while IFS= read -r hit; do
   report "$hit: a password value"
-done < <(git grep -niE '^[^#/]*\bpass(word|wd)\s*[:=]\s*["'"'"']?[A-Za-z0-9_+/.-]{8,}' \
+done < <(git grep -niE '^[^#/]*\bpass(word|wd)\s*[:=]\s*(["'"'"'][^"'"'"']{8,}["'"'"']|[A-Za-z0-9_+/.-]{8,}\s*$)' \
   -- ':!*.rs' ':!Cargo.lock' ':!scripts/check-secrets.sh' | where || true)
 
 if [ "$found" -ne 0 ]; then
