@@ -41,6 +41,7 @@ async fn full_pipeline_through_a_follower_ends_processed() {
                     payload: row.payload.clone(),
                 }],
                 disposition: None,
+                claim_next: None,
             }),
         )
         .await
@@ -70,6 +71,7 @@ async fn full_pipeline_through_a_follower_ends_processed() {
                     key: "last".into(),
                     value: json!(1),
                 }],
+                claim_next: None,
             }),
         )
         .await
@@ -139,6 +141,7 @@ async fn fifo_order_with_two_competing_workers_and_a_stale_fence() {
                 payload: format!("{n}"),
             }],
             disposition: None,
+            claim_next: None,
         });
         c.row(row.row_id.0, handoff).await.unwrap();
     }

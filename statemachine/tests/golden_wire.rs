@@ -15,7 +15,7 @@
 //! - `commands.hex`: one [`Envelope`] per [`Command`] variant (fixed `now_ms`, actor and
 //!   `request_id: Some`), plus the bare encoding of every variant of the enums nested in commands
 //!   (`Stage`, `ReceivedStatus`, `RouteDisposition`, `HandoffDisposition`, `Role`, `ValueRef`,
-//!   `UserChange`, `SessionChange`, `AdGroupMap`, `AuthProvider`, `SessionWrite`).
+//!   `UserChange`, `SessionChange`, `AdGroupMap`, `AuthProvider`, `SessionWrite`, `HandOn`).
 //! - `outcomes.hex`: every [`Outcome`] variant, and every [`FifoEmpty`] variant as it travels,
 //!   inside `Outcome::FifoClaimed(Err(..))` (`Outcome::FifoClaimed` itself carries `Ok`, and
 //!   `Outcome::Batch` / `Outcome::Repeated` carry both `Response` variants).
@@ -109,7 +109,7 @@ use raftlane_statemachine::wire::command::{
     Fingerprinted, IssueToken, RetentionPage, RetentionPass,
 };
 // --- sessions dated by the caller ---
-use raftlane_statemachine::wire::command::{SessionAt, SessionWrite};
+use raftlane_statemachine::wire::command::{HandOn, HandOnThenClaimNext, SessionAt, SessionWrite};
 use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
 use raftlane_statemachine::{
     ApprovalId, ClaimedRow, Command, Envelope, Fence, FifoEmpty, MemStore, MessageId, MetaState,
@@ -315,6 +315,7 @@ fn command_variant(c: &Command) -> &'static str {
         Command::IssueToken(_) => "IssueToken",
         Command::RetentionPage(_) => "RetentionPage",
         Command::SessionAt(_) => "SessionAt",
+        Command::HandOnThenClaimNext(_) => "HandOnThenClaimNext",
     }
 }
 
@@ -336,6 +337,7 @@ fn outcome_variant(o: &Outcome) -> &'static str {
         Outcome::Leader(_) => "Leader",
         Outcome::TokenIssued { .. } => "TokenIssued",
         Outcome::RetentionPaged { .. } => "RetentionPaged",
+        Outcome::HandedOnThenClaimed { .. } => "HandedOnThenClaimed",
     }
 }
 
@@ -949,6 +951,54 @@ fn command_examples() -> Vec<Command> {
                 },
             }),
         }),
+        Command::HandOnThenClaimNext(HandOnThenClaimNext {
+            action: HandOn::Handoff(Handoff {
+                row_id: RowId(961),
+                fence: Fence(962),
+                deliveries: vec![delivery("dest-963", "payload-963")],
+                disposition: HandoffDisposition::Routed,
+            }),
+            owner: s("worker-964"),
+            ttl_ms: 965,
+        }),
+    ]
+}
+
+fn hand_on_variant(v: &HandOn) -> &'static str {
+    match v {
+        HandOn::Route(_) => "Route",
+        HandOn::Handoff(_) => "Handoff",
+        HandOn::Transform(_) => "Transform",
+    }
+}
+
+fn hand_on_examples() -> Vec<HandOn> {
+    vec![
+        HandOn::Route(RouteHandoff {
+            row_id: RowId(971),
+            fence: Fence(972),
+            handlers: vec![HandlerWork {
+                handler: s("handler-973"),
+                payload: s("handler-payload-973"),
+            }],
+            disposition: RouteDisposition::Routed,
+        }),
+        HandOn::Handoff(Handoff {
+            row_id: RowId(974),
+            fence: Fence(975),
+            deliveries: vec![delivery("dest-976", "payload-976")],
+            disposition: HandoffDisposition::Unrouted,
+        }),
+        HandOn::Transform(TransformHandoff {
+            row_id: RowId(977),
+            fence: Fence(978),
+            deliveries: vec![delivery("dest-979", "payload-979")],
+            state_ops: vec![StateOp {
+                namespace: s("ns-980"),
+                key: s("key-980"),
+                value: s(r#"{"n":980}"#),
+            }],
+        }),
     ]
 }
 
@@ -1084,6 +1134,10 @@ fn outcome_examples() -> Vec<Outcome> {
                 at: NOW + 503,
                 message_id: MessageId(504),
             }),
+        },
+        Outcome::HandedOnThenClaimed {
+            applied: true,
+            next: Some(Ok(claimed_row(5))),
         },
     ]
 }
@@ -2008,6 +2062,12 @@ fn commands_cases() -> Vec<Case> {
         "SessionWrite",
         session_write_examples(),
         session_write_variant,
+        |v| v,
+    ));
+    cases.extend(enum_cases(
+        "HandOn",
+        hand_on_examples(),
+        hand_on_variant,
         |v| v,
     ));
     cases

@@ -26,6 +26,10 @@ pub struct RouteBody {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<model::RouteDisposition>")]
     pub disposition: Option<RouteDisposition>,
+    /// Also claim the row's lane's next row for `owner` in the same command (only in
+    /// `POST /v1/rows/{id}/route`, not in a batch); the answer's `next` is that claim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_next: Option<ClaimNext>,
 }
 
 /// One handler of a `route`, with the payload its routed row gets.
@@ -59,6 +63,9 @@ pub struct HandoffBody {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<model::HandoffDisposition>")]
     pub disposition: Option<HandoffDisposition>,
+    /// As a `route`'s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_next: Option<ClaimNext>,
 }
 
 /// One transform-state write of a `transform`.
@@ -81,9 +88,13 @@ pub struct TransformBody {
     /// Absent: none.
     #[serde(default)]
     pub state_ops: Vec<StateOpBody>,
+    /// As a `route`'s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_next: Option<ClaimNext>,
 }
 
-/// `claim_next` of a `done`: the FIFO claim of the finished row's lane, for `owner`.
+/// `claim_next` of a `done`, `route`, `handoff` or `transform`: the FIFO claim of the row's
+/// lane, for `owner`, made in the same command once the row is finished or handed on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClaimNext {
@@ -383,7 +394,13 @@ pub struct RowActionsRequest {
 pub enum RowAnswer {
     /// `route`, `handoff`, `transform`, `response`: `applied` is `false` when the row was
     /// already consumed under this fence (a retry).
-    HandedOff { applied: bool, index: u64 },
+    HandedOff {
+        applied: bool,
+        index: u64,
+        /// With `claim_next`: the lane's FIFO claim.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        next: Option<FifoClaim>,
+    },
     /// `done` (and `dead`); with `claim_next`, `next` is the lane's FIFO claim.
     Done {
         index: u64,
@@ -471,6 +488,7 @@ mod tests {
                         payload: "p".into(),
                     }],
                     disposition: None,
+                    claim_next: None,
                 }),
                 json!({ "action": "route", "body": {
                     "fence": 3, "handlers": [{ "handler": "h1", "payload": "p" }] } }),
@@ -480,6 +498,7 @@ mod tests {
                     fence: Fence(3),
                     handlers: vec![],
                     disposition: Some(RouteDisposition::Unrouted),
+                    claim_next: None,
                 }),
                 json!({ "action": "route", "body": {
                     "fence": 3, "handlers": [], "disposition": "unrouted" } }),
@@ -492,6 +511,7 @@ mod tests {
                         payload: "x".into(),
                     }],
                     disposition: Some(HandoffDisposition::Filtered),
+                    claim_next: None,
                 }),
                 json!({ "action": "handoff", "body": {
                     "fence": 4, "deliveries": [{ "destination": "emr", "payload": "x" }],
@@ -506,6 +526,7 @@ mod tests {
                         key: "k".into(),
                         value: json!({ "n": 1 }),
                     }],
+                    claim_next: None,
                 }),
                 json!({ "action": "transform", "body": {
                     "fence": 5, "deliveries": [],

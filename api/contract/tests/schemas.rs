@@ -191,6 +191,7 @@ fn each_action() -> Vec<RowAction> {
                 payload: "p".into(),
             }],
             disposition: Some(RouteDisposition::Routed),
+            claim_next: None,
         }),
         RowAction::Handoff(HandoffBody {
             fence: Fence(1),
@@ -199,11 +200,13 @@ fn each_action() -> Vec<RowAction> {
                 payload: "p".into(),
             }],
             disposition: None,
+            claim_next: None,
         }),
         RowAction::Handoff(HandoffBody {
             fence: Fence(1),
             deliveries: vec![],
             disposition: Some(HandoffDisposition::Filtered),
+            claim_next: None,
         }),
         RowAction::Transform(TransformBody {
             fence: Fence(1),
@@ -213,6 +216,7 @@ fn each_action() -> Vec<RowAction> {
                 key: "k".into(),
                 value: json!({ "a": [1, 2] }),
             }],
+            claim_next: None,
         }),
         RowAction::Done(DoneBody {
             fence: Fence(1),
@@ -579,6 +583,7 @@ fn examples_conform_to_their_schemas() {
         RowAnswer::HandedOff {
             applied: true,
             index: 1,
+            next: None,
         },
         RowAnswer::Done {
             index: 2,

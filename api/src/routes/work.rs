@@ -15,8 +15,9 @@ use raftlane_contract::{
 };
 use raftlane_statemachine::wire::command::{
     CancelQueued, ClaimFifoHead, ClaimNextFifo, ClaimReady, CompleteWithResponse, DeadLetterNow,
-    Delivery, DoneThenClaimNext, HandlerWork, Handoff, IngressHandoff, IngressHandoffKeyed,
-    MarkDone, MarkFailed, ReleaseLane, RenewLeases, RouteHandoff, StateOp, TransformHandoff,
+    Delivery, DoneThenClaimNext, HandOn, HandOnThenClaimNext, HandlerWork, Handoff, IngressHandoff,
+    IngressHandoffKeyed, MarkDone, MarkFailed, ReleaseLane, RenewLeases, RouteHandoff, StateOp,
+    TransformHandoff,
 };
 use raftlane_statemachine::{checks, Command, Fence, Outcome, RowId};
 use serde::Deserialize;
@@ -259,14 +260,7 @@ async fn done_then_claim_next(
     fence: Fence,
     next: ClaimNext,
 ) -> ApiResult<RowAnswer> {
-    check_name("claim_next.owner", &next.owner)?;
-    checks::ttl("claim_next.ttl_ms", next.ttl_ms)?;
-    // The same scope rule as a FIFO claim: a whole outbound lane is not one channel's.
-    if row.stage == raftlane_statemachine::row::Stage::Outbound && caller.channels.is_some() {
-        return Err(ApiError::forbidden(
-            "channel-scoped tokens cannot claim a whole outbound lane",
-        ));
-    }
+    check_claim_next(caller, row, &next)?;
     let command = Command::DoneThenClaimNext(DoneThenClaimNext {
         row_id: row.id,
         fence,
@@ -286,6 +280,64 @@ async fn done_then_claim_next(
         next: Some(next),
         ok: true,
     })
+}
+
+/// A handoff with `claim_next`: the row is handed on and its lane's next row claimed for
+/// `next.owner` in one command ([`HandOnThenClaimNext`]), as [`done_then_claim_next`] does for
+/// `done`. Answers [`RowAnswer::HandedOff`] with `next`, the FIFO claim's answer.
+async fn hand_on_then_claim_next(
+    state: &AppState,
+    caller: &Caller,
+    row: &raftlane_statemachine::row::WorkRow,
+    action: HandOn,
+    next: ClaimNext,
+) -> ApiResult<RowAnswer> {
+    check_claim_next(caller, row, &next)?;
+    let command = Command::HandOnThenClaimNext(HandOnThenClaimNext {
+        action,
+        owner: next.owner.clone(),
+        ttl_ms: next.ttl_ms,
+    });
+    let (index, outcome) = propose(state, caller, command).await?;
+    let Outcome::HandedOnThenClaimed {
+        applied,
+        next: claim,
+    } = outcome
+    else {
+        return Err(unexpected(outcome));
+    };
+    let again = Command::ClaimNextFifo(ClaimNextFifo {
+        stage: row.stage,
+        lane: row.lane_name().to_string(),
+        owner: next.owner,
+        ttl_ms: next.ttl_ms,
+    });
+    let next = match claim {
+        Some(claim) => Some(fifo_answer(state, caller, Outcome::FifoClaimed(claim), again).await?),
+        None => None,
+    };
+    Ok(RowAnswer::HandedOff {
+        applied,
+        index,
+        next,
+    })
+}
+
+/// The checks of a `claim_next`: its names, and the scope rule of a FIFO claim (a whole
+/// outbound lane is not one channel's).
+fn check_claim_next(
+    caller: &Caller,
+    row: &raftlane_statemachine::row::WorkRow,
+    next: &ClaimNext,
+) -> ApiResult<()> {
+    check_name("claim_next.owner", &next.owner)?;
+    checks::ttl("claim_next.ttl_ms", next.ttl_ms)?;
+    if row.stage == raftlane_statemachine::row::Stage::Outbound && caller.channels.is_some() {
+        return Err(ApiError::forbidden(
+            "channel-scoped tokens cannot claim a whole outbound lane",
+        ));
+    }
+    Ok(())
 }
 
 pub(super) fn deliveries(list: Vec<DeliveryBody>) -> ApiResult<Vec<Delivery>> {
@@ -320,6 +372,11 @@ pub async fn row_action(
         }
         RowCommand::DoneThenClaim { row, fence, next } => {
             done_then_claim_next(&state, &caller, &row, fence, next)
+                .await
+                .map(Json)
+        }
+        RowCommand::HandOnThenClaim { row, action, next } => {
+            hand_on_then_claim_next(&state, &caller, &row, action, next)
                 .await
                 .map(Json)
         }
@@ -390,10 +447,10 @@ pub async fn row_actions(
         let answer =
             match prepare_action(&state, &caller, RowId(item.row), &item.action, &bytes).await {
                 Ok(RowCommand::Plain(command)) => Ok(command),
-                Ok(RowCommand::DoneThenClaim { .. }) => {
+                Ok(RowCommand::DoneThenClaim { .. } | RowCommand::HandOnThenClaim { .. }) => {
                     return Err(ApiError::invalid(
                         format!("{at}.body.claim_next"),
-                        "not in a batch: claim through POST /v1/rows/{id}/done",
+                        "not in a batch: claim through POST /v1/rows/{id}/{action}",
                     ))
                 }
                 Err(e) if e.status.as_u16() == 404 => Err(e),
@@ -437,6 +494,12 @@ enum RowCommand {
     DoneThenClaim {
         row: raftlane_statemachine::row::WorkRow,
         fence: Fence,
+        next: ClaimNext,
+    },
+    /// `route`, `handoff` or `transform` with `claim_next` (see [`hand_on_then_claim_next`]).
+    HandOnThenClaim {
+        row: raftlane_statemachine::row::WorkRow,
+        action: HandOn,
         next: ClaimNext,
     },
 }
@@ -518,6 +581,25 @@ async fn scoped_row(
     Ok(row)
 }
 
+/// A handoff as the command to propose: on its own, or with `claim_next` the handoff and the
+/// lane's next claim in one command (its row must exist: the lane is the row's).
+fn hand_on(
+    row_id: RowId,
+    row: Option<raftlane_statemachine::row::WorkRow>,
+    action: HandOn,
+    claim_next: Option<ClaimNext>,
+) -> ApiResult<RowCommand> {
+    let Some(next) = claim_next else {
+        return Ok(RowCommand::Plain(match action {
+            HandOn::Route(c) => Command::RouteHandoff(c),
+            HandOn::Handoff(c) => Command::Handoff(c),
+            HandOn::Transform(c) => Command::TransformHandoff(c),
+        }));
+    };
+    let row = row.ok_or_else(|| ApiError::not_found(format!("row {} not found", row_id.0)))?;
+    Ok(RowCommand::HandOnThenClaim { row, action, next })
+}
+
 /// A parsed row action as the command to propose: names checked, defaults filled in by the
 /// write path's policy (a `fail`'s retry policy, a disposition, a depth cap). Payloads stay
 /// plain here: the write path seals them on their way to the log.
@@ -533,7 +615,7 @@ async fn row_command(
                 check_name("handlers.handler", &h.handler)?;
             }
             let disposition = policy::route_disposition(b.disposition, b.handlers.len());
-            Command::RouteHandoff(RouteHandoff {
+            let route = RouteHandoff {
                 row_id,
                 fence: b.fence,
                 handlers: b
@@ -545,16 +627,18 @@ async fn row_command(
                     })
                     .collect(),
                 disposition,
-            })
+            };
+            return hand_on(row_id, row, HandOn::Route(route), b.claim_next);
         }
         RowAction::Handoff(b) => {
             let disposition = policy::handoff_disposition(b.disposition, b.deliveries.len());
-            Command::Handoff(Handoff {
+            let handoff = Handoff {
                 row_id,
                 fence: b.fence,
                 deliveries: deliveries(b.deliveries)?,
                 disposition,
-            })
+            };
+            return hand_on(row_id, row, HandOn::Handoff(handoff), b.claim_next);
         }
         RowAction::Transform(b) => {
             let mut ops = Vec::with_capacity(b.state_ops.len());
@@ -567,12 +651,13 @@ async fn row_command(
                     value: op.value.to_string(),
                 });
             }
-            Command::TransformHandoff(TransformHandoff {
+            let transform = TransformHandoff {
                 row_id,
                 fence: b.fence,
                 deliveries: deliveries(b.deliveries)?,
                 state_ops: ops,
-            })
+            };
+            return hand_on(row_id, row, HandOn::Transform(transform), b.claim_next);
         }
         RowAction::Done(b) => {
             let fence = b.fence;
@@ -664,7 +749,11 @@ async fn row_command(
 /// The answer of a row action that took effect.
 fn action_answer(index: u64, outcome: Outcome) -> ApiResult<RowAnswer> {
     Ok(match outcome {
-        Outcome::HandedOff(applied) => RowAnswer::HandedOff { applied, index },
+        Outcome::HandedOff(applied) => RowAnswer::HandedOff {
+            applied,
+            index,
+            next: None,
+        },
         Outcome::Done => RowAnswer::Done {
             index,
             next: None,

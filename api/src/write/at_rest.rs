@@ -20,7 +20,7 @@ use raftlane_statemachine::model::response::CapturedResponse;
 use raftlane_statemachine::model::state::{ReferenceSnapshot, StateEntry};
 use raftlane_statemachine::query::MessageView;
 use raftlane_statemachine::row::WorkRow;
-use raftlane_statemachine::wire::command::{Delivery, HandlerWork};
+use raftlane_statemachine::wire::command::{Delivery, HandOn, HandlerWork};
 use raftlane_statemachine::Command;
 use std::convert::Infallible;
 
@@ -80,6 +80,15 @@ impl Covered for Command {
                 each_delivery(&mut c.deliveries, f)?;
                 c.state_ops.iter_mut().try_for_each(|op| f(&mut op.value))
             }
+            // The handoff it carries, as that handoff on its own.
+            Command::HandOnThenClaimNext(c) => match &mut c.action {
+                HandOn::Route(h) => each_handler(&mut h.handlers, f),
+                HandOn::Handoff(h) => each_delivery(&mut h.deliveries, f),
+                HandOn::Transform(h) => {
+                    each_delivery(&mut h.deliveries, f)?;
+                    h.state_ops.iter_mut().try_for_each(|op| f(&mut op.value))
+                }
+            },
             Command::CompleteWithResponse(c) => {
                 f(&mut c.body)?;
                 each_opt(&mut c.detail, f)

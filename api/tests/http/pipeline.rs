@@ -614,3 +614,76 @@ async fn idempotent_enqueue() {
     ok(&r, 200);
     assert_eq!(r.body["rows"]["ingress"]["pending"], 3);
 }
+
+#[tokio::test]
+async fn route_with_claim_next_walks_an_ingress_lane_one_write_per_row() {
+    let api = start().await;
+    const N: usize = 3;
+    let mut enqueued = Vec::new();
+    for i in 0..N {
+        enqueued.push(api.enqueue("intake", &format!("m{i}")).await);
+    }
+    let first = api
+        .admin
+        .claim_fifo("ingress", "intake", "w", LONG_TTL)
+        .await
+        .expect("claim")
+        .item
+        .expect("the head");
+
+    // Bad claim_next fields: 400 naming the field, and nothing proposed.
+    let route_path = format!("/v1/rows/{}/route", first.row_id.0);
+    let before = api.digest().await;
+    let r = api
+        .post(
+            &route_path,
+            json!({ "fence": first.fence.0, "handlers": [{"handler": "h1"}],
+                    "claim_next": { "owner": "w", "ttl_ms": 0 } }),
+        )
+        .await;
+    api_error(&r, 400, "invalid", Some("claim_next.ttl_ms"));
+    nothing_proposed(&api, &before, "route with a bad claim_next").await;
+    // Not in a batch.
+    let r = api
+        .post(
+            "/v1/rows/actions",
+            json!({ "actions": [{ "row": first.row_id.0, "action": "route", "body": {
+                "fence": first.fence.0, "handlers": [{"handler": "h1"}],
+                "claim_next": { "owner": "w", "ttl_ms": LONG_TTL } } }] }),
+        )
+        .await;
+    api_error(&r, 400, "invalid", Some("actions[0].body.claim_next"));
+
+    // Each route hands back the lane's next row, in order, fenced by the same write.
+    let mut item = first;
+    let mut routed = vec![item.message_id.0];
+    loop {
+        let r = api
+            .post(
+                &format!("/v1/rows/{}/route", item.row_id.0),
+                json!({ "fence": item.fence.0, "handlers": [{"handler": "h1"}],
+                        "claim_next": { "owner": "w", "ttl_ms": LONG_TTL } }),
+            )
+            .await;
+        ok(&r, 200);
+        assert_eq!(r.body["applied"], true);
+        let index = r.body["index"].as_u64().expect("index");
+        let next = &r.body["next"];
+        if next["item"].is_null() {
+            assert_eq!(next["reason"], "empty");
+            break;
+        }
+        let claimed: ClaimedRow =
+            serde_json::from_value(next["item"].clone()).expect("a claimed row");
+        assert_eq!(claimed.fence.0, index, "fenced by the route's own entry");
+        assert_eq!(claimed.payload, format!("m{}", routed.len()));
+        routed.push(claimed.message_id.0);
+        item = claimed;
+    }
+    assert_eq!(routed, enqueued, "routing order equals enqueue order");
+    let r = api
+        .get("/v1/messages?channel=intake&status=routed&limit=100")
+        .await;
+    ok(&r, 200);
+    assert_eq!(ids_of(&r.body["messages"]).len(), N);
+}

@@ -103,6 +103,7 @@ pub async fn run(ctx: Arc<Ctx>, id: usize, mut rng: SplitMix64) {
                     fence: row.fence,
                     deliveries,
                     disposition: Some(disposition),
+                    claim_next: None,
                 }),
                 lane,
                 after_stall: stall,

@@ -410,3 +410,42 @@ async def test_a_handoff_claims_the_lanes_next_row_while_the_engine_works() -> N
     assert second is not None and second.id == "8"
     assert claims == [{"owner": "me", "ttl_ms": 30_000, "lane_lease": False}] * 2
     await store.close()
+
+
+async def test_a_clustered_route_claims_the_lanes_next_row_in_the_same_write() -> None:
+    """The clustered engine's router worker (one owner for row and lane): its route carries the
+    lane's next claim (``claim_next``), and the worker's next ``claim_next_fifo`` gets that row
+    without a request of its own."""
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        body = json.loads(req.content) if req.content else {}
+        seen.append((req.url.path, body))
+        if req.url.path == "/v1/lanes/ingress/IB/claim":
+            return httpx.Response(200, json={"item": _claimed(7, 50, stage="ingress")})
+        if req.url.path == "/v1/rows/7/route":
+            nxt = {"item": _claimed(8, 51, stage="ingress")}
+            return httpx.Response(200, json={"applied": True, "index": 51, "next": nxt})
+        return httpx.Response(200, json={"applied": True, "index": 52})
+
+    store = _store(handler, client_clock=False)
+    first = await store.claim_next_fifo("IB", stage="ingress", owner="me")
+    assert first is not None and first.id == "7"
+    assert await store.route_handoff(
+        ingress_id=first.id,
+        message_id="3",
+        channel_id="IB",
+        handlers=[("h1", "x")],
+        disposition=MessageStatus.ROUTED,
+    )
+    second = await store.claim_next_fifo("IB", stage="ingress", owner="me")
+    assert second is not None and second.id == "8"
+    await store.close()
+    paths = [p for p, _ in seen if p != "/v1/leases/renew"]
+    assert paths == ["/v1/lanes/ingress/IB/claim", "/v1/rows/7/route"]
+    assert dict(seen)["/v1/rows/7/route"] == {
+        "fence": 50,
+        "handlers": [{"handler": "h1", "payload": "x"}],
+        "disposition": "routed",
+        "claim_next": {"owner": "me", "ttl_ms": 30_000},
+    }

@@ -711,6 +711,7 @@ async fn pipeline(
                                         payload: item.payload,
                                     }],
                                     disposition: None,
+                                    claim_next: None,
                                 })
                             } else {
                                 RowAction::Transform(TransformBody {
@@ -720,6 +721,7 @@ async fn pipeline(
                                         payload: item.payload,
                                     }],
                                     state_ops: Vec::new(),
+                                    claim_next: None,
                                 })
                             },
                         })

@@ -351,6 +351,7 @@ async fn router(s: Arc<Shared>) {
                 payload: item.payload.clone(),
             }],
             disposition: None,
+            claim_next: None,
         })
     })
     .await;
@@ -379,6 +380,7 @@ async fn transformer(s: Arc<Shared>) {
                 key: format!("last-{}", item.channel_id),
                 value: json!(n),
             }],
+            claim_next: None,
         })
     })
     .await;

@@ -11,8 +11,8 @@ use crate::rules::fifo::{self, Claimant};
 use crate::rules::{retry, validate};
 use crate::tables::{config, rows};
 use crate::wire::command::{
-    ClaimFifoHead, ClaimNextFifo, ClaimReady, DoneThenClaimNext, ReclaimExpired,
-    RecoverInflightOnPromotion, ReleaseLane, RenewLeases, ResetStaleInflight,
+    ClaimFifoHead, ClaimNextFifo, ClaimReady, DoneThenClaimNext, HandOn, HandOnThenClaimNext,
+    ReclaimExpired, RecoverInflightOnPromotion, ReleaseLane, RenewLeases, ResetStaleInflight,
 };
 use crate::wire::outcome::Outcome;
 use crate::wire::rejection::Rejection;
@@ -101,6 +101,48 @@ impl Apply for DoneThenClaimNext {
         let out = done_then_claim_next(cx, *row_id, *fence, owner, *ttl_ms)?;
         bind_if_taken(cx, &out, owner)?;
         Ok(out)
+    }
+}
+
+impl Apply for HandOnThenClaimNext {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let HandOnThenClaimNext {
+            action,
+            owner,
+            ttl_ms,
+        } = self;
+        cx.check_owner(owner)?;
+        validate::name("owner", owner)?;
+        validate::ttl("ttl_ms", *ttl_ms)?;
+        // The lane is read before the handoff consumes the row; an unknown row is left to the
+        // handoff to reject.
+        let row_id = action.row_id();
+        let lane = rows::get(cx.txn, row_id)?.map(|row| row.lane());
+        let applied = match action {
+            HandOn::Route(c) => c.apply(cx)?,
+            HandOn::Handoff(c) => c.apply(cx)?,
+            HandOn::Transform(c) => c.apply(cx)?,
+        };
+        let Outcome::HandedOff(applied) = applied else {
+            return Err(Rejection::invalid("action", "not a handoff").into());
+        };
+        let Some(lane) = lane else {
+            // The row is gone: this handoff was already applied (a retried request), so its
+            // lane is not known here, and no claim is made.
+            return Ok(Outcome::HandedOnThenClaimed {
+                applied,
+                next: None,
+            });
+        };
+        let out = claim_next_fifo(cx, lane.stage, &lane.name, owner, *ttl_ms)?;
+        bind_if_taken(cx, &out, owner)?;
+        let Outcome::FifoClaimed(next) = out else {
+            return Err(Rejection::invalid("action", "the claim answered no claim").into());
+        };
+        Ok(Outcome::HandedOnThenClaimed {
+            applied,
+            next: Some(next),
+        })
     }
 }
 

@@ -75,5 +75,6 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::IssueToken(c) => c.apply(cx),
         Command::RetentionPage(c) => c.apply(cx),
         Command::SessionAt(c) => c.apply(cx),
+        Command::HandOnThenClaimNext(c) => c.apply(cx),
     }
 }

@@ -144,6 +144,8 @@ pub enum Command {
     RetentionPage(RetentionPage),
     // --- sessions dated by the caller (docs/SPEC.md §13.2) ---
     SessionAt(SessionAt),
+    // --- a handoff and the lane's next claim in one entry (docs/SPEC.md §4.4a) ---
+    HandOnThenClaimNext(HandOnThenClaimNext),
 }
 
 impl Command {
@@ -221,6 +223,7 @@ impl Command {
             Command::RetentionPage(_) => "retention_page",
             // The caller's time is data of the session write: counted as the write it dates.
             Command::SessionAt(c) => c.write.name(),
+            Command::HandOnThenClaimNext(_) => "hand_on_then_claim_next",
         }
     }
 }
@@ -332,6 +335,38 @@ pub struct ReleaseLane {
 pub struct DoneThenClaimNext {
     pub row_id: RowId,
     pub fence: Fence,
+    pub owner: String,
+    pub ttl_ms: u64,
+}
+
+/// The handoffs that consume a claimed FIFO row and hand its message on: what
+/// [`HandOnThenClaimNext`] may carry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HandOn {
+    Route(RouteHandoff),
+    Handoff(Handoff),
+    Transform(TransformHandoff),
+}
+
+impl HandOn {
+    /// The row the handoff consumes.
+    pub fn row_id(&self) -> RowId {
+        match self {
+            HandOn::Route(c) => c.row_id,
+            HandOn::Handoff(c) => c.row_id,
+            HandOn::Transform(c) => c.row_id,
+        }
+    }
+}
+
+/// A handoff of a claimed row, then ClaimNextFifo of that row's lane for `owner`, in one entry:
+/// a stage worker's "handed this one on, give me the next" costs one consensus round trip
+/// instead of two, as [`DoneThenClaimNext`] does for the delivery worker. Answers
+/// `Outcome::HandedOnThenClaimed`; when the handoff is rejected nothing is applied, the claim
+/// included.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandOnThenClaimNext {
+    pub action: HandOn,
     pub owner: String,
     pub ttl_ms: u64,
 }

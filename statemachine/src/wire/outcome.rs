@@ -84,6 +84,13 @@ pub enum Outcome {
         purged: u64,
         next: Option<RetentionCursor>,
     },
+    /// [`HandOnThenClaimNext`](crate::wire::command::HandOnThenClaimNext): whether the handoff
+    /// applied (`false`: the row was already consumed under this fence), and the lane's FIFO
+    /// claim as ClaimNextFifo answers it (`None`: the row was gone, so no claim was made).
+    HandedOnThenClaimed {
+        applied: bool,
+        next: Option<Result<ClaimedRow, FifoEmpty>>,
+    },
 }
 
 impl Outcome {
@@ -107,6 +114,7 @@ impl Outcome {
             Outcome::Leader(_) => "leader",
             Outcome::TokenIssued { .. } => "token_issued",
             Outcome::RetentionPaged { .. } => "retention_paged",
+            Outcome::HandedOnThenClaimed { .. } => "handed_on_then_claimed",
         }
     }
 }

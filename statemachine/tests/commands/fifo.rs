@@ -1,6 +1,7 @@
 //! ClaimNextFifo and DoneThenClaimNext: lane order, lane leases, stranded heads and backoff.
 
 use crate::harness::*;
+use raftlane_statemachine::wire::command::{HandOn, HandOnThenClaimNext};
 
 #[test]
 fn fifo_claims_the_lane_head_in_created_at_then_seq_order() {
@@ -339,4 +340,72 @@ fn fifo_lanes_of_ingress_stage_are_named_by_channel() {
         h.fifo(Stage::Ingress, "c2", "a", 1_000),
         Err(FifoEmpty::Empty)
     );
+}
+
+fn route_then_next(row: &ClaimedRow, owner: &str) -> Command {
+    Command::HandOnThenClaimNext(HandOnThenClaimNext {
+        action: HandOn::Route(RouteHandoff {
+            row_id: row.row_id,
+            fence: row.fence,
+            handlers: vec![handler("h1", "x")],
+            disposition: RouteDisposition::Routed,
+        }),
+        owner: owner.into(),
+        ttl_ms: 10_000,
+    })
+}
+
+/// A stage worker's "handed this one on, give me the next": the route and the lane's next
+/// claim in one command, lane order kept; a repeat of it (a retried request) hands nothing on
+/// and gets the owner's own live row back; a stale fence applies nothing, the claim included.
+#[test]
+fn hand_on_then_claim_next_walks_an_ingress_lane_in_order_one_command_per_row() {
+    let mut h = Harness::new();
+    let ids: Vec<_> = (0..3)
+        .map(|i| h.enqueue("orders", &format!("m{i}")))
+        .collect();
+    let mut row = h.fifo(Stage::Ingress, "orders", "w", 10_000).expect("head");
+    let mut seen = vec![row.message_id];
+    loop {
+        let fence = Fence(h.next_index());
+        match h.ok(route_then_next(&row, "w")) {
+            Outcome::HandedOnThenClaimed {
+                applied: true,
+                next: Some(Ok(next)),
+            } => {
+                assert_eq!(next.fence, fence, "fenced by the handoff's own entry");
+                assert_eq!(next.attempts, 1);
+                seen.push(next.message_id);
+                row = next;
+            }
+            Outcome::HandedOnThenClaimed {
+                applied: true,
+                next: Some(Err(FifoEmpty::Empty)),
+            } => break,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(seen, ids);
+    assert_eq!(h.status(ids[0]), MessageStatus::Routed);
+
+    // The last route again (its row consumed under that fence): nothing more is handed on,
+    // and no claim is made.
+    assert_eq!(
+        h.ok(route_then_next(&row, "w")),
+        Outcome::HandedOnThenClaimed {
+            applied: false,
+            next: None
+        }
+    );
+    // A stale fence: rejected whole, nothing applied, not even the claim.
+    let fresh = h.enqueue("orders", "m3");
+    let head = h.fifo(Stage::Ingress, "orders", "w", 10_000).expect("head");
+    assert_eq!(head.message_id, fresh);
+    let before = h.digest();
+    let stale = ClaimedRow {
+        fence: Fence(head.fence.0 - 1),
+        ..head.clone()
+    };
+    assert!(h.run(route_then_next(&stale, "w")).is_err());
+    assert_eq!(h.digest(), before);
 }

@@ -56,6 +56,7 @@ from .types import (
     Failed,
     FifoClaim,
     HandedOff,
+    HandedOnNext,
     Handler,
     Health,
     KeyRotation,
@@ -1024,6 +1025,26 @@ class Client:
     ) -> HandedOff:
         """Hand a routed row on to outbound rows, writing transform state in the same command."""
         return await self._row(HandedOff, RowAction.transform(row, fence, deliveries, state_ops))
+
+    @_route(
+        "post",
+        "/v1/rows/{id}/{action}",
+        body=("fence", "handlers", "deliveries", "disposition", "state_ops", "claim_next"),
+        answer=HandedOff,
+    )
+    async def hand_on_then_claim_next(
+        self, action: RowAction, *, owner: str, ttl_ms: int
+    ) -> tuple[HandedOff, FifoClaim | None]:
+        """A ``route``, ``handoff`` or ``transform`` (built with :class:`RowAction`) and the
+        claim of its row's lane's next row for ``owner``, in one write; the claim is ``None``
+        when the handoff had already been applied (a retry), which makes none."""
+        if action.action not in ("route", "handoff", "transform"):
+            raise ValueError(
+                f"claim_next goes with a route, handoff or transform, not {action.action}"
+            )
+        body = {**action.body, "claim_next": {"owner": owner, "ttl_ms": ttl_ms}}
+        answer = await self._row(HandedOnNext, RowAction(action.row, action.action, body))
+        return HandedOff(applied=answer.applied, index=answer.index), answer.next
 
     @_route("post", "/v1/rows/{id}/{action}", body=("fence",), answer=Ack)
     async def done(self, row: int, fence: int) -> Ack:

@@ -373,6 +373,16 @@ class Ack:
 
 
 @dataclass(frozen=True)
+class HandedOnNext:
+    """``route``, ``handoff`` or ``transform`` with ``claim_next``: ``next`` is the lane's next
+    claim (absent when the handoff had already been applied and made none)."""
+
+    applied: bool
+    index: int
+    next: FifoClaim | None = None
+
+
+@dataclass(frozen=True)
 class DoneNext:
     """``done`` with ``claim_next``: the row is done and ``next`` is the lane's next claim."""
 
