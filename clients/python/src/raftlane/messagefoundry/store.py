@@ -33,7 +33,7 @@ import socket
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -62,7 +62,7 @@ from ..errors import (
     StaleFenceError,
     WrongStatusError,
 )
-from ..types import UNLIMITED_ATTEMPTS, AuditAnchor, HandedOff, RetryPolicy, StateOp
+from ..types import UNLIMITED_ATTEMPTS, AuditAnchor, RetryPolicy, StateOp
 
 __all__ = [
     "AUDIT_ORG",
@@ -561,13 +561,7 @@ class RaftlaneStore:
             action = RowAction.handoff(
                 row, fence, list(deliveries), MessageStatus(disposition).value
             )
-            done.applied = await self._hand_on(
-                action,
-                lambda: self._at(now).handoff(
-                    row, fence, list(deliveries), disposition=MessageStatus(disposition).value
-                ),
-                now,
-            )
+            done.applied = await self._hand_on(action, now)
         return self._handed_on(row, done.applied)
 
     async def route_handoff(
@@ -586,13 +580,7 @@ class RaftlaneStore:
         with _unless_gone("route", row, self._held) as done:
             fence = await self._fence(row)
             action = RowAction.route(row, fence, list(handlers), MessageStatus(disposition).value)
-            done.applied = await self._hand_on(
-                action,
-                lambda: self._at(now).route(
-                    row, fence, list(handlers), disposition=MessageStatus(disposition).value
-                ),
-                now,
-            )
+            done.applied = await self._hand_on(action, now)
         return self._handed_on(row, done.applied)
 
     async def transform_handoff(
@@ -612,23 +600,14 @@ class RaftlaneStore:
         with _unless_gone("transform", row, self._held) as done:
             fence = await self._fence(row)
             action = RowAction.transform(row, fence, list(deliveries), ops)
-            done.applied = await self._hand_on(
-                action,
-                lambda: self._at(now).transform(row, fence, list(deliveries), state_ops=ops),
-                now,
-            )
+            done.applied = await self._hand_on(action, now)
         if done.applied:
             # Committed: the writes are visible to this handle's handlers at once.
             for op in ops:
                 self._state_cache[(op.namespace, op.key)] = op.value
         return self._handed_on(row, done.applied)
 
-    async def _hand_on(
-        self,
-        action: RowAction,
-        plain: Callable[[], Awaitable[HandedOff]],
-        now: float | None,
-    ) -> bool:
+    async def _hand_on(self, action: RowAction, now: float | None) -> bool:
         """One handoff (route, handoff or transform) of a claimed row. For a row this handle
         claimed from a FIFO lane with one owner for row and lane (the clustered engine's
         claims), the lane's next row is claimed in the same write and kept for the lane's next
@@ -636,7 +615,8 @@ class RaftlaneStore:
         key = self._fifo_lane.get(action.row)
         single = key is not None and key[2] == self._owner
         if key is None or not single or key in self._ahead or key in self._ahead_claims:
-            return (await plain()).applied
+            path = f"/v1/rows/{segment(action.row)}/{segment(action.action)}"
+            return bool((await self._post(path, action.body, now=now)).get("applied"))
         handed, next_claim = await self._at(now).hand_on_then_claim_next(
             action, owner=self._owner, ttl_ms=self._ttl_ms
         )
