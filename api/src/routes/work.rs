@@ -268,12 +268,7 @@ async fn done_then_claim_next(
         ttl_ms: next.ttl_ms,
     });
     let (index, outcome) = propose(state, caller, command).await?;
-    let again = Command::ClaimNextFifo(ClaimNextFifo {
-        stage: row.stage,
-        lane: row.lane_name().to_string(),
-        owner: next.owner,
-        ttl_ms: next.ttl_ms,
-    });
+    let again = claim_next_again(row, next);
     let next = fifo_answer(state, caller, outcome, again).await?;
     Ok(RowAnswer::Done {
         index,
@@ -306,12 +301,7 @@ async fn hand_on_then_claim_next(
     else {
         return Err(unexpected(outcome));
     };
-    let again = Command::ClaimNextFifo(ClaimNextFifo {
-        stage: row.stage,
-        lane: row.lane_name().to_string(),
-        owner: next.owner,
-        ttl_ms: next.ttl_ms,
-    });
+    let again = claim_next_again(row, next);
     let next = match claim {
         Some(claim) => Some(fifo_answer(state, caller, Outcome::FifoClaimed(claim), again).await?),
         None => None,
@@ -320,6 +310,17 @@ async fn hand_on_then_claim_next(
         applied,
         index,
         next,
+    })
+}
+
+/// The FIFO claim a `claim_next` makes, as the command the write path repeats to claim the lane
+/// again past an undecryptable head ([`fifo_answer`]).
+fn claim_next_again(row: &raftlane_statemachine::row::WorkRow, next: ClaimNext) -> Command {
+    Command::ClaimNextFifo(ClaimNextFifo {
+        stage: row.stage,
+        lane: row.lane_name().to_string(),
+        owner: next.owner,
+        ttl_ms: next.ttl_ms,
     })
 }
 

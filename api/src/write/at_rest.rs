@@ -20,7 +20,7 @@ use raftlane_statemachine::model::response::CapturedResponse;
 use raftlane_statemachine::model::state::{ReferenceSnapshot, StateEntry};
 use raftlane_statemachine::query::MessageView;
 use raftlane_statemachine::row::WorkRow;
-use raftlane_statemachine::wire::command::{Delivery, HandOn, HandlerWork};
+use raftlane_statemachine::wire::command::{Delivery, HandOn, HandlerWork, TransformHandoff};
 use raftlane_statemachine::Command;
 use std::convert::Infallible;
 
@@ -56,6 +56,15 @@ fn each_handler<E>(
     handlers.iter_mut().try_for_each(|h| f(&mut h.payload))
 }
 
+/// A transform's covered values: its deliveries' payloads and its state writes' values.
+fn each_transform<E>(
+    t: &mut TransformHandoff,
+    f: &mut impl FnMut(&mut String) -> Result<(), E>,
+) -> Result<(), E> {
+    each_delivery(&mut t.deliveries, f)?;
+    t.state_ops.iter_mut().try_for_each(|op| f(&mut op.value))
+}
+
 /// What a command carries of covered values: what [`AtRest::seal`] encrypts.
 impl Covered for Command {
     fn each_covered<E>(
@@ -76,18 +85,12 @@ impl Covered for Command {
             }
             Command::RouteHandoff(c) => each_handler(&mut c.handlers, f),
             Command::Handoff(c) => each_delivery(&mut c.deliveries, f),
-            Command::TransformHandoff(c) => {
-                each_delivery(&mut c.deliveries, f)?;
-                c.state_ops.iter_mut().try_for_each(|op| f(&mut op.value))
-            }
+            Command::TransformHandoff(c) => each_transform(c, f),
             // The handoff it carries, as that handoff on its own.
             Command::HandOnThenClaimNext(c) => match &mut c.action {
                 HandOn::Route(h) => each_handler(&mut h.handlers, f),
                 HandOn::Handoff(h) => each_delivery(&mut h.deliveries, f),
-                HandOn::Transform(h) => {
-                    each_delivery(&mut h.deliveries, f)?;
-                    h.state_ops.iter_mut().try_for_each(|op| f(&mut op.value))
-                }
+                HandOn::Transform(h) => each_transform(h, f),
             },
             Command::CompleteWithResponse(c) => {
                 f(&mut c.body)?;

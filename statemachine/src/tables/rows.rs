@@ -134,10 +134,16 @@ fn write(cx: &mut Db<'_, '_>, before: Option<&WorkRow>, after: &WorkRow) {
     for (table, key) in new_entries {
         cx.txn.put_raw(table, key, Vec::new());
     }
-    if !matches!(after.status, RowStatus::Pending | RowStatus::Inflight) {
+    // Only a live row has a `fail` policy to forget: a write between two terminal states (a
+    // retention blank) adds no delete for a key that is already gone.
+    if before.is_some_and(is_live) && !is_live(after) {
         row_retry::forget(cx, after.id);
     }
     cx.txn.put(Table::Rows, row_key(after.id), after);
+}
+
+fn is_live(row: &WorkRow) -> bool {
+    matches!(row.status, RowStatus::Pending | RowStatus::Inflight)
 }
 
 /// Remove a consumed row and all its index entries.
@@ -148,7 +154,9 @@ pub(crate) fn remove(cx: &mut Db<'_, '_>, row: &WorkRow) {
     }
     cx.txn
         .delete(Table::MessageRows, message_row_key(row.message_id, row.id));
-    row_retry::forget(cx, row.id);
+    if is_live(row) {
+        row_retry::forget(cx, row.id);
+    }
     cx.txn.delete(Table::Rows, row_key(row.id));
 }
 
