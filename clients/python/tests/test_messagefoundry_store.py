@@ -302,7 +302,8 @@ async def test_a_fifo_done_claims_the_lanes_next_row_in_the_same_write() -> None
                 200, json={"ok": True, "index": 9, "next": {"item": _claimed(8, 51)}}
             )
         if req.url.path == "/v1/rows/8/done":
-            return httpx.Response(200, json={"ok": True, "index": 10, "next": {"reason": "empty"}})
+            empty = {"item": None, "reason": "empty"}
+            return httpx.Response(200, json={"ok": True, "index": 10, "next": empty})
         return httpx.Response(200, json={"item": None, "reason": "empty"})
 
     store = _store(handler, client_clock=False)

@@ -62,7 +62,7 @@ from ..errors import (
     StaleFenceError,
     WrongStatusError,
 )
-from ..types import UNLIMITED_ATTEMPTS, AuditAnchor, RetryPolicy, StateOp
+from ..types import UNLIMITED_ATTEMPTS, AuditAnchor, FifoClaim, RetryPolicy, StateOp
 
 __all__ = [
     "AUDIT_ORG",
@@ -612,20 +612,36 @@ class RaftlaneStore:
         claimed from a FIFO lane with one owner for row and lane (the clustered engine's
         claims), the lane's next row is claimed in the same write and kept for the lane's next
         ``claim_next_fifo``: one round trip per message per stage instead of two."""
-        key = self._fifo_lane.get(action.row)
-        single = key is not None and key[2] == self._owner
-        if key is None or not single or key in self._ahead or key in self._ahead_claims:
+        key = self._riding_claim(action.row)
+        if key is None:
             path = f"/v1/rows/{segment(action.row)}/{segment(action.action)}"
             return bool((await self._post(path, action.body, now=now)).get("applied"))
-        handed, next_claim = await self._at(now).hand_on_then_claim_next(
+        handed, claim = await self._at(now).hand_on_then_claim_next(
             action, owner=self._owner, ttl_ms=self._ttl_ms
         )
-        del self._fifo_lane[action.row]
-        if next_claim is not None and next_claim.item is not None:
-            item = self._item(dataclasses.asdict(next_claim.item))
+        self._keep_ahead(action.row, key, claim)
+        return handed.applied
+
+    def _riding_claim(self, row: int) -> _FifoKey | None:
+        """The FIFO claim that can ride in the write finishing or handing on ``row``
+        (``claim_next``): its lane's, when this handle claimed it with one owner for row and
+        lane and has nothing claimed ahead for that lane yet; else ``None``."""
+        key = self._fifo_lane.get(row)
+        if key is None or key[2] != self._owner or self._claimed_ahead(key):
+            return None
+        return key
+
+    def _claimed_ahead(self, key: _FifoKey) -> bool:
+        return key in self._ahead or key in self._ahead_claims
+
+    def _keep_ahead(self, row: int, key: _FifoKey, claim: FifoClaim | None) -> None:
+        """``row``'s write carried its lane's next claim: keep the row it claimed for the lane's
+        next ``claim_next_fifo``."""
+        del self._fifo_lane[row]
+        if claim is not None and claim.item is not None:
+            item = self._item(dataclasses.asdict(claim.item))
             self._ahead[key] = item
             self._fifo_lane[int(item.id)] = key
-        return handed.applied
 
     def _handed_on(self, row: int, applied: bool) -> bool:
         """After a handoff of ``row``: claim its lane's next row ahead unless that was done in
@@ -759,7 +775,7 @@ class RaftlaneStore:
         """``row`` was just handed on or finished: claim its lane's next row now, for the
         lane's next ``claim_next_fifo`` (the same claim, sent while the engine works)."""
         key = self._fifo_lane.pop(row, None)
-        if key is None or key in self._ahead or key in self._ahead_claims:
+        if key is None or self._claimed_ahead(key):
             return
         self._ahead_claims[key] = asyncio.get_running_loop().create_task(
             self._claim_fifo(key, None)
@@ -769,26 +785,19 @@ class RaftlaneStore:
         row = _known_row_id(outbox_id)
         if row is None:
             return  # no such row: the contract's no-op
-        key = self._fifo_lane.get(row)
-        single = key is not None and key[2] == self._owner
         with _unless_gone("mark_done", row, self._held):
             fence = await self._fence(row)
-            if key is None or not single or key in self._ahead or key in self._ahead_claims:
+            key = self._riding_claim(row)
+            if key is None:
                 await self._at(now).done(row, fence)
                 self._claim_ahead(row)
                 return
-            del self._fifo_lane[row]
             # The lane's worker will ask for the lane's next row as soon as this returns: claim
             # it in the same write, under the same lease and fence rules as any FIFO claim.
-            claim_next = {"owner": self._owner, "ttl_ms": self._ttl_ms}
-            answer = await self._post(
-                f"/v1/rows/{segment(row)}/done", {"fence": fence, "claim_next": claim_next}, now=now
+            claim = await self._at(now).done_then_claim_next(
+                row, fence, owner=self._owner, ttl_ms=self._ttl_ms
             )
-            ahead = (answer.get("next") or {}).get("item")
-            if isinstance(ahead, dict):
-                item = self._item(ahead)
-                self._ahead[key] = item
-                self._fifo_lane[int(item.id)] = key
+            self._keep_ahead(row, key, claim)
 
     def _forget_ahead(self) -> None:
         """Drop the rows claimed ahead and the claims under way: a recovery just took in-flight
