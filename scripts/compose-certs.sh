@@ -1,44 +1,82 @@
 #!/usr/bin/env bash
-# TLS certificates for the compose cluster (docker-compose.yml): a CA and one certificate per
-# node (n1, n2, n3; each also names localhost and 127.0.0.1, so tools on the host can dial the
-# published ports), written by `raftlane certs` run from the image itself, so neither the host
-# nor the image needs openssl.
+# TLS certificates for the compose cluster (docker-compose.yml), written by `raftlane certs` run
+# from the image itself, so neither the host nor the image needs openssl:
 #
-# Usage: scripts/compose-certs.sh [DIR]     (default: $RAFTLANE_CERTS_DIR, else .raftlane/compose-certs)
+#   DIR/ca.pem                 the CA certificate: tools on the host verify the nodes with it
+#   DIR/ca.key                 the CA key: stays here, no node mounts it
+#   DIR/n1/ ca.pem n1.pem n1.key   what node n1 mounts (read-only, at /certs); n2/, n3/ alike
+#
+# Node certificates carry server and client authentication (nodes dial each other over mutual
+# TLS with them), and each names its own node only (n1, ...): no name is in two certificates, so
+# no node's key can answer for another node. Host tools dial a node by its name, e.g.
+#   curl --connect-to n1:7001:127.0.0.1:7001 https://n1:7001/readyz
+# --shared-host-names also puts localhost and 127.0.0.1 in every node's certificate, so that
+# https://127.0.0.1:7001 verifies; any node's key can then answer for those two names (and a
+# client dialling 127.0.0.1 cannot tell the nodes apart): a knowing opt-in for a try-out.
+#
+# Usage: scripts/compose-certs.sh [--force] [--shared-host-names] [DIR]
+#   DIR                   default: $RAFTLANE_CERTS_DIR, else .raftlane/compose-certs
 #   IMAGE=raftlane:dev    the image whose binary writes them (scripts/build-image.sh builds it)
 #   --force               replace certificates that already exist (default: keep them)
+#   --shared-host-names   also localhost and 127.0.0.1, in every node certificate
+#   --no-host-names       accepted for older scripts: the default now
 #
 # The nodes run as uid 65532 and must read their keys, which are private (0600): the
-# certificates are written by a container running as that user, so the keys belong to it. The
-# host keeps ca.pem (0644) to verify the nodes: curl --cacert DIR/ca.pem https://127.0.0.1:7001/...
+# certificates are written by a container running as that user, so the keys belong to it, and
+# the containers see only their own folder. Never commit DIR (.raftlane/ is git-ignored).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 IMAGE="${IMAGE:-raftlane:dev}"
 FORCE=0
+HOST_NAMES=0
 DIR=""
+NODES=(n1 n2 n3)
 for arg in "$@"; do
   case "$arg" in
     --force) FORCE=1 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --no-host-names) HOST_NAMES=0 ;;
+    --shared-host-names) HOST_NAMES=1 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     -*) echo "unknown argument: $arg" >&2; exit 2 ;;
     *) DIR="$arg" ;;
   esac
 done
 DIR="${DIR:-${RAFTLANE_CERTS_DIR:-.raftlane/compose-certs}}"
 
-if [ "$FORCE" = 0 ] && [ -f "$DIR/ca.pem" ] && [ -f "$DIR/n1.pem" ] && [ -f "$DIR/n2.pem" ] && [ -f "$DIR/n3.pem" ]; then
+complete=1
+[ -f "$DIR/ca.pem" ] || complete=0
+for n in "${NODES[@]}"; do
+  [ -f "$DIR/$n/$n.pem" ] && [ -f "$DIR/$n/$n.key" ] && [ -f "$DIR/$n/ca.pem" ] || complete=0
+done
+if [ "$FORCE" = 0 ] && [ "$complete" = 1 ]; then
   echo "certificates already in $DIR (--force to replace them)"
   exit 0
+fi
+if [ "$complete" = 0 ] && [ -f "$DIR/n1.pem" ]; then
+  echo "note: $DIR holds certificates in the former layout (every key in one folder, mounted" \
+       "into every node); writing the per-node layout" >&2
 fi
 docker image inspect "$IMAGE" >/dev/null 2>&1 || {
   echo "error: image $IMAGE not found; build it first with scripts/build-image.sh" >&2; exit 1; }
 
 mkdir -p "$DIR"
 rm -f "$DIR"/*.pem "$DIR"/*.key
-# Writable by the container's user for the time of the run only.
-chmod 0777 "$DIR"
-trap 'chmod 0755 "$DIR"' EXIT
+for n in "${NODES[@]}"; do
+  mkdir -p "$DIR/$n"
+  rm -f "$DIR/$n"/*.pem "$DIR/$n"/*.key
+done
+# Writable by the container's user for the time of the run only; afterwards the folders are
+# the host user's (so that they can be removed) and the keys inside are 0600, uid 65532's.
+folders=("$DIR")
+for n in "${NODES[@]}"; do folders+=("$DIR/$n"); done
+chmod 0777 "${folders[@]}"
+trap 'chmod 0755 "${folders[@]}"' EXIT
+
+names=()
+if [ "$HOST_NAMES" = 1 ]; then names=(--extra-names localhost,127.0.0.1); fi
+nodes_csv=$(IFS=,; echo "${NODES[*]}")
 docker run --rm --network none -v "$(cd "$DIR" && pwd):/certs" "$IMAGE" \
-  certs --out /certs --nodes n1,n2,n3 --extra-names localhost,127.0.0.1
-echo "CA: $DIR/ca.pem (verify the nodes with it); node keys are readable by uid 65532 only"
+  certs --out /certs --nodes "$nodes_csv" --per-node-dirs ${names[@]+"${names[@]}"}
+echo "CA: $DIR/ca.pem (verify the nodes with it); node keys are readable by uid 65532 only," \
+     "each in its node's folder ($DIR/n1 ...)"

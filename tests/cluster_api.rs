@@ -867,13 +867,16 @@ async fn roles_and_channel_scope() {
         ("done", json!({ "fence": adt_row.fence.0 })),
         ("dead", json!({ "fence": adt_row.fence.0, "error": "x" })),
     ] {
-        forbidden_post(
-            &h,
+        // Out of scope reads as absent, as the row's read does: a 403 naming the channel
+        // would tell a scoped caller which ids exist elsewhere (SPEC §9.9).
+        h.json(
+            Method::POST,
             &format!("/v1/rows/{}/{act}", adt_row.row_id.0),
             &lab_worker,
-            body,
+            &body,
         )
-        .await;
+        .await
+        .assert_error(404, "not_found", None);
     }
     let view = serde_json::to_value(admin.message(adt).await.unwrap()).unwrap();
     assert_eq!(view["rows"][0]["status"], "inflight", "{view}");
@@ -882,14 +885,16 @@ async fn roles_and_channel_scope() {
         Some(adt_row.fence.0)
     );
     admin.done(adt_row).await.unwrap();
-    // A channel-scoped operator may not operate on another channel either.
-    forbidden_post(
-        &h,
+    // A channel-scoped operator may not operate on another channel either: a message of
+    // another channel reads as absent by id, a named channel is refused.
+    h.json(
+        Method::POST,
         &format!("/v1/messages/{adt}/replay"),
         &lab_operator,
-        json!({}),
+        &json!({}),
     )
-    .await;
+    .await
+    .assert_error(404, "not_found", None);
     forbidden_post(
         &h,
         "/v1/dead-letters/replay",

@@ -2,7 +2,7 @@
 //! through a follower are forwarded and replicated over TLS (the Raft RPCs and the forwarded
 //! writes share the node's one HTTPS listener); a client that does not trust the cluster's CA,
 //! or speaks plain HTTP, gets nothing; with mutual TLS a client without a certificate, or with
-//! one from another CA, is refused too. Before 2026-12-05 nodes had no TLS at all.
+//! one from another CA, is refused too.
 
 use raftlane_client::tls::ClientTls;
 use raftlane_client::Client;

@@ -87,6 +87,8 @@ pub struct AppState {
     pub metrics_token_required: bool,
     /// The per-token buckets; `None` when [`ApiConfig::rate_limit`] is off.
     pub rate_limiter: Option<crate::rate_limit::RateLimiter>,
+    /// Claims waiting for work on this node (`wait_ms`), bounded ([`crate::wait`]).
+    pub claim_waiters: crate::wait::Waiters,
 }
 
 impl AppState {
@@ -112,6 +114,7 @@ impl AppState {
             test_client_clock: config.test_client_clock,
             metrics_token_required: config.metrics_token_required,
             rate_limiter: crate::rate_limit::RateLimiter::new(config.rate_limit),
+            claim_waiters: crate::wait::Waiters::default(),
         })
     }
 
@@ -284,6 +287,9 @@ pub fn api_routes() -> Vec<ApiRoute> {
         r("get", "/v1/tokens", "List API principals", get(admin::list_tokens)).answers::<c::TokenList>(),
         r("post", "/v1/tokens", "Create or rotate a principal's token (shown once)", post(admin::create_token)).takes::<c::TokenRequest>().answers::<c::TokenCreated>(),
         r("delete", "/v1/tokens/{name}", "Revoke a principal", delete(admin::revoke_token)).answers::<c::Revoked>(),
+        r("get", "/v1/owners/{owner}", "The principal a lease owner name or engine node id is bound to (null: nobody's yet)", get(admin::get_owner)).answers::<c::OwnerBinding>(),
+        r("put", "/v1/owners/{owner}", "Bind an owner name or engine node id to a principal ahead of its first use (admin; 409 when bound to another)", put(admin::reserve_owner)).takes::<c::OwnerReservation>().answers::<c::OwnerBinding>(),
+        r("delete", "/v1/owners/{owner}", "Release an owner name's or engine node id's binding (admin)", delete(admin::release_owner)).answers::<c::OwnerBinding>(),
         r("post", "/v1/users", "Create an engine user (admin; 409 already_exists when the id or username is taken)", post(users::create_user)).takes::<c::CreateUserRequest>().answers::<c::UserCreated>(),
         r("get", "/v1/users", "Engine users by username (username, limit; count = matches before the limit)", get(users::list_users)).answers::<c::UserList>(),
         r("get", "/v1/users/{id}", "An engine user (without its second-factor secrets)", get(users::get_user)).answers::<c::UserView>(),

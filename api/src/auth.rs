@@ -9,10 +9,15 @@ use crate::error::ApiError;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use raftlane_statemachine::model::principal::Role;
+use raftlane_statemachine::wire::command::AsOperator;
+use raftlane_statemachine::Command;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
-/// What a request may do.
+/// What a request may do. The operator-level actions are split by what they are, so that the
+/// `engine` role can be given exactly the ones messagefoundry's engine performs for its own
+/// console's users (docs/SPEC.md §9.3) and nothing of an operator's authority over other
+/// principals ([`Caller::is_operator`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Permission {
     /// Read messages, lanes, stats, config, audit: everything but bodies.
@@ -24,22 +29,74 @@ pub enum Permission {
     Produce,
     /// Claim and complete work.
     Work,
-    /// Replay, cancel, config changes, retention, audit appends, approvals.
+    /// Put rows back into the pipeline or take them out of it: replay a message, replay dead
+    /// letters, cancel queued rows, the dead-letter sweeps, a `dead` without a fence.
+    Requeue,
+    /// Retention purges.
+    Purge,
+    /// Reference-set writes.
+    WriteReference,
+    /// Audit appends (`POST /v1/audit`).
+    AppendAudit,
+    /// Approvals recorded under the caller's key (`/v1/approvals/keyed`): the engine's own.
+    KeyedApprovals,
+    /// The engine's users, roles, sessions and directory-group maps (`/v1/users`, `/v1/roles`,
+    /// `/v1/sessions`, `/v1/directory-groups`).
+    EngineUsers,
+    /// Config changes, audit seals, approvals of dual control; and (through
+    /// [`Caller::is_operator`]) acting on other principals' claims, leases and engines.
     Operate,
-    /// Principals and membership.
+    /// Principals, owner reservations, key rotation and membership.
     Admin,
 }
 
+impl Permission {
+    /// The permission's name in a refusal (`role worker may not admin`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Permission::Read => "read",
+            Permission::ReadBodies => "readbodies",
+            Permission::Produce => "produce",
+            Permission::Work => "work",
+            Permission::Requeue => "requeue",
+            Permission::Purge => "purge",
+            Permission::WriteReference => "write reference data",
+            Permission::AppendAudit => "append audit rows",
+            Permission::KeyedApprovals => "record keyed approvals",
+            Permission::EngineUsers => "manage the engine's users",
+            Permission::Operate => "operate",
+            Permission::Admin => "admin",
+        }
+    }
+}
+
+/// The roles' permissions (docs/SPEC.md §9.3), the one table every route's check reads.
 pub fn role_allows(role: Role, p: Permission) -> bool {
+    use Permission as P;
     match role {
         Role::Admin => true,
-        Role::Operator => p != Permission::Admin,
-        Role::Worker => matches!(
+        Role::Operator => !matches!(p, P::Admin | P::EngineUsers),
+        Role::Worker => matches!(p, P::Read | P::ReadBodies | P::Produce | P::Work),
+        Role::Viewer => matches!(p, P::Read | P::ReadBodies),
+        Role::Metadata => p == P::Read,
+        // What messagefoundry's store and coordinator call (clients/python/src/raftlane/
+        // messagefoundry): a worker's, the console's requeues, purges, reference writes, audit
+        // appends and keyed approvals, and the engine's own users and sessions. Not `Operate`:
+        // an engine does not act on other principals' claims, names or engines, nor change the
+        // cluster's config.
+        Role::Engine => matches!(
             p,
-            Permission::Read | Permission::ReadBodies | Permission::Produce | Permission::Work
+            P::Read
+                | P::ReadBodies
+                | P::Produce
+                | P::Work
+                | P::Requeue
+                | P::Purge
+                | P::WriteReference
+                | P::AppendAudit
+                | P::KeyedApprovals
+                | P::EngineUsers
         ),
-        Role::Viewer => matches!(p, Permission::Read | Permission::ReadBodies),
-        Role::Metadata => p == Permission::Read,
     }
 }
 
@@ -77,10 +134,49 @@ impl Caller {
         if role_allows(self.role, p) {
             Ok(())
         } else {
-            Err(ApiError::forbidden(
-                format!("role {} may not {:?}", self.role.as_str(), p).to_lowercase(),
-            ))
+            Err(ApiError::forbidden(format!(
+                "role {} may not {}",
+                self.role.as_str(),
+                p.as_str()
+            )))
         }
+    }
+
+    /// Whether the caller holds the operator role (or admin): it may act on what belongs to
+    /// other principals (docs/SPEC.md §9.8).
+    pub fn is_operator(&self) -> bool {
+        role_allows(self.role, Permission::Operate)
+    }
+
+    /// `command` as this caller proposes it: wrapped in `AsOperator` when the caller is an
+    /// operator, the one place the proposer vouches for a role to the state machine, which then
+    /// lets the command act on other principals' claims (and audits it) or recover every
+    /// principal's rows; anyone else's command acts on its own claims only.
+    pub fn authority(&self, command: Command) -> Command {
+        if self.is_operator() {
+            Command::AsOperator(AsOperator {
+                command: Box::new(command),
+            })
+        } else {
+            command
+        }
+    }
+
+    /// What a record of this caller's act names as its author (docs/SPEC.md §9.8): its own
+    /// principal, or `P (via PRINCIPAL)` when it acts for a person `P` it names; the name a
+    /// caller gives is recorded beside its principal, never instead of it.
+    pub fn on_behalf_of(&self, person: Option<&str>) -> String {
+        match person {
+            Some(p) if !p.is_empty() && p != self.name => format!("{p} (via {})", self.name),
+            _ => self.name.clone(),
+        }
+    }
+
+    /// Whether the caller may act on (and see the fence of) a claim whose principal is
+    /// `holder` (`None`: a claim bound to no principal): the claim's own principal, or an
+    /// operator (docs/SPEC.md §9.8).
+    pub fn may_act_on_claim(&self, holder: Option<&str>) -> bool {
+        self.is_operator() || holder == Some(self.name.as_str())
     }
 
     /// [`Caller::require`] for an operation that is not about one channel (configuration,
@@ -168,24 +264,46 @@ impl Caller {
         }
     }
 
+    /// Whether the caller may read and write the transform-state namespace `ns`: an unscoped
+    /// caller every namespace; a channel-scoped one only those bound to a channel in its scope
+    /// by name, `<channel>/…` ([`namespace_channel`], docs/SPEC.md §9.4). Reads, transform
+    /// writes (`state_ops`, plain, with `claim_next` and in a batch) all ask this one question.
+    pub fn may_use_namespace(&self, ns: &str) -> bool {
+        match &self.channels {
+            None => true,
+            Some(_) => namespace_channel(ns).is_some_and(|c| self.may_see(c)),
+        }
+    }
+
+    /// 404 unless the caller may use the namespace `ns` ([`Caller::may_use_namespace`]): a
+    /// namespace outside the caller's scope does not exist for it, whether it reads or writes.
+    pub fn require_namespace(&self, ns: &str) -> Result<(), ApiError> {
+        if self.may_use_namespace(ns) {
+            Ok(())
+        } else {
+            Err(ApiError::not_found(format!(
+                "state namespace {ns} not found"
+            )))
+        }
+    }
+
     /// A channel-scoped caller must name a channel; returns the scope filter for lists.
     pub fn scope(&self) -> Option<Vec<String>> {
         self.channels.clone()
     }
 }
 
+/// The channel a transform-state namespace is bound to: the part of its name before the first
+/// `/` (`lab/invoices` is channel `lab`'s); a name without `/` is bound to no channel, so only
+/// unscoped callers reach it.
+pub fn namespace_channel(ns: &str) -> Option<&str> {
+    ns.split_once('/')
+        .map(|(channel, _)| channel)
+        .filter(|c| !c.is_empty())
+}
+
 /// The name the bootstrap admin token acts under (in audit rows, approvals, request ids).
 pub const BOOTSTRAP_ADMIN: &str = "admin";
-
-/// Names no principal created through the API may take: the bootstrap admin's, and the
-/// `raftlane:` prefix of the cluster's own actors (the leader's timers), so that audit rows and
-/// approvals always tell a person's principal from the cluster's.
-pub fn reserved_principal_name(name: &str) -> bool {
-    name.eq_ignore_ascii_case(BOOTSTRAP_ADMIN)
-        || name
-            .get(..9)
-            .is_some_and(|p| p.eq_ignore_ascii_case("raftlane:"))
-}
 
 pub fn sha256_hex(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
@@ -293,6 +411,12 @@ mod tests {
         assert!(role_allows(Role::Viewer, Permission::ReadBodies));
         assert!(role_allows(Role::Metadata, Permission::Read));
         assert!(!role_allows(Role::Metadata, Permission::ReadBodies));
+        assert!(role_allows(Role::Engine, Permission::EngineUsers));
+        assert!(role_allows(Role::Engine, Permission::Requeue));
+        assert!(!role_allows(Role::Engine, Permission::Operate));
+        assert!(!role_allows(Role::Engine, Permission::Admin));
+        assert!(!role_allows(Role::Operator, Permission::EngineUsers));
+        assert!(role_allows(Role::Operator, Permission::Requeue));
     }
 
     #[test]

@@ -47,9 +47,25 @@ pub enum ProposeError {
     Refused(String),
     /// This node's Raft core stopped on a storage error (a full disk): it writes nothing more
     /// until its process restarts, which it does by exiting (docs/SPEC.md, "Storage faults").
-    /// Appended last (2026-12-06), for the same reason as `Refused`.
+    /// Appended after `Refused`, for the same reason.
     #[error("storage unavailable: {0}")]
     StorageUnavailable(String),
+    /// A membership change raftlane's rules refuse (`raftlane_raft::membership_rules`), or a
+    /// learner removed again for not catching up: the request's field at fault, why, and
+    /// whether it is bad input (400) or conflicts with the cluster as it is (409). Appended
+    /// after `StorageUnavailable`, for the same reason as `Refused`.
+    #[error("{field}: {reason}")]
+    MembershipRule {
+        field: String,
+        reason: String,
+        invalid: bool,
+    },
+    /// The leader refused this node's call as clock skew (this node's clock, or the leader's,
+    /// is beyond the bound): retrying inside the retry window cannot fix a clock, so the write
+    /// is answered `503 clock_skew` at once rather than after the window. Built
+    /// by the follower from the leader's refusal; appended last, like `StorageUnavailable`.
+    #[error("clock skew: {0}")]
+    ClockSkew(String),
 }
 
 /// A proposal Raft did not commit: a leader elsewhere is forwarded to, a refusal (a
@@ -90,6 +106,16 @@ impl From<raft::ClusterError> for ProposeError {
         match e {
             raft::ClusterError::ForwardToLeader(not_leader) => not_leader.into(),
             raft::ClusterError::Refused(m) => ProposeError::Refused(m),
+            raft::ClusterError::Rule(r) => ProposeError::MembershipRule {
+                field: r.field.to_string(),
+                reason: r.reason,
+                invalid: r.kind == raft::membership_rules::RefusalKind::Invalid,
+            },
+            raft::ClusterError::LearnerStalled(s) => ProposeError::MembershipRule {
+                field: "addr".into(),
+                reason: s.to_string(),
+                invalid: false,
+            },
             raft::ClusterError::Busy(m) => ProposeError::Unavailable(m),
             e @ raft::ClusterError::Timeout => ProposeError::Unknown(e.to_string()),
             raft::ClusterError::Stopped(m) | raft::ClusterError::Initialize(m) => {
@@ -120,7 +146,7 @@ impl MembershipChange {
 }
 
 /// What a node reports of the cluster; `GET /v1/cluster` serves it as it is.
-pub use raftlane_contract::cluster::{ClusterStatus, Member};
+pub use raftlane_contract::cluster::{ClusterStatus, Member, RemovedLearner};
 
 pub trait Backend: Send + Sync + 'static {
     fn node_id(&self) -> u64;
@@ -151,6 +177,23 @@ pub trait Backend: Send + Sync + 'static {
         index: u64,
         timeout: Duration,
     ) -> BoxFuture<'_, Result<(), ProposeError>>;
+
+    /// The index of the last entry this node has applied (what [`Backend::applied_beyond`]
+    /// compares with; it may trail what a read of the state already shows, never lead it).
+    fn applied_index(&self) -> u64 {
+        self.status().last_applied
+    }
+
+    /// Wait until this node has applied an entry after `index`, at most `timeout`; answers
+    /// whether it has. What a claim that waits for work sleeps on (`crate::wait`). The default
+    /// wakes every 20 ms and looks, for stand-in backends in tests; the real ones are woken
+    /// by their apply path.
+    fn applied_beyond(&self, index: u64, timeout: Duration) -> BoxFuture<'_, bool> {
+        Box::pin(async move {
+            tokio::time::sleep(timeout.min(Duration::from_millis(20))).await;
+            self.applied_index() > index
+        })
+    }
 
     /// Run `f` against the locally applied state.
     fn with_reader(&self, f: &mut dyn FnMut(&Reader<'_>)) -> Result<(), StoreError>;
@@ -197,6 +240,8 @@ pub fn read<T>(
 /// A single in-memory replica that is always the leader: for tests and `--help` examples.
 pub struct LocalBackend {
     sm: Mutex<StateMachine<MemStore>>,
+    /// The last applied index, sent after each apply: what [`Backend::applied_beyond`] awaits.
+    applied: tokio::sync::watch::Sender<u64>,
 }
 
 impl Default for LocalBackend {
@@ -208,7 +253,10 @@ impl Default for LocalBackend {
 impl LocalBackend {
     pub fn new() -> Self {
         let sm = StateMachine::open(MemStore::new()).unwrap_or_else(|_| unreachable_empty());
-        Self { sm: Mutex::new(sm) }
+        Self {
+            sm: Mutex::new(sm),
+            applied: tokio::sync::watch::Sender::new(0),
+        }
     }
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, StateMachine<MemStore>>, ProposeError> {
@@ -238,6 +286,7 @@ impl Backend for LocalBackend {
             let response = sm
                 .apply(index, &envelope)
                 .map_err(|e| ProposeError::Fatal(e.to_string()))?;
+            self.applied.send_replace(sm.last_applied());
             Ok((index, response))
         })
     }
@@ -252,6 +301,18 @@ impl Backend for LocalBackend {
         _timeout: Duration,
     ) -> BoxFuture<'_, Result<(), ProposeError>> {
         Box::pin(async { Ok(()) })
+    }
+
+    fn applied_index(&self) -> u64 {
+        *self.applied.borrow()
+    }
+
+    fn applied_beyond(&self, index: u64, timeout: Duration) -> BoxFuture<'_, bool> {
+        let mut applied = self.applied.subscribe();
+        Box::pin(async move {
+            let beyond = applied.wait_for(|a| *a > index);
+            matches!(tokio::time::timeout(timeout, beyond).await, Ok(Ok(_)))
+        })
     }
 
     fn with_reader(&self, f: &mut dyn FnMut(&Reader<'_>)) -> Result<(), StoreError> {
@@ -276,6 +337,7 @@ impl Backend for LocalBackend {
                 addr: "local".into(),
                 voter: true,
             }],
+            removed_learners: Vec::new(),
         }
     }
 
@@ -308,8 +370,8 @@ mod tests {
     use super::*;
     use raftlane_statemachine::codec;
 
-    /// [`ProposeError`] as nodes before 2026-12-05 encode it (a struct variant where
-    /// [`NotLeader`] is now).
+    /// [`ProposeError`] as older nodes encode it (a struct variant where [`NotLeader`] is
+    /// now).
     #[derive(Debug, PartialEq, Serialize, serde::Deserialize)]
     enum Before {
         ForwardToLeader {

@@ -11,6 +11,8 @@
 //! config version, say) needs a new approval. A retry of the same request (same `Request-Id`)
 //! finds its first answer and does not need another.
 
+mod config_change;
+
 use crate::app::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
@@ -36,16 +38,29 @@ pub enum Action {
     CreateToken,
     /// `PUT /v1/config`
     PutConfig,
+    /// `POST /v1/leases/reset` by an operator (every principal's rows; a worker's reset of its
+    /// own rows is not covered)
+    ResetLeases,
+    /// `POST /v1/leases/recover` by an operator (as [`Action::ResetLeases`])
+    RecoverLeases,
+    /// `POST /v1/dead-letters/sweep`
+    SweepDeadLetters,
+    /// `POST /v1/lanes/outbound/{dest}/cancel`
+    CancelQueued,
 }
 
 impl Action {
-    pub const ALL: [Action; 6] = [
+    pub const ALL: [Action; 10] = [
         Action::Purge,
         Action::ReplayDead,
         Action::RotateKey,
         Action::ChangeMembership,
         Action::CreateToken,
         Action::PutConfig,
+        Action::ResetLeases,
+        Action::RecoverLeases,
+        Action::SweepDeadLetters,
+        Action::CancelQueued,
     ];
 
     /// The name an approval's `operation` and the config's `approvals_required` use.
@@ -57,6 +72,10 @@ impl Action {
             Action::ChangeMembership => "change_membership",
             Action::CreateToken => "create_token",
             Action::PutConfig => "put_config",
+            Action::ResetLeases => "reset_leases",
+            Action::RecoverLeases => "recover_leases",
+            Action::SweepDeadLetters => "sweep_dead_letters",
+            Action::CancelQueued => "cancel_queued",
         }
     }
 }
@@ -103,21 +122,64 @@ pub async fn authorize<P: Serialize>(
     action: Action,
     params: &P,
 ) -> ApiResult<()> {
-    // The current configuration, as of now: a list changed a moment ago must hold.
-    state.writes.linearize().await?;
-    let config = crate::backend::read(state.backend.as_ref(), |r| r.config())?;
-    let required = config.doc.approvals_required.contains(action.name());
-    if !required {
+    let config = current_config(state).await?;
+    if !config.approvals_required.contains(action.name()) {
         return Ok(());
     }
+    consume(state, caller, action, params, None).await
+}
+
+/// [`authorize`] for `PUT /v1/config` with `params` (`{expected_version, config}`): the change
+/// needs an approval for `put_config` when `put_config` is listed, and also when it would take
+/// away what another listed action guards or shrink the list itself
+/// ([`config_change::reasons`]); the refusal names why.
+pub async fn authorize_config<P: Serialize>(
+    state: &AppState,
+    caller: &Caller,
+    params: &P,
+    new: &raftlane_statemachine::model::config::ConfigDoc,
+) -> ApiResult<()> {
+    let current = current_config(state).await?;
+    let reasons = config_change::reasons(&current, new);
+    if reasons.is_empty() {
+        return Ok(());
+    }
+    consume(
+        state,
+        caller,
+        Action::PutConfig,
+        params,
+        Some(reasons.join("; ")),
+    )
+    .await
+}
+
+/// The current configuration, as of now: a list changed a moment ago must hold.
+async fn current_config(
+    state: &AppState,
+) -> ApiResult<raftlane_statemachine::model::config::ConfigDoc> {
+    state.writes.linearize().await?;
+    Ok(crate::backend::read(state.backend.as_ref(), |r| r.config())?.doc)
+}
+
+/// Use the request's approval for `action` with `params`, or refuse: 403 `approval_required`
+/// naming the operation, the parameters to request an approval for and `why` it is needed.
+async fn consume<P: Serialize>(
+    state: &AppState,
+    caller: &Caller,
+    action: Action,
+    params: &P,
+    why: Option<String>,
+) -> ApiResult<()> {
     let params = serde_json::to_value(params)
         .map_err(|e| ApiError::internal(format!("parameters of {}: {e}", action.name())))?;
     let Some(id) = caller.approval else {
+        let because = why.map(|w| format!(" ({w})")).unwrap_or_default();
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "approval_required",
             format!(
-                "the configuration requires an approval for '{}': request one (POST \
+                "the configuration requires an approval for '{}'{because}: request one (POST \
                  /v1/approvals with this operation and params), have another principal approve \
                  it, then send its id in Raftlane-Approval",
                 action.name()

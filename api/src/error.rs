@@ -217,6 +217,13 @@ impl From<Rejection> for ApiError {
             Rejection::OwnerOfAnother { .. } => {
                 ApiError::new(StatusCode::FORBIDDEN, "owner_of_another_principal", message)
             }
+            Rejection::ClaimOfAnother { .. } => {
+                ApiError::new(StatusCode::FORBIDDEN, "claim_of_another_principal", message)
+            }
+            Rejection::NameOfAnother { field, .. } => ApiError {
+                field: Some(field.clone()),
+                ..ApiError::new(StatusCode::FORBIDDEN, "owner_of_another_principal", message)
+            },
             // The client's header, not the per-proposal id, is what the caller can fix.
             Rejection::RequestIdReused { .. } => ApiError {
                 field: Some(crate::request_id::HEADER_NAME.to_string()),
@@ -256,6 +263,23 @@ impl From<WriteError> for ApiError {
             WriteError::MembershipRefused(m) => {
                 ApiError::new(StatusCode::CONFLICT, "membership_refused", m)
             }
+            WriteError::MembershipRule {
+                field,
+                reason,
+                invalid: true,
+            } => ApiError::invalid(field, reason),
+            WriteError::MembershipRule {
+                field,
+                reason,
+                invalid: false,
+            } => ApiError {
+                field: Some(field.clone()),
+                ..ApiError::new(
+                    StatusCode::CONFLICT,
+                    "membership_refused",
+                    format!("{field}: {reason}"),
+                )
+            },
             e @ WriteError::OutcomeUnknown(_) => {
                 ApiError::unavailable(format!("{e}; check /v1/cluster before retrying"))
             }

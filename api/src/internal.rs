@@ -12,6 +12,10 @@
 //! The former scheme, the secret itself in [`LEGACY_SECRET_HEADER`], is refused like any other
 //! unsigned request (401); a node that still sends it (an older version during a rolling
 //! upgrade) is logged, so the operator sees why its forwarded writes fail.
+//!
+//! A refusal says only that authentication failed, with a stable code (`clock_skew` or
+//! `unauthorized`): why (which node a call was signed for, how far the clocks are apart) is
+//! logged here at WARN, never answered.
 
 use crate::app::{body_error, AppState};
 use crate::backend::{MembershipChange, ProposeError};
@@ -24,7 +28,7 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use raftlane_raft::auth::{ClusterAuth, Verified, AUTH_HEADER};
+use raftlane_raft::auth::{AuthError, ClusterAuth, Verified, AUTH_HEADER, REFUSED_MESSAGE};
 use raftlane_statemachine::{codec, Envelope};
 use std::sync::Arc;
 
@@ -36,9 +40,11 @@ fn check_head<'a>(
     path: &str,
 ) -> ApiResult<(&'a ClusterAuth, Verified)> {
     let Some(auth) = state.writes.cluster_auth() else {
-        return Err(ApiError::unauthorized(
-            "this node has no cluster secret configured",
-        ));
+        tracing::warn!(
+            path,
+            "refused a node-to-node call: this node has no cluster secret configured"
+        );
+        return Err(ApiError::unauthorized(REFUSED_MESSAGE));
     };
     if headers.contains_key(LEGACY_SECRET_HEADER) {
         tracing::warn!(
@@ -50,22 +56,17 @@ fn check_head<'a>(
     let header = headers.get(AUTH_HEADER).and_then(|v| v.to_str().ok());
     let head = auth
         .check_head(header, path, state.backend.node_id(), crate::app::now_ms())
-        .map_err(refused)?;
+        .map_err(|e| refused(path, e))?;
     Ok((auth, head))
 }
 
-fn refused(e: raftlane_raft::auth::AuthError) -> ApiError {
-    match e {
-        raftlane_raft::auth::AuthError::Skew { .. } => {
-            tracing::warn!(error = %e, "refused a node-to-node call");
-            ApiError::new(
-                axum::http::StatusCode::UNAUTHORIZED,
-                "clock_skew",
-                format!("node-to-node call refused: {e}"),
-            )
-        }
-        e => ApiError::unauthorized(format!("node-to-node call refused: {e}")),
-    }
+/// The `401` of a refused call: a stable code (`clock_skew` or `unauthorized`) and a message
+/// that says only that authentication failed ([`AuthError::public_code`]). The reason (the node
+/// the call was signed for, the size of a clock skew, a replayed nonce) could help a caller
+/// without the secret, so it goes to this node's log instead.
+fn refused(path: &str, e: AuthError) -> ApiError {
+    tracing::warn!(path, error = %e, "refused a node-to-node call");
+    ApiError::new(StatusCode::UNAUTHORIZED, e.public_code(), REFUSED_MESSAGE)
 }
 
 /// Verify a signed request to `path` and return its body. The head is checked before the body
@@ -73,7 +74,8 @@ fn refused(e: raftlane_raft::auth::AuthError) -> ApiError {
 async fn verified_body(state: &AppState, req: Request, path: &str) -> ApiResult<Bytes> {
     let (auth, head) = check_head(state, req.headers(), path)?;
     let body = Bytes::from_request(req, &()).await.map_err(body_error)?;
-    auth.check_body(path, &head, &body).map_err(refused)?;
+    auth.check_body(path, &head, &body)
+        .map_err(|e| refused(path, e))?;
     Ok(body)
 }
 

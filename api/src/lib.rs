@@ -3,7 +3,7 @@
 //! The API of a raftlane node, in two layers:
 //!
 //! - **HTTP** (axum): [`app`] (state, router, extractors), [`auth`] (bearer tokens, roles,
-//!   channel scopes), [`error`] (errors as JSON, and the one mapping of the write path's
+//!   channel scopes), [`by_id`] (rows and messages named by id: outside the scope, as missing), [`error`] (errors as JSON, and the one mapping of the write path's
 //!   errors to statuses), [`routes`], [`internal`] (the node-to-node routes and the verification
 //!   of their signed calls), [`request_id`], [`rate_limit`], [`dual_control`] (which actions
 //!   need a second person's approval) and [`openapi`]. It parses and checks requests,
@@ -25,6 +25,7 @@ pub mod app;
 pub mod auth;
 pub mod backend;
 pub mod body_deadline;
+pub mod by_id;
 pub mod crypto;
 pub mod dual_control;
 pub mod error;
@@ -35,6 +36,7 @@ pub mod peer;
 pub mod rate_limit;
 pub mod request_id;
 pub mod routes;
+pub mod wait;
 pub mod write;
 
 pub use app::{router, ApiConfig, AppState};

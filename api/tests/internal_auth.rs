@@ -2,7 +2,9 @@
 //! secret (HMAC over path, timestamp and body, as the Raft transport): the secret itself in the
 //! old plain-text header, a wrong key, a signature of another route or body, or a stale one are
 //! refused with 401 and nothing is written. A captured signed proposal replayed is refused
-//! (401: its nonce was used), and so is one signed for another node.
+//! (401: its nonce was used), and so is one signed for another node. Every refusal says only
+//! that authentication failed (code `unauthorized`, or `clock_skew`): no node id, no clock
+//! offset, no expected value.
 
 use axum::http::Method;
 use raftlane_api::app::now_ms;
@@ -83,17 +85,31 @@ fn forged_audit(request_id: &str) -> Vec<u8> {
     codec::encode(&envelope)
 }
 
+/// A refusal: `401` with a stable code and a message that says only that authentication failed
+/// (the reason is in the node's log): no node id, no clock offset, no expected value; the body
+/// holds no digit at all.
 fn assert_unauthorized(status: u16, raw: &[u8], what: &str) {
     assert_eq!(status, 401, "{what}: {}", String::from_utf8_lossy(raw));
     let body: Value = serde_json::from_slice(raw).expect("a JSON error");
     // A signature too far from this node's clock is refused as what it is: clock skew (one
     // bound for every node-to-node path, docs/SPEC.md §2.1), never as a wrong secret.
-    let expected = if what == "stale signature" {
+    let expected = if what.starts_with("stale signature") {
         "clock_skew"
     } else {
         "unauthorized"
     };
-    assert_eq!(body["error"]["code"], expected, "{what}: {body}");
+    assert_eq!(
+        body,
+        serde_json::json!({
+            "error": { "code": expected, "message": "node-to-node authentication failed" }
+        }),
+        "{what}"
+    );
+    let text = String::from_utf8_lossy(raw);
+    assert!(
+        !text.contains(|c: char| c.is_ascii_digit()),
+        "{what}: the refusal names a number (a node id, an offset): {text}"
+    );
 }
 
 #[tokio::test]
@@ -181,11 +197,10 @@ async fn internal_routes_refuse_anything_but_a_valid_signature() {
     assert_eq!(api.audit_count().await, 1);
     let after = api.digest().await;
 
-    // ...and the same request captured and replayed is refused (before 2026-12-05 it was
-    // served within the freshness window, answered as a repeat): nothing new either way.
+    // ...and the same request captured and replayed is refused (its nonce is remembered within
+    // the freshness window): nothing new.
     let (status, raw) = api.send(Method::POST, PATH_PROPOSE, &headers, body).await;
     assert_unauthorized(status, &raw, "a replayed signed proposal");
-    assert!(String::from_utf8_lossy(&raw).contains("replayed"));
     assert_eq!(api.audit_count().await, 1);
     assert_eq!(api.digest().await["digest"], after["digest"]);
 }
@@ -201,8 +216,8 @@ async fn a_call_signed_for_another_node_is_refused() {
     let (status, raw) = api
         .send(Method::POST, PATH_PROPOSE, &headers, body.clone())
         .await;
-    assert_unauthorized(status, &raw, "a call signed for node 2");
-    assert!(String::from_utf8_lossy(&raw).contains("node 2"));
+    // Refused without saying for which node it was signed, nor which node this is.
+    assert_unauthorized(status, &raw, "a call signed for another node");
     assert_eq!(api.digest().await, before);
     // The same call signed for this node passes.
     let headers = [signature(&auth, NODE, PATH_PROPOSE, &body)];
@@ -247,4 +262,47 @@ async fn a_signed_membership_change_reaches_the_backend() {
     .await;
     assert_eq!(status, 409, "{body}");
     assert_eq!(body["error"]["code"], "membership_refused");
+}
+
+/// The refusals that used to name numbers: a call signed for another node (both ids), and
+/// signatures beyond the clock-skew bound either way (the offset and the bound). Each answers
+/// only its code; the node's log has the detail.
+#[tokio::test]
+async fn a_refusal_names_no_node_id_and_no_clock_offset() {
+    let api = start().await;
+    let before = api.digest().await;
+    let auth = raftlane_api::write::signing::cluster_auth(SECRET).expect("a secret");
+    let body = forged_audit("fwd-refusal-shape/0");
+    let now = now_ms();
+    let cases: Vec<(&str, String)> = vec![
+        ("signed for node 7", auth.sign(7, PATH_PROPOSE, now, &body)),
+        (
+            "signed for node 1234567",
+            auth.sign(1_234_567, PATH_PROPOSE, now, &body),
+        ),
+        (
+            "stale signature, an hour behind",
+            auth.sign(NODE, PATH_PROPOSE, now - 3_600_000, &body),
+        ),
+        (
+            "stale signature, an hour ahead",
+            auth.sign(NODE, PATH_PROPOSE, now + 3_600_000, &body),
+        ),
+        (
+            "bad signature",
+            ClusterAuth::new("wrong", 0).sign(NODE, PATH_PROPOSE, now, &body),
+        ),
+    ];
+    for (what, signature) in cases {
+        let (status, raw) = api
+            .send(
+                Method::POST,
+                PATH_PROPOSE,
+                &[(AUTH_HEADER, signature)],
+                body.clone(),
+            )
+            .await;
+        assert_unauthorized(status, &raw, what);
+    }
+    assert_eq!(api.digest().await, before);
 }

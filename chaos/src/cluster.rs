@@ -35,7 +35,10 @@ impl Cluster {
     pub fn supports(&self, kind: FaultKind) -> bool {
         match self {
             Cluster::Local(_) => true,
-            Cluster::Docker(_) => !matches!(kind, FaultKind::ClockSkew | FaultKind::Latency),
+            Cluster::Docker(_) => !matches!(
+                kind,
+                FaultKind::ClockSkew | FaultKind::ClockStep | FaultKind::Latency
+            ),
         }
     }
 
@@ -150,8 +153,16 @@ impl Cluster {
         }
     }
 
+    /// Step node `id`'s wall clock by `step_ms` while it runs (0: back to the real time).
+    pub async fn step_clock(&mut self, id: u64, step_ms: i64) -> anyhow::Result<()> {
+        match self {
+            Cluster::Local(c) => c.step_clock(id, step_ms),
+            Cluster::Docker(_) => bail!("the docker backend cannot step a node's clock"),
+        }
+    }
+
     /// Undo everything: resume paused nodes, start stopped ones (without clock skew), restart
-    /// skewed ones, heal the network.
+    /// skewed ones, step stepped clocks back, heal the network.
     pub async fn heal_all(&mut self) -> anyhow::Result<()> {
         self.heal_network().await?;
         match self {
@@ -171,6 +182,7 @@ impl Cluster {
                     if !running || skewed {
                         c.start(id, None)?;
                     }
+                    c.step_clock(id, 0)?;
                 }
                 c.proxy.heal();
             }

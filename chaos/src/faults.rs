@@ -12,16 +12,18 @@ pub enum FaultKind {
     Latency,
     RestartAll,
     ClockSkew,
+    ClockStep,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 6] = [
+    pub const ALL: [FaultKind; 7] = [
         Self::Kill,
         Self::Pause,
         Self::Partition,
         Self::Latency,
         Self::RestartAll,
         Self::ClockSkew,
+        Self::ClockStep,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -32,6 +34,7 @@ impl FaultKind {
             Self::Latency => "latency",
             Self::RestartAll => "restart-all",
             Self::ClockSkew => "clock-skew",
+            Self::ClockStep => "clock-step",
         }
     }
 
@@ -47,7 +50,7 @@ impl FaultKind {
         let mut out = Vec::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let kind = Self::parse(part).ok_or_else(|| {
-                anyhow::anyhow!("unknown fault '{part}' (kill, pause, partition, latency, restart-all, clock-skew)")
+                anyhow::anyhow!("unknown fault '{part}' (kill, pause, partition, latency, restart-all, clock-skew, clock-step)")
             })?;
             if !out.contains(&kind) {
                 out.push(kind);
@@ -112,6 +115,12 @@ pub enum Fault {
         target: Target,
         offset_ms: i64,
     },
+    /// One running node's wall clock steps by `step_ms` (as NTP or an operator would step it),
+    /// and steps back at the end: the cluster's time must move with neither.
+    ClockStep {
+        target: Target,
+        step_ms: i64,
+    },
 }
 
 impl Fault {
@@ -123,6 +132,7 @@ impl Fault {
             Fault::Latency { .. } => FaultKind::Latency,
             Fault::RestartAll => FaultKind::RestartAll,
             Fault::ClockSkew { .. } => FaultKind::ClockSkew,
+            Fault::ClockStep { .. } => FaultKind::ClockStep,
         }
     }
 }
@@ -151,6 +161,9 @@ impl fmt::Display for Fault {
             Fault::ClockSkew { target, offset_ms } => {
                 write!(f, "restart {target} with its clock {offset_ms:+} ms")
             }
+            Fault::ClockStep { target, step_ms } => {
+                write!(f, "step {target}'s running clock {step_ms:+} ms")
+            }
         }
     }
 }
@@ -162,6 +175,27 @@ pub enum Undo {
     Resume(u64),
     HealNetwork,
     RestartWithoutSkew(u64),
+    /// Step the node's clock back to the real time (itself a step, the other way).
+    StepClockBack(u64),
+}
+
+/// An injected fault: what it hit, and how to take it back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Injected {
+    pub description: String,
+    pub undo: Undo,
+    /// The leader a partition cut off from both followers, if it did.
+    pub isolated_leader: Option<u64>,
+}
+
+impl Injected {
+    fn new(description: String, undo: Undo) -> Self {
+        Self {
+            description,
+            undo,
+            isolated_leader: None,
+        }
+    }
 }
 
 /// Resolve a target to a node id, given the current leader.
@@ -205,7 +239,7 @@ pub fn partition_links(shape: Shape, leader: u64, ids: &[u64]) -> Vec<(u64, u64)
 }
 
 /// Inject `fault`. Returns a description with the nodes it hit, and how to undo it.
-pub async fn inject(cluster: &mut Cluster, fault: &Fault) -> anyhow::Result<(String, Undo)> {
+pub async fn inject(cluster: &mut Cluster, fault: &Fault) -> anyhow::Result<Injected> {
     let ids = cluster.ids();
     let leader = cluster.leader().await;
     let node =
@@ -214,12 +248,15 @@ pub async fn inject(cluster: &mut Cluster, fault: &Fault) -> anyhow::Result<(Str
         Fault::Kill { target } => {
             let n = node(*target)?;
             cluster.kill(n).await?;
-            Ok((format!("{fault}: node {n}"), Undo::Restart(vec![n])))
+            Ok(Injected::new(
+                format!("{fault}: node {n}"),
+                Undo::Restart(vec![n]),
+            ))
         }
         Fault::Pause { target } => {
             let n = node(*target)?;
             cluster.pause(n).await?;
-            Ok((format!("{fault}: node {n}"), Undo::Resume(n)))
+            Ok(Injected::new(format!("{fault}: node {n}"), Undo::Resume(n)))
         }
         Fault::Partition { shape, mode } => {
             let l = leader.unwrap_or(1);
@@ -227,10 +264,11 @@ pub async fn inject(cluster: &mut Cluster, fault: &Fault) -> anyhow::Result<(Str
             let note = cluster.partition(&links, *mode, l).await?;
             let shown: Vec<String> = links.iter().map(|(a, b)| format!("{a}->{b}")).collect();
             let note = note.map(|n| format!(" ({n})")).unwrap_or_default();
-            Ok((
-                format!("{fault}: leader {l}, cut {}{note}", shown.join(" ")),
-                Undo::HealNetwork,
-            ))
+            Ok(Injected {
+                description: format!("{fault}: leader {l}, cut {}{note}", shown.join(" ")),
+                undo: Undo::HealNetwork,
+                isolated_leader: (*shape == Shape::IsolateLeader && leader.is_some()).then_some(l),
+            })
         }
         Fault::Latency { target, ms } => {
             let nodes: Vec<u64> = match target {
@@ -238,18 +276,37 @@ pub async fn inject(cluster: &mut Cluster, fault: &Fault) -> anyhow::Result<(Str
                 None => ids.clone(),
             };
             cluster.delay(&nodes, *ms).await?;
-            Ok((format!("{fault}: nodes {nodes:?}"), Undo::HealNetwork))
+            Ok(Injected::new(
+                format!("{fault}: nodes {nodes:?}"),
+                Undo::HealNetwork,
+            ))
         }
         Fault::RestartAll => {
             for n in &ids {
                 cluster.kill(*n).await?;
             }
-            Ok((fault.to_string(), Undo::Restart(ids.clone())))
+            Ok(Injected::new(fault.to_string(), Undo::Restart(ids.clone())))
         }
         Fault::ClockSkew { target, offset_ms } => {
             let n = node(*target)?;
             cluster.restart_with_skew(n, Some(*offset_ms)).await?;
-            Ok((format!("{fault}: node {n}"), Undo::RestartWithoutSkew(n)))
+            Ok(Injected::new(
+                format!("{fault}: node {n}"),
+                Undo::RestartWithoutSkew(n),
+            ))
+        }
+        Fault::ClockStep { target, step_ms } => {
+            let n = node(*target)?;
+            cluster.step_clock(n, *step_ms).await?;
+            let role = if Some(n) == leader {
+                "the leader"
+            } else {
+                "a follower"
+            };
+            Ok(Injected::new(
+                format!("{fault}: node {n} ({role})"),
+                Undo::StepClockBack(n),
+            ))
         }
     }
 }
@@ -266,6 +323,7 @@ pub async fn undo(cluster: &mut Cluster, undo: &Undo) -> anyhow::Result<()> {
         Undo::Resume(n) => cluster.resume(*n).await,
         Undo::HealNetwork => cluster.heal_network().await,
         Undo::RestartWithoutSkew(n) => cluster.restart_with_skew(*n, None).await,
+        Undo::StepClockBack(n) => cluster.step_clock(*n, 0).await,
     }
 }
 
@@ -309,7 +367,11 @@ mod tests {
             FaultKind::parse_list("kill, latency,kill").unwrap(),
             vec![FaultKind::Kill, FaultKind::Latency]
         );
-        assert_eq!(FaultKind::parse_list("all").unwrap().len(), 6);
+        assert_eq!(FaultKind::parse_list("all").unwrap().len(), 7);
+        assert_eq!(
+            FaultKind::parse_list("clock-step").unwrap(),
+            vec![FaultKind::ClockStep]
+        );
         assert!(FaultKind::parse_list("kill,explode").is_err());
     }
 }

@@ -152,6 +152,9 @@ pub struct OpCount {
 /// Everything recorded during a run.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Recorded {
+    /// The runner's wall clock (ms since the Unix epoch) at the run's time 0, to compare the
+    /// times the cluster stamped with the runner's own.
+    pub start_wall_ms: u64,
     /// The register before the first operation (a cluster may already hold config versions).
     pub register_init: Option<RegState>,
     pub enqueues: Vec<EnqueueOp>,
@@ -170,9 +173,16 @@ pub struct History {
 
 impl History {
     pub fn new(start: Instant) -> Self {
+        let wall_now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+        let since_start = u64::try_from(start.elapsed().as_millis()).unwrap_or(0);
         Self {
             start,
-            inner: Mutex::new(Recorded::default()),
+            inner: Mutex::new(Recorded {
+                start_wall_ms: wall_now.saturating_sub(since_start),
+                ..Recorded::default()
+            }),
         }
     }
 

@@ -2,17 +2,19 @@
 //!
 //! `raftlane-chaos`: run workloads against a three-node cluster while injecting faults (kill -9,
 //! SIGSTOP past the lease, partitions and one-way link cuts, latency, restart of every node,
-//! one node's clock a few seconds, ±60 s or +1 h off), heal, wait for quiescence and check the
+//! one node restarted with its clock a few seconds, ±60 s or +1 h off, one running node's clock
+//! stepped ±5 s, ±25 s or ±10 min), heal, wait for quiescence and check the
 //! histories and the final state: no acknowledged enqueue lost, per-lane FIFO, fencing, leases
 //! by the wall clock (no row handed to a second owner while the first owner's lease could still
-//! run in real time), exactly one terminal status, replica digests, audit chains, and
+//! run in real time), the cluster's time (every write stamped within its round trip by the
+//! runner's clock), exactly one terminal status, replica digests, audit chains, and
 //! linearizability of the config compare-and-set register.
 //!
 //! A seed makes the fault schedule (and every workload decision) reproducible.
 //!
 //! Modules: [`proxy`] (the fault proxy on node-to-node traffic) with [`peer_ident`],
 //! [`process`] and [`local`] (the local backend), [`docker`], [`cluster`] (one interface over
-//! both), [`faults`], [`schedule`], [`workload`], [`conn`], [`history`], [`collect`] and
+//! both), [`faults`], [`schedule`], [`isolation`] (what an isolated leader must do), [`workload`], [`conn`], [`history`], [`collect`] and
 //! [`final_state`], [`checkers`], [`report`], [`runner`].
 
 pub mod checkers;
@@ -23,6 +25,7 @@ pub mod docker;
 pub mod faults;
 pub mod final_state;
 pub mod history;
+pub mod isolation;
 pub mod local;
 pub mod peer_ident;
 pub mod prng;
@@ -54,7 +57,7 @@ pub struct ChaosArgs {
     #[arg(long, default_value = "local")]
     pub backend: String,
     /// Faults to inject: a comma-separated list of kill, pause, partition, latency,
-    /// restart-all, clock-skew (or `all`).
+    /// restart-all, clock-skew, clock-step (or `all`).
     #[arg(long, default_value = "all")]
     pub faults: String,
     /// The `raftlane` server binary the local backend runs nodes with (`raftlane node ...`;

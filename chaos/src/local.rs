@@ -53,6 +53,7 @@ impl LocalCluster {
                     advertise,
                     data_dir: dir.join(format!("node{id}")),
                     log_file: dir.join(format!("node{id}.log")),
+                    clock_step_file: dir.join(format!("node{id}.clock-step")),
                 }),
             );
         }
@@ -80,6 +81,36 @@ impl LocalCluster {
         node.start(&self.spec, clock_offset_ms)?;
         self.proxy.set_pid(id, node.pid());
         Ok(())
+    }
+
+    /// Start node `id` with more arguments (e.g. `--rejoin`).
+    pub fn start_with(&mut self, id: u64, extra: &[&str]) -> anyhow::Result<()> {
+        let node = self
+            .nodes
+            .get_mut(&id)
+            .with_context(|| format!("no node {id}"))?;
+        node.start_with(&self.spec, None, extra)?;
+        self.proxy.set_pid(id, node.pid());
+        Ok(())
+    }
+
+    /// Stop node `id` cleanly (SIGTERM); its exit status.
+    pub async fn stop(&mut self, id: u64) -> anyhow::Result<Option<std::process::ExitStatus>> {
+        let node = self
+            .nodes
+            .get_mut(&id)
+            .with_context(|| format!("no node {id}"))?;
+        let status = node.stop().await;
+        self.proxy.set_pid(id, None);
+        status
+    }
+
+    /// Step node `id`'s wall clock to `step_ms` off the real time, live (0: back).
+    pub fn step_clock(&mut self, id: u64, step_ms: i64) -> anyhow::Result<()> {
+        self.nodes
+            .get(&id)
+            .with_context(|| format!("no node {id}"))?
+            .set_clock_step(step_ms)
     }
 
     pub async fn kill(&mut self, id: u64) -> anyhow::Result<()> {

@@ -11,6 +11,12 @@ use tokio::process::{Child, Command};
 /// The env var through which a node skews its proposer clock (see the report's note).
 pub const CLOCK_OFFSET_ENV: &str = "RAFTLANE_CLOCK_OFFSET_MS";
 
+/// The env var naming the file whose content (signed ms) a node adds to its wall clock while it
+/// runs, re-read every few ms: how a clock-step fault steps a running node's clock
+/// (`raftlane_raft::clock::TEST_CLOCK_STEP_ENV`, a test-only hook; the chaos crate does not
+/// depend on the raft crate, hence the copy).
+pub const CLOCK_STEP_ENV: &str = "RAFTLANE_TEST_CLOCK_STEP_FILE";
+
 /// How to start every node of the local cluster.
 #[derive(Clone, Debug)]
 pub struct NodeSpec {
@@ -21,6 +27,8 @@ pub struct NodeSpec {
     pub advertise: SocketAddr,
     pub data_dir: PathBuf,
     pub log_file: PathBuf,
+    /// The node's clock-step file ([`CLOCK_STEP_ENV`]); absent: no step.
+    pub clock_step_file: PathBuf,
 }
 
 /// One node process (or none, while it is down).
@@ -67,6 +75,16 @@ impl NodeProcess {
         cluster: &ClusterSpec,
         clock_offset_ms: Option<i64>,
     ) -> anyhow::Result<()> {
+        self.start_with(cluster, clock_offset_ms, &[])
+    }
+
+    /// [`Self::start`] with more arguments after the usual ones (e.g. `--rejoin`).
+    pub fn start_with(
+        &mut self,
+        cluster: &ClusterSpec,
+        clock_offset_ms: Option<i64>,
+        extra: &[&str],
+    ) -> anyhow::Result<()> {
         if self.child.is_some() {
             return Ok(());
         }
@@ -102,6 +120,7 @@ impl NodeProcess {
             .arg(&cluster.secret)
             .arg("--admin-token")
             .arg(&cluster.admin_token)
+            .args(extra)
             .env_remove(CLOCK_OFFSET_ENV)
             .env(
                 "RAFTLANE_LOG",
@@ -121,6 +140,7 @@ impl NodeProcess {
         if let Some(off) = clock_offset_ms {
             cmd.env(CLOCK_OFFSET_ENV, off.to_string());
         }
+        cmd.env(CLOCK_STEP_ENV, &self.spec.clock_step_file);
         let child = cmd
             .spawn()
             .with_context(|| format!("cannot run {}", cluster.binary.display()))?;
@@ -128,6 +148,36 @@ impl NodeProcess {
         self.paused = false;
         self.clock_offset_ms = clock_offset_ms;
         Ok(())
+    }
+
+    /// Step the running node's wall clock to `step_ms` off the real time (0: back to it).
+    /// Written to a temporary file and renamed, so the node never reads half a number.
+    pub fn set_clock_step(&self, step_ms: i64) -> anyhow::Result<()> {
+        let file = &self.spec.clock_step_file;
+        let tmp = file.with_extension("tmp");
+        std::fs::write(&tmp, step_ms.to_string())
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, file).with_context(|| format!("cannot write {}", file.display()))
+    }
+
+    /// SIGTERM and wait (up to 30 s) for the node to close its databases and exit: a clean
+    /// stop, which flushes the state to its files. Its exit status, if it exited.
+    pub async fn stop(&mut self) -> anyhow::Result<Option<std::process::ExitStatus>> {
+        let Some(mut child) = self.child.take() else {
+            return Ok(None);
+        };
+        if let Some(pid) = child.id() {
+            signal(pid, "-TERM").await?;
+        }
+        self.paused = false;
+        match tokio::time::timeout(std::time::Duration::from_secs(30), child.wait()).await {
+            Ok(status) => Ok(Some(status?)),
+            Err(_) => {
+                let _ = child.start_kill();
+                let _ = child.wait().await;
+                anyhow::bail!("the node did not stop within 30 s of SIGTERM; killed")
+            }
+        }
     }
 
     /// SIGKILL and reap.

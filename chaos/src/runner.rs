@@ -146,10 +146,11 @@ async fn watch_until(
     }
 }
 
-/// Whether a node restarted with a positive clock offset moves the cluster's clock: enqueue a
-/// probe message through it and compare the stored `received_at` with the wall clock. Since
-/// 2026-12-06 the leader stamps the cluster's time, so the offset must not show; a node beyond
-/// the skew bound cannot forward at all (its calls are refused as clock skew).
+/// Whether a node whose clock is off (restarted with an offset, or stepped while running) moves
+/// the cluster's clock: enqueue a probe message through it and compare the stored `received_at`
+/// with the wall clock. Since 2026-12-06 the leader stamps the cluster's time, so the offset
+/// must not show; a node beyond the skew bound cannot forward at all (its calls are refused as
+/// clock skew).
 async fn probe_skew(conn: &Conn, node: u64, offset_ms: i64) -> String {
     let i = (node - 1) as usize;
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -169,6 +170,7 @@ async fn probe_skew(conn: &Conn, node: u64, offset_ms: i64) -> String {
             c.enqueue("probe", "clock skew probe", Some(&key)).await
         })
         .await;
+    let answered = wall_ms();
     let Attempt::Ok(e) = enq else {
         return format!("clock-skew probe on node {node}: enqueue failed ({enq:?})");
     };
@@ -178,19 +180,35 @@ async fn probe_skew(conn: &Conn, node: u64, offset_ms: i64) -> String {
         .await
     {
         Attempt::Ok(v) => {
-            let observed = v.message.meta.received_at as i64 - sent as i64;
+            // An honest stamp lies between sending and the answer (an enqueue may wait for an
+            // election): how far outside that window it lies.
+            let stamped = v.message.meta.received_at;
+            let observed = if stamped < sent {
+                -((sent - stamped) as i64)
+            } else {
+                stamped.saturating_sub(answered) as i64
+            };
             let verdict = if observed.unsigned_abs() <= crate::checkers::leases::TOLERANCE_MS {
                 "the cluster's clock held"
             } else if offset_ms > 0 && observed >= offset_ms / 2 {
                 "MOVED: the node's clock moved the cluster's"
+            } else if observed > 0 {
+                "MOVED: the cluster's clock ran ahead of the wall clock"
             } else {
                 "off by more than the tolerance"
             };
-            format!("clock-skew probe on node {node} (offset {offset_ms:+} ms): message stamped {observed:+} ms from the wall clock: {verdict}")
+            format!(
+                "clock-skew probe on node {node} (offset {offset_ms:+} ms): message stamped \
+                 {observed:+} ms outside the {} ms the enqueue took by the wall clock: {verdict}",
+                answered.saturating_sub(sent)
+            )
         }
         other => format!("clock-skew probe on node {node}: read failed ({other:?})"),
     }
 }
+
+/// How long an isolated leader may go on naming itself leader ([`crate::isolation`]).
+pub const ISOLATED_LEADER_GIVES_UP_WITHIN: Duration = crate::isolation::GIVES_UP_WITHIN;
 
 async fn join_all(handles: Vec<JoinHandle<()>>, within: Duration) -> usize {
     let deadline = Instant::now() + within;
@@ -305,7 +323,11 @@ pub async fn run_suite(opts: ChaosOptions) -> anyhow::Result<Report> {
         watch_until(phase + step.at, &mut cluster, &mut health, &opts).await;
         let at_ms = phase.elapsed().as_millis() as u64;
         match faults::inject(&mut cluster, &step.fault).await {
-            Ok((description, undo)) => {
+            Ok(faults::Injected {
+                description,
+                undo,
+                isolated_leader,
+            }) => {
                 say(
                     &opts,
                     format!(
@@ -314,20 +336,52 @@ pub async fn run_suite(opts: ChaosOptions) -> anyhow::Result<Report> {
                         step.hold.as_secs_f64()
                     ),
                 );
-                let until = Instant::now() + step.hold;
-                if let (Fault::ClockSkew { offset_ms, .. }, Undo::RestartWithoutSkew(node)) =
-                    (&step.fault, &undo)
-                {
-                    if *offset_ms > 0 {
-                        let line = probe_skew(&conn, *node, *offset_ms).await;
-                        say(&opts, format!("           {line}"));
-                        if line.contains("MOVED") {
-                            health.fail(line.clone());
-                        }
-                        report.notes.push(line);
+                let injected_at = Instant::now();
+                let until = injected_at + step.hold;
+                let isolated = isolated_leader.map(|node| {
+                    (
+                        node,
+                        tokio::spawn(crate::isolation::watch(
+                            conn.clone(),
+                            node,
+                            injected_at,
+                            until,
+                        )),
+                    )
+                });
+                let probe = match (&step.fault, &undo) {
+                    (Fault::ClockSkew { offset_ms, .. }, Undo::RestartWithoutSkew(node))
+                        if *offset_ms > 0 =>
+                    {
+                        Some(probe_skew(&conn, *node, *offset_ms).await)
                     }
+                    (Fault::ClockStep { step_ms, .. }, Undo::StepClockBack(node)) => {
+                        Some(probe_skew(&conn, *node, *step_ms).await)
+                    }
+                    _ => None,
+                };
+                if let Some(line) = probe {
+                    say(&opts, format!("           {line}"));
+                    if line.contains("MOVED") {
+                        health.fail(line.clone());
+                    }
+                    report.notes.push(line);
                 }
                 watch_until(until, &mut cluster, &mut health, &opts).await;
+                if let Some((node, watch)) = isolated {
+                    let (line, bad) = match watch.await {
+                        Ok(watched) => watched.judge(step.hold),
+                        Err(e) => (
+                            format!("isolated leader {node}: the watch failed: {e}"),
+                            Vec::new(),
+                        ),
+                    };
+                    say(&opts, format!("           {line}"));
+                    for violation in bad {
+                        health.fail(violation);
+                    }
+                    report.notes.push(line);
+                }
                 if let Err(e) = faults::undo(&mut cluster, &undo).await {
                     health.fail(format!("could not undo '{description}': {e}"));
                 }

@@ -11,6 +11,8 @@ use std::time::Duration;
 pub const WARMUP: Duration = Duration::from_secs(3);
 /// Quiet time kept free at the end of the fault phase.
 pub const COOLDOWN: Duration = Duration::from_secs(2);
+/// Added to the hold of a partition that isolates the leader.
+pub const ISOLATED_LEADER_EXTRA_HOLD: Duration = Duration::from_secs(7);
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Step {
@@ -64,7 +66,14 @@ pub fn fault_of(kind: FaultKind, rng: &mut SplitMix64, lease_ttl: Duration) -> (
             } else {
                 CutMode::Blackhole
             };
-            (Fault::Partition { shape, mode }, ms(rng, 3000, 6000))
+            let mut hold = ms(rng, 3000, 6000);
+            if shape == Shape::IsolateLeader {
+                // Long enough for the isolated leader to give up leading (check-quorum: two
+                // election timeouts, 4 s by default) and to answer a write sent to it (the 8 s
+                // retry window), and be seen to (`crate::isolation`).
+                hold += ISOLATED_LEADER_EXTRA_HOLD;
+            }
+            (Fault::Partition { shape, mode }, hold)
         }
         FaultKind::Latency => {
             let t = if rng.chance(50) {
@@ -102,6 +111,27 @@ pub fn fault_of(kind: FaultKind, rng: &mut SplitMix64, lease_ttl: Duration) -> (
                 },
                 ms(rng, 4000, 8000),
             )
+        }
+        FaultKind::ClockStep => {
+            // Inside the skew bound (±5 s, ±25 s: the stepped node stays in the cluster and its
+            // clock is outvoted) and beyond it (±10 min: cut off until it steps back). The
+            // leader twice as often as a follower: its steps broke leases.
+            let magnitude = match rng.range(0, 2) {
+                0 => 5_000,
+                1 => 25_000,
+                _ => 600_000,
+            };
+            let step_ms = if rng.chance(50) {
+                magnitude
+            } else {
+                -magnitude
+            };
+            let target = if rng.range(0, 2) < 2 {
+                Target::Leader
+            } else {
+                Target::Follower(rng.range(0, 1))
+            };
+            (Fault::ClockStep { target, step_ms }, ms(rng, 3000, 5000))
         }
     }
 }
@@ -149,12 +179,13 @@ mod tests {
         let ttl = Duration::from_millis(2500);
         for seed in 0..50 {
             let s = build(seed, Duration::from_secs(60), &FaultKind::ALL, ttl);
-            assert!(s.len() >= 6, "seed {seed}: {} steps", s.len());
+            let kinds = FaultKind::ALL.len();
+            assert!(s.len() >= kinds, "seed {seed}: {} steps", s.len());
             let first: std::collections::BTreeSet<_> =
-                s.iter().take(6).map(|st| st.fault.kind()).collect();
+                s.iter().take(kinds).map(|st| st.fault.kind()).collect();
             assert_eq!(
                 first.len(),
-                6,
+                kinds,
                 "seed {seed}: the first round covers every kind"
             );
             for w in s.windows(2) {

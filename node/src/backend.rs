@@ -1,7 +1,7 @@
 //! The API's [`Backend`] over a Raft node: proposals go through openraft, reads come from the
 //! locally applied state, read indexes from the leader's quorum check.
 
-use raftlane_api::backend::{BoxFuture, ClusterStatus, Member, ProposeError};
+use raftlane_api::backend::{BoxFuture, ClusterStatus, Member, ProposeError, RemovedLearner};
 use raftlane_api::Backend;
 use raftlane_raft::RaftNode;
 use raftlane_statemachine::query::Reader;
@@ -72,6 +72,25 @@ impl Backend for RaftBackend {
         })
     }
 
+    fn applied_index(&self) -> u64 {
+        self.node
+            .metrics_watch()
+            .borrow()
+            .last_applied
+            .as_ref()
+            .map_or(0, |l| l.index)
+    }
+
+    /// Woken by openraft's metrics, which it sends after each batch it applies (and on other
+    /// changes: a wake-up that finds the same index waits on).
+    fn applied_beyond(&self, index: u64, timeout: Duration) -> BoxFuture<'_, bool> {
+        let mut metrics = self.node.metrics_watch();
+        Box::pin(async move {
+            let beyond = metrics.wait_for(|m| m.last_applied.is_some_and(|l| l.index > index));
+            matches!(tokio::time::timeout(timeout, beyond).await, Ok(Ok(_)))
+        })
+    }
+
     fn with_reader(&self, f: &mut dyn FnMut(&Reader<'_>)) -> Result<(), StoreError> {
         self.node
             .read_local(|sm| f(&sm.read()))
@@ -97,6 +116,17 @@ impl Backend for RaftBackend {
             last_log_index: m.last_log_index.unwrap_or(0),
             last_applied: m.last_applied.map_or(0, |l| l.index),
             membership: membership_list,
+            removed_learners: self
+                .node
+                .removed_learners()
+                .into_iter()
+                .map(|s| RemovedLearner {
+                    id: s.id,
+                    addr: s.addr,
+                    reason: s.reason,
+                    removed_at_ms: s.removed_at_ms,
+                })
+                .collect(),
         }
     }
 
@@ -118,6 +148,26 @@ impl Backend for RaftBackend {
         gauges.insert(
             "raftlane_log_sync_seconds_total".into(),
             log.sync_micros.load(Ordering::Relaxed) as f64 / 1e6,
+        );
+        // Each synced write's time by bucket (cumulative, `le` in seconds): a slow disk shows
+        // here write by write, where the total above only moves its mean.
+        for (bound, n) in log.sync_latency.cumulative() {
+            let le = bound.map_or_else(|| "+Inf".to_string(), |b| b.to_string());
+            gauges.insert(
+                format!("raftlane_log_sync_latency_seconds_bucket{{le=\"{le}\"}}"),
+                n as f64,
+            );
+        }
+        // The slow-storage judgement (raft/src/slow_storage.rs): 1 while this node's log
+        // storage is slow, and the handoffs it made as a leader because of it.
+        let health = self.node.storage_health();
+        gauges.insert(
+            "raftlane_storage_slow".into(),
+            if health.is_slow() { 1.0 } else { 0.0 },
+        );
+        gauges.insert(
+            "raftlane_slow_storage_handoffs_total".into(),
+            health.handoffs.load(Ordering::Relaxed) as f64,
         );
         let sm = self.node.sm_stats();
         gauges.insert(
@@ -184,7 +234,7 @@ impl Backend for RaftBackend {
     fn change_membership(&self, voters: Vec<u64>) -> BoxFuture<'_, Result<(), ProposeError>> {
         Box::pin(async move {
             self.node
-                .set_voters(voters.into_iter().collect())
+                .set_voters(&voters)
                 .await
                 .map_err(ProposeError::from)
         })
@@ -197,6 +247,14 @@ impl Backend for RaftBackend {
         }
         if let Some(skew) = self.node.clock_skew() {
             return Err(skew);
+        }
+        // A leader cut off from its majority says so, rather than only "no leader known":
+        // the operator learns it is the old leader of a partition (check-quorum).
+        if let Some(lost) = self.node.leadership_lost() {
+            return Err(lost);
+        }
+        if let Some(unheard) = self.node.leader_unheard() {
+            return Err(unheard);
         }
         let m = self.node.metrics();
         match m.current_leader {

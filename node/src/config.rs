@@ -66,6 +66,13 @@ pub struct NodeArgs {
     /// production: clients control the cluster's clock and nothing reclaims expired leases.
     #[arg(long, env = "RAFTLANE_TEST_CLIENT_CLOCK")]
     pub test_client_clock: bool,
+    /// Wipe this node's state, raft log and snapshots (keeping its vote) and catch up from the
+    /// leader: the remedy for STATE DAMAGED or RAFT LOG DAMAGED. Refused (exit 75, nothing
+    /// removed) unless a majority of the voters in --peers, this node left out, answer ready
+    /// with another leader: otherwise this node may hold the last copy. An operator's one-off:
+    /// never put it in a supervisor's command line.
+    #[arg(long)]
+    pub rejoin: bool,
     /// GET /metrics answers only a token that may read every channel (its totals span every
     /// channel); without it Prometheus scrapes it with no token.
     #[arg(long, env = "RAFTLANE_METRICS_TOKEN_REQUIRED")]
@@ -107,6 +114,26 @@ pub struct NodeArgs {
     /// later, the request is answered 408 body_timeout and its connection closed. Default 30.
     #[arg(long, env = "RAFTLANE_BODY_TIMEOUT")]
     pub body_timeout: Option<u64>,
+    // --- learners (docs/SPEC.md §9.5) ---
+    /// How many log entries behind the leader a learner may be and count as caught up (default
+    /// 1000): adding a learner waits for it, only a caught-up learner can be made a voter, and
+    /// a voter set needs a majority of caught-up members. Same as [tuning]
+    /// learner_lag_threshold.
+    #[arg(long, env = "RAFTLANE_LEARNER_MAX_LAG", value_name = "ENTRIES")]
+    pub learner_max_lag: Option<u64>,
+    /// Seconds a learner has to catch up (default 60): POST /v1/cluster/learners waits this
+    /// long, and a learner still (or again) behind after it is removed from the cluster, with
+    /// a log line and an entry under removed_learners in GET /v1/cluster. Applies on the
+    /// leader. Same as [tuning] learner_catchup_timeout_ms / 1000.
+    #[arg(long, env = "RAFTLANE_LEARNER_CATCHUP_TIMEOUT", value_name = "SECONDS")]
+    pub learner_catchup_timeout: Option<u64>,
+    // --- slow storage (docs/SPEC.md §11.7) ---
+    /// Milliseconds: the raft log's synced writes count as slow when they take this long on
+    /// average over 3 s (or one has waited this long); a leader slow for 3 s hands leadership
+    /// to a healthy, caught-up voter and stays out of elections for 30 s. Default 100; 0 turns
+    /// it off. Same as [tuning] slow_storage_handoff_ms.
+    #[arg(long, env = "RAFTLANE_SLOW_STORAGE_HANDOFF_MS", value_name = "MS")]
+    pub slow_storage_handoff_ms: Option<u64>,
     /// A TOML file with any of these settings (keys as the flag names with underscores), plus a
     /// [tuning] table (heartbeat_ms, election_timeout_min_ms, snapshot_logs_since_last, ...).
     #[arg(long, env = "RAFTLANE_CONFIG")]
@@ -138,6 +165,9 @@ struct FileConfig {
     http_header_timeout: Option<u64>,
     idle_timeout: Option<u64>,
     body_timeout: Option<u64>,
+    learner_max_lag: Option<u64>,
+    learner_catchup_timeout: Option<u64>,
+    slow_storage_handoff_ms: Option<u64>,
     tuning: Option<Tuning>,
 }
 
@@ -297,6 +327,25 @@ impl NodeArgs {
                 raftlane_api::body_deadline::DEFAULT_BODY_TIMEOUT,
             )?,
         };
+        let mut tuning = file.tuning.unwrap_or_default();
+        if let Some(lag) = self.learner_max_lag.or(file.learner_max_lag) {
+            tuning.learner_lag_threshold = lag;
+        }
+        if let Some(s) = self
+            .learner_catchup_timeout
+            .or(file.learner_catchup_timeout)
+        {
+            if s == 0 {
+                bail!("--learner-catchup-timeout must be at least 1 second");
+            }
+            tuning.learner_catchup_timeout_ms = s.saturating_mul(1000);
+        }
+        if let Some(ms) = self
+            .slow_storage_handoff_ms
+            .or(file.slow_storage_handoff_ms)
+        {
+            tuning.slow_storage_handoff_ms = ms;
+        }
         let bootstrap = self.bootstrap.or(file.bootstrap).unwrap_or(false);
         if bootstrap && !peers.contains_key(&id) {
             bail!("--bootstrap needs --peers to include this node ({id})");
@@ -314,7 +363,7 @@ impl NodeArgs {
                 .max_body_bytes
                 .or(file.max_body_bytes)
                 .unwrap_or(1024 * 1024),
-            tuning: file.tuning.unwrap_or_default(),
+            tuning,
             test_client_clock: self.test_client_clock,
             metrics_token_required: self.metrics_token_required,
             rate_limit,
@@ -388,6 +437,44 @@ mod tests {
         .unwrap();
         assert_eq!(opts.advertise, "h2:7002");
         assert!(!opts.bootstrap);
+    }
+
+    #[test]
+    fn learner_bounds_are_node_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = NodeArgs {
+            id: Some(1),
+            listen: Some("127.0.0.1:7001".parse().unwrap()),
+            data_dir: Some(dir.path().to_path_buf()),
+            cluster_secret: Some("s".into()),
+            admin_token: Some("t".into()),
+            ..Default::default()
+        };
+        let defaults = args.clone().resolve().unwrap().tuning;
+        assert_eq!(defaults.learner_lag_threshold, 1000);
+        assert_eq!(defaults.learner_catchup_timeout_ms, 60_000);
+        let set = NodeArgs {
+            learner_max_lag: Some(50),
+            learner_catchup_timeout: Some(7),
+            ..args.clone()
+        }
+        .resolve()
+        .unwrap()
+        .tuning;
+        assert_eq!(set.learner_lag_threshold, 50);
+        assert_eq!(set.learner_catchup_timeout_ms, 7_000);
+        assert_eq!(defaults.slow_storage_handoff_ms, 100);
+        let off = NodeArgs {
+            slow_storage_handoff_ms: Some(0),
+            ..args.clone()
+        };
+        assert_eq!(off.resolve().unwrap().tuning.slow_storage_handoff_ms, 0);
+        let zero = NodeArgs {
+            learner_catchup_timeout: Some(0),
+            ..args
+        };
+        let err = zero.resolve().unwrap_err().to_string();
+        assert!(err.contains("--learner-catchup-timeout"), "{err}");
     }
 
     #[test]

@@ -19,7 +19,9 @@ pub const DEFAULT_URL: &str = "http://127.0.0.1:7001/readyz";
 /// `raftlane health` flags.
 #[derive(clap::Args, Debug, Clone)]
 pub struct HealthArgs {
-    #[arg(long, default_value = DEFAULT_URL)]
+    /// The URL to probe. In a container, name the node as its certificate does (compose:
+    /// https://n1:7001/readyz), since a node certificate names its node only by default.
+    #[arg(long, env = "RAFTLANE_HEALTH_URL", default_value = DEFAULT_URL)]
     pub url: String,
     /// Verify the node's certificate against this CA (PEM) and dial it over TLS.
     #[arg(long, env = "RAFTLANE_HEALTH_CA_FILE")]

@@ -6,11 +6,15 @@
 pub mod backend;
 pub mod certs;
 pub mod config;
+pub mod ctl;
+pub mod data_dir;
 pub mod dev;
+pub mod exit_status;
 pub mod health;
 pub mod known_defaults;
 pub mod listener;
 pub mod process;
+pub mod rejoin;
 pub mod secret_file;
 pub mod server;
 pub mod tls;

@@ -1,7 +1,7 @@
 //! The node's one listener: accepts connections, runs the TLS handshake when TLS is on, and
 //! serves the router (API, Raft RPCs, `/internal`) over HTTP/1.1 on each, dropping slow and idle
-//! connections. Before 2026-12-05 the node used `axum::serve`, which has no timeouts at all: 200
-//! clients trickling header bytes held 200 connections open indefinitely.
+//! connections. Not `axum::serve`, which has no timeouts at all: 200 clients trickling header
+//! bytes would hold 200 connections open indefinitely.
 //!
 //! Three bounds, each from [`ConnLimits`]:
 //! - the TLS handshake must finish within the header timeout;
@@ -415,7 +415,7 @@ mod tests {
         crate::certs::generate(&crate::certs::CertsArgs {
             out: dir.path().to_path_buf(),
             nodes: vec!["n1".into()],
-            extra_names: vec!["127.0.0.1".into()],
+            extra_names: vec!["n1=127.0.0.1".into()],
             client: None,
             days: 1,
         })

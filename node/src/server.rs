@@ -3,6 +3,7 @@
 //! timeouts for slow and idle connections).
 
 use crate::backend::RaftBackend;
+use crate::exit_status::ExitStatus;
 use crate::listener::ConnLimits;
 use crate::tls::TlsFiles;
 use anyhow::Context;
@@ -64,8 +65,9 @@ impl NodeOptions {
     }
 }
 
-/// The exit status of `raftlane node` after its Raft core stopped by itself (a storage error
-/// such as a full disk): EX_TEMPFAIL, "try again later", which is what a restart does.
+/// The exit status of `raftlane node` after its Raft core stopped by itself on a storage error
+/// such as a full disk: EX_TEMPFAIL, "try again later", which is what a restart does (damaged
+/// data exits [`ExitStatus::Damaged`] instead: [`ExitStatus::of_core_failure`]).
 pub const EXIT_CORE_FAILED: i32 = 75;
 
 /// How long a node whose Raft core failed may take to close before it exits anyway.
@@ -94,7 +96,7 @@ impl RunningNode {
 
     /// Serve until `signal` (then shut down, `Ok`) or until the Raft core stops by itself
     /// (`Err`, after an ERROR line and a bounded shutdown; the caller exits with
-    /// [`EXIT_CORE_FAILED`]).
+    /// [`ExitStatus::of_core_failure`]: [`EXIT_CORE_FAILED`], or damaged).
     ///
     /// Why exit rather than recover in place: openraft's core does not restart after a storage
     /// error, so the process would live on as a zombie (answering HTTP, never writing) and a
@@ -114,13 +116,25 @@ impl RunningNode {
             self.shutdown().await;
             return Ok(());
         };
-        tracing::error!(
-            id = self.raft.id(),
-            error = %failure,
-            exit_status = EXIT_CORE_FAILED,
-            "NODE FAILED: its raft core stopped and does not restart in place; exiting so that \
-             the supervisor restarts it (free disk space first if the disk is full)"
-        );
+        let status = ExitStatus::of_core_failure(&failure);
+        if status == ExitStatus::Damaged {
+            tracing::error!(
+                id = self.raft.id(),
+                error = %failure,
+                exit_status = status.code(),
+                "NODE FAILED: STATE DAMAGED: a read of its data failed its checksum; restarting \
+                 cannot help: start it once with --rejoin (it wipes its state and log and copies \
+                 them back from the leader)"
+            );
+        } else {
+            tracing::error!(
+                id = self.raft.id(),
+                error = %failure,
+                exit_status = status.code(),
+                "NODE FAILED: its raft core stopped and does not restart in place; exiting so \
+                 that the supervisor restarts it (free disk space first if the disk is full)"
+            );
+        }
         if tokio::time::timeout(FAILED_SHUTDOWN_WAIT, self.shutdown())
             .await
             .is_err()
@@ -155,6 +169,11 @@ pub async fn start_on(opts: NodeOptions, listener: TcpListener) -> anyhow::Resul
     if let Some(warning) = crate::known_defaults::warning(&opts.cluster_secret, &opts.admin_token) {
         tracing::warn!("{warning}");
     }
+    // The data directory holds message bodies: the owner's only, whatever the umask was
+    // (node/src/data_dir.rs). The umask is process-wide, so a program that starts nodes through
+    // this library (tests, the demo, the bench) gets private files from RocksDB's threads too.
+    crate::data_dir::restrict_umask();
+    crate::data_dir::secure(&opts.data_dir)?;
     let raft_config = RaftNodeConfig {
         id: opts.id,
         listen_addr: None,

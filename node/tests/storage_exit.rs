@@ -68,29 +68,36 @@ fn a_node_whose_disk_fills_up_exits_75_with_an_error_line() {
         .port();
     let addr = format!("127.0.0.1:{port}");
     let log_path = root.path().join("node.log");
-    let log = std::fs::File::create(&log_path).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_raftlane"))
-        .args([
-            "node",
-            "--id",
-            "1",
-            "--listen",
-            &addr,
-            "--bootstrap",
-            "true",
-        ])
-        .arg("--peers")
-        .arg(format!("1={addr}"))
-        .arg("--data-dir")
-        .arg(&data)
-        .args(["--cluster-secret", "storage-exit-secret"])
-        .args(["--admin-token", ADMIN])
-        .env("RAFTLANE_LOG", "info,openraft=error")
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .unwrap();
+    let start = || {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .unwrap();
+        Command::new(env!("CARGO_BIN_EXE_raftlane"))
+            .args([
+                "node",
+                "--id",
+                "1",
+                "--listen",
+                &addr,
+                "--bootstrap",
+                "true",
+            ])
+            .arg("--peers")
+            .arg(format!("1={addr}"))
+            .arg("--data-dir")
+            .arg(&data)
+            .args(["--cluster-secret", "storage-exit-secret"])
+            .args(["--admin-token", ADMIN])
+            .env("RAFTLANE_LOG", "info,openraft=error")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap()
+    };
+    let mut child = start();
 
     let deadline = Instant::now() + Duration::from_secs(60);
     while http(&addr, "GET", "/readyz", None) != Some(200) {
@@ -135,5 +142,29 @@ fn a_node_whose_disk_fills_up_exits_75_with_an_error_line() {
         .unwrap_or_else(|| panic!("no NODE FAILED line in:\n{output}"));
     assert!(line.contains("ERROR"), "{line}");
     assert!(line.contains("No space left on device"), "{line}");
+
+    // Restarted on the still-full disk (as its supervisor does): "retry later" again, 75, not
+    // the 1 of any other failure, and not the 65 of a damaged log.
+    let mut again = start();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let status = loop {
+        if let Some(status) = again.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = again.kill();
+            panic!("the node restarted on a full disk neither failed nor exited");
+        }
+        let body = format!("{{\"raw\": \"again{n}{filler}\"}}");
+        let _ = http(&addr, "POST", "/v1/channels/fill/messages", Some(&body));
+        n += 1;
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let output = std::fs::read_to_string(&log_path).unwrap();
+    assert_eq!(
+        status.code(),
+        Some(75),
+        "exit status after a restart on the full disk; log:\n{output}"
+    );
     drop(tmpfs);
 }

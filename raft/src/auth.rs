@@ -95,6 +95,34 @@ pub enum AuthError {
     NonceMemoryFull,
 }
 
+/// What a refused caller is told, whatever the reason: the reason itself (which node the call
+/// was signed for, how far the clocks are apart, what was expected) stays in this node's log.
+/// A caller that holds the secret can read it there; one that does not learns nothing from the
+/// answer to help it forge a call.
+pub const REFUSED_MESSAGE: &str = "node-to-node authentication failed";
+
+impl AuthError {
+    /// The stable error code a refusal answers with: `clock_skew` for a timestamp beyond the
+    /// skew bound (a forwarding node answers its client `503 clock_skew` rather than report a
+    /// wrong secret, docs/SPEC.md §2.1; the size of the skew is not said: the caller measures
+    /// it from the clock header every answer carries), `unauthorized` for everything else.
+    pub fn public_code(&self) -> &'static str {
+        match self {
+            AuthError::Skew { .. } => "clock_skew",
+            _ => "unauthorized",
+        }
+    }
+
+    /// The JSON error body of a refusal, in the API's shape
+    /// (`{"error": {"code", "message"}}`): [`Self::public_code`] and [`REFUSED_MESSAGE`] only.
+    pub fn public_body(&self) -> String {
+        serde_json::json!({
+            "error": { "code": self.public_code(), "message": REFUSED_MESSAGE }
+        })
+        .to_string()
+    }
+}
+
 /// The nonces seen within the freshness window, each with the time it may be forgotten.
 /// Shared by every clone of a [`ClusterAuth`].
 #[derive(Debug, Default)]
@@ -462,6 +490,43 @@ mod tests {
             Err(AuthError::BadSignature)
         );
         assert!(a.check_head(Some(&for_2), "/raft/vote", 2, 1).is_ok());
+    }
+
+    #[test]
+    fn a_refusal_tells_the_caller_nothing_but_its_code() {
+        let reasons = [
+            AuthError::Missing,
+            AuthError::Malformed,
+            AuthError::Skew {
+                skew_ms: -123_456,
+                bound_ms: 30_000,
+            },
+            AuthError::BadSignature,
+            AuthError::OtherNode {
+                signed_for: 7,
+                this_node: 3,
+            },
+            AuthError::Replayed,
+            AuthError::NonceMemoryFull,
+        ];
+        for reason in reasons {
+            let body: serde_json::Value =
+                serde_json::from_str(&reason.public_body()).expect("JSON");
+            let code = if matches!(reason, AuthError::Skew { .. }) {
+                "clock_skew"
+            } else {
+                "unauthorized"
+            };
+            assert_eq!(
+                body,
+                serde_json::json!({"error": {"code": code, "message": REFUSED_MESSAGE}}),
+                "{reason}"
+            );
+            assert!(
+                !reason.public_body().contains(|c: char| c.is_ascii_digit()),
+                "{reason}"
+            );
+        }
     }
 
     #[test]

@@ -1,31 +1,51 @@
 //! The cluster's clock: the time the leader stamps into every entry it proposes.
 //!
 //! Why: the state machine's clock (`MetaState::clock`) is `max` of the times stamped into the
-//! entries it applied, and leases, backoff and retention are decided against it. Until
-//! 2026-12-06 every node that proposed stamped its own wall clock: one write forwarded through
-//! a follower running 60 s fast moved the cluster's clock 60 s ahead, and a 30 s lease was taken
-//! over after one second; afterwards the clock stood still for the size of the jump.
+//! entries it applied, and leases, backoff and retention are decided against it. If every node
+//! that proposed stamped its own wall clock, one write forwarded through a follower running 60 s
+//! fast would move the cluster's clock 60 s ahead, and a 30 s lease would be taken over after one
+//! second; afterwards the clock would stand still for the size of the jump.
 //!
-//! Now the leader alone stamps (`RaftNode::client_write` and the leader's timers re-stamp every
-//! envelope, also those a follower forwarded), and the time it stamps is not its own wall clock
-//! but **the latest time a majority of the voters' clocks have reached**: the leader learns each
-//! peer's clock from the `Raftlane-Clock-Ms` header every Raft RPC answer carries (heartbeats
-//! every 250 ms keep the samples fresh; an election's vote answers give a new leader its first
-//! ones), takes its own clock as offset 0, sorts the offsets and picks the majority-th largest.
-//! One node whose clock runs fast, the leader included, cannot move the cluster's clock ahead of
-//! the others; a slow one cannot hold it back. Without fresh samples from a majority the leader
-//! cannot commit anyway, and it refuses to stamp ([`ClockError::NoMajority`]).
+//! The leader alone stamps (`RaftNode::client_write` and the leader's timers re-stamp every
+//! envelope, also those a follower forwarded), and what it stamps follows two rules:
+//!
+//! 1. **The evidence: the latest time a majority of the voters' clocks have reached.** The
+//!    leader learns each peer's clock from the `Raftlane-Clock-Ms` header every Raft RPC answer
+//!    carries (heartbeats every 250 ms keep the samples fresh; an election's vote answers give a
+//!    new leader its first ones), takes its own wall clock as one more, and picks the
+//!    majority-th largest. One node whose clock runs fast or steps, the leader included, cannot
+//!    move it; a slow one cannot hold it back. Without fresh samples from a majority the leader
+//!    cannot commit anyway, and it refuses to stamp ([`ClockError::NoMajority`]).
+//! 2. **The time itself runs on the monotonic clock** ([`slew`]): it advances by the elapsed
+//!    monotonic time, and the evidence only steers its rate, by at most 1 % faster or half
+//!    slower. A wall-clock step, on any node, either way, inside or beyond the skew bound, can
+//!    therefore never make the stamped time jump ahead (which cut leases short), run backwards
+//!    or stand still (which froze every lease and backoff for the size of the step).
+//!
+//! Peer samples are kept against this node's monotonic clock, not its wall clock, so a step of
+//! the leader's own wall clock leaves them valid (kept against the wall clock, they stayed
+//! "fresh" for 5 s across a +25 s step and put the cluster's time 25 s ahead at once). A sample
+//! whose round trip the wall clock and the monotonic clock measured differently was taken across
+//! a step, and is thrown away ([`own`]).
 //!
 //! One skew bound (`Tuning::max_clock_skew_ms`) serves every path: signed node-to-node calls
 //! whose timestamp is further off are refused as clock skew, a peer sample further off and a
 //! forwarded proposal stamped further off the cluster's clock are logged as skew
 //! (rate-limited) and counted.
 
+mod own;
+mod slew;
+mod source;
+
+pub use source::{now_ms, ManualTime, SystemTime, TimeSource, TEST_CLOCK_STEP_ENV};
+
 use crate::types::{NodeId, Raft};
+use own::{signed, OwnClock};
 use raftlane_statemachine::{Command, Envelope};
+use slew::Slew;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The header carrying the answering node's wall clock (ms since the Unix epoch) on every Raft
@@ -38,6 +58,9 @@ pub const SAMPLE_FRESH_FOR: Duration = Duration::from_secs(5);
 /// How often one skew warning about the same node is logged at most.
 const WARN_EVERY: Duration = Duration::from_secs(10);
 
+/// The key under which warnings about this node's own wall-clock steps are rate-limited.
+const OWN_STEP_WARNING: NodeId = NodeId::MAX;
+
 /// Why the leader cannot stamp a time.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ClockError {
@@ -45,25 +68,41 @@ pub enum ClockError {
     NoMajority { have: usize, need: usize },
 }
 
-/// One peer's clock relative to ours.
+/// One peer's clock relative to this node's monotonic clock.
 #[derive(Debug, Clone, Copy)]
 struct Sample {
-    /// Its clock minus ours, in ms.
+    /// Its wall clock minus our monotonic clock, in ms.
     offset_ms: i64,
-    at: Instant,
+    /// Our monotonic time of the sample.
+    at_mono: u64,
+}
+
+/// The time the leader stamps, and the term it stamps it in.
+#[derive(Debug, Default)]
+struct Stamping {
+    term: Option<u64>,
+    slew: Slew,
 }
 
 /// A node's view of the cluster's clock (see the module documentation).
 #[derive(Debug)]
 pub struct ClusterClock {
     self_id: NodeId,
-    /// Added to [`crate::now_ms`]: lets an in-process test give one node a skewed clock.
-    offset_ms: i64,
     max_skew_ms: u64,
+    source: Arc<dyn TimeSource>,
+    own: Mutex<OwnClock>,
     samples: Mutex<HashMap<NodeId, Sample>>,
+    stamping: Mutex<Stamping>,
+    /// The last cluster's time this node knew (stamped or estimated), with the monotonic time
+    /// it was known at: carried on by the monotonic clock while no majority can be heard.
+    last_known: Mutex<Option<(u64, u64)>>,
     warned: Mutex<HashMap<NodeId, Instant>>,
     /// Proposals re-stamped from a time further than the bound off the cluster's clock.
     restamped_far: AtomicU64,
+    /// Peer samples thrown away (taken across a step of this node's wall clock, or too slow).
+    discarded: AtomicU64,
+    /// Steps of this node's wall clock seen.
+    steps: AtomicU64,
 }
 
 /// What [`ClusterClock::offsets`] reports about one peer.
@@ -76,20 +115,52 @@ pub struct PeerOffset {
 }
 
 impl ClusterClock {
+    /// The clock of node `self_id` on the machine's clocks, its wall clock `offset_ms` off (0
+    /// outside in-process tests).
     pub fn new(self_id: NodeId, offset_ms: i64, max_skew_ms: u64) -> Self {
+        Self::with_source(self_id, max_skew_ms, Arc::new(SystemTime::new(offset_ms)))
+    }
+
+    /// The clock of node `self_id` on the clocks of `source` (tests step them by hand).
+    pub fn with_source(self_id: NodeId, max_skew_ms: u64, source: Arc<dyn TimeSource>) -> Self {
         Self {
             self_id,
-            offset_ms,
             max_skew_ms,
+            source,
+            own: Mutex::new(OwnClock::default()),
             samples: Mutex::new(HashMap::new()),
+            stamping: Mutex::new(Stamping::default()),
+            last_known: Mutex::new(None),
             warned: Mutex::new(HashMap::new()),
             restamped_far: AtomicU64::new(0),
+            discarded: AtomicU64::new(0),
+            steps: AtomicU64::new(0),
         }
     }
 
-    /// This node's wall clock (with its test offset).
+    /// This node's wall clock (with its test offset). Every reading is remembered with the
+    /// monotonic time it was taken at ([`own`]), which is how a step is seen.
     pub fn wall_ms(&self) -> u64 {
-        crate::now_ms().saturating_add_signed(self.offset_ms)
+        self.reading().0
+    }
+
+    /// Read both clocks (wall, monotonic) and note a step of the wall clock.
+    fn reading(&self) -> (u64, u64) {
+        let mut own = self.own.lock().unwrap_or_else(|p| p.into_inner());
+        let (wall, mono) = (self.source.wall_ms(), self.source.mono_ms());
+        if let Some(step) = own.observe(wall, mono) {
+            self.steps.fetch_add(1, Ordering::Relaxed);
+            self.warn(OWN_STEP_WARNING, || {
+                tracing::warn!(
+                    step_ms = step.delta_ms,
+                    "this node's wall clock stepped {} ms {}; the cluster's time follows the \
+                     monotonic clock and is not moved by it",
+                    step.delta_ms.unsigned_abs(),
+                    if step.delta_ms > 0 { "forward" } else { "back" }
+                )
+            });
+        }
+        (wall, mono)
     }
 
     /// The skew bound (0: none).
@@ -98,44 +169,65 @@ impl ClusterClock {
     }
 
     /// Record `peer`'s clock as it answered: `peer_ms` read between our `sent_ms` and
-    /// `received_ms` (both [`Self::wall_ms`]). The midpoint assumes the two legs took as long.
+    /// `received_ms` (both [`Self::wall_ms`]). The midpoint assumes the two legs took as long;
+    /// a round trip across a step of our wall clock is thrown away.
     pub fn record_answer(&self, peer: NodeId, sent_ms: u64, peer_ms: u64, received_ms: u64) {
-        let mid = sent_ms / 2 + received_ms / 2 + (sent_ms % 2 + received_ms % 2) / 2;
-        self.record(peer, signed_diff(peer_ms, mid));
+        let mono = self.source.mono_ms();
+        let mid = {
+            let own = self.own.lock().unwrap_or_else(|p| p.into_inner());
+            own.midpoint(sent_ms, received_ms, mono)
+        };
+        match mid {
+            Ok(mid) => self.record_mono(peer, signed(peer_ms, mid), mono),
+            Err(why) => {
+                self.discarded.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(peer, ?why, sent_ms, received_ms, "clock sample discarded");
+            }
+        }
     }
 
     /// Record `peer`'s clock from the timestamp of a call it made to us (one way: its offset
     /// appears smaller by the network delay). Followers learn the leader's clock this way.
     pub fn record_call(&self, peer: NodeId, peer_ms: u64) {
-        self.record(peer, signed_diff(peer_ms, self.wall_ms()));
+        let mono = self.source.mono_ms();
+        self.record_mono(peer, signed(peer_ms, mono), mono);
     }
 
+    /// Record `peer`'s clock `offset_ms` off this node's wall clock now (tests).
+    #[cfg(test)]
     fn record(&self, peer: NodeId, offset_ms: i64) {
+        let (wall, mono) = self.reading();
+        self.record_mono(peer, offset_ms + signed(wall, mono), mono);
+    }
+
+    fn record_mono(&self, peer: NodeId, offset_ms: i64, at_mono: u64) {
         if peer == self.self_id {
             return;
         }
-        if self.max_skew_ms > 0 && offset_ms.unsigned_abs() > self.max_skew_ms {
-            self.warn(peer, || {
-                tracing::warn!(
-                    peer,
-                    offset_ms,
-                    bound_ms = self.max_skew_ms,
-                    "clock skew: node {peer}'s clock is {} ms {} this node's, beyond the bound of {} ms; \
-                     calls between the two are refused until the clocks agree",
-                    offset_ms.unsigned_abs(),
-                    if offset_ms > 0 { "ahead of" } else { "behind" },
-                    self.max_skew_ms
-                )
-            });
+        let relative = self.own_offset().map(|own| offset_ms - own);
+        if let Some(offset_ms) = relative {
+            if self.max_skew_ms > 0 && offset_ms.unsigned_abs() > self.max_skew_ms {
+                self.warn(peer, || {
+                    tracing::warn!(
+                        peer,
+                        offset_ms,
+                        bound_ms = self.max_skew_ms,
+                        "clock skew: node {peer}'s clock is {} ms {} this node's, beyond the bound of {} ms; \
+                         calls between the two are refused until the clocks agree",
+                        offset_ms.unsigned_abs(),
+                        if offset_ms > 0 { "ahead of" } else { "behind" },
+                        self.max_skew_ms
+                    )
+                });
+            }
         }
         let mut samples = self.samples.lock().unwrap_or_else(|p| p.into_inner());
-        samples.insert(
-            peer,
-            Sample {
-                offset_ms,
-                at: Instant::now(),
-            },
-        );
+        samples.insert(peer, Sample { offset_ms, at_mono });
+    }
+
+    /// This node's wall clock minus its monotonic clock, as last read.
+    fn own_offset(&self) -> Option<i64> {
+        self.own.lock().unwrap_or_else(|p| p.into_inner()).offset()
     }
 
     /// Log with `log` unless a warning about `node` was logged within [`WARN_EVERY`].
@@ -151,42 +243,53 @@ impl ClusterClock {
         }
     }
 
-    /// The fresh samples, for metrics and status.
+    /// The fresh samples, for metrics and status: each peer's clock minus this node's.
     pub fn offsets(&self) -> Vec<PeerOffset> {
+        let (wall, mono) = self.reading();
+        self.offsets_at(signed(wall, mono), mono)
+    }
+
+    fn offsets_at(&self, own_offset: i64, mono: u64) -> Vec<PeerOffset> {
+        let fresh = u64::try_from(SAMPLE_FRESH_FOR.as_millis()).unwrap_or(u64::MAX);
         let samples = self.samples.lock().unwrap_or_else(|p| p.into_inner());
         let mut out: Vec<PeerOffset> = samples
             .iter()
-            .map(|(node, s)| PeerOffset {
+            .map(|(node, s)| (node, s, mono.saturating_sub(s.at_mono)))
+            .filter(|(_, _, age)| *age <= fresh)
+            .map(|(node, s, age)| PeerOffset {
                 node: *node,
-                offset_ms: s.offset_ms,
-                age: s.at.elapsed(),
+                offset_ms: s.offset_ms.saturating_sub(own_offset),
+                age: Duration::from_millis(age),
             })
-            .filter(|o| o.age <= SAMPLE_FRESH_FOR)
             .collect();
         out.sort_by_key(|o| o.node);
         out
     }
 
-    /// The offset from this node's clock to the cluster's: of this node's own (0) and the fresh
-    /// samples of the other `voters` within the skew bound, the largest offset that at least a
-    /// majority of the voters' clocks have reached. A voter beyond the bound does not count: the
-    /// others refuse its calls, it takes no part in the cluster (and two fast clocks, one of them
-    /// cut off, must not outvote the rest).
+    /// The offset from this node's clock to the cluster's evidence: of this node's own (0) and
+    /// the fresh samples of the other `voters` within the skew bound, the largest offset that at
+    /// least a majority of the voters' clocks have reached. A voter beyond the bound does not
+    /// count: the others refuse its calls, it takes no part in the cluster (and two fast clocks,
+    /// one of them cut off, must not outvote the rest).
     pub fn cluster_offset(&self, voters: &BTreeSet<NodeId>) -> Result<i64, ClockError> {
-        self.majority_offset(voters, true)
+        let (wall, mono) = self.reading();
+        self.majority_offset(voters, true, signed(wall, mono), mono)
     }
 
     fn majority_offset(
         &self,
         voters: &BTreeSet<NodeId>,
         within_bound: bool,
+        own_offset: i64,
+        mono: u64,
     ) -> Result<i64, ClockError> {
+        // No voters known (a node whose membership is not loaded yet): no time to tell.
         let need = voters.len() / 2 + 1;
         let mut offsets: Vec<i64> = Vec::with_capacity(voters.len());
-        if voters.contains(&self.self_id) || voters.is_empty() {
+        if voters.contains(&self.self_id) {
             offsets.push(0);
         }
-        for o in self.offsets() {
+        for o in self.offsets_at(own_offset, mono) {
             let counted = !within_bound
                 || self.max_skew_ms == 0
                 || o.offset_ms.unsigned_abs() <= self.max_skew_ms;
@@ -204,9 +307,26 @@ impl ClusterClock {
         Ok(offsets[need - 1])
     }
 
-    /// The cluster's time now, for the leader to stamp into what it proposes.
+    /// The leader is about to stamp in `term`. A new term starts the stamped time afresh from
+    /// the majority's evidence (see [`Self::cluster_now`]): what this node estimated while it
+    /// followed, or stamped in an earlier term, does not carry over.
+    pub fn leading(&self, term: u64) {
+        let mut stamping = self.stamping.lock().unwrap_or_else(|p| p.into_inner());
+        if stamping.term != Some(term) {
+            *stamping = Stamping {
+                term: Some(term),
+                slew: Slew::default(),
+            };
+        }
+    }
+
+    /// The cluster's time now, for the leader to stamp into what it proposes: advanced by the
+    /// monotonic clock since the last call, steered toward the majority's evidence
+    /// ([`Self::cluster_offset`]) at a bounded rate ([`slew`]). Never runs backwards, never
+    /// runs more than 1 % faster than real time, never stands still.
     pub fn cluster_now(&self, voters: &BTreeSet<NodeId>) -> Result<u64, ClockError> {
-        let offset = self.cluster_offset(voters)?;
+        let (wall, mono) = self.reading();
+        let offset = self.majority_offset(voters, true, signed(wall, mono), mono)?;
         if self.max_skew_ms > 0 && offset.unsigned_abs() > self.max_skew_ms {
             self.warn(self.self_id, || {
                 tracing::warn!(
@@ -220,7 +340,18 @@ impl ClusterClock {
                 )
             });
         }
-        Ok(self.wall_ms().saturating_add_signed(offset))
+        let target = wall.saturating_add_signed(offset);
+        let now = {
+            let mut stamping = self.stamping.lock().unwrap_or_else(|p| p.into_inner());
+            stamping.slew.advance(mono, target)
+        };
+        self.know(mono, now);
+        Ok(now)
+    }
+
+    /// Remember `time` as the cluster's time at `mono`.
+    fn know(&self, mono: u64, time: u64) {
+        *self.last_known.lock().unwrap_or_else(|p| p.into_inner()) = Some((mono, time));
     }
 
     /// How far this node's clock is off the cluster's, when that is beyond the bound: such a node
@@ -229,7 +360,10 @@ impl ClusterClock {
     /// or when too few peers answered lately to tell.
     pub fn own_skew(&self, voters: &BTreeSet<NodeId>) -> Option<String> {
         // Every sample counts here: to the others, this node is the one beyond the bound.
-        let offset = self.majority_offset(voters, false).ok()?;
+        let (wall, mono) = self.reading();
+        let offset = self
+            .majority_offset(voters, false, signed(wall, mono), mono)
+            .ok()?;
         (self.max_skew_ms > 0 && offset.unsigned_abs() > self.max_skew_ms).then(|| {
             format!(
                 "clock skew: this node's clock is {} ms {} the cluster's (the time a majority of the \
@@ -241,16 +375,38 @@ impl ClusterClock {
         })
     }
 
-    /// Best estimate of the cluster's time on any node (for reads that compare against lease
-    /// ends): the cluster's time where enough samples are fresh, else this node's wall clock.
+    /// Best estimate of the cluster's time on a node that does not stamp (for reads that
+    /// compare against lease ends; the leader reads [`Self::cluster_now`], the time it stamps):
+    /// the majority's evidence where enough samples are fresh, else the last time this node
+    /// knew carried on by the monotonic clock (a node cut off, for its clock or by a partition,
+    /// does not fall back on a clock that may be the wrong one), else this node's wall clock.
+    /// It does not move the stamped time: a follower's view (its own clock and the leader's, the
+    /// lower of the two) must not carry over into the time it stamps once it leads.
     pub fn estimate_now(&self, voters: &BTreeSet<NodeId>) -> u64 {
-        self.cluster_now(voters).unwrap_or_else(|_| self.wall_ms())
+        let (wall, mono) = self.reading();
+        match self.majority_offset(voters, true, signed(wall, mono), mono) {
+            Ok(offset) => {
+                let now = wall.saturating_add_signed(offset);
+                self.know(mono, now);
+                now
+            }
+            Err(_) => {
+                let known = *self.last_known.lock().unwrap_or_else(|p| p.into_inner());
+                known.map_or(wall, |(at, time)| {
+                    time.saturating_add(mono.saturating_sub(at))
+                })
+            }
+        }
     }
 
     /// Note that a proposal stamped `proposed_ms` by `actor` is re-stamped `stamped_ms`; a
     /// difference beyond the bound is skew on the node that proposed it, logged and counted.
+    /// A proposal stamped 0 was left for the leader to stamp: no clock was read, none is off.
     pub fn note_restamp(&self, actor: &str, proposed_ms: u64, stamped_ms: u64) {
-        let diff = signed_diff(proposed_ms, stamped_ms);
+        if proposed_ms == 0 {
+            return;
+        }
+        let diff = signed(proposed_ms, stamped_ms);
         if self.max_skew_ms > 0 && diff.unsigned_abs() > self.max_skew_ms {
             self.restamped_far.fetch_add(1, Ordering::Relaxed);
             // Node 0 stands for "some proposer": the actor names who, the counter how often.
@@ -288,7 +444,8 @@ impl ClusterClock {
         Ok(())
     }
 
-    /// Whether this node leads, and the voters of its membership: only a leader stamps.
+    /// Whether openraft says this node leads, and the voters of its membership. (A leader cut
+    /// off from its voters still says so: `RaftNode::is_leader` adds the quorum check.)
     pub fn leader_voters(raft: &Raft, self_id: NodeId) -> Option<BTreeSet<NodeId>> {
         let m = raft.metrics();
         let m = m.borrow();
@@ -310,103 +467,18 @@ impl ClusterClock {
     pub fn restamped_far(&self) -> u64 {
         self.restamped_far.load(Ordering::Relaxed)
     }
-}
 
-/// `a - b` as a signed number of ms (saturating).
-fn signed_diff(a: u64, b: u64) -> i64 {
-    if a >= b {
-        i64::try_from(a - b).unwrap_or(i64::MAX)
-    } else {
-        i64::try_from(b - a).map_or(i64::MIN, |d| -d)
+    /// Peer samples thrown away because their round trip spanned a step of this node's wall
+    /// clock (or took too long to place the peer's reading).
+    pub fn discarded_samples(&self) -> u64 {
+        self.discarded.load(Ordering::Relaxed)
+    }
+
+    /// Steps of this node's wall clock seen so far.
+    pub fn wall_steps(&self) -> u64 {
+        self.steps.load(Ordering::Relaxed)
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn voters(ids: &[NodeId]) -> BTreeSet<NodeId> {
-        ids.iter().copied().collect()
-    }
-
-    #[test]
-    fn a_fast_leader_stamps_the_majoritys_time() {
-        // The leader (1) runs 20 s fast: both followers are 20 s behind it.
-        let clock = ClusterClock::new(1, 0, 30_000);
-        clock.record(2, -20_000);
-        clock.record(3, -19_990);
-        assert_eq!(clock.cluster_offset(&voters(&[1, 2, 3])), Ok(-19_990));
-    }
-
-    #[test]
-    fn a_fast_follower_cannot_move_the_time() {
-        let clock = ClusterClock::new(1, 0, 30_000);
-        clock.record(2, 20_000);
-        clock.record(3, 5);
-        assert_eq!(clock.cluster_offset(&voters(&[1, 2, 3])), Ok(5));
-        // With the third node silent, the two remaining clocks must both have reached the time.
-        let clock = ClusterClock::new(1, 0, 30_000);
-        clock.record(2, 20_000);
-        assert_eq!(clock.cluster_offset(&voters(&[1, 2, 3])), Ok(0));
-        // A node an hour fast is cut off: with only it answering, there is no majority.
-        let clock = ClusterClock::new(1, 0, 30_000);
-        clock.record(2, 3_600_000);
-        assert!(clock.cluster_offset(&voters(&[1, 2, 3])).is_err());
-    }
-
-    #[test]
-    fn a_node_beyond_the_bound_does_not_count() {
-        // Node 2 runs 20 s fast (inside the bound), node 3 60 s fast (cut off): the time is
-        // node 1's and node 2's lower one, not the 20 s the two fast clocks agree on.
-        let clock = ClusterClock::new(1, 0, 30_000);
-        clock.record(2, 20_000);
-        clock.record(3, 60_000);
-        assert_eq!(clock.cluster_offset(&voters(&[1, 2, 3])), Ok(0));
-    }
-
-    #[test]
-    fn a_slow_node_cannot_hold_the_time_back() {
-        let clock = ClusterClock::new(1, 0, 30_000);
-        clock.record(2, -60_000);
-        clock.record(3, 2);
-        assert_eq!(clock.cluster_offset(&voters(&[1, 2, 3])), Ok(0));
-    }
-
-    #[test]
-    fn without_a_majority_of_samples_there_is_no_time() {
-        let clock = ClusterClock::new(1, 0, 30_000);
-        assert_eq!(
-            clock.cluster_offset(&voters(&[1, 2, 3])),
-            Err(ClockError::NoMajority { have: 1, need: 2 })
-        );
-        // A single voter is its own majority; learners' samples do not count.
-        assert_eq!(clock.cluster_offset(&voters(&[1])), Ok(0));
-        clock.record(4, 10_000);
-        assert!(clock.cluster_offset(&voters(&[1, 2, 3])).is_err());
-    }
-
-    #[test]
-    fn a_node_beyond_the_bound_knows_it() {
-        // Node 3 runs an hour fast: both others answer an hour behind it.
-        let clock = ClusterClock::new(3, 0, 30_000);
-        clock.record(1, -3_600_000);
-        clock.record(2, -3_599_990);
-        let skew = clock.own_skew(&voters(&[1, 2, 3])).expect("skew reported");
-        assert!(skew.contains("3599990 ms ahead of"), "{skew}");
-        // Node 1 (honest) sees node 3 fast but itself in agreement with node 2.
-        let clock = ClusterClock::new(1, 0, 30_000);
-        clock.record(2, 10);
-        clock.record(3, 3_600_000);
-        assert_eq!(clock.own_skew(&voters(&[1, 2, 3])), None);
-    }
-
-    #[test]
-    fn an_answer_is_placed_at_the_middle_of_its_round_trip() {
-        let clock = ClusterClock::new(1, 0, 30_000);
-        clock.record_answer(2, 1_000, 61_010, 1_020);
-        assert_eq!(clock.offsets()[0].offset_ms, 60_000);
-        clock.note_restamp("a", 100_000, 10_000);
-        clock.note_restamp("a", 10_001, 10_000);
-        assert_eq!(clock.restamped_far(), 1);
-    }
-}
+mod tests;

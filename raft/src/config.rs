@@ -23,6 +23,10 @@ pub const DEFAULT_SNAPSHOT_LOGS_SINCE_LAST: u64 = 100_000;
 /// Default of [`Tuning::retention_interval_ms`]: once a minute.
 pub const DEFAULT_RETENTION_INTERVAL_MS: u64 = 60_000;
 
+/// Default of [`Tuning::learner_catchup_timeout_ms`]: a minute, ample for a learner on a LAN
+/// to take a snapshot and the log after it; a node that needs longer can be given longer.
+pub const DEFAULT_LEARNER_CATCHUP_TIMEOUT_MS: u64 = 60_000;
+
 /// Default of [`Tuning::max_clock_skew_ms`]: NTP keeps clocks within milliseconds; a node 30 s
 /// off has a broken clock, and is cut off (loudly) rather than trusted.
 pub const DEFAULT_CLOCK_SKEW_MS: u64 = 30_000;
@@ -88,12 +92,35 @@ pub struct Tuning {
     /// Delete messages that ended in error (dead letters) this many ms after they ended; 0 (the
     /// default) keeps them forever. Like `message_retention_ms`, the same on every node.
     pub dead_letter_retention_ms: u64,
-    /// Upper bound on waiting for a linearizable read to be confirmed and applied.
+    /// Upper bound on waiting for a linearizable read to be confirmed and applied, and for a
+    /// write to be committed on the leader (after which its outcome is unknown: `503`, and a
+    /// retry with the same request id tells).
     pub read_timeout_ms: u64,
-    /// `add_learner` waits until the learner is at most this many entries behind.
+    /// A learner (or a voter) counts as caught up at most this many entries behind the
+    /// leader: `add_learner` waits for it, a learner is promoted only then, and a voter set
+    /// needs a majority of such members ([`crate::membership_rules`]).
     pub learner_lag_threshold: u64,
+    /// How long a learner has to catch up (to within `learner_lag_threshold`, answering): the
+    /// add call waits this long, and a learner behind for longer, then or later, is removed
+    /// ([`crate::learners`]).
+    pub learner_catchup_timeout_ms: u64,
     /// Upper bound on one membership operation (adding a learner waits for it to catch up).
     pub membership_timeout_ms: u64,
+    /// The log's synced writes count as slow when they take this long on average (or one has
+    /// been waiting this long); a leader whose storage stays slow hands leadership to a
+    /// healthy voter ([`crate::slow_storage`]). 0 turns judging and handing off off.
+    pub slow_storage_handoff_ms: u64,
+}
+
+impl Tuning {
+    /// Check-quorum's bound ([`crate::quorum`]): a leader that no majority of the voters has
+    /// answered for longer than two election timeouts reports no leader, refuses writes and
+    /// fails the ones waiting on it. Two, not one: by then the others have had a whole timeout
+    /// to elect a new leader, and a leader merely slowed down (a long fsync on both followers)
+    /// is not turned away by one slow round.
+    pub fn check_quorum_ms(&self) -> u64 {
+        self.election_timeout_max_ms.saturating_mul(2).max(1)
+    }
 }
 
 impl Default for Tuning {
@@ -120,7 +147,9 @@ impl Default for Tuning {
             dead_letter_retention_ms: 0,
             read_timeout_ms: 30_000,
             learner_lag_threshold: 1000,
+            learner_catchup_timeout_ms: DEFAULT_LEARNER_CATCHUP_TIMEOUT_MS,
             membership_timeout_ms: 300_000,
+            slow_storage_handoff_ms: crate::slow_storage::DEFAULT_BOUND_MS,
         }
     }
 }
@@ -267,6 +296,7 @@ mod tests {
         assert!(oc.election_timeout_min >= 4 * oc.heartbeat_interval);
         assert_eq!(oc.snapshot_policy, SnapshotPolicy::LogsSinceLast(100_000));
         assert!(oc.install_snapshot_timeout >= 10_000);
+        assert_eq!(c.tuning.check_quorum_ms(), 4_000);
     }
 
     #[test]

@@ -6,8 +6,8 @@
 //! Why a separate file: the log's RocksDB recovers its WAL point-in-time (the only recovery
 //! mode that works with recycled WAL files, which the log needs for fast fsyncs, see
 //! `log_store.rs`). After a damaged WAL tail it opens silently at the last good record, without
-//! the fsynced, acknowledged entries behind the damage (reproduced 2026-12-05: up to ~3,650
-//! entries, noticed only in RocksDB's own LOG). A Raft node that lost acknowledged entries, or
+//! the fsynced, acknowledged entries behind the damage (up to ~3,650 entries in a
+//! reproduction, noticed only in RocksDB's own LOG). A Raft node that lost acknowledged entries, or
 //! its vote, may count towards a quorum for something the cluster no longer has: it must not
 //! rejoin as a voter. Nothing inside the damaged database can tell; a file beside it can.
 //!

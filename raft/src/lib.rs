@@ -20,8 +20,13 @@
 //! [`types`] (openraft type config), [`log_store`], [`sm_adapter`], [`snapshot`] (file format),
 //! [`auth`] (cluster-secret HMAC), [`clock`] (the cluster's time the leader stamps), [`wire`] (paths and encoding), [`network`] (client),
 //! [`server`] (hyper service), [`node`] ([`RaftNode`] handle), [`cluster`] (bootstrap and
-//! membership), [`timers`] (leader-only housekeeping), `replay` (progress of the replay after a restart),
-//! [`config`], [`durable_mark`] (a damaged log is refused, not silently shortened).
+//! membership), [`membership_rules`] (what a membership change must not do), [`learners`]
+//! (a learner that cannot catch up is removed), [`timers`] (leader-only housekeeping), `quorum` (check-quorum: a leader no
+//! majority answers acts as none), `replay` (progress of the replay after a restart),
+//! [`config`], [`durable_mark`] (a damaged log is refused, not silently shortened), [`rejoin`]
+//! (`--rejoin`: wipe the node's copy, keeping its vote), [`storage_latency`] (the log's fsync
+//! times, slow ones logged), [`slow_storage`] (a leader on a slow disk hands leadership to a
+//! healthy voter).
 
 // openraft's `StorageError` (224 bytes) is the error type its storage traits prescribe; boxing
 // it in our own helpers would only add conversions at every trait boundary.
@@ -32,22 +37,29 @@ pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod durable_mark;
+pub mod learners;
 pub mod log_store;
+pub mod membership_rules;
 pub mod network;
 pub mod node;
+mod quorum;
+pub mod rejoin;
 mod replay;
 pub mod server;
+pub mod slow_storage;
 pub mod sm_adapter;
 pub mod snapshot;
+pub mod storage_latency;
 pub mod timers;
 pub mod types;
 mod util;
 pub mod wire;
 
-pub use clock::{ClockError, ClusterClock};
+pub use clock::{now_ms, ClockError, ClusterClock};
 pub use cluster::ClusterError;
 pub use config::{RaftNodeConfig, Tuning};
-pub use node::{CoreFailure, NodeError, NotLeader, RaftNode, ReadError, StartError, WriteError};
+pub use node::{
+    CoreFailure, NodeError, NotLeader, RaftNode, ReadError, StartError, StateDamage, WriteError,
+};
 pub use server::{serve_raft, RaftHttpService};
 pub use types::{NodeId, TypeConfig};
-pub use util::now_ms;

@@ -14,7 +14,7 @@
 //!   commit) cheap on followers: an AppendEntries request carries everything the leader has
 //!   accumulated, up to `max_payload_entries`. (On the leader, openraft 0.9 appends each
 //!   `client_write` as its own one-entry batch and waits for its flush before the next, so the
-//!   leader pays one fsync per write; see the crate README.)
+//!   leader pays one fsync per write; docs/DEVELOPING.md, "Design notes".)
 //! - `truncate` and `purge` are single atomic batches; `purge` records `last_purged` in the same
 //!   batch as the deletion, so the log state is never inconsistent after a crash.
 //!
@@ -64,6 +64,9 @@ pub struct LogStats {
     /// Microseconds spent in synced writes, fsync included: over `syncs`, the mean time a
     /// write waits for the disk, the first thing to look at when writes slow down.
     pub sync_micros: AtomicU64,
+    /// Each synced write's time, as a histogram; slow ones are logged
+    /// ([`crate::storage_latency`]).
+    pub sync_latency: crate::storage_latency::SyncLatency,
 }
 
 struct Inner {
@@ -159,8 +162,7 @@ impl LogStore {
         // file's size, its extents); after overwriting blocks already written it need not.
         // On this machine's ext4 that made a 4 KiB write + fdatasync 3-4x faster, and every
         // append's fsync blocks openraft's core on the leader and on each follower
-        // (measured 2026-12-03, commit b818c3d; docs/BENCHMARKS.md, "2026-12-03 — the log's WAL
-        // recycled"). Recovery stays point-in-time: a recycled file's stale tail is told apart
+        // (docs/BENCHMARKS.md, "the log's WAL recycled"). Recovery stays point-in-time: a recycled file's stale tail is told apart
         // from new records by the log number in each record.
         opts.set_recycle_log_file_num(WAL_FILES_RECYCLED);
         // A WAL file is obsolete (and can be recycled) only once every column family with
@@ -202,7 +204,7 @@ impl LogStore {
             None => tracing::info!(
                 path = %path.display(),
                 last_log = ?found.last_log,
-                "the log has no durable mark yet (new, or written before 2026-12-06): writing one"
+                "the log has no durable mark yet (new, or written by a version without one): writing one"
             ),
         }
         store.inner.mark.set_now(|m| *m = found)?;
@@ -293,15 +295,16 @@ impl LogStore {
         let inner = self.inner.clone();
         tokio::task::spawn_blocking(move || {
             let started = Instant::now();
-            inner
-                .db
-                .write_opt(batch, &sync_opts())
-                .map_err(|e| e.to_string())?;
+            inner.stats.sync_latency.started();
+            crate::storage_latency::test_delay();
+            if let Err(e) = inner.db.write_opt(batch, &sync_opts()) {
+                inner.stats.sync_latency.abandoned();
+                return Err(e.to_string());
+            }
+            let took = crate::util::micros_since(started);
             inner.stats.syncs.fetch_add(1, Ordering::Relaxed);
-            inner
-                .stats
-                .sync_micros
-                .fetch_add(crate::util::micros_since(started), Ordering::Relaxed);
+            inner.stats.sync_micros.fetch_add(took, Ordering::Relaxed);
+            inner.stats.sync_latency.record(took);
             Ok(())
         })
         .await

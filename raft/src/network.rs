@@ -432,7 +432,7 @@ mod tests {
             net.peer(2, "n2:7001").url("/raft/vote"),
             "http://n2:7001/raft/vote"
         );
-        // Before 2026-12-05 this became "http://https://n2:7001/raft/vote".
+        // Not "http://https://n2:7001/raft/vote": the address's own scheme wins.
         assert_eq!(
             net.peer(2, "https://n2:7001").url("/raft/vote"),
             "https://n2:7001/raft/vote"

@@ -7,8 +7,10 @@ use crate::config::{ConfigError, RaftNodeConfig};
 use crate::durable_mark::LogDamage;
 use crate::log_store::{LogStats, LogStore, OpenError};
 use crate::network::HttpNetwork;
+use crate::quorum::{Lead, QuorumCheck};
 use crate::replay::{report_replay, Replay};
 use crate::server::{serve_raft, RaftHttpService, ServerStats};
+use crate::slow_storage::{ProposalHold, StorageHealth};
 use crate::sm_adapter::{SmAdapter, SmError, SmStats, StateHandle};
 use crate::timers::{run_timers, DeletePeriods, TimerStats, Timers};
 use crate::types::{LogId, NodeId, Raft, RaftMetrics, StorageError};
@@ -18,6 +20,7 @@ use raftlane_statemachine::machine::StateMachine;
 use raftlane_statemachine::rocks::RocksStore;
 use raftlane_statemachine::{Envelope, Response};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,6 +29,9 @@ use tokio::task::JoinHandle;
 
 /// How long a restart waits for a previous instance in this process to release its databases.
 const REOPEN_WAIT: Duration = Duration::from_secs(20);
+
+/// How often a write waiting on the leader checks that the leader still has its quorum.
+const QUORUM_POLL: Duration = Duration::from_millis(100);
 
 /// Starting a node failed.
 #[derive(Debug, thiserror::Error)]
@@ -42,10 +48,34 @@ pub enum StartError {
     LogDamaged(#[from] LogDamage),
     #[error("cannot open the state machine: {0}")]
     State(String),
+    /// The state's RocksDB failed a checksum at start ([`crate::sm_adapter`]'s scan): the
+    /// message begins `STATE DAMAGED`, names the file and the remedy (`--rejoin`).
+    #[error(transparent)]
+    StateDamaged(#[from] StateDamage),
     #[error("cannot start raft: {0}")]
     Raft(String),
     #[error("cannot bootstrap the cluster: {0}")]
     Bootstrap(String),
+}
+
+/// The state's RocksDB failed a checksum at start. The state is a copy of what the cluster
+/// holds (its log and the others' states), so the remedy is to copy it back, not to repair it.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "STATE DAMAGED: {} (the state store in {}) failed its checksum ({}{}); this node must not start on \
+     it. Remedy: restart this node once with --rejoin, which wipes its state, raft log and \
+     snapshots (keeping its vote) and copies the state back from the leader; --rejoin refuses \
+     while the other members cannot form a majority without this node, as it may then hold the \
+     last copy of acknowledged writes (bring them up first). Do not delete files by hand",
+    .damage.file.as_deref().unwrap_or("a file"),
+    .dir.display(),
+    .damage.table.map(|t| format!("table {t}: ")).unwrap_or_default(),
+    .damage.detail,
+)]
+pub struct StateDamage {
+    /// `<data>/sm`.
+    pub dir: PathBuf,
+    pub damage: raftlane_statemachine::storage::verify::Damage,
 }
 
 /// A write was not committed.
@@ -54,7 +84,10 @@ pub enum WriteError {
     /// This node is not the leader: retry at the leader [`NotLeader`] names, or here later.
     #[error(transparent)]
     ForwardToLeader(#[from] NotLeader),
-    /// Raft refused the proposal for another reason (e.g. a membership change in progress).
+    /// Raft refused the proposal for another reason (e.g. a membership change in progress), or
+    /// it was not committed in time: this node leads but no quorum answers it (check-quorum,
+    /// [`crate::quorum`]), or the wait reached `Tuning::read_timeout_ms`. After a wait the
+    /// outcome is unknown: a retry with the same request id tells.
     #[error("write refused: {0}")]
     Refused(String),
     /// This node is shutting down (or its Raft core stopped for another reason than storage).
@@ -136,6 +169,8 @@ impl CoreFailure {
 pub fn storage_fault_kind(message: &str) -> &'static str {
     if message.contains("No space left on device") || message.contains("ENOSPC") {
         "no space left on device"
+    } else if raftlane_statemachine::storage::verify::is_corruption(message) {
+        "damaged data: a checksum failed"
     } else {
         "an I/O error"
     }
@@ -150,14 +185,24 @@ pub enum NodeError {
     State(#[from] SmError),
 }
 
+/// Clear the time of `envelope` and of every envelope a batch carries: 0 is no time, the state
+/// machine applies it at its clock as it is (`clock = max(clock, now_ms)`).
+fn unstamp(envelope: &mut Envelope) {
+    if let raftlane_statemachine::Command::Batch(batch) = &mut envelope.command {
+        for inner in &mut batch.commands {
+            inner.now_ms = 0;
+        }
+    }
+    envelope.now_ms = 0;
+}
+
 /// This node does not lead: the one answer of every operation only a leader performs
 /// (a write, a read index, a membership change), wrapped by [`WriteError`], [`ReadError`] and
 /// [`ClusterError`](crate::ClusterError) alike, so the layers above convert it once.
 ///
 /// `leader_id` and `addr` (the leader's `host:port`) name the leader when this node knows it;
 /// during an election neither is known. Serializable: the API forwards it between nodes, and
-/// its encoding is that of the struct variants the three enums had before it existed
-/// (2026-12-05), so nodes of either version decode each other's answers.
+/// its encoding is that of the struct variants the three enums had before it existed, so nodes of either version decode each other's answers.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, thiserror::Error)]
 #[error("not the leader; forward to {leader_id:?} at {addr:?}")]
 pub struct NotLeader {
@@ -194,8 +239,18 @@ pub(crate) struct NodeInner {
     timer_stats: Arc<TimerStats>,
     /// The cluster's time as this node sees it ([`crate::clock`]).
     clock: Arc<ClusterClock>,
+    /// Whether this node, if it leads, still has its quorum ([`crate::quorum`]).
+    quorum: Arc<QuorumCheck>,
     /// Serializes membership changes (see `cluster.rs`).
     pub(crate) membership_lock: tokio::sync::Mutex<()>,
+    /// Learners waited on, and the ones removed for not catching up ([`crate::learners`]).
+    pub(crate) learners: crate::learners::LearnerWatch,
+    /// This node's log storage as last judged ([`crate::slow_storage`]).
+    pub(crate) storage_health: Arc<StorageHealth>,
+    /// Held while this leader hands off for slow storage ([`crate::slow_storage`]).
+    pub(crate) proposal_hold: Arc<ProposalHold>,
+    /// Signed calls to peers outside openraft (the slow-storage handoff's `/raft/elect`).
+    pub(crate) network: HttpNetwork,
 }
 
 impl Drop for NodeInner {
@@ -334,8 +389,18 @@ impl RaftNode {
                     OpenError::Damaged(damage) => StartError::LogDamaged(damage),
                     other => StartError::Log(other.to_string()),
                 })?;
-                let sm = open_retrying(|| SmAdapter::open(&dir), mentions_lock)
-                    .map_err(|e| StartError::State(e.to_string()))?;
+                let sm = open_retrying(
+                    || SmAdapter::open(&dir),
+                    // "block checksum mismatch" mentions "lock" too: damage is never retried.
+                    |e| !matches!(e, SmError::Damaged(_)) && mentions_lock(e),
+                )
+                .map_err(|e| match e {
+                    SmError::Damaged(damage) => StartError::StateDamaged(StateDamage {
+                        dir: dir.join("sm"),
+                        damage,
+                    }),
+                    other => StartError::State(other.to_string()),
+                })?;
                 Ok::<_, StartError>((log, sm))
             })
             .await
@@ -356,10 +421,15 @@ impl RaftNode {
         ));
         let network = HttpNetwork::new(config.id, auth.clone(), config.network_config())
             .with_clock(clock.clone());
-        let raft = Raft::new(config.id, Arc::new(raft_config), network, log, sm)
+        let raft = Raft::new(config.id, Arc::new(raft_config), network.clone(), log, sm)
             .await
             .map_err(|e| StartError::Raft(e.to_string()))?;
-        let http = RaftHttpService::new(raft.clone(), auth).with_clock(clock.clone());
+        let storage_health = Arc::new(StorageHealth::new(config.tuning.slow_storage_handoff_ms));
+        let proposal_hold = Arc::new(ProposalHold::default());
+        let http = RaftHttpService::new(raft.clone(), auth)
+            .with_clock(clock.clone())
+            .with_abstain(Arc::new(crate::rejoin::Abstain::load(&data_dir)))
+            .with_storage_health(storage_health.clone());
 
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut tasks = Vec::new();
@@ -388,6 +458,10 @@ impl RaftNode {
             )));
         }
         let timer_stats = Arc::new(TimerStats::default());
+        let learners_stop = stop_rx.clone();
+        let quorum = Arc::new(QuorumCheck::new(Duration::from_millis(
+            config.tuning.check_quorum_ms(),
+        )));
         tasks.push(tokio::spawn(run_timers(
             Timers {
                 raft: raft.clone(),
@@ -403,6 +477,9 @@ impl RaftNode {
                 index_walk_done: AtomicBool::new(false),
                 stats: timer_stats.clone(),
                 clock: clock.clone(),
+                quorum: quorum.clone(),
+                hold: proposal_hold.clone(),
+                write_timeout: Duration::from_millis(config.tuning.read_timeout_ms.max(1)),
             },
             stop_rx,
         )));
@@ -425,9 +502,27 @@ impl RaftNode {
                 probes,
                 timer_stats,
                 clock,
+                quorum,
                 membership_lock: tokio::sync::Mutex::new(()),
+                learners: Default::default(),
+                storage_health,
+                proposal_hold,
+                network,
             }),
         };
+        let learner_watch = tokio::spawn(crate::learners::watch(
+            Arc::downgrade(&node.inner),
+            learners_stop.clone(),
+        ));
+        let storage_watch = tokio::spawn(crate::slow_storage::watch(
+            Arc::downgrade(&node.inner),
+            learners_stop,
+        ));
+        node.inner
+            .tasks
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend([learner_watch, storage_watch]);
         tracing::info!(id = config.id, addr = %config.advertise_addr, ?local_addr, "raft node started");
 
         if config.bootstrap {
@@ -480,15 +575,50 @@ impl RaftNode {
     /// entry is committed and applied here (on the leader).
     ///
     /// The leader re-stamps `envelope` with the cluster's time ([`crate::clock`]); a node that
-    /// does not lead leaves it as it is and gets `ForwardToLeader` back from Raft.
+    /// does not lead leaves it as it is and gets `ForwardToLeader` back from Raft. A leader that
+    /// lost its quorum ([`crate::quorum`]) refuses at once, and a write waiting on the leader
+    /// waits no longer than `Tuning::read_timeout_ms`, and no longer than the quorum lasts:
+    /// openraft would keep it waiting for as long as the leader is cut off.
     pub async fn client_write(
         &self,
         mut envelope: Envelope,
     ) -> Result<(u64, Response), WriteError> {
-        if let Some(voters) = ClusterClock::leader_voters(&self.inner.raft, self.inner.id) {
-            self.inner.clock.stamp(&voters, &mut envelope)?;
+        // A leader handing off for slow storage holds new entries until its successor has its
+        // whole log ([`crate::slow_storage`]); stamped after the wait, so the time is current.
+        let _proposing = self.inner.proposal_hold.pass().await;
+        match self.lead() {
+            Lead::Leads { voters, term } => {
+                self.inner.clock.leading(term);
+                self.inner.clock.stamp(&voters, &mut envelope)?;
+            }
+            lost @ Lead::Lost { .. } => {
+                return Err(WriteError::Refused(lost.reason().unwrap_or_default()))
+            }
+            // Not leading, by the metrics: openraft answers `ForwardToLeader`, unless it leads
+            // after all and its metrics lag (a leader restarted into its own committed vote
+            // takes writes at once). Such an entry carries no time rather than the one the
+            // proposing node guessed: a leader restarted with its clock 6.8 s fast wrote its own
+            // clock into the log that way, and the state's clock stood still for 6.8 s after.
+            Lead::Follows => unstamp(&mut envelope),
         }
-        match self.inner.raft.client_write(envelope).await {
+        let timeout = Duration::from_millis(self.inner.config.tuning.read_timeout_ms.max(1));
+        let written = tokio::select! {
+            written = self.inner.raft.client_write(envelope) => written,
+            reason = self.quorum_lost() => {
+                return Err(WriteError::Refused(format!(
+                    "{reason}; the write was proposed and may still be committed: retry it with \
+                     the same request id to learn its outcome"
+                )))
+            }
+            _ = tokio::time::sleep(timeout) => {
+                return Err(WriteError::Refused(format!(
+                    "not committed within {} ms; the write may still be committed: retry it \
+                     with the same request id to learn its outcome",
+                    timeout.as_millis()
+                )))
+            }
+        };
+        match written {
             Ok(resp) => Ok((resp.log_id.index, resp.data)),
             Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
                 Err(WriteError::ForwardToLeader(f.into()))
@@ -538,12 +668,72 @@ impl RaftNode {
         CoreFailure::of(fatal).or_else(|| self.core_failure())
     }
 
+    /// This node's leadership as check-quorum judges it ([`crate::quorum`]).
+    pub(crate) fn lead(&self) -> Lead {
+        let m = self.inner.raft.metrics();
+        let m = m.borrow();
+        self.inner.quorum.judge(&m, self.inner.id)
+    }
+
+    /// Resolves (with the reason) once this node leads without a quorum; never while it leads
+    /// with one or follows.
+    async fn quorum_lost(&self) -> String {
+        loop {
+            if let Some(reason) = self.lead().reason() {
+                return reason;
+            }
+            tokio::time::sleep(QUORUM_POLL).await;
+        }
+    }
+
+    /// Why this follower should not count as ready although it names a leader: it has not
+    /// heard from that leader (an accepted append or heartbeat) within the check-quorum bound.
+    /// openraft keeps naming the leader of its last vote; a node restarted with its clock beyond
+    /// the skew bound refuses the leader's heartbeats and, until it campaigns and learns why,
+    /// looked ready while every write sent to it waited 8 s for a `503`. For
+    /// `/readyz`; `None` on the leader and on a node that names no leader.
+    pub fn leader_unheard(&self) -> Option<String> {
+        let leader = self.inner.raft.metrics().borrow().current_leader?;
+        if leader == self.inner.id {
+            return None;
+        }
+        let bound = Duration::from_millis(self.inner.config.tuning.check_quorum_ms());
+        let heard = self
+            .inner
+            .clock
+            .offsets()
+            .into_iter()
+            .find(|o| o.node == leader)
+            .map(|o| o.age);
+        match heard {
+            Some(age) if age <= bound => None,
+            _ => Some(format!(
+                "leader unheard: this node names node {leader} its leader but has not heard from \
+                 it for over {} ms (cut off, or its calls refused: see the log for clock skew)",
+                bound.as_millis()
+            )),
+        }
+    }
+
+    /// Why this node, elected leader, acts as none: no majority of the voters has answered it
+    /// for longer than `Tuning::check_quorum_ms` ([`crate::quorum`]). For `/readyz`.
+    pub fn leadership_lost(&self) -> Option<String> {
+        self.lead().reason()
+    }
+
     /// Confirm (read index) that this node is the leader and that its state has applied every
     /// entry committed before the call; returns the read log id. Reads made after it are
     /// linearizable.
     pub async fn ensure_linearizable(&self) -> Result<Option<LogId>, ReadError> {
+        if let Some(reason) = self.leadership_lost() {
+            return Err(ReadError::NoQuorum(reason));
+        }
         let timeout = Duration::from_millis(self.inner.config.tuning.read_timeout_ms.max(1));
-        match tokio::time::timeout(timeout, self.inner.raft.ensure_linearizable()).await {
+        let confirmed = tokio::select! {
+            confirmed = tokio::time::timeout(timeout, self.inner.raft.ensure_linearizable()) => confirmed,
+            reason = self.quorum_lost() => return Err(ReadError::NoQuorum(reason)),
+        };
+        match confirmed {
             Err(_) => Err(ReadError::Timeout),
             Ok(Ok(read_log_id)) => Ok(read_log_id),
             Ok(Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f)))) => {
@@ -591,27 +781,37 @@ impl RaftNode {
         Ok(self.state()?.applied_state()?.0)
     }
 
-    /// A copy of the current Raft metrics.
+    /// A copy of the current Raft metrics, as the cluster should see them: a leader that lost
+    /// its quorum ([`crate::quorum`]) names no leader (openraft's own metrics still say it
+    /// leads, and `millis_since_quorum_ack` says for how long no quorum answered).
     pub fn metrics(&self) -> RaftMetrics {
-        self.inner.raft.metrics().borrow().clone()
+        let mut m = self.inner.raft.metrics().borrow().clone();
+        if matches!(
+            self.inner.quorum.judge(&m, self.inner.id),
+            Lead::Lost { .. }
+        ) {
+            m.current_leader = None;
+        }
+        m
     }
 
     /// The metrics channel, to await changes. Do not hold a `borrow()` across an await.
+    /// openraft's own: a leader that lost its quorum still names itself there (see
+    /// [`Self::metrics`]).
     pub fn metrics_watch(&self) -> watch::Receiver<RaftMetrics> {
         self.inner.raft.metrics()
     }
 
-    /// Whether this node believes it is the leader (from metrics; may be stale).
+    /// Whether this node believes it is the leader with a quorum behind it (from metrics; may
+    /// be stale by a tick; see [`crate::quorum`]).
     pub fn is_leader(&self) -> bool {
-        let m = self.inner.raft.metrics();
-        let m = m.borrow();
-        m.state == openraft::ServerState::Leader && m.current_leader == Some(self.inner.id)
+        matches!(self.lead(), Lead::Leads { .. })
     }
 
-    /// The leader this node knows of, with its address.
+    /// The leader this node knows of, with its address (none while this node leads without a
+    /// quorum).
     pub fn leader(&self) -> Option<(NodeId, String)> {
-        let m = self.inner.raft.metrics();
-        let m = m.borrow();
+        let m = self.metrics();
         let id = m.current_leader?;
         let addr = m
             .membership_config
@@ -659,6 +859,11 @@ impl RaftNode {
         self.inner.log_stats.clone()
     }
 
+    /// This node's log storage as last judged ([`crate::slow_storage`]).
+    pub fn storage_health(&self) -> Arc<StorageHealth> {
+        self.inner.storage_health.clone()
+    }
+
     pub fn server_stats(&self) -> Arc<ServerStats> {
         self.inner.http.stats()
     }
@@ -669,9 +874,16 @@ impl RaftNode {
         self.inner.clock.clone()
     }
 
-    /// The cluster's time for a read on this node (its best estimate; see
-    /// [`ClusterClock::estimate_now`]).
+    /// The cluster's time for a read on this node: on the leader the time it stamps
+    /// ([`ClusterClock::cluster_now`]), elsewhere its best estimate
+    /// ([`ClusterClock::estimate_now`]).
     pub fn cluster_now_ms(&self) -> u64 {
+        if let Lead::Leads { voters, term } = self.lead() {
+            self.inner.clock.leading(term);
+            if let Ok(now) = self.inner.clock.cluster_now(&voters) {
+                return now;
+            }
+        }
         let voters = ClusterClock::voters(&self.inner.raft);
         self.inner.clock.estimate_now(&voters)
     }

@@ -18,10 +18,13 @@
 //!
 //! Authentication comes first: the signature header (freshness and head MAC) is checked before
 //! the body is read, and the body MAC before anything is decoded; a request that fails gets
-//! `401` and never reaches Raft.
+//! `401` and never reaches Raft. The `401` says only that authentication failed (its code is
+//! `clock_skew` or `unauthorized`); why goes to the log.
 
 use crate::auth::{AuthError, ClusterAuth, AUTH_HEADER};
 use crate::clock::{ClusterClock, CLOCK_HEADER};
+use crate::rejoin::Abstain;
+use crate::slow_storage::{ElectRequest, ElectResponse, StorageHealth};
 use crate::types::{NodeId, Raft, TypeConfig};
 use crate::wire;
 use bytes::Bytes;
@@ -59,6 +62,11 @@ pub struct RaftHttpService {
     /// Checks signatures against this node's clock, which every answer carries
     /// ([`crate::clock::CLOCK_HEADER`]).
     clock: Arc<ClusterClock>,
+    /// A node rejoining after `--rejoin` answers no vote until it has caught up.
+    abstain: Option<Arc<Abstain>>,
+    /// This node's storage, as judged for a leader's request to campaign
+    /// ([`crate::slow_storage`]).
+    storage: Arc<StorageHealth>,
 }
 
 fn plain(status: StatusCode, msg: &str) -> Response<Full<Bytes>> {
@@ -116,13 +124,63 @@ impl RaftHttpService {
             auth: Arc::new(auth),
             stats: Arc::new(ServerStats::default()),
             clock,
+            abstain: None,
+            storage: Arc::new(StorageHealth::new(0)),
         }
+    }
+
+    /// Judge a leader's request to campaign by `storage` (the node's).
+    pub fn with_storage_health(mut self, storage: Arc<StorageHealth>) -> Self {
+        self.storage = storage;
+        self
+    }
+
+    /// A leader on slow storage asks this node to campaign: start an election unless this node
+    /// should not lead ([`crate::slow_storage::may_campaign`]).
+    async fn campaign(&self, rpc: ElectRequest) -> ElectResponse {
+        let verdict = {
+            let m = self.raft.metrics().borrow().clone();
+            crate::slow_storage::may_campaign(&self.storage, &m, self.may_vote(), &rpc)
+        };
+        if let Err(why) = &verdict {
+            tracing::warn!(
+                leader = rpc.leader,
+                term = rpc.term,
+                "declined to campaign: {why}"
+            );
+            return verdict;
+        }
+        tracing::warn!(
+            leader = rpc.leader,
+            term = rpc.term,
+            "campaigning at the leader's request: {}",
+            rpc.reason
+        );
+        self.raft
+            .trigger()
+            .elect()
+            .await
+            .map_err(|e| format!("the raft core stopped: {e}"))
+    }
+
+    /// Abstain from votes as `abstain` says ([`crate::rejoin::Abstain`]).
+    pub fn with_abstain(mut self, abstain: Arc<Abstain>) -> Self {
+        self.abstain = Some(abstain);
+        self
     }
 
     /// Use `clock` (the node's) instead of a private one.
     pub fn with_clock(mut self, clock: Arc<ClusterClock>) -> Self {
         self.clock = clock;
         self
+    }
+
+    /// Whether this node answers vote requests (not while it rejoins and is behind).
+    fn may_vote(&self) -> bool {
+        match &self.abstain {
+            None => true,
+            Some(a) => a.may_vote(self.raft.metrics().borrow().last_applied.map(|l| l.index)),
+        }
     }
 
     /// Whether `path` belongs to this service (everything under `/raft/`).
@@ -134,10 +192,18 @@ impl RaftHttpService {
         self.stats.clone()
     }
 
-    fn unauthorized(&self, e: AuthError) -> Response<Full<Bytes>> {
+    /// `401` for a call that failed authentication. The answer carries a stable code and
+    /// nothing else ([`AuthError::public_body`]): no node ids, clock offsets or expected values
+    /// for a caller without the secret to learn from. The reason goes to this node's log.
+    fn unauthorized(&self, e: AuthError, path: &str) -> Response<Full<Bytes>> {
         self.stats.unauthorized.fetch_add(1, Ordering::Relaxed);
-        tracing::warn!(error = %e, "refused raft request");
-        let mut resp = plain(StatusCode::UNAUTHORIZED, &e.to_string());
+        tracing::warn!(path, error = %e, "refused raft request");
+        let mut resp = Response::new(Full::new(Bytes::from(e.public_body())));
+        *resp.status_mut() = StatusCode::UNAUTHORIZED;
+        resp.headers_mut().insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static("application/json"),
+        );
         resp.headers_mut().insert(
             header::WWW_AUTHENTICATE,
             header::HeaderValue::from_static("RaftlaneHmac"),
@@ -175,7 +241,7 @@ impl RaftHttpService {
             .check_head(header, &path, this_node, self.clock.wall_ms())
         {
             Ok(h) => h,
-            Err(e) => return self.unauthorized(e),
+            Err(e) => return self.unauthorized(e, &path),
         };
         let body = match Limited::new(req.into_body(), wire::MAX_BODY_BYTES)
             .collect()
@@ -190,7 +256,7 @@ impl RaftHttpService {
             }
         };
         if let Err(e) = self.auth.check_body(&path, &head, &body) {
-            return self.unauthorized(e);
+            return self.unauthorized(e, &path);
         }
         self.stats.handled.fetch_add(1, Ordering::Relaxed);
         let result = match path.as_str() {
@@ -200,12 +266,23 @@ impl RaftHttpService {
                     if let Some(leader) = rpc.vote.leader_id().voted_for() {
                         self.clock.record_call(leader, head.signed_at_ms());
                     }
+                    if let Some(abstain) = &self.abstain {
+                        abstain.note_append(rpc.leader_commit.map(|l| l.index));
+                    }
                     Ok(raft_result(self.raft.append_entries(rpc).await))
                 }
                 Err(r) => Err(r),
             },
             wire::PATH_VOTE => match decode::<VoteRequest<NodeId>>(&body) {
+                Ok(_) if !self.may_vote() => Err(plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "rejoining: this node does not vote until it has caught up",
+                )),
                 Ok(rpc) => Ok(raft_result(self.raft.vote(rpc).await)),
+                Err(r) => Err(r),
+            },
+            wire::PATH_ELECT => match decode::<ElectRequest>(&body) {
+                Ok(rpc) => Ok(encoded::<ElectResponse>(&self.campaign(rpc).await)),
                 Err(r) => Err(r),
             },
             wire::PATH_SNAPSHOT => match decode::<InstallSnapshotRequest<TypeConfig>>(&body) {

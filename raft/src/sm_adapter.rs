@@ -28,6 +28,7 @@ use openraft::storage::RaftStateMachine;
 use openraft::{OptionalSend, RaftSnapshotBuilder, StorageIOError};
 use raftlane_statemachine::machine::{BatchItem, StateMachine};
 use raftlane_statemachine::rocks::{Mirroring, RocksStore};
+use raftlane_statemachine::storage::verify::{self, Damage};
 use raftlane_statemachine::storage::StoreError;
 use raftlane_statemachine::{Outcome, Response};
 use std::fs::{self, File, OpenOptions};
@@ -60,6 +61,41 @@ pub enum SmError {
     Mismatch(String),
     #[error("background task failed: {0}")]
     Task(String),
+    /// The state's RocksDB failed a checksum at open ([`verify`]): the node must not start on
+    /// it (`StartError::StateDamaged`).
+    #[error("the state store is damaged: {0}")]
+    Damaged(#[from] Damage),
+}
+
+/// How long the checksum scan at open may read the state: beyond it the node starts with the
+/// rest unverified (and says so), rather than keep a large state's node down for minutes.
+pub const VERIFY_BUDGET: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Open the state's RocksDB and read all of it once with checksums verified ([`verify`]).
+fn open_verified(dir: &Path) -> Result<RocksStore, SmError> {
+    let store = RocksStore::open(dir).map_err(|e| match Damage::at_open(&e.to_string()) {
+        Some(damage) => SmError::Damaged(damage),
+        None => SmError::Store(e),
+    })?;
+    let verified = verify::verify_checksums(&store, VERIFY_BUDGET)?;
+    if verified.complete {
+        tracing::info!(
+            entries = verified.entries,
+            bytes = verified.bytes,
+            ms = verified.elapsed.as_millis() as u64,
+            "state store checksums verified"
+        );
+    } else {
+        tracing::warn!(
+            tables = verified.tables,
+            entries = verified.entries,
+            bytes = verified.bytes,
+            budget_s = VERIFY_BUDGET.as_secs(),
+            "state store checksums verified only partly: the scan ran out of its time budget; \
+             the rest is checked when it is read"
+        );
+    }
+    Ok(store)
 }
 
 /// Counters of the state-machine side (tests and metrics read them).
@@ -468,7 +504,7 @@ impl SmAdapter {
         let paths = SmPaths::new(data_dir);
         fs::create_dir_all(&paths.snapshot_dir)?;
         let current = load_snapshots(&paths.snapshot_dir)?;
-        let sm = StateMachine::open(RocksStore::open(&paths.sm_dir)?)?;
+        let sm = StateMachine::open(open_verified(&paths.sm_dir)?)?;
         let shared = Arc::new(SmShared {
             sm: RwLock::new(sm),
             paths,

@@ -4,8 +4,9 @@
 //! so the leader proposes them as ordinary commands stamped with the cluster's time
 //! ([`crate::clock`], not its own wall clock); every
 //! replica then applies them identically. Followers skip their ticks: only a node whose metrics
-//! say it is the leader proposes, so there is one proposal per tick cluster-wide (a stale leader
-//! that still believes it leads is refused by Raft and counted as a failure).
+//! say it is the leader, with a quorum behind it ([`crate::quorum`]), proposes, so there is one
+//! proposal per tick cluster-wide (a stale leader that still believes it leads is refused by
+//! Raft, or gives up after the write timeout, and is counted as a failure).
 //!
 //! Retention: the replicated config's `retention` section gives ages (`message_bodies_ms`,
 //! `dead_letters_ms`, `state_ms`) and the node's `[tuning]` the deletion ages
@@ -17,6 +18,7 @@
 //! between so other writes interleave, until a page answers that nothing older than the cutoff
 //! is left. A period that is `None` (or 0) means keep forever, and nothing is proposed for it.
 
+use crate::quorum::{Lead, QuorumCheck};
 use crate::sm_adapter::StateHandle;
 use crate::types::{NodeId, Raft};
 use raftlane_statemachine::model::config::RetentionConfig;
@@ -25,6 +27,7 @@ use raftlane_statemachine::wire::command::{
     PurgeState, ReclaimExpired, RetentionPage, RetentionPass, MAX_RETENTION_PAGE,
 };
 use raftlane_statemachine::{Command, Envelope, Outcome, Response};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -71,6 +74,13 @@ pub(crate) struct Timers {
     pub(crate) stats: Arc<TimerStats>,
     /// The cluster's time: what every proposal is stamped with, and what retention cuts at.
     pub(crate) clock: Arc<crate::clock::ClusterClock>,
+    /// Whether this node leads with a quorum behind it.
+    pub(crate) quorum: Arc<QuorumCheck>,
+    /// Held while this leader hands off for slow storage ([`crate::slow_storage`]).
+    pub(crate) hold: Arc<crate::slow_storage::ProposalHold>,
+    /// How long one proposal may wait for its commit (a leader cut off from its voters would
+    /// wait forever, and its timers with it).
+    pub(crate) write_timeout: Duration,
 }
 
 /// How long ended messages are kept before retention deletes them, in ms (0 = keep forever).
@@ -101,25 +111,57 @@ async fn tick(i: &mut Option<Interval>) {
     }
 }
 
+/// The voters, if this node leads with a quorum; its stamping starts in the leader's term.
+fn leading(t: &Timers) -> Option<BTreeSet<NodeId>> {
+    let lead = {
+        let m = t.raft.metrics();
+        let m = m.borrow();
+        t.quorum.judge(&m, t.id)
+    };
+    match lead {
+        Lead::Leads { voters, term } => {
+            t.clock.leading(term);
+            Some(voters)
+        }
+        Lead::Lost { .. } | Lead::Follows => None,
+    }
+}
+
 /// Propose `command` if this node leads, stamped with the cluster's time ([`crate::clock`]);
 /// returns the state machine's response once committed.
+///
+/// The envelope is built with the cluster's time itself: built with 0 and re-stamped, it was
+/// counted and logged as a proposal ~1.8·10¹² ms behind the cluster's clock, every tick.
 async fn propose(t: &Timers, command: Command) -> Option<Response> {
-    let voters = crate::clock::ClusterClock::leader_voters(&t.raft, t.id)?;
+    let _proposing = t.hold.pass().await;
+    let voters = leading(t)?;
     let name = command.name();
-    let mut envelope = Envelope::new(0, TIMER_ACTOR, command);
-    if let Err(e) = t.clock.stamp(&voters, &mut envelope) {
-        t.stats.failures.fetch_add(1, Ordering::Relaxed);
-        tracing::debug!(command = name, error = %e, "timer proposal not stamped");
-        return None;
-    }
-    match t.raft.client_write(envelope).await {
-        Ok(resp) => {
+    let now = match t.clock.cluster_now(&voters) {
+        Ok(now) => now,
+        Err(e) => {
+            t.stats.failures.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(command = name, error = %e, "timer proposal not stamped");
+            return None;
+        }
+    };
+    let envelope = Envelope::new(now, TIMER_ACTOR, command);
+    match tokio::time::timeout(t.write_timeout, t.raft.client_write(envelope)).await {
+        Ok(Ok(resp)) => {
             t.stats.proposals.fetch_add(1, Ordering::Relaxed);
             Some(resp.data)
         }
-        Err(e) => {
+        Ok(Err(e)) => {
             t.stats.failures.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(command = name, error = %e, "timer proposal failed");
+            None
+        }
+        Err(_) => {
+            t.stats.failures.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(
+                command = name,
+                timeout_ms = t.write_timeout.as_millis() as u64,
+                "timer proposal not committed in time (is this leader cut off?)"
+            );
             None
         }
     }
@@ -189,7 +231,7 @@ async fn read_retention(state: &StateHandle) -> Result<RetentionConfig, String> 
 /// The config is read from the leader's local state, which may trail the commit index by a few
 /// entries; a retention change then takes effect one tick later, which is harmless.
 async fn retention_tick(t: &Timers) {
-    let Some(voters) = crate::clock::ClusterClock::leader_voters(&t.raft, t.id) else {
+    let Some(voters) = leading(t) else {
         return;
     };
     // Cut at the cluster's time, not this node's wall clock: a leader whose clock runs fast must

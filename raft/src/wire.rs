@@ -15,6 +15,8 @@ pub const PREFIX: &str = "/raft/";
 pub const PATH_APPEND: &str = "/raft/append";
 /// RequestVote.
 pub const PATH_VOTE: &str = "/raft/vote";
+/// A leader on slow storage asks a voter to campaign ([`crate::slow_storage`]).
+pub const PATH_ELECT: &str = "/raft/elect";
 /// InstallSnapshot (one chunk per request).
 pub const PATH_SNAPSHOT: &str = "/raft/snapshot";
 pub const CONTENT_TYPE: &str = "application/x-raftlane-bincode";

@@ -3,7 +3,7 @@
 //! snapshotted entries kept in the log).
 //!
 //! The data directories live on tmpfs (`/dev/shm`) when the machine has one: the leader fsyncs
-//! once per entry (see the README's known limits), and the subject here is the catch-up path,
+//! once per entry (docs/DEVELOPING.md, "Design notes"), and the subject here is the catch-up path,
 //! not the disk. Measured on a 2-core box (release): ~9 s in all on tmpfs (100k writes in ~4 s,
 //! catch-up ~3 s); ~72 s with `RAFTLANE_TEST_DIR` on the real disk (writes ~67 s).
 //! `RAFTLANE_TEST_DIR=<dir>` puts the data directories there instead. Progress is logged at

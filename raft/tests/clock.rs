@@ -1,16 +1,18 @@
 //! The cluster's clock (`raftlane_raft::clock`) in three-node clusters whose nodes' clocks
 //! disagree: what the leader stamps, and what a node beyond the skew bound is told.
 //!
-//! The reproductions (2026-12-05): a +240 s leader stamped its own clock into every entry and
-//! broke 30 s leases after 7.4 s; one envelope stamped by a 60 s fast follower moved the state
-//! clock 60 s ahead, after which it stood still for 60 s.
+//! What they guard against, as reproduced when each proposer stamped its own wall clock: a
+//! +240 s leader stamped its own clock into every entry and broke 30 s leases after 7.4 s; one
+//! envelope stamped by a 60 s fast follower moved the state clock 60 s ahead, after which it
+//! stood still for 60 s.
 
 use raftlane_raft::now_ms;
-use raftlane_raft::ClusterClock;
+use raftlane_raft::{ClusterClock, Tuning};
 use raftlane_statemachine::Envelope;
 use raftlane_testkit::raft::*;
 use raftlane_testkit::wait::init_tracing;
 use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// The state machine's clock on `node` minus the real time, in ms.
@@ -122,5 +124,30 @@ async fn a_node_beyond_the_skew_bound_cannot_lead_and_is_told_why() {
     assert_eq!(c.node(leader).clock_skew(), None);
     let voters = ClusterClock::voters(c.node(leader).raft());
     assert!(c.node(leader).clock().cluster_offset(&voters).is_ok());
+    c.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_leaders_own_timer_proposals_are_not_clock_skew() {
+    // The leader's housekeeping proposals were built stamped 0 and re-stamped, so each one was
+    // counted (`raftlane_clock_restamped_beyond_bound_total`) and logged every 10 s as a
+    // proposal ~1.8·10¹² ms behind the cluster's clock.
+    init_tracing();
+    let t = Tuning {
+        reclaim_interval_ms: 100,
+        expire_interval_ms: 100,
+        ..tuning()
+    };
+    let c = RaftCluster::start(3, t).await;
+    let leader = c.leader().await;
+    let node = c.node(leader).clone();
+    eventually("ten timer proposals committed", || {
+        node.timer_stats().proposals.load(Ordering::Relaxed) >= 10
+    })
+    .await;
+    assert_eq!(node.clock().restamped_far(), 0, "no skew counted");
+    // And they were stamped with the cluster's time.
+    let off = state_clock_offset(&c, leader).await;
+    assert!(off.abs() < 2_000, "the state clock is {off:+} ms off");
     c.shutdown().await;
 }

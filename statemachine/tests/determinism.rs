@@ -631,7 +631,13 @@ impl Generator {
         // Lease owner names belong to the principal that claims under them (rules::lease_owner):
         // each owner is one actor's, as a worker's name would be, except now and then, when
         // another actor tries it (and is refused).
-        let actor = match lease_owner_of(&command) {
+        // A row's claim is its principal's (rules::claim_owner): a fenced action comes from the
+        // actor whose owner name holds the row, except now and then (refused the same way).
+        let owner = lease_owner_of(&command).or_else(|| {
+            let row = fenced_row_of(&command)?;
+            self.sm.read().row(row).ok()??.claim.map(|c| c.owner)
+        });
+        let actor = match owner {
             Some(owner) if !self.rng.pct(3) => owner_actor(&owner),
             _ => *self.rng.pick(&ACTORS),
         };
@@ -651,6 +657,21 @@ fn lease_owner_of(command: &Command) -> Option<String> {
         Command::DoneThenClaimNext(c) => Some(c.owner.clone()),
         Command::RenewLeases(c) => Some(c.owner.clone()),
         Command::ReleaseLane(c) => Some(c.owner.clone()),
+        _ => None,
+    }
+}
+
+/// The row a fenced row action acts on.
+fn fenced_row_of(command: &Command) -> Option<raftlane_statemachine::RowId> {
+    match command {
+        Command::RouteHandoff(c) => Some(c.row_id),
+        Command::Handoff(c) => Some(c.row_id),
+        Command::TransformHandoff(c) => Some(c.row_id),
+        Command::MarkDone(c) => Some(c.row_id),
+        Command::CompleteWithResponse(c) => Some(c.row_id),
+        Command::IngressHandoff(c) => Some(c.row_id),
+        Command::MarkFailed(c) => Some(c.row_id),
+        Command::DeadLetterNow(c) => Some(c.row_id),
         _ => None,
     }
 }

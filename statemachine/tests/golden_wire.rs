@@ -97,6 +97,8 @@ use raftlane_statemachine::wire::command::{
 };
 // --- test mode ---
 use raftlane_statemachine::wire::command::AtClientTime;
+// --- a principal acts only on what is its own ---
+use raftlane_statemachine::wire::command::{AsOperator, ReserveOwner};
 // --- engine coordination ---
 use raftlane_statemachine::model::coordination::{LeaderLease, NodeRecord, NodeStatus};
 use raftlane_statemachine::wire::command::{
@@ -316,6 +318,8 @@ fn command_variant(c: &Command) -> &'static str {
         Command::RetentionPage(_) => "RetentionPage",
         Command::SessionAt(_) => "SessionAt",
         Command::HandOnThenClaimNext(_) => "HandOnThenClaimNext",
+        Command::AsOperator(_) => "AsOperator",
+        Command::ReserveOwner(_) => "ReserveOwner",
     }
 }
 
@@ -371,7 +375,9 @@ fn rejection_variant(r: &Rejection) -> &'static str {
         Rejection::UnknownApprovalKey(_) => "UnknownApprovalKey",
         Rejection::ApprovalNotUsable { .. } => "ApprovalNotUsable",
         Rejection::OwnerOfAnother { .. } => "OwnerOfAnother",
+        Rejection::NameOfAnother { .. } => "NameOfAnother",
         Rejection::RequestIdReused { .. } => "RequestIdReused",
+        Rejection::ClaimOfAnother { .. } => "ClaimOfAnother",
     }
 }
 
@@ -469,6 +475,7 @@ fn role_variant(v: &Role) -> &'static str {
         Role::Worker => "Worker",
         Role::Viewer => "Viewer",
         Role::Metadata => "Metadata",
+        Role::Engine => "Engine",
     }
 }
 
@@ -574,6 +581,7 @@ fn table_name(t: Table) -> (&'static str, &'static str) {
         Table::RetentionCursors => ("RetentionCursors", "retention_cursors"),
         Table::Tallies => ("Tallies", "tallies"),
         Table::RowRetry => ("RowRetry", "row_retry"),
+        Table::AuditPrincipals => ("AuditPrincipals", "audit_principals"),
     }
 }
 
@@ -961,6 +969,17 @@ fn command_examples() -> Vec<Command> {
             owner: s("worker-964"),
             ttl_ms: 965,
         }),
+        Command::AsOperator(AsOperator {
+            command: Box::new(Command::DeadLetterNow(DeadLetterNow {
+                row_id: RowId(981),
+                fence: None,
+                error: s("operator override 982"),
+            })),
+        }),
+        Command::ReserveOwner(ReserveOwner {
+            owner: s("engine-992"),
+            principal: some("engine-a"),
+        }),
     ]
 }
 
@@ -1208,6 +1227,12 @@ fn rejection_examples() -> Vec<Rejection> {
         Rejection::RequestIdReused {
             request_id: s("golden-request-0002/3"),
         },
+        Rejection::ClaimOfAnother { row: RowId(983) },
+        Rejection::NameOfAnother {
+            field: s("node_id"),
+            name: s("engine-991"),
+            principal: s("engine-a"),
+        },
     ]
 }
 
@@ -1435,6 +1460,8 @@ fn stored_cases(table: Table) -> Vec<Case> {
                 detail: some("version 1"),
                 prev_hash: bytes32(0x00),
                 hash: bytes32(0x80),
+                // Kept beside the row (AuditPrincipals), never in its encoding.
+                principal: None,
             },
         )],
         Table::AuditHeads => vec![codec_case(
@@ -1580,6 +1607,7 @@ fn stored_cases(table: Table) -> Vec<Case> {
                 max_backoff_ms: 912_000,
             },
         )],
+        Table::AuditPrincipals => vec![codec_case(name("String"), s("engine"))],
         // Index tables: key only, the value is always empty.
         Table::MessageRows
         | Table::LanePending
@@ -1648,6 +1676,7 @@ fn verify_live_value(table: Table, key: &[u8], value: &[u8]) -> Result<(), Strin
         Table::RetentionCursors => reencodes::<RetentionCursor>(value),
         Table::Tallies => reencodes::<u64>(value),
         Table::RowRetry => reencodes::<RetryPolicy>(value),
+        Table::AuditPrincipals => reencodes::<String>(value),
         Table::MessageRows
         | Table::LanePending
         | Table::LaneInflight
@@ -2018,6 +2047,7 @@ fn commands_cases() -> Vec<Case> {
             Role::Worker,
             Role::Viewer,
             Role::Metadata,
+            Role::Engine,
         ],
         role_variant,
         |v| v,
@@ -2511,6 +2541,15 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
     live.ok(Command::SetPrincipalOrgs(SetPrincipalOrgs {
         name: s("auditor"),
         orgs: Some(vec![s("default")]),
+    }));
+    // An audit row an engine writes for its user: the principal beside the actor
+    // (AuditPrincipals).
+    live.ok(Command::RecordAuditAs(RecordAuditAs {
+        action: s("auth.login"),
+        actor: some("alice"),
+        channel: None,
+        org: some("engine-org"),
+        detail: None,
     }));
 
     let mut seen = BTreeSet::new();

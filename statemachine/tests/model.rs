@@ -2148,8 +2148,10 @@ fn run(ops: &[(Step, Op)]) -> Result<(), TestCaseError> {
         let index = i as u64 + 1;
         now = step.apply(now);
         let command = model.command(index, op);
-        // Every lease is taken by one principal ("operator"): owner names belong to the
-        // principal that claims under them (rules::lease_owner), which the model does not track.
+        // Every lease is taken, and every claimed row acted on or taken back, by one principal
+        // ("operator"): owner names belong to the principal that claims under them
+        // (rules::lease_owner) and a row's claim to its principal (rules::claim_owner), which
+        // the model does not track.
         let leases = matches!(
             command,
             Command::ClaimReady(_)
@@ -2157,6 +2159,16 @@ fn run(ops: &[(Step, Op)]) -> Result<(), TestCaseError> {
                 | Command::DoneThenClaimNext(_)
                 | Command::RenewLeases(_)
                 | Command::ReleaseLane(_)
+                | Command::RouteHandoff(_)
+                | Command::Handoff(_)
+                | Command::TransformHandoff(_)
+                | Command::MarkDone(_)
+                | Command::CompleteWithResponse(_)
+                | Command::IngressHandoff(_)
+                | Command::MarkFailed(_)
+                | Command::DeadLetterNow(_)
+                | Command::ResetStaleInflight(_)
+                | Command::RecoverInflightOnPromotion(_)
         );
         let actor = if index.is_multiple_of(7) && !leases {
             ""

@@ -85,12 +85,22 @@ cleanup() {
 # --- HTTP and JSON helpers (curl + python3; jq is not required) ---
 BODY=$(mktemp)
 # api PORT METHOD PATH [JSON] [extra curl args...]: the status code on stdout, body in $BODY.
+# The node behind PORT is dialled by its own name (nK:7001, the only name its certificate
+# carries), connected to its published port on 127.0.0.1.
 api() {
   local port=$1 method=$2 path=$3 data=${4:-}
   shift 4 2>/dev/null || shift $#
+  local node="n$((port - BASE + 1))"
   local args=(-sS --max-time 10 -o "$BODY" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $TOKEN")
   if [ -n "$data" ]; then args+=(-H 'Content-Type: application/json' --data "$data"); fi
-  curl "${args[@]}" --cacert "$CERTS/ca.pem" "$@" "https://127.0.0.1:$port$path" 2>/dev/null || echo 000
+  curl "${args[@]}" --cacert "$CERTS/ca.pem" --connect-to "$node:7001:127.0.0.1:$port" "$@" \
+    "https://$node:7001$path" 2>/dev/null || echo 000
+}
+# tls_code NAME PORT: what https://NAME:7001/readyz answers through 127.0.0.1:PORT with the CA
+# (000 when the certificate does not verify for NAME).
+tls_code() {
+  curl -sS --max-time 5 -o /dev/null -w '%{http_code}' --cacert "$CERTS/ca.pem" \
+    --connect-to "$1:7001:127.0.0.1:$2" "https://$1:7001/readyz" 2>/dev/null || true
 }
 # json KEY: a top-level field of $BODY ("null" when absent or null).
 json() {
@@ -172,6 +182,18 @@ case "$plain" in 2*|4*|5*) fail "n1 answered plain HTTP ($plain): TLS is not on"
 say "n1 refuses plain HTTP; https with the CA works: $(api "$(port_of 1)" GET /readyz)"
 other=$(curl -sS --max-time 5 -o /dev/null -w '%{http_code}' "https://127.0.0.1:$(port_of 1)/readyz" 2>/dev/null || true)
 case "$other" in 2*|4*|5*) fail "n1 was trusted without its CA ($other)" ;; esac
+# Each node certificate names its node only (no shared localhost/127.0.0.1 by default): with
+# the CA, 127.0.0.1 and localhost verify on no node, and no node's key answers for another's name.
+for id in 1 2 3; do
+  p=$(port_of "$id")
+  code=$(curl -sS --max-time 5 -o /dev/null -w '%{http_code}' --cacert "$CERTS/ca.pem" "https://127.0.0.1:$p/readyz" 2>/dev/null || true)
+  case "$code" in 2*|4*|5*) fail "n$id's certificate names 127.0.0.1 ($code): a name every node's key could answer for" ;; esac
+  code=$(tls_code localhost "$p")
+  case "$code" in 2*|4*|5*) fail "n$id's certificate names localhost ($code)" ;; esac
+  code=$(tls_code "n$(( id % 3 + 1 ))" "$p")
+  case "$code" in 2*|4*|5*) fail "n$id's key answered as n$(( id % 3 + 1 )) ($code)" ;; esac
+done
+say "no shared names: 127.0.0.1 and localhost verify on no node, and each key answers for its own node only"
 
 # --- 4. first write ---
 say "enqueue message A through n1 (127.0.0.1:$(port_of 1))"

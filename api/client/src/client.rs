@@ -336,6 +336,7 @@ impl Client {
                     ttl_ms,
                     lane_lease: None,
                     row_owner: None,
+                    wait_ms: None,
                 })?),
             )
             .await?;
@@ -357,6 +358,7 @@ impl Client {
             ttl_ms,
             channel: channel.map(str::to_string),
             destination: None,
+            wait_ms: None,
         };
         let v = self
             .request(Method::POST, "/v1/claims", Some(encode(&body)?))

@@ -58,6 +58,10 @@ pub struct AuditEntry {
     pub org: String,
     /// Hex SHA-256 of the previous row.
     pub prev_hash: String,
+    /// The authenticated principal that wrote the row when the caller named its `actor`
+    /// (`POST /v1/audit` with `actor`): the row reads "`actor` via `principal`" (docs/SPEC.md
+    /// §9.8). `null` when the actor is the principal that wrote it.
+    pub principal: Option<String>,
     pub seq: u64,
     pub ts: u64,
 }
@@ -72,6 +76,7 @@ impl From<raftlane_statemachine::model::audit::AuditRow> for AuditEntry {
             hash: hex(&row.hash),
             org: row.org,
             prev_hash: hex(&row.prev_hash),
+            principal: row.principal,
             seq: row.seq,
             ts: row.ts,
         }

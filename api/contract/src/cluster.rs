@@ -28,6 +28,21 @@ pub struct ClusterStatus {
     pub membership: Vec<Member>,
     pub node_id: u64,
     pub term: u64,
+    /// Learners this node removed, while it led, because they did not catch up within the
+    /// node's bound (`--learner-catchup-timeout`), oldest first; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed_learners: Vec<RemovedLearner>,
+}
+
+/// A learner removed because it did not catch up in time (docs/SPEC.md §9.5).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RemovedLearner {
+    pub id: u64,
+    pub addr: String,
+    /// Why, in words: how far it got, where the leader was, and the bound.
+    pub reason: String,
+    /// When it was removed (ms since the epoch, by the removing node's clock).
+    pub removed_at_ms: u64,
 }
 
 /// One member of the cluster (members alphabetical, as always sent).
@@ -40,7 +55,8 @@ pub struct Member {
     pub voter: bool,
 }
 
-/// `POST /v1/cluster/learners`: add (or re-address) a learner; answered once it caught up.
+/// `POST /v1/cluster/learners`: add a learner; answered once it caught up (or, past the node's
+/// bound, with a 409 saying it was removed again).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LearnerRequest {

@@ -44,7 +44,7 @@ pub use audit::{
 };
 pub use cluster::{
     Ack, ClusterStatus, Health, LearnerRequest, Member, MembershipRequest, OpenApiDocument,
-    Readiness, StateDigest,
+    Readiness, RemovedLearner, StateDigest,
 };
 pub use config::{ConfigAnswer, ConfigWritten};
 pub use coordination::{
@@ -73,7 +73,9 @@ pub use rows::{
     RowActionItem, RowActionResult, RowActionResults, RowActionsRequest, RowAnswer, RowDetail,
     StateOpBody, TransformBody,
 };
-pub use tokens::{Revoked, TokenCreated, TokenInfo, TokenList, TokenRequest};
+pub use tokens::{
+    OwnerBinding, OwnerReservation, Revoked, TokenCreated, TokenInfo, TokenList, TokenRequest,
+};
 pub use users::{
     ChannelScopeChange, ConsumeChange, CreateSessionRequest, CreateUserRequest, DisabledChange,
     GroupEntry, GroupMap, GroupMapRequest, GroupMapWritten, LoginFailureChange, NoChangeBody,

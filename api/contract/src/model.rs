@@ -116,6 +116,8 @@ pub enum Role {
     Viewer,
     /// Everything a viewer reads but bodies.
     Metadata,
+    /// messagefoundry's engine: the routes its store and coordinator call (docs/SPEC.md §9.3).
+    Engine,
 }
 
 /// A claimed row as handed to a worker, with the fence every action on it must carry.

@@ -142,7 +142,7 @@ pub struct ResponseBody {
 pub const NO_LIMIT_ON_WIRE: i64 = -1;
 
 /// The retry policy of a `fail`. On the wire it is spelled like a destination's `retry` in
-/// the config (docs/SPEC.md §5.2, one spelling since 2026-12-06): `multiplier_milli`, the
+/// the config (docs/SPEC.md §5.2, one spelling): `multiplier_milli`, the
 /// multiplier in thousandths (1500 = ×1.5). The older `multiplier` (a number from 1.0 to 100.0)
 /// is still accepted on input; this type keeps the multiplier as that number so code that
 /// builds it does not change ([`RetryBodyJson`] is the wire form).
@@ -171,7 +171,7 @@ pub struct RetryBodyJson {
     /// The multiplier in thousandths, 1000 (×1.0) to 100000 (×100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multiplier_milli: Option<u32>,
-    /// Deprecated spelling (before 2026-12-06): the multiplier as a number, 1.0 to 100.0.
+    /// Deprecated spelling: the multiplier as a number, 1.0 to 100.0.
     /// Accepted when `multiplier_milli` is absent; never written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multiplier: Option<f64>,
@@ -636,7 +636,7 @@ mod tests {
         }
     }
 
-    /// One spelling since 2026-12-06: `multiplier_milli`, as in the config; the older
+    /// One spelling: `multiplier_milli`, as in the config; the older
     /// `multiplier` is read (not written); both at once, or neither, is refused.
     #[test]
     fn the_retry_multiplier_is_spelled_like_the_config() {

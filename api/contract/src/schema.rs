@@ -8,7 +8,7 @@
 //! tells the two directions apart: a member the server always sends is `required` in an answer's
 //! schema, while a member a request may leave out is not (`Contract::Serialize` for answers,
 //! `Contract::Deserialize` for request bodies). It was already in the dependency tree (through
-//! openraft), needs no RocksDB, and only its derive crate was new (2026-12-05).
+//! openraft), needs no RocksDB, and only its derive crate is added for it.
 //!
 //! # Two generators, one set of components
 //! Answers and request bodies are generated separately, each with its contract. A type whose

@@ -65,3 +65,23 @@ pub struct Revoked {
     pub index: u64,
     pub revoked: bool,
 }
+
+/// `PUT /v1/owners/{owner}`: bind a lease owner name or engine node id to a principal ahead of
+/// its first use (docs/SPEC.md §9.8).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OwnerReservation {
+    pub principal: String,
+}
+
+/// `GET`, `PUT` and `DELETE /v1/owners/{owner}`: whose the name is (`null`: nobody's yet).
+/// The writes answer their log `index` and whether the binding `changed`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct OwnerBinding {
+    pub owner: String,
+    pub principal: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed: Option<bool>,
+}

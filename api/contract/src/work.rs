@@ -22,6 +22,10 @@ pub struct FifoClaimRequest {
     /// node's lane lease). docs/SPEC.md §14.1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub row_owner: Option<String>,
+    /// Wait up to this long (0 to 30,000 ms) for the head to become claimable when it is not
+    /// now; absent or 0: answer at once. docs/SPEC.md §4.8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<u64>,
 }
 
 /// Why a FIFO claim handed out nothing.
@@ -133,6 +137,10 @@ pub struct ClaimRequest {
     pub channel: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destination: Option<String>,
+    /// Wait up to this long (0 to 30,000 ms) for a row to claim when none is due now; absent
+    /// or 0: answer at once. docs/SPEC.md §4.8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<u64>,
 }
 
 /// `POST /v1/claims`: the rows claimed, payloads decrypted (possibly none).

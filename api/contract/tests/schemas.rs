@@ -504,12 +504,14 @@ fn examples_conform_to_their_schemas() {
         ttl_ms: 5,
         lane_lease: None,
         row_owner: None,
+        wait_ms: None,
     });
     x.request(&FifoClaimRequest {
         owner: "node-a".into(),
         ttl_ms: 5,
         lane_lease: Some(false),
         row_owner: Some("node-a:1".into()),
+        wait_ms: Some(5_000),
     });
     for claim in [
         Ok(claimed(true)),
@@ -538,6 +540,7 @@ fn examples_conform_to_their_schemas() {
         ttl_ms: 5,
         channel: Some("c".into()),
         destination: Some("d".into()),
+        wait_ms: Some(250),
     });
     x.answer(&Claimed {
         items: vec![claimed(true), claimed(false)],
@@ -677,6 +680,7 @@ fn examples_conform_to_their_schemas() {
         detail: full.then(|| "d".into()),
         prev_hash: [0; 32],
         hash: [1; 32],
+        principal: full.then(|| "engine".into()),
     };
     x.answer(&AuditRows {
         org: "o".into(),
@@ -849,6 +853,17 @@ fn examples_conform_to_their_schemas() {
         index: 1,
         revoked: true,
     });
+    x.request(&OwnerReservation {
+        principal: "engine-a".into(),
+    });
+    for full in [true, false] {
+        x.answer(&OwnerBinding {
+            owner: "engine-1".into(),
+            principal: full.then(|| "engine-a".to_string()),
+            index: full.then_some(7),
+            changed: full.then_some(true),
+        });
+    }
 
     // users, roles, directory groups, sessions
     for full in [true, false] {
@@ -1063,6 +1078,15 @@ fn examples_conform_to_their_schemas() {
             }],
             node_id: 1,
             term: 3,
+            removed_learners: match leader_id {
+                Some(_) => vec![RemovedLearner {
+                    id: 4,
+                    addr: "n4:7000".into(),
+                    reason: "did not catch up".into(),
+                    removed_at_ms: 5,
+                }],
+                None => vec![],
+            },
         });
     }
     x.request(&LearnerRequest {

@@ -10,15 +10,17 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use raftlane_contract::{
-    NamespaceList, NamespaceVersion, PurgeRequest, Purged, Reference, ReferenceList,
-    ReferenceRequest, ReferenceSetInfo, ReferenceVersion, ReferenceWritten, Revoked, StateValue,
-    TokenCreated, TokenInfo, TokenList, TokenRequest,
+    NamespaceList, NamespaceVersion, OwnerBinding, OwnerReservation, PurgeRequest, Purged,
+    Reference, ReferenceList, ReferenceRequest, ReferenceSetInfo, ReferenceVersion,
+    ReferenceWritten, Revoked, StateValue, TokenCreated, TokenInfo, TokenList, TokenRequest,
 };
 use raftlane_statemachine::model::principal::Role;
 use raftlane_statemachine::model::state::StateEntry;
+use raftlane_statemachine::rules::principal_name;
 use raftlane_statemachine::wire::command::{
-    IssueToken, PurgeState, PutPrincipal, RetentionPage, RetentionPass, RevokePrincipal,
-    SetPrincipalOrgs, WriteReferenceSnapshot, WriteReferenceSnapshotText, MAX_RETENTION_PAGE,
+    IssueToken, PurgeState, PutPrincipal, ReserveOwner, RetentionPage, RetentionPass,
+    RevokePrincipal, SetPrincipalOrgs, WriteReferenceSnapshot, WriteReferenceSnapshotText,
+    MAX_RETENTION_PAGE,
 };
 use raftlane_statemachine::{Command, Outcome};
 use rand::RngCore;
@@ -40,8 +42,9 @@ pub async fn namespace(
     Path(ns): Path<String>,
     Query(q): Query<NamespaceQuery>,
 ) -> ApiResult<Json<NamespaceVersion>> {
-    caller.require_global(Permission::Read)?;
+    caller.require(Permission::Read)?;
     check_name("namespace", &ns)?;
+    caller.require_namespace(&ns)?;
     let opts = ReadOpts {
         consistency: q.consistency,
     };
@@ -81,17 +84,19 @@ fn state_value(ns: &str, key: String, e: StateEntry) -> StateValue {
     }
 }
 
-/// `GET /v1/state`: every namespace with its version.
+/// `GET /v1/state`: every namespace the caller may use, with its version (a channel-scoped
+/// caller sees its channels' namespaces only, docs/SPEC.md §9.4).
 pub async fn namespaces(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<NamespaceList>> {
-    caller.require_global(Permission::Read)?;
+    caller.require(Permission::Read)?;
     let list = read_state(&state, &opts, |r| r.state_namespaces()).await?;
     Ok(Json(NamespaceList {
         namespaces: list
             .into_iter()
+            .filter(|n| caller.may_use_namespace(&n.namespace))
             .map(|n| NamespaceVersion {
                 namespace: n.namespace,
                 version: n.version,
@@ -129,9 +134,10 @@ pub async fn state_entry(
     Path((ns, key)): Path<(String, String)>,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<StateValue>> {
-    caller.require_global(Permission::Read)?;
+    caller.require(Permission::Read)?;
     check_name("namespace", &ns)?;
     check_name("key", &key)?;
+    caller.require_namespace(&ns)?;
     match read_covered(&state, &opts, |r| r.state_entry(&ns, &key)).await? {
         Some(e) => Ok(Json(state_value(&ns, key, e))),
         None => Err(ApiError::not_found(format!("no state {ns}/{key}"))),
@@ -144,7 +150,7 @@ pub async fn put_reference(
     Path(name): Path<String>,
     JsonBody(b): JsonBody<ReferenceRequest>,
 ) -> ApiResult<Json<ReferenceWritten>> {
-    caller.require_global(Permission::Operate)?;
+    caller.require_global(Permission::WriteReference)?;
     check_name("name", &name)?;
     let command = match b.version {
         ReferenceVersion::Number(version) => {
@@ -198,7 +204,7 @@ pub async fn purge(
     caller: Caller,
     JsonBody(b): JsonBody<PurgeRequest>,
 ) -> ApiResult<Json<Purged>> {
-    caller.require_global(Permission::Operate)?;
+    caller.require_global(Permission::Purge)?;
     // `older_than_ms` is an age; the state machine takes the absolute cutoff, since `apply`
     // has no clock.
     let older_than = match (b.older_than_ms, b.older_than) {
@@ -319,17 +325,16 @@ pub async fn create_token(
     JsonBody(b): JsonBody<TokenRequest>,
 ) -> ApiResult<(StatusCode, Json<TokenCreated>)> {
     caller.require_global(Permission::Admin)?;
-    check_name("name", &b.name)?;
-    if crate::auth::reserved_principal_name(&b.name) {
-        return Err(ApiError::invalid(
-            "name",
-            "is reserved (the bootstrap admin, or the cluster's own raftlane: actors)",
-        ));
-    }
+    let mut b = b;
+    // One normal form per name (docs/SPEC.md §9.1): the NFKC form is proposed, and its own
+    // characters judged here; the state machine judges it again, and against every other
+    // principal's name, when it applies.
+    b.name = principal_name::normal_form(&b.name);
+    principal_name::check_form("name", &b.name)?;
     let role = Role::parse(&b.role).ok_or_else(|| {
         ApiError::invalid(
             "role",
-            "must be admin, operator, worker, viewer or metadata",
+            "must be admin, operator, worker, viewer, metadata or engine",
         )
     })?;
     if let Some(chs) = &b.channels {
@@ -444,6 +449,73 @@ pub async fn revoke_token(
         (index, Outcome::Done) => Ok(Json(Revoked {
             index,
             revoked: true,
+        })),
+        (_, other) => Err(unexpected(other)),
+    }
+}
+
+/// `GET /v1/owners/{owner}`: the principal a lease owner name or engine node id is bound to
+/// (docs/SPEC.md §9.8), `null` when nobody has used or reserved it yet.
+pub async fn get_owner(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(owner): Path<String>,
+    Query(opts): Query<ReadOpts>,
+) -> ApiResult<Json<OwnerBinding>> {
+    caller.require_global(Permission::Read)?;
+    check_name("owner", &owner)?;
+    let principal = read_state(&state, &opts, |r| r.lease_owner(&owner)).await?;
+    Ok(Json(OwnerBinding {
+        owner,
+        principal,
+        index: None,
+        changed: None,
+    }))
+}
+
+/// `PUT /v1/owners/{owner} {principal}`: an admin binds a name to a principal ahead of its
+/// first use, so that nobody else can take it first (docs/SPEC.md §9.8). `404` for an unknown
+/// principal, `409 already_exists` (field `owner`) for a name bound to another.
+pub async fn reserve_owner(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(owner): Path<String>,
+    JsonBody(b): JsonBody<OwnerReservation>,
+) -> ApiResult<Json<OwnerBinding>> {
+    caller.require_global(Permission::Admin)?;
+    check_name("owner", &owner)?;
+    check_name("principal", &b.principal)?;
+    bind_owner(&state, &caller, owner, Some(b.principal)).await
+}
+
+/// `DELETE /v1/owners/{owner}`: an admin releases a name's binding; the next principal to use
+/// it (or a new reservation) takes it.
+pub async fn release_owner(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Path(owner): Path<String>,
+) -> ApiResult<Json<OwnerBinding>> {
+    caller.require_global(Permission::Admin)?;
+    check_name("owner", &owner)?;
+    bind_owner(&state, &caller, owner, None).await
+}
+
+async fn bind_owner(
+    state: &AppState,
+    caller: &Caller,
+    owner: String,
+    principal: Option<String>,
+) -> ApiResult<Json<OwnerBinding>> {
+    let command = Command::ReserveOwner(ReserveOwner {
+        owner: owner.clone(),
+        principal: principal.clone(),
+    });
+    match propose(state, caller, command).await? {
+        (index, Outcome::Count(n)) => Ok(Json(OwnerBinding {
+            owner,
+            principal,
+            index: Some(index),
+            changed: Some(n == 1),
         })),
         (_, other) => Err(unexpected(other)),
     }

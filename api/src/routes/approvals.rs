@@ -98,7 +98,7 @@ pub async fn create_keyed(
     caller: Caller,
     JsonBody(b): JsonBody<KeyedApprovalRequest>,
 ) -> ApiResult<(StatusCode, Json<ApprovalCreated>)> {
-    caller.require_global(Permission::Operate)?;
+    caller.require_global(Permission::KeyedApprovals)?;
     check_name("key", &b.key)?;
     check_name("operation", &b.operation)?;
     check_name("requester", &b.requester)?;
@@ -142,7 +142,7 @@ pub async fn decide_keyed(
     Path(key): Path<String>,
     JsonBody(b): JsonBody<KeyedDecideRequest>,
 ) -> ApiResult<Json<KeyedDecided>> {
-    caller.require_global(Permission::Operate)?;
+    caller.require_global(Permission::KeyedApprovals)?;
     check_name("key", &key)?;
     if b.status == ApprovalStatus::Pending {
         return Err(ApiError::invalid(

@@ -22,7 +22,7 @@ pub async fn append(
     caller: Caller,
     JsonBody(b): JsonBody<AuditAppendRequest>,
 ) -> ApiResult<Json<AuditAppended>> {
-    caller.require(Permission::Operate)?;
+    caller.require(Permission::AppendAudit)?;
     check_name("action", &b.action)?;
     if let Some(c) = &b.channel {
         caller.require_channel(c)?;

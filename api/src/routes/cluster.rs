@@ -144,6 +144,10 @@ pub async fn metrics(
     gauges.insert("raftlane_last_log_index".into(), s.last_log_index as f64);
     gauges.insert("raftlane_last_applied".into(), s.last_applied as f64);
     gauges.insert(
+        "raftlane_claim_waiters".into(),
+        state.claim_waiters.waiting() as f64,
+    );
+    gauges.insert(
         "raftlane_is_leader".into(),
         if s.leader_id == Some(s.node_id) {
             1.0

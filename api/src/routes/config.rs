@@ -3,7 +3,7 @@
 use super::{propose, read_state, unexpected, ReadOpts};
 use crate::app::{AppState, JsonBody, Path, Query};
 use crate::auth::{Caller, Permission};
-use crate::dual_control::{self, Action};
+use crate::dual_control;
 use crate::error::{ApiError, ApiResult};
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -64,7 +64,9 @@ pub async fn put_config(
         .parse::<u64>()
         .map_err(|_| ApiError::invalid("If-Match", "must be a version number"))?;
     let params = serde_json::json!({ "expected_version": expected, "config": &doc });
-    dual_control::authorize(&state, &caller, Action::PutConfig, &params).await?;
+    // Under dual control when put_config is listed, and when the change would shorten
+    // retention, unregister what a listed sweep guards, or shrink the list (docs/SPEC.md §9.5).
+    dual_control::authorize_config(&state, &caller, &params, &doc).await?;
     match propose(
         &state,
         &caller,

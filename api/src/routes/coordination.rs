@@ -1,5 +1,8 @@
 //! Engine coordination (docs/SPEC.md §15): heartbeats and clean leaves of engine processes,
-//! one leadership lease per group, shared counters, and the lanes a node holds.
+//! one leadership lease per group, shared counters, and the lanes a node holds. A node id is
+//! its principal's (docs/SPEC.md §9.8): the state machine binds it at its first heartbeat or
+//! campaign and refuses it to every other principal; an operator's leave or resignation of
+//! another principal's node goes through `AsOperator`.
 
 use super::{check_name, prepare_read, propose, unexpected, ReadOpts};
 use crate::app::{parse_json_or_default, AppState, JsonBody, Path, Query, RawBody};
@@ -44,7 +47,10 @@ pub async fn leave(
 ) -> ApiResult<Json<NodeLeft>> {
     caller.require_global(Permission::Work)?;
     check_name("node_id", &node_id)?;
-    match propose(&state, &caller, Command::NodeLeave(NodeLeave { node_id })).await? {
+    // An operator may mark another principal's engine left (audited by the state machine);
+    // anyone else only its own (docs/SPEC.md §9.8).
+    let command = caller.authority(Command::NodeLeave(NodeLeave { node_id }));
+    match propose(&state, &caller, command).await? {
         (index, Outcome::Count(n)) => Ok(Json(NodeLeft {
             left: n == 1,
             index,
@@ -99,10 +105,10 @@ pub async fn resign(
     caller.require_global(Permission::Work)?;
     check_name("group", &group)?;
     check_name("node_id", &b.node_id)?;
-    let command = Command::ResignLeadership(ResignLeadership {
+    let command = caller.authority(Command::ResignLeadership(ResignLeadership {
         group,
         node_id: b.node_id,
-    });
+    }));
     match propose(&state, &caller, command).await? {
         (index, Outcome::Count(n)) => Ok(Json(Resigned {
             resigned: n == 1,

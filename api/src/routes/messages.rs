@@ -4,6 +4,7 @@ use super::{check_name, prepare_read, propose, read_covered, read_state, unexpec
 use crate::app::{body_error, parse_json, parse_json_or_default, AppState, Path, Query, RawBody};
 use crate::auth::{Caller, Permission};
 use crate::backend;
+use crate::by_id::ById;
 use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
 use axum::body::Bytes;
@@ -16,7 +17,7 @@ use raftlane_contract::{
     Viewed, ViewedRequest,
 };
 use raftlane_statemachine::model::message::MessageStatus;
-use raftlane_statemachine::query::{DeadLetterFilter, MessageFilter};
+use raftlane_statemachine::query::{DeadLetterFilter, MessageFilter, PAGE_SCAN_BUDGET};
 use raftlane_statemachine::wire::command::{
     EnqueueIngress, EnqueueMessage, MessageFields, ReceivedStatus, RecordReceived, RecordView,
     Replay, ReplayDead,
@@ -213,6 +214,23 @@ fn allowed_channels(caller: &Caller, asked: Option<&str>) -> Option<Vec<String>>
     }
 }
 
+/// A message list's `offset`: below [`PAGE_SCAN_BUDGET`], since a page examines at most that
+/// many messages and one that must skip more can only come back empty: refusing it tells the
+/// caller so, where an empty page would not. Deeper pages are reached with `cursor`.
+fn list_offset(offset: Option<usize>) -> ApiResult<usize> {
+    let offset = offset.unwrap_or(0);
+    if offset >= PAGE_SCAN_BUDGET {
+        return Err(ApiError::invalid(
+            "offset",
+            format!(
+                "must be below {PAGE_SCAN_BUDGET} (a page examines at most {PAGE_SCAN_BUDGET} \
+                 messages); page further with cursor, the previous page's next_cursor"
+            ),
+        ));
+    }
+    Ok(offset)
+}
+
 /// The message filter a list query names, after the caller's checks.
 async fn message_filter(
     state: &AppState,
@@ -244,7 +262,7 @@ async fn message_filter(
         control_id: q.control_id,
         allowed_channels: allowed_channels(caller, q.allowed_channels.as_deref()),
         limit: q.limit.unwrap_or(50).clamp(1, 1000),
-        offset: q.offset.unwrap_or(0),
+        offset: list_offset(q.offset)?,
         before: q.cursor.map(MessageId),
     })
 }
@@ -341,20 +359,22 @@ pub async fn get_one(
         }
     })
     .await?;
-    let view = match view {
-        Some(v) if caller.may_see(&v.message.channel_id) => v,
-        _ => return Err(ApiError::not_found(format!("message {id} not found"))),
+    caller.require_by_id(
+        ById::Message(id.clone()),
+        view.as_ref().map(|v| v.message.channel_id.as_str()),
+    )?;
+    let Some(mut view) = view else {
+        return Err(ById::Message(id).not_found());
     };
+    for row in &mut view.rows {
+        super::hide_foreign_fence(&state, &caller, row)?;
+    }
     let message_id = view.message.id;
     let mut detail = MessageDetail::new(view, bodies);
     if bodies && record {
-        let viewer = match q.viewer {
-            Some(person) => format!("{person} (via {})", caller.name),
-            None => caller.name.clone(),
-        };
         let command = Command::RecordView(RecordView {
             message_id,
-            viewer: Some(viewer),
+            viewer: Some(caller.on_behalf_of(q.viewer.as_deref())),
         });
         let (index, _) = propose(&state, &caller, command).await?;
         detail.viewed_index = Some(index);
@@ -374,11 +394,18 @@ pub fn parse_message_id(s: &str) -> ApiResult<MessageId> {
         .map_err(|_| ApiError::invalid("id", "must be a message id (an integer)"))
 }
 
-/// Load a message's channel for a scope check (stale read: channels never change).
-fn message_channel(state: &AppState, id: MessageId) -> ApiResult<String> {
+/// The scope check of an action on message `id` (stale read: channels never change): a
+/// channel-scoped caller gets the same 404 for another channel's message as for a missing one
+/// (`crate::by_id`); an unscoped caller's missing message is the state machine's to refuse.
+fn require_message(state: &AppState, caller: &Caller, id: MessageId) -> ApiResult<()> {
+    if caller.channels.is_none() {
+        return Ok(());
+    }
     let view = backend::read(state.backend.as_ref(), |r| r.message(id))?;
-    view.map(|v| v.message.channel_id)
-        .ok_or_else(|| ApiError::not_found(format!("message {id} not found")))
+    caller.require_by_id(
+        ById::Message(id.to_string()),
+        view.as_ref().map(|v| v.message.channel_id.as_str()),
+    )
 }
 
 pub async fn replay(
@@ -386,11 +413,13 @@ pub async fn replay(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<Requeued>> {
-    caller.require(Permission::Operate)?;
+    caller.require(Permission::Requeue)?;
     let id = parse_message_id(&id)?;
-    if caller.channels.is_some() {
-        caller.require_channel(&message_channel(&state, id)?)?;
-    }
+    require_message(&state, &caller, id)?;
+    // A message's replay requeues its dead rows too: the same action as a dead-letter replay
+    // under dual control (docs/SPEC.md §9.5).
+    let params = serde_json::json!({ "message_id": id.0 });
+    dual_control::authorize(&state, &caller, Action::ReplayDead, &params).await?;
     match propose(&state, &caller, Command::Replay(Replay { message_id: id })).await? {
         (index, Outcome::Count(n)) => Ok(Json(Requeued { index, requeued: n })),
         (_, other) => Err(unexpected(other)),
@@ -483,12 +512,11 @@ pub async fn viewed(
     caller.require(Permission::Read)?;
     let id = parse_message_id(&id)?;
     let body: ViewedRequest = parse_json_or_default(&body)?;
-    if caller.channels.is_some() {
-        caller.require_channel(&message_channel(&state, id)?)?;
-    }
+    require_message(&state, &caller, id)?;
+    // Who viewed is always recorded: the caller's principal, with the person it names beside it.
     let command = Command::RecordView(RecordView {
         message_id: id,
-        viewer: body.actor,
+        viewer: Some(caller.on_behalf_of(body.actor.as_deref())),
     });
     let (index, _) = propose(&state, &caller, command).await?;
     Ok(Json(Viewed { index }))
@@ -499,7 +527,7 @@ pub async fn replay_dead(
     caller: Caller,
     RawBody(body): RawBody,
 ) -> ApiResult<Json<Requeued>> {
-    caller.require(Permission::Operate)?;
+    caller.require(Permission::Requeue)?;
     let body: ReplayDeadRequest = parse_json_or_default(&body)?;
     caller.require_channel_filter(body.channel.as_deref())?;
     dual_control::authorize(&state, &caller, Action::ReplayDead, &body).await?;

@@ -86,6 +86,70 @@ pub fn check_name(field: &str, value: &str) -> ApiResult<()> {
     raftlane_statemachine::checks::name(field, value).map_err(ApiError::from)
 }
 
+/// The principal of `row`'s current claim (docs/SPEC.md §9.8): the one its owner name is bound
+/// to. `None` for a row without a claim, or a claim bound to no principal.
+pub fn claim_holder(
+    state: &AppState,
+    row: &raftlane_statemachine::row::WorkRow,
+) -> ApiResult<Option<String>> {
+    match &row.claim {
+        None => Ok(None),
+        Some(claim) => Ok(crate::backend::read(state.backend.as_ref(), |r| {
+            r.lease_owner(&claim.owner)
+        })?),
+    }
+}
+
+/// `row` as `caller` may see it: a claim's fence is its principal's (and operators'); anyone
+/// else reads it as `0` (never a fence: fences are log indexes) and the row's `last_fence` as
+/// `null`, so a read hands no one the means to act on another principal's claim.
+pub fn hide_foreign_fence(
+    state: &AppState,
+    caller: &Caller,
+    row: &mut raftlane_statemachine::row::WorkRow,
+) -> ApiResult<()> {
+    if row.claim.is_none() || caller.is_operator() {
+        return Ok(());
+    }
+    let holder = claim_holder(state, row)?;
+    if !caller.may_act_on_claim(holder.as_deref()) {
+        if let Some(claim) = &mut row.claim {
+            claim.fence = raftlane_statemachine::Fence(0);
+        }
+        row.last_fence = None;
+    }
+    Ok(())
+}
+
+/// The code of a row action refused because another principal holds the row's claim.
+pub const CLAIM_OF_ANOTHER: &str = "claim_of_another_principal";
+
+/// 403 `claim_of_another_principal` unless `caller` may act on `row`'s current claim (its own,
+/// or any as an operator; docs/SPEC.md §9.8). The state machine checks it again when the action
+/// applies, against the claim as it then stands.
+pub fn require_claim(
+    state: &AppState,
+    caller: &Caller,
+    row: &raftlane_statemachine::row::WorkRow,
+) -> ApiResult<()> {
+    if row.claim.is_none() || caller.is_operator() {
+        return Ok(());
+    }
+    let holder = claim_holder(state, row)?;
+    if caller.may_act_on_claim(holder.as_deref()) {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            axum::http::StatusCode::FORBIDDEN,
+            CLAIM_OF_ANOTHER,
+            format!(
+                "row {} is claimed by another principal; acting on it needs the operator role",
+                row.id
+            ),
+        ))
+    }
+}
+
 /// An outcome of an unexpected shape (a programming error, reported rather than panicking).
 pub fn unexpected(outcome: Outcome) -> ApiError {
     ApiError::unexpected_outcome(&outcome)

@@ -1,10 +1,16 @@
 //! Taking work back and sweeping what the engine no longer knows: `POST /v1/leases/reclaim`,
 //! `reset`, `recover` and `POST /v1/dead-letters/sweep` (docs/SPEC.md §4.5, §14.2, §14.3,
 //! §14.9). Each spans every channel, so a channel-scoped token may call none of them.
+//!
+//! Whose work (§9.8): `reclaim` takes back only leases that ran out, as the leader's timer does,
+//! so any worker may call it. `reset` and `recover` take back live claims: an operator's
+//! (proposed as `AsOperator`, under dual control when listed) reach every principal's rows and
+//! lane leases, anyone else's only its own principal's. The sweeps are operators'.
 
 use super::{check_name, parse_stage, propose, unexpected};
 use crate::app::{parse_json_or_default, AppState, JsonBody, RawBody};
 use crate::auth::{Caller, Permission};
+use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
 use axum::extract::State;
 use axum::Json;
@@ -55,8 +61,12 @@ pub async fn reset(
     RawBody(body): RawBody,
 ) -> ApiResult<Json<ResetRows>> {
     caller.require_global(Permission::Work)?;
-    let stage = stage_scope(&body)?;
-    let command = Command::ResetStaleInflight(ResetStaleInflight { stage });
+    let scope: StageScope = parse_json_or_default(&body)?;
+    let stage = scope.stage.as_deref().map(parse_stage).transpose()?;
+    if caller.is_operator() {
+        dual_control::authorize(&state, &caller, Action::ResetLeases, &scope).await?;
+    }
+    let command = caller.authority(Command::ResetStaleInflight(ResetStaleInflight { stage }));
     let (index, reset) = count(&state, &caller, command).await?;
     Ok(Json(ResetRows { index, reset }))
 }
@@ -71,10 +81,15 @@ pub async fn recover(
     if let Some(lane_owner) = &b.lane_owner {
         check_name("lane_owner", lane_owner)?;
     }
-    let command = Command::RecoverInflightOnPromotion(RecoverInflightOnPromotion {
-        owner: b.owner,
-        lane_owner: b.lane_owner,
-    });
+    if caller.is_operator() {
+        dual_control::authorize(&state, &caller, Action::RecoverLeases, &b).await?;
+    }
+    let command = caller.authority(Command::RecoverInflightOnPromotion(
+        RecoverInflightOnPromotion {
+            owner: b.owner,
+            lane_owner: b.lane_owner,
+        },
+    ));
     let (index, recovered) = count(&state, &caller, command).await?;
     Ok(Json(Recovered { index, recovered }))
 }
@@ -84,8 +99,12 @@ pub async fn sweep(
     caller: Caller,
     JsonBody(b): JsonBody<SweepRequest>,
 ) -> ApiResult<Json<Swept>> {
-    caller.require_global(Permission::Operate)?;
-    let command = match parse_stage(&b.stage)? {
+    caller.require_global(Permission::Requeue)?;
+    let stage = parse_stage(&b.stage)?;
+    if matches!(stage, Stage::Outbound | Stage::Routed) {
+        dual_control::authorize(&state, &caller, Action::SweepDeadLetters, &b).await?;
+    }
+    let command = match stage {
         Stage::Outbound => Command::DeadLetterMissingDestinations(DeadLetterMissingDestinations {
             destinations: b.keep,
         }),

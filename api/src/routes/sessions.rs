@@ -43,7 +43,7 @@ pub async fn create(
     caller: Caller,
     JsonBody(b): JsonBody<CreateSessionRequest>,
 ) -> ApiResult<(StatusCode, Json<SessionCreated>)> {
-    caller.require_global(Permission::Admin)?;
+    caller.require_global(Permission::EngineUsers)?;
     check_name("token_hash", &b.token_hash)?;
     check_name("user_id", &b.user_id)?;
     let command = session_write(
@@ -72,7 +72,7 @@ pub async fn get_one(
     Path(token_hash): Path<String>,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<SessionView>> {
-    caller.require_global(Permission::Admin)?;
+    caller.require_global(Permission::EngineUsers)?;
     match read_state(&state, &opts, |r| r.session(&token_hash)).await? {
         Some(s) => Ok(Json(SessionView::from(s))),
         None => Err(ApiError::not_found("session not found")),
@@ -86,7 +86,7 @@ pub async fn of_user(
     Path(user_id): Path<String>,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<SessionList>> {
-    caller.require_global(Permission::Admin)?;
+    caller.require_global(Permission::EngineUsers)?;
     let now = caller.now_ms();
     let sessions = read_state(&state, &opts, |r| r.active_sessions(&user_id, now)).await?;
     Ok(Json(SessionList {
@@ -100,7 +100,7 @@ pub async fn change(
     Path((token_hash, change)): Path<(String, String)>,
     RawBody(body): RawBody,
 ) -> ApiResult<Json<SessionChanged>> {
-    caller.require_global(Permission::Admin)?;
+    caller.require_global(Permission::EngineUsers)?;
     check_name("token_hash", &token_hash)?;
     let (change, at) = match change.as_str() {
         "touch" => (
@@ -143,7 +143,7 @@ pub async fn revoke_of_user(
     Path(user_id): Path<String>,
     RawBody(body): RawBody,
 ) -> ApiResult<Json<SessionsRevoked>> {
-    caller.require_global(Permission::Admin)?;
+    caller.require_global(Permission::EngineUsers)?;
     check_name("id", &user_id)?;
     let b: RevokeSessionsRequest = parse_json_or_default(&body)?;
     let command = session_write(
@@ -163,7 +163,7 @@ pub async fn cap(
     Path(user_id): Path<String>,
     JsonBody(b): JsonBody<SessionCapRequest>,
 ) -> ApiResult<Json<SessionsRevoked>> {
-    caller.require_global(Permission::Admin)?;
+    caller.require_global(Permission::EngineUsers)?;
     check_name("id", &user_id)?;
     let command = session_write(
         b.at,
@@ -182,7 +182,7 @@ pub async fn purge_expired(
     caller: Caller,
     RawBody(body): RawBody,
 ) -> ApiResult<Json<SessionsPurged>> {
-    caller.require_global(Permission::Admin)?;
+    caller.require_global(Permission::EngineUsers)?;
     let NoChangeBody {} = parse_json_or_default(&body)?;
     let command = Command::PurgeExpiredSessions(PurgeExpiredSessions);
     let (index, purged) = count(propose(&state, &caller, command).await?)?;

@@ -17,6 +17,7 @@ use raftlane_contract::{
     UserSecrets, UserView,
 };
 use raftlane_statemachine::model::user::{AdGroupMap, AuthProvider};
+use raftlane_statemachine::rules::principal_name;
 use raftlane_statemachine::wire::command::{
     CreateUser, DeleteUser, SetAdGroupMap, SetUserRoles, UpdateUser, UpsertRole, UserChange,
 };
@@ -55,9 +56,12 @@ pub async fn create_user(
     caller: Caller,
     JsonBody(b): JsonBody<CreateUserRequest>,
 ) -> ApiResult<(StatusCode, Json<UserCreated>)> {
-    caller.require_global(Permission::Admin)?;
+    caller.require_global(Permission::EngineUsers)?;
     check_name("id", &b.id)?;
-    check_name("username", &b.username)?;
+    // A username has one normal form (docs/SPEC.md §9.1): the NFKC form is proposed; the state
+    // machine refuses it confusable with another username.
+    let username = principal_name::normal_form(&b.username);
+    principal_name::check_username_form("username", &username)?;
     let auth_provider = AuthProvider::parse(&b.auth_provider).ok_or_else(|| {
         ApiError::invalid(
             "auth_provider",
@@ -66,7 +70,7 @@ pub async fn create_user(
     })?;
     let command = Command::CreateUser(CreateUser {
         user_id: b.id.clone(),
-        username: b.username,
+        username,
         auth_provider,
         display_name: b.display_name,
         email: b.email,
@@ -90,12 +94,13 @@ pub async fn list_users(
     caller: Caller,
     Query(q): Query<UserQuery>,
 ) -> ApiResult<Json<UserList>> {
-    caller.require_global(Permission::Admin)?;
+    caller.require_global(Permission::EngineUsers)?;
     let opts = ReadOpts {
         consistency: q.consistency,
     };
     let limit = q.limit.unwrap_or(usize::MAX);
-    let username = q.username;
+    // Looked up in the form usernames are stored in.
+    let username = q.username.as_deref().map(principal_name::normal_form);
     let (users, count) = read_state(&state, &opts, |r| match &username {
         Some(name) => {
             let users: Vec<_> = r.user_by_username(name)?.into_iter().collect();
@@ -122,7 +127,7 @@ pub async fn get_user(
     Path(id): Path<String>,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<UserView>> {
-    caller.require_global(Permission::Admin)?;
+    caller.require_global(Permission::EngineUsers)?;
     match read_state(&state, &opts, |r| r.user(&id)).await? {
         Some(u) => Ok(Json(UserView::from(u))),
         None => Err(ApiError::not_found(format!("user {id} not found"))),
@@ -135,7 +140,7 @@ pub async fn user_secrets(
     Path(id): Path<String>,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<UserSecrets>> {
-    caller.require_global(Permission::Admin)?;
+    caller.require_global(Permission::EngineUsers)?;
     match read_state(&state, &opts, |r| r.user(&id)).await? {
         Some(u) => Ok(Json(UserSecrets::from(u))),
         None => Err(ApiError::not_found(format!("user {id} not found"))),
@@ -147,7 +152,7 @@ pub async fn delete_user(
     caller: Caller,
     Path(id): Path<String>,
 ) -> ApiResult<Json<UserDeleted>> {
-    caller.require_global(Permission::Admin)?;
+    caller.require_global(Permission::EngineUsers)?;
     check_name("id", &id)?;
     let command = Command::DeleteUser(DeleteUser { user_id: id });
     let (index, n) = count(propose(&state, &caller, command).await?)?;
@@ -237,7 +242,7 @@ pub async fn change_user(
     Path((id, change)): Path<(String, String)>,
     RawBody(body): RawBody,
 ) -> ApiResult<Json<UserChanged>> {
-    caller.require_global(Permission::Admin)?;
+    caller.require_global(Permission::EngineUsers)?;
     check_name("id", &id)?;
     let change = user_change(&change, &body)?;
     let consume = matches!(
@@ -263,7 +268,7 @@ pub async fn list_roles(
     caller: Caller,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<RoleList>> {
-    caller.require_global(Permission::Admin)?;
+    caller.require_global(Permission::EngineUsers)?;
     let roles = read_state(&state, &opts, |r| r.roles()).await?;
     Ok(Json(RoleList {
         roles: roles.into_iter().map(RoleView::from).collect(),
@@ -276,7 +281,7 @@ pub async fn put_role(
     Path(id): Path<String>,
     JsonBody(b): JsonBody<RoleRequest>,
 ) -> ApiResult<Json<RoleWritten>> {
-    caller.require_global(Permission::Admin)?;
+    caller.require_global(Permission::EngineUsers)?;
     check_name("id", &id)?;
     let command = Command::UpsertRole(UpsertRole {
         role_id: id.clone(),
@@ -294,7 +299,7 @@ pub async fn user_roles(
     Path(id): Path<String>,
     Query(opts): Query<ReadOpts>,
 ) -> ApiResult<Json<UserRoles>> {
-    caller.require_global(Permission::Admin)?;
+    caller.require_global(Permission::EngineUsers)?;
     let assignments = read_state(&state, &opts, |r| r.user_role_assignments(&id)).await?;
     let mut role_ids: Vec<String> = assignments.iter().map(|a| a.role_id.clone()).collect();
     role_ids.sort();
@@ -310,7 +315,7 @@ pub async fn set_user_roles(
     Path(id): Path<String>,
     JsonBody(b): JsonBody<UserRolesRequest>,
 ) -> ApiResult<Json<RolesAssigned>> {
-    caller.require_global(Permission::Admin)?;
+    caller.require_global(Permission::EngineUsers)?;
     check_name("id", &id)?;
     for (i, role) in b.role_ids.iter().enumerate() {
         check_name(&format!("role_ids[{i}]"), role)?;
@@ -352,7 +357,7 @@ pub async fn group_map(
     Path(map): Path<String>,
     Query(q): Query<GroupQuery>,
 ) -> ApiResult<Json<GroupMap>> {
-    caller.require_global(Permission::Admin)?;
+    caller.require_global(Permission::EngineUsers)?;
     let which = parse_map(&map)?;
     let opts = ReadOpts {
         consistency: q.consistency,
@@ -386,7 +391,7 @@ pub async fn put_group_map(
     Path(map): Path<String>,
     JsonBody(b): JsonBody<GroupMapRequest>,
 ) -> ApiResult<Json<GroupMapWritten>> {
-    caller.require_global(Permission::Admin)?;
+    caller.require_global(Permission::EngineUsers)?;
     let which = parse_map(&map)?;
     let command = Command::SetAdGroupMap(SetAdGroupMap {
         map: which,

@@ -1,11 +1,16 @@
 //! Workers' routes: claims, lanes, leases and the fenced row actions.
 
-use super::{check_name, parse_stage, prepare_read, propose, read_covered, unexpected, ReadOpts};
+use super::{
+    check_name, hide_foreign_fence, parse_stage, prepare_read, propose, read_covered,
+    require_claim, unexpected, ReadOpts, CLAIM_OF_ANOTHER,
+};
 use crate::app::{parse_json, parse_json_or_default, AppState, JsonBody, Path, Query, RawBody};
 use crate::auth::{Caller, Permission};
 use crate::backend;
+use crate::by_id::ById;
 use crate::error::{ApiError, ApiResult};
-use crate::write::policy;
+use crate::wait::{self, Seat};
+use crate::write::{claim, policy};
 use axum::extract::State;
 use axum::Json;
 use raftlane_contract::{
@@ -13,20 +18,23 @@ use raftlane_contract::{
     FifoClaimRequest, LaneStatus, ReleaseRequest, Released, RenewRequest, Renewed, RowAction,
     RowActionResult, RowActionResults, RowAnswer, RowDetail,
 };
+use raftlane_statemachine::query::Reader;
+use raftlane_statemachine::row::ClaimChance;
 use raftlane_statemachine::wire::command::{
     CancelQueued, ClaimFifoHead, ClaimNextFifo, ClaimReady, CompleteWithResponse, DeadLetterNow,
     Delivery, DoneThenClaimNext, HandOn, HandOnThenClaimNext, HandlerWork, Handoff, IngressHandoff,
     IngressHandoffKeyed, MarkDone, MarkFailed, ReleaseLane, RenewLeases, RouteHandoff, StateOp,
     TransformHandoff,
 };
-use raftlane_statemachine::{checks, Command, Fence, Outcome, RowId};
+use raftlane_statemachine::{checks, Command, Fence, Millis, Outcome, RowId, StoreError};
 use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 pub async fn claim_fifo(
     State(state): State<Arc<AppState>>,
-    caller: Caller,
+    mut caller: Caller,
     Path((stage, name)): Path<(String, String)>,
     JsonBody(body): JsonBody<FifoClaimRequest>,
 ) -> ApiResult<Json<FifoClaim>> {
@@ -38,6 +46,7 @@ pub async fn claim_fifo(
     if let Some(row_owner) = &body.row_owner {
         check_name("row_owner", row_owner)?;
     }
+    let wait = wait::wait_of(body.wait_ms)?;
     caller.require_lane(stage, &name)?;
     // The row's claim owner and the lane lease's holder named apart, or no lane lease at all
     // (docs/SPEC.md §14.1); otherwise one owner for both (§4.3).
@@ -52,17 +61,6 @@ pub async fn claim_fifo(
             ttl_ms: body.ttl_ms,
         })
     } else {
-        // The idle shortcut reads the lane at the proposer's clamped clock, which a test
-        // client's exact time (docs/SPEC.md §2.1) is not: in that mode every claim is proposed.
-        if caller.client_time.is_none() {
-            if let Some(empty) = state
-                .writes
-                .idle_fifo_answer(stage, &name, &body.owner, caller.now_ms())
-                .await?
-            {
-                return Ok(Json(FifoClaim::from(Err(empty))));
-            }
-        }
         Command::ClaimNextFifo(ClaimNextFifo {
             stage,
             lane: name,
@@ -70,8 +68,83 @@ pub async fn claim_fifo(
             ttl_ms: body.ttl_ms,
         })
     };
-    let (_, first) = propose(&state, &caller, command.clone()).await?;
-    Ok(Json(fifo_answer(&state, &caller, first, command).await?))
+    let waiting = Waiting::new(&state, &caller, wait);
+    loop {
+        let (attempt, claim) = claim_fifo_once(&state, &caller, &command).await?;
+        if claim.item.is_some()
+            || !waiting
+                .until_chance(&state, attempt, |r, t| claim::fifo_chance(r, &command, t))
+                .await?
+        {
+            return Ok(Json(claim));
+        }
+        caller.clock_ms = state.backend.cluster_now_ms();
+    }
+}
+
+/// One attempt of a FIFO claim: the idle shortcut for a `ClaimNextFifo` (docs/SPEC.md §4.7),
+/// else the command proposed and its head opened. Answers the log index the answer reflects
+/// (this node's applied index for an answer read from the state) with the claim's answer.
+async fn claim_fifo_once(
+    state: &AppState,
+    caller: &Caller,
+    command: &Command,
+) -> ApiResult<(u64, FifoClaim)> {
+    // The idle shortcut reads the lane at the proposer's clamped clock, which a test client's
+    // exact time (docs/SPEC.md §2.1) is not: in that mode every claim is proposed.
+    if let (Command::ClaimNextFifo(c), None) = (command, caller.client_time) {
+        if let Some(empty) = state
+            .writes
+            .idle_fifo_answer(c.stage, &c.lane, &c.owner, caller.now_ms())
+            .await?
+        {
+            return Ok((state.backend.applied_index(), FifoClaim::from(Err(empty))));
+        }
+    }
+    let (index, first) = propose(state, caller, command.clone()).await?;
+    Ok((
+        index,
+        fifo_answer(state, caller, first, command.clone()).await?,
+    ))
+}
+
+/// How long a claim request may still wait for work (`wait_ms`, docs/SPEC.md §4.7a), and its
+/// seat among this node's waiting claims. A claim that asked for no wait, one that found every
+/// seat taken, and one in test mode (its client's exact time never moves, so nothing waits for
+/// it to) answer after their first attempt, as a claim always did.
+struct Waiting<'a> {
+    until: Option<(Instant, Seat<'a>)>,
+}
+
+impl<'a> Waiting<'a> {
+    fn new(state: &'a AppState, caller: &Caller, wait: Option<Duration>) -> Self {
+        let until = match wait {
+            Some(wait) if caller.client_time.is_none() => {
+                let seat = state.claim_waiters.seat();
+                if seat.is_none() {
+                    tracing::debug!("every claim-wait seat is taken: answering at once");
+                }
+                seat.map(|seat| (Instant::now() + wait, seat))
+            }
+            _ => None,
+        };
+        Self { until }
+    }
+
+    /// After an attempt that claimed nothing (answered at log index `attempt`): whether to
+    /// claim again, once `probe` says a claim may hand something out (see
+    /// [`wait::until_chance`]); `false` when this claim does not wait or its time is up.
+    async fn until_chance(
+        &self,
+        state: &AppState,
+        attempt: u64,
+        probe: impl Fn(&Reader<'_>, Millis) -> Result<ClaimChance, StoreError>,
+    ) -> ApiResult<bool> {
+        let Some((deadline, _)) = &self.until else {
+            return Ok(false);
+        };
+        Ok(wait::until_chance(state.backend.as_ref(), attempt, *deadline, probe).await?)
+    }
 }
 
 /// `GET /v1/rows/{id}`: one work row as it is now, payload decrypted; 404 for a row never made
@@ -86,10 +159,13 @@ pub async fn get_row(
     // unrecorded look at a body (docs/SPEC.md §9.7).
     caller.require(Permission::Work)?;
     let id = parse_row_id(&id)?;
-    match read_covered(&state, &opts, |r| r.row(id)).await? {
-        Some(row) if caller.may_see(&row.channel_id) => Ok(Json(RowDetail { row })),
-        _ => Err(ApiError::not_found(format!("row {} not found", id.0))),
-    }
+    let row = read_covered(&state, &opts, |r| r.row(id)).await?;
+    caller.require_by_id(ById::Row(id.0), row.as_ref().map(|r| r.channel_id.as_str()))?;
+    let Some(mut row) = row else {
+        return Err(ById::Row(id.0).not_found());
+    };
+    hide_foreign_fence(&state, &caller, &mut row)?;
+    Ok(Json(RowDetail { row }))
 }
 
 fn parse_row_id(s: &str) -> ApiResult<RowId> {
@@ -148,11 +224,13 @@ pub async fn release(
     check_name("name", &name)?;
     check_name("owner", &body.owner)?;
     caller.require_lane(stage, &name)?;
-    let command = Command::ReleaseLane(ReleaseLane {
+    // An operator may let go of a lane held under another principal's owner name (audited by
+    // the state machine, docs/SPEC.md §9.8); anyone else only of its own.
+    let command = caller.authority(Command::ReleaseLane(ReleaseLane {
         stage,
         lane: name,
         owner: body.owner,
-    });
+    }));
     match propose(&state, &caller, command).await? {
         (_, Outcome::Count(n)) => Ok(Json(Released { released: n == 1 })),
         (_, other) => Err(unexpected(other)),
@@ -165,10 +243,18 @@ pub async fn cancel(
     Path(dest): Path<String>,
     RawBody(body): RawBody,
 ) -> ApiResult<Json<Cancelled>> {
-    caller.require(Permission::Operate)?;
+    caller.require(Permission::Requeue)?;
     check_name("destination", &dest)?;
     let body: CancelRequest = parse_json_or_default(&body)?;
     caller.require_channel_filter(body.channel.as_deref())?;
+    let params = serde_json::json!({ "destination": &dest, "request": &body });
+    crate::dual_control::authorize(
+        &state,
+        &caller,
+        crate::dual_control::Action::CancelQueued,
+        &params,
+    )
+    .await?;
     let command = Command::CancelQueued(CancelQueued {
         destination: dest,
         channel: body.channel,
@@ -182,7 +268,7 @@ pub async fn cancel(
 
 pub async fn claim_ready(
     State(state): State<Arc<AppState>>,
-    caller: Caller,
+    mut caller: Caller,
     JsonBody(body): JsonBody<ClaimRequest>,
 ) -> ApiResult<Json<Claimed>> {
     caller.require(Permission::Work)?;
@@ -198,32 +284,58 @@ pub async fn claim_ready(
             ),
         ));
     }
+    let wait = wait::wait_of(body.wait_ms)?;
     caller.require_channel_filter(body.channel.as_deref())?;
-    if state
-        .writes
-        .nothing_due(
-            stage,
-            body.channel.as_deref(),
-            body.destination.as_deref(),
-            caller.now_ms(),
-        )
-        .await?
-    {
-        return Ok(Json(Claimed { items: Vec::new() }));
-    }
-    let command = Command::ClaimReady(ClaimReady {
+    let claim = ClaimReady {
         stage,
         limit: body.limit,
         channel: body.channel,
         destination: body.destination,
         owner: body.owner,
         ttl_ms: body.ttl_ms,
-    });
-    match propose(&state, &caller, command).await? {
-        (_, Outcome::Claimed(claimed)) => {
-            let envelope = |command| state.envelope(&caller, command);
+    };
+    let waiting = Waiting::new(&state, &caller, wait);
+    loop {
+        let (attempt, items) = claim_ready_once(&state, &caller, &claim).await?;
+        let (channel, destination) = (claim.channel.as_deref(), claim.destination.as_deref());
+        if !items.is_empty()
+            || !waiting
+                .until_chance(&state, attempt, |r, t| {
+                    claim::ready_chance(r, stage, channel, destination, t)
+                })
+                .await?
+        {
+            return Ok(Json(Claimed { items }));
+        }
+        caller.clock_ms = state.backend.cluster_now_ms();
+    }
+}
+
+/// One attempt of `POST /v1/claims`: nothing due answered from a read (docs/SPEC.md §4.7),
+/// else the claim proposed and its payloads opened. Answers the log index the answer reflects
+/// (this node's applied index for an answer read from the state) with the rows claimed.
+async fn claim_ready_once(
+    state: &AppState,
+    caller: &Caller,
+    claim: &ClaimReady,
+) -> ApiResult<(u64, Vec<raftlane_statemachine::ClaimedRow>)> {
+    if state
+        .writes
+        .nothing_due(
+            claim.stage,
+            claim.channel.as_deref(),
+            claim.destination.as_deref(),
+            caller.now_ms(),
+        )
+        .await?
+    {
+        return Ok((state.backend.applied_index(), Vec::new()));
+    }
+    match propose(state, caller, Command::ClaimReady(claim.clone())).await? {
+        (index, Outcome::Claimed(claimed)) => {
+            let envelope = |command| state.envelope(caller, command);
             let items = state.writes.open_claims(claimed, &envelope).await?;
-            Ok(Json(Claimed { items }))
+            Ok((index, items))
         }
         (_, other) => Err(unexpected(other)),
     }
@@ -267,7 +379,7 @@ async fn done_then_claim_next(
         owner: next.owner.clone(),
         ttl_ms: next.ttl_ms,
     });
-    let (index, outcome) = propose(state, caller, command).await?;
+    let (index, outcome) = propose(state, caller, caller.authority(command)).await?;
     let again = claim_next_again(row, next);
     let next = fifo_answer(state, caller, outcome, again).await?;
     Ok(RowAnswer::Done {
@@ -293,7 +405,7 @@ async fn hand_on_then_claim_next(
         owner: next.owner.clone(),
         ttl_ms: next.ttl_ms,
     });
-    let (index, outcome) = propose(state, caller, command).await?;
+    let (index, outcome) = propose(state, caller, caller.authority(command)).await?;
     let Outcome::HandedOnThenClaimed {
         applied,
         next: claim,
@@ -368,7 +480,7 @@ pub async fn row_action(
     );
     match prepare_action(&state, &caller, row_id, &action, &body).await? {
         RowCommand::Plain(command) => {
-            let (index, outcome) = propose(&state, &caller, command).await?;
+            let (index, outcome) = propose(&state, &caller, caller.authority(command)).await?;
             action_answer(index, outcome).map(Json)
         }
         RowCommand::DoneThenClaim { row, fence, next } => {
@@ -411,8 +523,8 @@ struct RowActionItem {
 /// `POST /v1/rows/actions`: many fenced row actions in one request, e.g. a router handing on
 /// every row of its claimed batch. Each action is its own proposal (they share the batcher's
 /// log entry) and gets its own answer in `results`, in request order: the answer its own
-/// route would give, or `{"error", "status"}`. Bad input (400) or a row outside the caller's
-/// scope (403) fails the whole request and proposes nothing. `done` cannot take `claim_next`
+/// route would give, or `{"error", "status"}`. Bad input (400) fails the whole request and
+/// proposes nothing; a row outside the caller's scope is that item's 404, as a missing row is. `done` cannot take `claim_next`
 /// here, and a row may appear once, so the answers do not depend on the actions' order.
 pub async fn row_actions(
     State(state): State<Arc<AppState>>,
@@ -454,7 +566,9 @@ pub async fn row_actions(
                         "not in a batch: claim through POST /v1/rows/{id}/{action}",
                     ))
                 }
-                Err(e) if e.status.as_u16() == 404 => Err(e),
+                // An item's row that is not there (or not the caller's to see), or whose claim
+                // another principal holds now, is that item's answer, as a stale fence is.
+                Err(e) if e.status.as_u16() == 404 || e.code == CLAIM_OF_ANOTHER => Err(e),
                 Err(e) => return Err(e.within(&at)),
             };
         prepared.push(answer);
@@ -463,7 +577,7 @@ pub async fn row_actions(
     // (same Request-Id) proposes the same ids and gets the first answers back.
     let writes = prepared.into_iter().map(|p| {
         let envelope = match p {
-            Ok(command) => Ok(state.envelope(&caller, command)),
+            Ok(command) => Ok(state.envelope(&caller, caller.authority(command))),
             Err(e) => {
                 // Item i keeps request id `/i` even when it proposes nothing.
                 caller.requests.next();
@@ -517,23 +631,32 @@ async fn prepare_action(
     body: &[u8],
 ) -> ApiResult<RowCommand> {
     let row = scoped_row(state, caller, row_id).await?;
+    if let Some(row) = &row {
+        require_claim(state, caller, row)?;
+    }
     let action = parse_row_action(action, body)?;
     authorize_action(caller, &action)?;
     row_command(state, row_id, row, action).await
 }
 
-/// What an action reaches beyond its row: a re-ingress creates a message on its loopback
-/// channel and a response may name a channel to re-enter, so a scoped caller must be allowed
-/// those channels too; dead-lettering a row without its fence overrides whoever holds it, an
+/// What an action reaches beyond its row: a transform writes the state namespaces its
+/// `state_ops` name, a re-ingress creates a message on its loopback channel and a response may
+/// name a channel to re-enter, so a scoped caller must be allowed those namespaces and channels
+/// too; dead-lettering a row without its fence overrides whoever holds it, an
 /// operator's decision (docs/SPEC.md §9.4).
 fn authorize_action(caller: &Caller, action: &RowAction) -> ApiResult<()> {
     match action {
+        // A transform writes state: the very check a read of those namespaces makes.
+        RowAction::Transform(b) => b
+            .state_ops
+            .iter()
+            .try_for_each(|op| caller.require_namespace(&op.namespace)),
         RowAction::Reingress(b) => caller.require_channel(&b.loopback_channel),
         RowAction::Response(b) => match &b.reingress_to {
             Some(channel) => caller.require_channel(channel),
             None => Ok(()),
         },
-        RowAction::Dead(b) if b.fence.is_none() => caller.require(Permission::Operate),
+        RowAction::Dead(b) if b.fence.is_none() => caller.require(Permission::Requeue),
         _ => Ok(()),
     }
 }
@@ -560,7 +683,7 @@ fn parse_row_action(name: &str, body: &[u8]) -> ApiResult<RowAction> {
 }
 
 /// The row a row action names, once the caller may act on it: `None` when it does not exist
-/// (for a caller scoped to channels that is a 404 already).
+/// (for a caller scoped to channels that is a 404 already, and so is another channel's row).
 async fn scoped_row(
     state: &AppState,
     caller: &Caller,
@@ -574,10 +697,13 @@ async fn scoped_row(
         state.writes.linearize().await?;
         row = backend::read(state.backend.as_ref(), |r| r.row(row_id))?;
     }
-    if let Some(row) = &row {
-        caller.require_channel(&row.channel_id)?;
-    } else if caller.channels.is_some() {
-        return Err(ApiError::not_found(format!("row {row_id} not found")));
+    // Another channel's row answers as a missing one (`crate::by_id`); an unscoped caller's
+    // missing row is the state machine's to refuse.
+    if row.is_some() || caller.channels.is_some() {
+        caller.require_by_id(
+            ById::Row(row_id.0),
+            row.as_ref().map(|r| r.channel_id.as_str()),
+        )?;
     }
     Ok(row)
 }
@@ -597,7 +723,7 @@ fn hand_on(
             HandOn::Transform(c) => Command::TransformHandoff(c),
         }));
     };
-    let row = row.ok_or_else(|| ApiError::not_found(format!("row {} not found", row_id.0)))?;
+    let row = row.ok_or_else(|| ById::Row(row_id.0).not_found())?;
     Ok(RowCommand::HandOnThenClaim { row, action, next })
 }
 
@@ -665,8 +791,7 @@ async fn row_command(
             match b.claim_next {
                 None => Command::MarkDone(MarkDone { row_id, fence }),
                 Some(next) => {
-                    let row =
-                        row.ok_or_else(|| ApiError::not_found(format!("row {row_id} not found")))?;
+                    let row = row.ok_or_else(|| ById::Row(row_id.0).not_found())?;
                     return Ok(RowCommand::DoneThenClaim { row, fence, next });
                 }
             }
@@ -685,7 +810,7 @@ async fn row_command(
             })
         }
         RowAction::Fail(b) => {
-            let row = row.ok_or_else(|| ApiError::not_found(format!("row {row_id} not found")))?;
+            let row = row.ok_or_else(|| ById::Row(row_id.0).not_found())?;
             let retry = state
                 .writes
                 .retry_policy(row.stage, row.destination_name.as_deref(), b.retry.as_ref())

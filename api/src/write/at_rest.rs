@@ -173,9 +173,13 @@ impl Covered for Command {
             // A request's fingerprint: the wrapped command says what it carries. A token is
             // stored as its hash, and its nonce is useless without the nodes' token key.
             Command::Fingerprinted(c) => c.command.each_covered(f),
+            // The proposer's word on the caller's role: the wrapped command says what it carries.
+            Command::AsOperator(c) => c.command.each_covered(f),
             Command::IssueToken(_) => Ok(()),
             // A pass, a cutoff and a page size: nothing a client wrote.
             Command::RetentionPage(_) => Ok(()),
+            // A name and a principal's name.
+            Command::ReserveOwner(_) => Ok(()),
         }
     }
 }

@@ -19,14 +19,10 @@ use tokio::sync::{mpsc, oneshot, Semaphore};
 
 /// Batches being committed at once: one in the log's fsync, one forming behind it.
 ///
-/// Measured on 2026-12-03 in the performance pass (docs/BENCHMARKS.md, "Batcher: batches in
-/// flight"; in-process cluster, 15 s runs on a shared 2-core machine):
-/// 1, 2, 4 and 8 gave enqueue 5,387 / 5,640 / 4,232 / 2,366 msgs/s and pipeline 582 / 600 /
-/// 499 / 276 msgs/s. openraft 0.9 fsyncs every appended entry on its own, so more batches in
-/// flight only make them smaller (fewer commands per fsync) and queue them behind each other.
-/// Re-checked on 2026-12-03 after the log's WAL recycling (commit b818c3d; docs/BENCHMARKS.md,
-/// "2026-12-03 — the log's WAL recycled"): 3 gave 7,327 and 5,772 msgs/s against 8,448 and
-/// 7,517 with 2 in the same interleaved runs.
+/// openraft 0.9 fsyncs every appended entry on its own, so more batches in flight only make
+/// them smaller (fewer commands per fsync) and queue them behind each other: 2 was the fastest
+/// of 1, 2, 4 and 8, and of 2 and 3 with the log's WAL recycled (docs/BENCHMARKS.md, "Batcher:
+/// batches in flight" and "the log's WAL recycled").
 const MAX_IN_FLIGHT: usize = 2;
 /// Encoded bytes in one batch (well below the codec's and the transport's limits).
 const MAX_BATCH_BYTES: usize = 8 * 1024 * 1024;
@@ -71,7 +67,7 @@ impl Batcher {
     ///
     /// A few waiting proposals do not count: at a steady moderate load some are always waiting,
     /// and proposing every idle poll then doubled the log (10 commands per pipeline message
-    /// instead of ~5 at 300 msgs/s; measured 2026-12-03, commit ca3a585, docs/BENCHMARKS.md) and
+    /// instead of ~5 at 300 msgs/s; docs/BENCHMARKS.md, "Idle polls under a moderate load") and
     /// the snapshots and memory with it.
     pub fn saturated(&self) -> bool {
         self.tx.max_capacity() - self.tx.capacity() >= SATURATED_QUEUE

@@ -9,7 +9,7 @@ use super::{Proposer, WriteError};
 use crate::backend;
 use crate::crypto;
 use raftlane_statemachine::query::{DueRows, Reader};
-use raftlane_statemachine::row::Stage;
+use raftlane_statemachine::row::{ClaimChance, Stage};
 use raftlane_statemachine::wire::command::DeadLetterNow;
 use raftlane_statemachine::{
     checks, ClaimedRow, Command, Envelope, FifoEmpty, Millis, Outcome, Response, StoreError,
@@ -206,5 +206,38 @@ impl Proposer {
             })
             .await?;
         Ok(nothing.is_some())
+    }
+}
+
+/// When a `ClaimReady` of `stage` with these filters could next claim a row, as `r` shows it at
+/// `now` (clamped as a proposed claim would be): the probe of a claim that waits for work
+/// (`crate::wait`), looking at no more due rows than the idle check does.
+pub fn ready_chance(
+    r: &Reader<'_>,
+    stage: Stage,
+    channel: Option<&str>,
+    destination: Option<&str>,
+    now: Millis,
+) -> Result<ClaimChance, StoreError> {
+    let t = claim_time(r.meta().clock, now);
+    r.ready_claim_chance(stage, t, channel, destination, IDLE_CHECK_BUDGET)
+}
+
+/// When the FIFO claim `command` (a `ClaimNextFifo` or `ClaimFifoHead`) could next hand out the
+/// lane's head, as `r` shows it at `now`; `Now` for any other command (the claim decides).
+pub fn fifo_chance(
+    r: &Reader<'_>,
+    command: &Command,
+    now: Millis,
+) -> Result<ClaimChance, StoreError> {
+    let t = claim_time(r.meta().clock, now);
+    match command {
+        Command::ClaimNextFifo(c) => {
+            r.fifo_claim_chance(c.stage, &c.lane, &c.owner, Some(&c.owner), t)
+        }
+        Command::ClaimFifoHead(c) => {
+            r.fifo_claim_chance(c.stage, &c.lane, &c.owner, c.lane_owner.as_deref(), t)
+        }
+        _ => Ok(ClaimChance::Now),
     }
 }

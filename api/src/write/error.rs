@@ -30,6 +30,15 @@ pub enum WriteError {
     /// member yet, ...).
     #[error("membership change refused: {0}")]
     MembershipRefused(String),
+    /// A membership change raftlane's rules refuse before anything is appended, or a learner
+    /// removed again for not catching up (`raftlane_raft::membership_rules`,
+    /// `raftlane_raft::learners`): 400 naming `field` when `invalid`, else 409.
+    #[error("membership change refused: {field}: {reason}")]
+    MembershipRule {
+        field: String,
+        reason: String,
+        invalid: bool,
+    },
     /// The membership change may or may not have been made (it timed out, e.g. a learner still
     /// catching up): unlike a write, it is not blindly retried.
     #[error("outcome unknown: {0}")]
@@ -79,7 +88,17 @@ impl WriteError {
         match e {
             ProposeError::Fatal(m) => WriteError::Fatal(m),
             ProposeError::StorageUnavailable(m) => WriteError::StorageUnavailable(m),
+            ProposeError::ClockSkew(m) => WriteError::ClockSkew(m),
             ProposeError::Refused(m) => WriteError::Refused(m),
+            ProposeError::MembershipRule {
+                field,
+                reason,
+                invalid,
+            } => WriteError::MembershipRule {
+                field,
+                reason,
+                invalid,
+            },
             ProposeError::Unknown(m) => WriteError::OutcomeUnknown(m),
             last @ (ProposeError::ForwardToLeader(_) | ProposeError::Unavailable(_)) => {
                 WriteError::NoLeader { what, last }
@@ -92,7 +111,9 @@ impl WriteError {
         match e {
             ProposeError::Fatal(m) => WriteError::Fatal(m),
             ProposeError::StorageUnavailable(m) => WriteError::StorageUnavailable(m),
+            ProposeError::ClockSkew(m) => WriteError::ClockSkew(m),
             ProposeError::Refused(m) => WriteError::Refused(m),
+            e @ ProposeError::MembershipRule { .. } => WriteError::Refused(e.to_string()),
             other => WriteError::NotApplied(other),
         }
     }

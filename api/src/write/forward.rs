@@ -43,7 +43,9 @@ impl Settles {
             // delays the 503 that sends the client to another node.
             ProposeError::Fatal(_)
             | ProposeError::Refused(_)
-            | ProposeError::StorageUnavailable(_) => true,
+            | ProposeError::MembershipRule { .. }
+            | ProposeError::StorageUnavailable(_)
+            | ProposeError::ClockSkew(_) => true,
             ProposeError::Unknown(_) => matches!(self, Settles::Answered),
             ProposeError::ForwardToLeader(_) | ProposeError::Unavailable(_) => false,
         }
@@ -182,15 +184,11 @@ pub(crate) fn leader_answer<T: serde::de::DeserializeOwned>(
 /// The leader did not take the call: its status, and the reason its error body gives (a clock
 /// skew between the two nodes reads as such, not as a bad cluster secret).
 fn refusal(status: StatusCode, bytes: &[u8]) -> ProposeError {
-    #[derive(serde::Deserialize)]
-    struct Body {
-        code: String,
-        message: String,
-    }
-    match serde_json::from_slice::<Body>(bytes) {
+    // Every error body is the contract's one shape, `{"error": {"code", "message", ...}}`.
+    match serde_json::from_slice::<raftlane_contract::ErrorBody>(bytes).map(|e| e.error) {
         Ok(b) if b.code == "clock_skew" => {
             tracing::warn!(reason = %b.message, "the leader refused this node's call: clock skew");
-            ProposeError::Unavailable(format!(
+            ProposeError::ClockSkew(format!(
                 "the leader refused this node's call: {}",
                 b.message
             ))
@@ -212,6 +210,62 @@ fn lost_or_unsent(e: PeerError) -> ProposeError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The leader's refusal is read from the error envelope every route answers: a clock-skew
+    /// refusal is named as such, any other keeps the leader's message.
+    #[test]
+    fn a_leaders_refusal_is_read_from_its_error_envelope() {
+        let skew = raftlane_contract::ErrorBody {
+            error: raftlane_contract::ErrorDetail {
+                code: "clock_skew".into(),
+                message: "this node's clock is off".into(),
+                field: None,
+                extra: serde_json::Map::new(),
+            },
+        };
+        let bytes = serde_json::to_vec(&skew).expect("a body");
+        let ProposeError::ClockSkew(m) = refusal(StatusCode::UNAUTHORIZED, &bytes) else {
+            panic!("a clock-skew refusal is named as one");
+        };
+        assert_eq!(
+            m,
+            "the leader refused this node's call: this node's clock is off"
+        );
+        let other = br#"{"error":{"code":"unavailable","message":"no quorum"}}"#;
+        let ProposeError::Unavailable(m) = refusal(StatusCode::SERVICE_UNAVAILABLE, other) else {
+            panic!("a refusal is unavailable");
+        };
+        assert_eq!(m, "leader answered 503 Service Unavailable: no quorum");
+        let ProposeError::Unavailable(m) = refusal(StatusCode::BAD_GATEWAY, b"<html>") else {
+            panic!("a refusal is unavailable");
+        };
+        assert_eq!(m, "leader answered 502 Bad Gateway");
+    }
+
+    #[tokio::test]
+    async fn a_leader_refusing_this_node_for_clock_skew_ends_the_write_at_once() {
+        let body = br#"{"error":{"code":"clock_skew","message":"authentication failed"}}"#;
+        let e = refusal(StatusCode::UNAUTHORIZED, body);
+        assert!(matches!(e, ProposeError::ClockSkew(_)), "{e:?}");
+        // Not retried for the window: a clock does not fix itself in 8 s.
+        let started = Instant::now();
+        let mut attempts = 0;
+        let got: Result<(), WriteError> = until_settled("write", Settles::Applied, || {
+            attempts += 1;
+            let e = e.clone();
+            async move { Err(e) }
+        })
+        .await;
+        assert!(matches!(got, Err(WriteError::ClockSkew(_))), "{got:?}");
+        assert_eq!(attempts, 1);
+        assert!(started.elapsed() < Duration::from_secs(1));
+        // Any other refusal stays retryable.
+        let other = refusal(
+            StatusCode::UNAUTHORIZED,
+            br#"{"error":{"code":"unauthorized","message":"x"}}"#,
+        );
+        assert!(matches!(other, ProposeError::Unavailable(_)), "{other:?}");
+    }
 
     #[test]
     fn membership_timeout_follows_the_nodes_raft_bound() {

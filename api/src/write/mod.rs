@@ -144,6 +144,12 @@ impl Proposer {
             .seal(&mut envelope.command)
             .map_err(WriteError::Seal)?;
         let settled = until_settled("write", Settles::Applied, || async {
+            // Checked at every attempt: a node restarted with its clock beyond the bound learns
+            // so only at its first campaign (the others' answers carry their clocks), which
+            // usually falls inside the retry window; it then ends the write at once.
+            if let Some(skew) = self.backend.clock_skew() {
+                return Err(ProposeError::ClockSkew(skew));
+            }
             match self.batcher.propose(envelope.clone()).await {
                 Err(ProposeError::ForwardToLeader(NotLeader {
                     leader_id: Some(leader),

@@ -127,6 +127,18 @@ mod tests {
         );
     }
 
+    /// docs/SPEC.md §5.2 "How long a poison row holds its FIFO lane" states these figures.
+    #[test]
+    fn a_poison_row_holds_its_lane_for_the_documented_time_by_default() {
+        // A worker that fails it every time: nine backoffs before the tenth attempt kills it.
+        let waited: u64 = (1..DEFAULT_RETRY.max_attempts.unwrap_or(0))
+            .map(|attempts| retry::backoff_delay(&DEFAULT_RETRY, attempts))
+            .sum();
+        assert_eq!(waited, 243_000, "1+2+4+8+16+32+60+60+60 s");
+        // A worker that crashes on it every time: ten leases run out.
+        assert_eq!(DEFAULT_RETRY.max_attempts, Some(10));
+    }
+
     #[test]
     fn a_disposition_follows_whether_anything_was_named() {
         assert_eq!(route_disposition(None, 0), RouteDisposition::Unrouted);

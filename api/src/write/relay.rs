@@ -3,10 +3,9 @@
 //!
 //! A follower's clients still get their own answers: the leader proposes the envelopes of a call
 //! through its own batcher (so they share its log entries, as its local writes do) and answers
-//! each, in order. Measured on 2026-12-05, commit 6914bb0 against cfc6402 (docs/BENCHMARKS.md,
-//! "2026-12-05 — forwarded writes in batches"): 64 clients enqueueing through a follower
-//! reached 70 % of the leader's rate with one call per forwarded write, 80–85 % with batched
-//! calls (pipeline through a follower: +13 %).
+//! each, in order. 64 clients enqueueing through a follower reach 80–85 % of the leader's rate
+//! with batched calls, 70 % with one call per forwarded write (pipeline through a follower:
+//! +13 %; docs/BENCHMARKS.md, "forwarded writes in batches").
 //!
 //! A leader that does not know the batch route (an older version during a rolling upgrade)
 //! answers 404; the call's writes are then sent one by one to `/internal/propose`.

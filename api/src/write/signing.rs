@@ -22,9 +22,9 @@
 //! unsigned request (401).
 //!
 //! A replay of a captured request is refused (401): within the freshness window (the clock-skew bound)
-//! its nonce is remembered, past it the request is stale. (Before nonces, 2026-12-05, a replay
-//! within the window was served; the window, shorter than the state machine's request-id
-//! memory, still made a replayed proposal a repeat, never applied twice.)
+//! its nonce is remembered, past it the request is stale. The nonce is what refuses a replay
+//! inside the window; even without it, the window, shorter than the state machine's request-id
+//! memory, makes a replayed proposal a repeat, never applied twice.
 
 use crate::backend::ProposeError;
 use raftlane_raft::auth::{ClusterAuth, AUTH_HEADER};

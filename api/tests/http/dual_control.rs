@@ -230,3 +230,32 @@ async fn a_config_may_list_only_actions_dual_control_covers() {
         .await;
     api_error(&r, 400, "invalid", Some("Raftlane-Approval"));
 }
+
+/// `change_membership` listed: both membership routes need an approval naming their body
+/// (docs/SPEC.md §9.5, §9.10), asked before the change reaches Raft; with one, the change goes
+/// on to Raft (which this single local node refuses: it has no peers).
+#[tokio::test]
+async fn a_listed_membership_change_needs_an_approval_on_every_membership_route() {
+    let api = start().await;
+    let alice = api.token("alice", "admin", None).await;
+    let bob = api.token("bob", "admin", None).await;
+    require_approvals(&api, &["change_membership"]).await;
+    for (path, body) in [
+        ("/v1/cluster/membership", json!({ "voters": [1] })),
+        (
+            "/v1/cluster/learners",
+            json!({ "id": 4, "addr": "n4:7001" }),
+        ),
+    ] {
+        let before = api.digest().await;
+        let r = call_with_approval(&api, &alice, Method::POST, path, body.clone(), None).await;
+        api_error(&r, 403, "approval_required", None);
+        assert_eq!(r.body["error"]["operation"], "change_membership", "{path}");
+        assert_eq!(r.body["error"]["params"], body, "{path}");
+        nothing_proposed(&api, &before, path).await;
+        let id = request_approval(&api, &alice, "change_membership", body.clone()).await;
+        ok(&decide(&api, &bob, id, true).await, 200);
+        let r = call_with_approval(&api, &alice, Method::POST, path, body, Some(id)).await;
+        assert_ne!(r.status.as_u16(), 403, "{path}: {}", r.text());
+    }
+}

@@ -58,6 +58,13 @@ async fn every_error_status_with_its_json_body() {
     api_error(&r, 400, "invalid", Some("limit"));
     let r = api.get("/v1/messages?status=bogus").await;
     api_error(&r, 400, "invalid", Some("status"));
+    // An offset no page can reach (a page examines at most 10,000 messages) is refused, not
+    // answered with empty pages; one below it is served.
+    let r = api.get("/v1/messages?offset=10000").await;
+    api_error(&r, 400, "invalid", Some("offset"));
+    assert!(r.text().contains("cursor"), "{}", r.text());
+    let r = api.get("/v1/messages?offset=9999").await;
+    assert_eq!(r.status.as_u16(), 200, "{}", r.text());
     let r = api.get("/v1/messages/%FF").await;
     api_error(&r, 400, "invalid", Some("id"));
     // Not a number: a re-ingested child's key, which nobody gave (docs/SPEC.md §14.7)...

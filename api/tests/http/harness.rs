@@ -199,6 +199,10 @@ impl Api {
         self.post_as(ADMIN, path, body).await
     }
 
+    pub(crate) async fn put(&self, path: &str, body: Value) -> Resp {
+        self.call(Method::PUT, path, Some(ADMIN), Some(body)).await
+    }
+
     /// POST a body as JSON text exactly as given (malformed JSON included).
     pub(crate) async fn post_text(&self, path: &str, body: &str) -> Resp {
         let headers = [

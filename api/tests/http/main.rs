@@ -12,13 +12,17 @@
 mod harness;
 
 mod auth_config_audit;
+mod claim_wait;
 mod client_clock;
 mod coordination;
 mod dual_control;
 mod errors;
 mod least_privilege;
 mod matrix;
+mod names;
 mod node_to_node;
+mod oracle;
+mod ownership;
 mod pipeline;
 mod poison;
 mod request_reuse;

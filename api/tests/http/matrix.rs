@@ -30,6 +30,18 @@ enum Level {
     Bodies,
     Produce,
     Work,
+    /// Replay, dead-letter replay, cancel, the dead-letter sweeps (operators and the engine).
+    Requeue,
+    /// Retention purges (operators and the engine).
+    Purge,
+    /// Reference writes (operators and the engine).
+    Reference,
+    /// Audit appends (operators and the engine).
+    AppendAudit,
+    /// Keyed approvals (operators and the engine).
+    KeyedApprovals,
+    /// The engine's users, roles, sessions, directory groups (admins and the engine).
+    EngineUsers,
     Operate,
     Admin,
 }
@@ -41,12 +53,34 @@ enum Reach {
     Global,
     /// Targets channel [`OWN`]: the "other" scope is refused with 403.
     Channel,
-    /// Targets channel [`OWN`], and a refusal by scope answers 404 (the resource is hidden).
+    /// Targets a row or a message of channel [`OWN`] by its id (or a resource hidden by
+    /// scope): the other scope is answered exactly as an id that does not exist, 404
+    /// (docs/SPEC.md §9.4), reads and writes alike.
     Hidden,
     /// Not about a channel: any scope.
     Any,
     /// An audit org: channel-scoped tokens carry no org scope, so only unscoped tokens.
     Org,
+    /// Reaches something bound to no channel of any scoped token (a namespace of another
+    /// channel, an unbound namespace): hidden (404) from every scoped token.
+    HiddenFromScoped,
+    /// Targets a row of channel [`OWN`] and reaches a namespace of no scoped token: the "own"
+    /// scope is answered 404 for the namespace, the "other" scope as [`Reach::Hidden`] for the
+    /// row.
+    NamespaceOnRow,
+    /// Acts on a row of channel [`OWN`] whose claim another principal (the bootstrap admin)
+    /// holds: only operators and admins may (docs/SPEC.md §9.8); the "other" scope is answered
+    /// as [`Reach::Hidden`] for the row.
+    ForeignClaim,
+    /// Uses a name (owner name, engine node id) bound to another principal to take something
+    /// new (a heartbeat, a campaign, a renewal): refused to every caller (docs/SPEC.md §9.8).
+    TakenName,
+    /// Acts on what a name bound to another principal holds (a resignation, a leave), a route
+    /// spanning every channel: only operators and admins may, as `AsOperator`.
+    ForeignName,
+    /// [`Reach::ForeignName`] on a lane of channel [`OWN`] (a lane release): the "other" scope
+    /// is answered as [`Reach::Channel`].
+    ForeignNameOnLane,
 }
 
 /// One row of the table: a route, a concrete call of it, and its rule.
@@ -78,10 +112,12 @@ fn route(
     }
 }
 
-/// Ids the table's calls point at: a message and its ingress row in [`OWN`].
+/// Ids the table's calls point at: a message and its ingress row in [`OWN`], and an outbound
+/// row of [`OWN`] the bootstrap admin holds claimed, with its fence.
 struct Fixture {
     message: u64,
     row: u64,
+    claimed: (u64, u64),
 }
 
 /// The table: every route, once.
@@ -133,15 +169,15 @@ fn table(f: &Fixture) -> Vec<Route> {
             format!("/v1/messages/{msg}/viewed"),
             Some(json!({})),
             Read,
-            Channel,
+            Hidden,
         ),
         route(
             M::POST,
             "/v1/messages/{id}/replay",
             format!("/v1/messages/{msg}/replay"),
             None,
-            Operate,
-            Channel,
+            Requeue,
+            Hidden,
         ),
         route(
             M::GET,
@@ -164,7 +200,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             "/v1/dead-letters/sweep",
             "/v1/dead-letters/sweep",
             Some(json!({ "stage": "handler", "keep": [] })),
-            Operate,
+            Requeue,
             Global,
         ),
         route(
@@ -172,7 +208,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             "/v1/dead-letters/replay",
             "/v1/dead-letters/replay",
             Some(json!({ "channel": OWN })),
-            Operate,
+            Requeue,
             Channel,
         ),
         route(M::GET, "/v1/stats", "/v1/stats", None, Read, Global),
@@ -222,7 +258,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             "/v1/lanes/outbound/{dest}/cancel",
             "/v1/lanes/outbound/nowhere/cancel",
             Some(json!({ "channel": OWN })),
-            Operate,
+            Requeue,
             Channel,
         ),
         route(
@@ -289,7 +325,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             format!("/v1/rows/{row}/done"),
             Some(json!({ "fence": 1 })),
             Work,
-            Channel,
+            Hidden,
         ),
         // --- configuration ---
         route(M::GET, "/v1/config", "/v1/config", None, Read, Any),
@@ -315,7 +351,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             "/v1/audit",
             "/v1/audit",
             Some(json!({ "action": "matrix.note", "detail": "x" })),
-            Operate,
+            AppendAudit,
             Org,
         ),
         route(
@@ -359,22 +395,23 @@ fn table(f: &Fixture) -> Vec<Route> {
             Global,
         ),
         // --- state, reference data, retention ---
-        route(M::GET, "/v1/state", "/v1/state", None, Read, Global),
+        // A namespace is its channel's by name (`own/…`): a scoped token lists its own.
+        route(M::GET, "/v1/state", "/v1/state", None, Read, Any),
         route(
             M::GET,
             "/v1/state/{namespace}",
-            "/v1/state/ns",
+            format!("/v1/state/{OWN}%2Fns"),
             None,
             Read,
-            Global,
+            Hidden,
         ),
         route(
             M::GET,
             "/v1/state/{namespace}/{key}",
-            "/v1/state/ns/k",
+            format!("/v1/state/{OWN}%2Fns/k"),
             None,
             Read,
-            Global,
+            Hidden,
         ),
         route(M::GET, "/v1/reference", "/v1/reference", None, Read, Global),
         route(
@@ -382,7 +419,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             "/v1/reference/{name}",
             "/v1/reference/codes",
             Some(json!({ "version": 0, "rows": {} })),
-            Operate,
+            Reference,
             Global,
         ),
         route(
@@ -398,7 +435,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             "/v1/retention/purge",
             "/v1/retention/purge",
             Some(json!({ "kind": "state", "older_than": 0 })),
-            Operate,
+            Purge,
             Global,
         ),
         // --- approvals ---
@@ -441,7 +478,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             Some(
                 json!({ "key": "k-{me}", "operation": "purge", "params": "{}", "requester": "r", "requested_at": 1 }),
             ),
-            Operate,
+            KeyedApprovals,
             Global,
         ),
         route(
@@ -457,7 +494,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             "/v1/approvals/keyed/{key}/decide",
             "/v1/approvals/keyed/none/decide",
             Some(json!({ "status": "rejected", "decided_at": 1 })),
-            Operate,
+            KeyedApprovals,
             Global,
         ),
         // --- tokens ---
@@ -478,22 +515,47 @@ fn table(f: &Fixture) -> Vec<Route> {
             Admin,
             Global,
         ),
+        // --- owner names and engine node ids (docs/SPEC.md §9.8) ---
+        route(
+            M::GET,
+            "/v1/owners/{owner}",
+            "/v1/owners/matrix-reserved",
+            None,
+            Read,
+            Global,
+        ),
+        route(
+            M::PUT,
+            "/v1/owners/{owner}",
+            "/v1/owners/o-{me}",
+            Some(json!({ "principal": "{me}" })),
+            Admin,
+            Global,
+        ),
+        route(
+            M::DELETE,
+            "/v1/owners/{owner}",
+            "/v1/owners/o-{me}",
+            None,
+            Admin,
+            Global,
+        ),
         // --- the engine's users, roles, sessions ---
         route(
             M::POST,
             "/v1/users",
             "/v1/users",
             Some(json!({ "id": "u-{me}", "username": "user-{me}", "auth_provider": "local" })),
-            Admin,
+            EngineUsers,
             Global,
         ),
-        route(M::GET, "/v1/users", "/v1/users", None, Admin, Global),
+        route(M::GET, "/v1/users", "/v1/users", None, EngineUsers, Global),
         route(
             M::GET,
             "/v1/users/{id}",
             "/v1/users/nobody",
             None,
-            Admin,
+            EngineUsers,
             Global,
         ),
         route(
@@ -501,7 +563,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             "/v1/users/{id}",
             "/v1/users/nobody",
             None,
-            Admin,
+            EngineUsers,
             Global,
         ),
         route(
@@ -509,7 +571,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             "/v1/users/{id}/secrets",
             "/v1/users/nobody/secrets",
             None,
-            Admin,
+            EngineUsers,
             Global,
         ),
         route(
@@ -517,7 +579,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             "/v1/users/{id}/roles",
             "/v1/users/nobody/roles",
             None,
-            Admin,
+            EngineUsers,
             Global,
         ),
         route(
@@ -525,7 +587,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             "/v1/users/{id}/roles",
             "/v1/users/nobody/roles",
             Some(json!({ "role_ids": [] })),
-            Admin,
+            EngineUsers,
             Global,
         ),
         route(
@@ -533,7 +595,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             "/v1/users/{id}/sessions",
             "/v1/users/nobody/sessions",
             None,
-            Admin,
+            EngineUsers,
             Global,
         ),
         route(
@@ -541,7 +603,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             "/v1/users/{id}/sessions/revoke",
             "/v1/users/nobody/sessions/revoke",
             Some(json!({})),
-            Admin,
+            EngineUsers,
             Global,
         ),
         route(
@@ -549,7 +611,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             "/v1/users/{id}/sessions/cap",
             "/v1/users/nobody/sessions/cap",
             Some(json!({ "keep": 1 })),
-            Admin,
+            EngineUsers,
             Global,
         ),
         route(
@@ -557,16 +619,16 @@ fn table(f: &Fixture) -> Vec<Route> {
             "/v1/users/{id}/{change}",
             "/v1/users/nobody/disabled",
             Some(json!({ "disabled": true })),
-            Admin,
+            EngineUsers,
             Global,
         ),
-        route(M::GET, "/v1/roles", "/v1/roles", None, Admin, Global),
+        route(M::GET, "/v1/roles", "/v1/roles", None, EngineUsers, Global),
         route(
             M::PUT,
             "/v1/roles/{id}",
             "/v1/roles/matrix",
             Some(json!({ "display_name": "Matrix" })),
-            Admin,
+            EngineUsers,
             Global,
         ),
         route(
@@ -574,7 +636,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             "/v1/directory-groups/{map}",
             "/v1/directory-groups/roles",
             None,
-            Admin,
+            EngineUsers,
             Global,
         ),
         route(
@@ -582,7 +644,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             "/v1/directory-groups/{map}",
             "/v1/directory-groups/roles",
             Some(json!({ "entries": [] })),
-            Admin,
+            EngineUsers,
             Global,
         ),
         route(
@@ -590,7 +652,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             "/v1/sessions",
             "/v1/sessions",
             Some(json!({ "token_hash": hex64.clone(), "user_id": "nobody", "expires_at": 1 })),
-            Admin,
+            EngineUsers,
             Global,
         ),
         route(
@@ -598,7 +660,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             "/v1/sessions/purge-expired",
             "/v1/sessions/purge-expired",
             None,
-            Admin,
+            EngineUsers,
             Global,
         ),
         route(
@@ -606,7 +668,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             "/v1/sessions/{token_hash}",
             format!("/v1/sessions/{hex64}"),
             None,
-            Admin,
+            EngineUsers,
             Global,
         ),
         route(
@@ -614,7 +676,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             "/v1/sessions/{token_hash}/{change}",
             format!("/v1/sessions/{hex64}/touch"),
             Some(json!({})),
-            Admin,
+            EngineUsers,
             Global,
         ),
         // --- engine coordination ---
@@ -654,7 +716,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             M::POST,
             "/v1/engine/leadership/{group}",
             "/v1/engine/leadership/g-{me}",
-            Some(json!({ "node_id": "n", "ttl_ms": 1000 })),
+            Some(json!({ "node_id": "n-{me}", "ttl_ms": 1000 })),
             Work,
             Global,
         ),
@@ -662,7 +724,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             M::POST,
             "/v1/engine/leadership/{group}/resign",
             "/v1/engine/leadership/g-{me}/resign",
-            Some(json!({ "node_id": "n" })),
+            Some(json!({ "node_id": "n-{me}" })),
             Work,
             Global,
         ),
@@ -732,16 +794,255 @@ fn table(f: &Fixture) -> Vec<Route> {
     ]
 }
 
+/// More calls of routes the table already has, each for one rule (docs/SPEC.md §9.4): the
+/// same derivation of every cell, from the rule, not from what the server answers today.
+fn rule_rows(f: &Fixture) -> Vec<Route> {
+    use Level::*;
+    use Method as M;
+    use Reach::*;
+    let row = f.row;
+    let (claimed, fence) = f.claimed;
+    vec![
+        // §9.8 a row's claim is its principal's: another principal's act on it, with the very
+        // fence, is an operator's (a transform of an outbound row then fails for its stage).
+        route(
+            M::POST,
+            "/v1/rows/{id}/{action}",
+            format!("/v1/rows/{claimed}/transform"),
+            Some(json!({ "fence": fence, "deliveries": [] })),
+            Work,
+            ForeignClaim,
+        ),
+        route(
+            M::POST,
+            "/v1/rows/actions",
+            "/v1/rows/actions",
+            Some(json!({ "actions": [{ "row": claimed, "action": "transform",
+                                       "body": { "fence": fence, "deliveries": [] } }] })),
+            Work,
+            ForeignClaim,
+        ),
+        // §9.4 ids: every row action, and the batch, on a row of [`OWN`]: another channel's
+        // row answers as a missing one (404), whatever the action.
+        route(
+            M::POST,
+            "/v1/rows/{id}/{action}",
+            format!("/v1/rows/{row}/route"),
+            Some(json!({ "fence": 1, "handlers": [] })),
+            Work,
+            Hidden,
+        ),
+        route(
+            M::POST,
+            "/v1/rows/{id}/{action}",
+            format!("/v1/rows/{row}/handoff"),
+            Some(json!({ "fence": 1, "deliveries": [] })),
+            Work,
+            Hidden,
+        ),
+        route(
+            M::POST,
+            "/v1/rows/{id}/{action}",
+            format!("/v1/rows/{row}/transform"),
+            Some(json!({ "fence": 1, "deliveries": [] })),
+            Work,
+            Hidden,
+        ),
+        route(
+            M::POST,
+            "/v1/rows/{id}/{action}",
+            format!("/v1/rows/{row}/response"),
+            Some(json!({ "fence": 1, "body": "r" })),
+            Work,
+            Hidden,
+        ),
+        route(
+            M::POST,
+            "/v1/rows/{id}/{action}",
+            format!("/v1/rows/{row}/fail"),
+            Some(json!({ "fence": 1, "error": "e" })),
+            Work,
+            Hidden,
+        ),
+        route(
+            M::POST,
+            "/v1/rows/{id}/{action}",
+            format!("/v1/rows/{row}/dead"),
+            Some(json!({ "fence": 1, "error": "e" })),
+            Work,
+            Hidden,
+        ),
+        route(
+            M::POST,
+            "/v1/rows/{id}/{action}",
+            format!("/v1/rows/{row}/reingress"),
+            Some(json!({ "fence": 1, "loopback_channel": OWN })),
+            Work,
+            Hidden,
+        ),
+        route(
+            M::POST,
+            "/v1/rows/actions",
+            "/v1/rows/actions",
+            Some(json!({ "actions": [{ "row": row, "action": "done", "body": { "fence": 1 } }] })),
+            Work,
+            Hidden,
+        ),
+        // §9.4 namespaces: a namespace bound to another channel, and an unbound one, are no
+        // scoped token's to read or to write through a transform's state_ops.
+        route(
+            M::GET,
+            "/v1/state/{namespace}",
+            "/v1/state/third%2Fns",
+            None,
+            Read,
+            HiddenFromScoped,
+        ),
+        route(
+            M::GET,
+            "/v1/state/{namespace}/{key}",
+            "/v1/state/ns/k",
+            None,
+            Read,
+            HiddenFromScoped,
+        ),
+        route(
+            M::POST,
+            "/v1/rows/{id}/{action}",
+            format!("/v1/rows/{row}/transform"),
+            Some(json!({ "fence": 1, "deliveries": [],
+                         "state_ops": [{ "namespace": format!("{OTHER}/ns"), "key": "k", "value": 1 }] })),
+            Work,
+            NamespaceOnRow,
+        ),
+        route(
+            M::POST,
+            "/v1/rows/{id}/{action}",
+            format!("/v1/rows/{row}/transform"),
+            Some(json!({ "fence": 1, "deliveries": [],
+                         "state_ops": [{ "namespace": format!("{OWN}/ns"), "key": "k", "value": 1 }] })),
+            Work,
+            Hidden,
+        ),
+        route(
+            M::POST,
+            "/v1/rows/actions",
+            "/v1/rows/actions",
+            Some(
+                json!({ "actions": [{ "row": row, "action": "transform", "body":
+                { "fence": 1, "deliveries": [],
+                  "state_ops": [{ "namespace": "ns", "key": "k", "value": 1 }] } }] }),
+            ),
+            Work,
+            NamespaceOnRow,
+        ),
+        // §9.8 names bound to principals: the bootstrap admin's engine node id (bound by its
+        // heartbeat), and an owner name an admin reserved for another principal. Nobody else
+        // heartbeats, campaigns or renews under them; only operators resign, leave or release
+        // under them (AsOperator, audited).
+        route(
+            M::PUT,
+            "/v1/engine/nodes/{node_id}",
+            format!("/v1/engine/nodes/{ENGINE_NODE}"),
+            Some(json!({})),
+            Work,
+            TakenName,
+        ),
+        route(
+            M::POST,
+            "/v1/engine/leadership/{group}",
+            "/v1/engine/leadership/g-{me}",
+            Some(json!({ "node_id": ENGINE_NODE, "ttl_ms": 1000 })),
+            Work,
+            TakenName,
+        ),
+        route(
+            M::POST,
+            "/v1/leases/renew",
+            "/v1/leases/renew",
+            Some(json!({ "owner": RESERVED_OWNER, "ids": [row], "ttl_ms": 1000 })),
+            Work,
+            TakenName,
+        ),
+        route(
+            M::POST,
+            "/v1/engine/leadership/{group}/resign",
+            format!("/v1/engine/leadership/{ENGINE_GROUP}/resign"),
+            Some(json!({ "node_id": ENGINE_NODE })),
+            Work,
+            ForeignName,
+        ),
+        route(
+            M::DELETE,
+            "/v1/engine/nodes/{node_id}",
+            format!("/v1/engine/nodes/{ENGINE_NODE}"),
+            None,
+            Work,
+            ForeignName,
+        ),
+        route(
+            M::POST,
+            "/v1/lanes/{stage}/{name}/release",
+            format!("/v1/lanes/routed/{OWN}/release"),
+            Some(json!({ "owner": RESERVED_OWNER })),
+            Work,
+            ForeignNameOnLane,
+        ),
+    ]
+}
+
+/// The bootstrap admin's engine node id and leadership group (bound to it by its heartbeat).
+const ENGINE_NODE: &str = "matrix-engine";
+const ENGINE_GROUP: &str = "matrix-group";
+/// An owner name the bootstrap admin reserved for [`HOLDER`] ahead of use.
+const RESERVED_OWNER: &str = "matrix-reserved";
+const HOLDER: &str = "matrix-holder";
+
+/// The names of [`rule_rows`]: the admin's node heartbeats and leads its group, and an owner
+/// name is reserved for another principal.
+async fn bind_names(api: &Api) {
+    let r = api
+        .put(&format!("/v1/engine/nodes/{ENGINE_NODE}"), json!({}))
+        .await;
+    ok(&r, 200);
+    let r = api
+        .post(
+            &format!("/v1/engine/leadership/{ENGINE_GROUP}"),
+            json!({ "node_id": ENGINE_NODE, "ttl_ms": LONG_TTL }),
+        )
+        .await;
+    ok(&r, 200);
+    assert_eq!(r.body["owner"], ENGINE_NODE);
+    api.token(HOLDER, "engine", None).await;
+    let r = api
+        .put(
+            &format!("/v1/owners/{RESERVED_OWNER}"),
+            json!({ "principal": HOLDER }),
+        )
+        .await;
+    ok(&r, 200);
+}
+
 /// The roles and what each may do (docs/SPEC.md §9.3, §9.7), stated here independently of the
 /// server's own table.
-const ROLES: [&str; 5] = ["admin", "operator", "worker", "viewer", "metadata"];
+const ROLES: [&str; 6] = [
+    "admin", "operator", "worker", "viewer", "metadata", "engine",
+];
 
 fn role_may(role: &str, level: Level) -> bool {
     match level {
         Level::Public => true,
         Level::Read => true,
         Level::Bodies => role != "metadata",
-        Level::Produce | Level::Work => matches!(role, "admin" | "operator" | "worker"),
+        Level::Produce | Level::Work => {
+            matches!(role, "admin" | "operator" | "worker" | "engine")
+        }
+        Level::Requeue
+        | Level::Purge
+        | Level::Reference
+        | Level::AppendAudit
+        | Level::KeyedApprovals => matches!(role, "admin" | "operator" | "engine"),
+        Level::EngineUsers => matches!(role, "admin" | "engine"),
         Level::Operate => matches!(role, "admin" | "operator"),
         Level::Admin => role == "admin",
     }
@@ -771,7 +1072,31 @@ fn expect(r: &Route, role: &str, scope: Scope) -> Expect {
         (Reach::Global | Reach::Org, Scope::Own | Scope::Other) => Expect::Refused(403),
         (Reach::Channel, Scope::Other) => Expect::Refused(403),
         (Reach::Hidden, Scope::Other) => Expect::Refused(404),
+        (Reach::HiddenFromScoped, Scope::Own | Scope::Other) => Expect::Refused(404),
+        (Reach::NamespaceOnRow, Scope::Own) => Expect::Refused(404),
+        (Reach::NamespaceOnRow, Scope::Other) => Expect::Refused(404),
+        (Reach::ForeignClaim, Scope::Other) => Expect::Refused(404),
+        (Reach::ForeignClaim, _) if !role_may(role, Level::Operate) => Expect::Refused(403),
+        (Reach::TakenName, _) => Expect::Refused(403),
+        (Reach::ForeignName, Scope::Own | Scope::Other) => Expect::Refused(403),
+        (Reach::ForeignNameOnLane, Scope::Other) => Expect::Refused(403),
+        (Reach::ForeignName | Reach::ForeignNameOnLane, _) if !role_may(role, Level::Operate) => {
+            Expect::Refused(403)
+        }
         _ => Expect::Passes,
+    }
+}
+
+/// A batch of row actions answers each item as its own route would (a refused item is
+/// `{"error", "status"}` inside a 200): the status of a one-item batch's refused item.
+fn batch_item_status(resp: &Resp) -> Option<u16> {
+    let results = resp.body.get("results")?.as_array()?;
+    match results.as_slice() {
+        [only] => only
+            .get("status")?
+            .as_u64()
+            .and_then(|s| u16::try_from(s).ok()),
+        _ => None,
     }
 }
 
@@ -797,7 +1122,11 @@ async fn every_route_by_every_role_and_scope() {
         ok(&r, 200);
         r.body["rows"][0]["id"].as_u64().expect("ingress row")
     };
-    let fixture = Fixture { message, row };
+    let mut fixture = Fixture {
+        message,
+        row,
+        claimed: (0, 0),
+    };
     let rows = table(&fixture);
 
     // The table and the document name the same routes.
@@ -819,7 +1148,7 @@ async fn every_route_by_every_role_and_scope() {
     );
 
     // One token per role and scope.
-    let mut callers = Vec::new();
+    let mut callers: Callers = Vec::new();
     for role in ROLES {
         for (scope, channels) in [
             (Scope::Unscoped, None),
@@ -837,50 +1166,14 @@ async fn every_route_by_every_role_and_scope() {
     let mut failures = Vec::new();
     let mut cells = 0;
     for r in &rows {
-        if r.level == Level::Public {
-            let resp = api
-                .call(r.method.clone(), &r.path, None, r.body.clone())
-                .await;
-            cells += 1;
-            if matches!(resp.status.as_u16(), 401 | 403) {
-                failures.push(format!(
-                    "{} {} without a token: {}",
-                    r.method, r.path, resp.status
-                ));
-            }
-            continue;
-        }
-        // No token: 401 on every other route.
-        let resp = api
-            .call(r.method.clone(), &r.path, None, r.body.clone())
-            .await;
-        if resp.status.as_u16() != 401 {
-            failures.push(format!(
-                "{} {} without a token: {} (expected 401)",
-                r.method, r.path, resp.status
-            ));
-        }
-        for (role, scope, label, token) in &callers {
-            let body = r.body.as_ref().map(|b| {
-                serde_json::from_str(&b.to_string().replace("{me}", label)).expect("json")
-            });
-            let path = r.path.replace("{me}", label);
-            let resp = api.call(r.method.clone(), &path, Some(token), body).await;
-            cells += 1;
-            let got = resp.status.as_u16();
-            let want = expect(r, role, *scope);
-            let fine = match want {
-                Expect::Refused(s) => got == s,
-                Expect::Passes => got != 401 && got != 403,
-            };
-            if !fine {
-                failures.push(format!(
-                    "{} {path} as {role} ({scope:?}): {got}, expected {want:?}: {}",
-                    r.method,
-                    resp.text().chars().take(160).collect::<String>()
-                ));
-            }
-        }
+        judge(&api, &callers, r, &mut failures, &mut cells).await;
+    }
+    // The rule rows after the table, whose recovery cells take every claim back: the row the
+    // admin holds is claimed now.
+    fixture.claimed = claim_held_row(&api).await;
+    bind_names(&api).await;
+    for r in &rule_rows(&fixture) {
+        judge(&api, &callers, r, &mut failures, &mut cells).await;
     }
     assert!(
         failures.is_empty(),
@@ -889,4 +1182,86 @@ async fn every_route_by_every_role_and_scope() {
         failures.join("\n")
     );
     assert!(cells > 1000, "the matrix ran {cells} cells");
+}
+
+/// The callers of the matrix: role, scope, label, token.
+type Callers = Vec<(&'static str, Scope, String, String)>;
+
+/// Run one row's cells (no token, then every caller) and note each wrong answer.
+async fn judge(
+    api: &Api,
+    callers: &Callers,
+    r: &Route,
+    failures: &mut Vec<String>,
+    cells: &mut usize,
+) {
+    if r.level == Level::Public {
+        let resp = api
+            .call(r.method.clone(), &r.path, None, r.body.clone())
+            .await;
+        *cells += 1;
+        if matches!(resp.status.as_u16(), 401 | 403) {
+            failures.push(format!(
+                "{} {} without a token: {}",
+                r.method, r.path, resp.status
+            ));
+        }
+        return;
+    }
+    // No token: 401 on every other route.
+    let resp = api
+        .call(r.method.clone(), &r.path, None, r.body.clone())
+        .await;
+    if resp.status.as_u16() != 401 {
+        failures.push(format!(
+            "{} {} without a token: {} (expected 401)",
+            r.method, r.path, resp.status
+        ));
+    }
+    for (role, scope, label, token) in callers {
+        let body = r
+            .body
+            .as_ref()
+            .map(|b| serde_json::from_str(&b.to_string().replace("{me}", label)).expect("json"));
+        let path = r.path.replace("{me}", label);
+        let resp = api.call(r.method.clone(), &path, Some(token), body).await;
+        *cells += 1;
+        let got = batch_item_status(&resp).unwrap_or(resp.status.as_u16());
+        let want = expect(r, role, *scope);
+        let fine = match want {
+            Expect::Refused(s) => got == s,
+            Expect::Passes => got != 401 && got != 403,
+        };
+        if !fine {
+            failures.push(format!(
+                "{} {path} as {role} ({scope:?}): {got}, expected {want:?}: {}",
+                r.method,
+                resp.text().chars().take(160).collect::<String>()
+            ));
+        }
+    }
+}
+
+/// An outbound row of [`OWN`] claimed by the bootstrap admin: `(row id, fence)`.
+async fn claim_held_row(api: &Api) -> (u64, u64) {
+    let r = api
+        .post(
+            &format!("/v1/channels/{OWN}/messages"),
+            json!({ "raw": "MSH|held", "deliveries": [{ "destination": "held", "payload": "p" }] }),
+        )
+        .await;
+    ok(&r, 201);
+    let r = api
+        .post(
+            "/v1/claims",
+            json!({ "stage": "outbound", "limit": 1, "owner": "matrix-admin",
+                    "ttl_ms": LONG_TTL, "channel": OWN, "destination": "held" }),
+        )
+        .await;
+    ok(&r, 200);
+    let item = &r.body["items"][0];
+    (
+        item["row_id"].as_u64().expect("row_id"),
+        item["fence"].as_u64().expect("fence"),
+    )
 }

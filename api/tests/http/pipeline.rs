@@ -327,16 +327,36 @@ async fn done_with_claim_next_walks_a_lane_one_write_per_row() {
         api_error(&r, 400, "invalid", Some(field));
     }
     nothing_proposed(&api, &before, "done with a bad claim_next").await;
-    // A channel-scoped worker may finish its channel's rows but not claim a whole outbound lane.
+    // A channel-scoped worker may finish its channel's rows (those it claimed: a row's claim is
+    // its principal's) but not claim a whole outbound lane.
     let scoped = api.token("worker-feed", "worker", Some(&["feed"])).await;
     let r = api
         .post_as(
             &scoped,
-            &done_path,
-            json!({ "fence": first.fence.0, "claim_next": { "owner": "w", "ttl_ms": LONG_TTL } }),
+            "/v1/channels/feed/messages",
+            json!({ "raw": "own", "deliveries": [{ "destination": "plotter", "payload": "p" }] }),
+        )
+        .await;
+    ok(&r, 201);
+    let r = api
+        .post_as(
+            &scoped,
+            "/v1/claims",
+            json!({ "stage": "outbound", "limit": 1, "owner": "sw", "ttl_ms": LONG_TTL,
+                    "channel": "feed", "destination": "plotter" }),
+        )
+        .await;
+    ok(&r, 200);
+    let own = &r.body["items"][0];
+    let r = api
+        .post_as(
+            &scoped,
+            &format!("/v1/rows/{}/done", own["row_id"]),
+            json!({ "fence": own["fence"], "claim_next": { "owner": "sw", "ttl_ms": LONG_TTL } }),
         )
         .await;
     api_error(&r, 403, "forbidden", None);
+    message_contains(&r, "outbound lane");
 
     // Each done hands back the lane's next row, in order, fenced by the same write.
     let mut item = first;
@@ -427,7 +447,8 @@ async fn row_actions_hand_on_a_claimed_batch_in_one_request() {
         .post("/v1/rows/actions", json!({ "actions": too_many }))
         .await;
     api_error(&r, 400, "invalid", Some("actions"));
-    // A row outside a scoped caller's channels refuses the whole request too.
+    // A row outside a scoped caller's channels is that item's 404, as a missing row is
+    // (docs/SPEC.md §9.4): it proposes nothing and names no channel.
     let r = api
         .post_as(
             &scoped,
@@ -435,7 +456,14 @@ async fn row_actions_hand_on_a_claimed_batch_in_one_request() {
             json!({ "actions": [handoff(&items[0])] }),
         )
         .await;
-    api_error(&r, 403, "forbidden", None);
+    ok(&r, 200);
+    assert_eq!(r.body["results"][0]["status"], 404, "{}", r.text());
+    assert_eq!(
+        r.body["results"][0]["error"]["message"],
+        format!("row {} not found", items[0]["row_id"]),
+        "{}",
+        r.text()
+    );
     let after = api.digest().await;
     assert_eq!(after.1, before.1, "a refused batch changed the state");
 

@@ -1,4 +1,4 @@
-//! A poison message cannot wedge a lane (docs/SPEC.md §5.2, 2026-12-06), over HTTP: a worker
+//! A poison message cannot wedge a lane (docs/SPEC.md §5.2), over HTTP: a worker
 //! that crashes on its row every time, the lane moving on after the default attempt limit and
 //! `/metrics` counting it; retry policies refused when the config is written, naming the field;
 //! one spelling of the multiplier (`multiplier_milli`) in the config and the `fail` body.

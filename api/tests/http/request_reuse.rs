@@ -1,8 +1,9 @@
 //! Request-Id answers bound to their request, random tokens and the per-token rate limit
-//! (docs/SPEC.md §10.5, §9.1). Each case is a finding of the 2026-12-05 security review: a
-//! reused `Request-Id` answered with another request's outcome (a 500 dumping it, or a silently
-//! dropped message), a token derived from its `Request-Id` (re-created after a revocation, the
-//! old token worked again), and no limit on one token's request rate.
+//! (docs/SPEC.md §10.5, §9.1). Each case is a finding of a security review, kept as a test: a
+//! reused `Request-Id` must not be answered with another request's outcome (a 500 dumping it,
+//! or a silently dropped message), a token must not be derived from its `Request-Id` (re-created
+//! after a revocation, the old token would work again), and one token's request rate is
+//! limited.
 
 use crate::harness::*;
 

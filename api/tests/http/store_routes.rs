@@ -551,7 +551,8 @@ async fn viewed_appends_an_event_and_nothing_else() {
         .and_then(|e| e.last().cloned())
         .expect("an event");
     assert_eq!(last["event"], "viewed");
-    assert_eq!(last["detail"], "alice");
+    // The person named, beside the principal that recorded the view (docs/SPEC.md §9.8).
+    assert_eq!(last["detail"], "alice (via admin)");
     assert_eq!(view.body["message"]["status"], "received");
     // The list shows each message's newest event.
     let list = api.get("/v1/messages").await;

@@ -2,6 +2,7 @@
 //! its own module with tests on known-good and deliberately corrupted inputs.
 
 pub mod audit;
+pub mod cluster_time;
 pub mod digest;
 pub mod fencing;
 pub mod fifo;
@@ -49,6 +50,7 @@ pub fn run_all(rec: &Recorded, fin: &FinalState) -> Vec<Verdict> {
         fifo::check(&fin.messages, &rec.claims, &rec.completions),
         fencing::check(&rec.claims, &rec.completions, &fin.messages),
         leases::check(&rec.claims, &rec.completions),
+        cluster_time::check(&rec.enqueues, &fin.messages, rec.start_wall_ms),
         terminal::check(&fin.messages, fin.live_rows),
         digest::check(&fin.digest_rounds, &fin.digest_inconsistencies),
         audit::check(&fin.audit, &fin.audit_rows, &rec.audits),

@@ -97,6 +97,8 @@ class Options:
     pool_size: int
     warmup: int
     drain_timeout: float
+    #: The raftlane store's ``claim_wait_seconds`` (``None``: the store's default).
+    claim_wait: float | None = None
 
     def settings(self) -> dict[str, dict[str, object]]:
         """The ``messagefoundry.toml`` sections both engines share."""
@@ -273,6 +275,7 @@ async def on_raftlane(opts: Options, work: Path) -> dict[str, Any]:
                 raftlane=endpoints,
                 token_file=token_file,
                 inbounds=opts.channels,
+                claim_wait=opts.claim_wait,
             )
             return await measure(engine, topology, opts)
     finally:
@@ -445,6 +448,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "when clustered; the raftlane store ignores it; %(default)s)",
     )
     parser.add_argument(
+        "--claim-wait",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long the raftlane engine's worker claims wait at the node for work "
+        "(`serve --claim-wait`; 0: answer at once and poll; "
+        "default: the store's, 5)",
+    )
+    parser.add_argument(
         "--warmup", type=int, default=20, help="untimed warm-up messages per sender (%(default)s)"
     )
     parser.add_argument(
@@ -482,6 +494,7 @@ async def main(argv: list[str] | None = None) -> int:
         pool_size=args.pool_size,
         warmup=args.warmup,
         drain_timeout=args.drain_timeout,
+        claim_wait=args.claim_wait,
     )
     stores = STORES if args.store == "both" else (args.store,)
     # Dependencies first, so a missing one fails before any measurement.

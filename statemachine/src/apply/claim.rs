@@ -8,7 +8,7 @@ use crate::model::ids::{Fence, RowId};
 use crate::model::lane::LaneKey;
 use crate::model::row::{RowStatus, Stage};
 use crate::rules::fifo::{self, Claimant};
-use crate::rules::{retry, validate};
+use crate::rules::{claim_owner, retry, validate};
 use crate::tables::{config, rows};
 use crate::wire::command::{
     ClaimFifoHead, ClaimNextFifo, ClaimReady, DoneThenClaimNext, HandOn, HandOnThenClaimNext,
@@ -28,7 +28,7 @@ impl Apply for ClaimReady {
             owner,
             ttl_ms,
         } = self;
-        cx.check_owner(owner)?;
+        cx.check_owner("owner", owner)?;
         let out = claim_ready(
             cx,
             *stage,
@@ -38,7 +38,7 @@ impl Apply for ClaimReady {
             owner,
             *ttl_ms,
         )?;
-        bind_if_taken(cx, &out, owner)?;
+        bind_if_taken(cx, &out, "owner", owner)?;
         Ok(out)
     }
 }
@@ -51,9 +51,9 @@ impl Apply for ClaimNextFifo {
             owner,
             ttl_ms,
         } = self;
-        cx.check_owner(owner)?;
+        cx.check_owner("owner", owner)?;
         let out = claim_next_fifo(cx, *stage, lane, owner, *ttl_ms)?;
-        bind_if_taken(cx, &out, owner)?;
+        bind_if_taken(cx, &out, "owner", owner)?;
         Ok(out)
     }
 }
@@ -67,9 +67,9 @@ impl Apply for ClaimFifoHead {
             lane_owner,
             ttl_ms,
         } = self;
-        cx.check_owner(owner)?;
+        cx.check_owner("owner", owner)?;
         if let Some(lane_owner) = lane_owner {
-            cx.check_owner(lane_owner)?;
+            cx.check_owner("lane_owner", lane_owner)?;
         }
         let out = claim_fifo_head(
             cx,
@@ -81,9 +81,9 @@ impl Apply for ClaimFifoHead {
             },
             *ttl_ms,
         )?;
-        bind_if_taken(cx, &out, owner)?;
+        bind_if_taken(cx, &out, "owner", owner)?;
         if let Some(lane_owner) = lane_owner {
-            bind_if_taken(cx, &out, lane_owner)?;
+            bind_if_taken(cx, &out, "lane_owner", lane_owner)?;
         }
         Ok(out)
     }
@@ -97,9 +97,9 @@ impl Apply for DoneThenClaimNext {
             owner,
             ttl_ms,
         } = self;
-        cx.check_owner(owner)?;
+        cx.check_owner("owner", owner)?;
         let out = done_then_claim_next(cx, *row_id, *fence, owner, *ttl_ms)?;
-        bind_if_taken(cx, &out, owner)?;
+        bind_if_taken(cx, &out, "owner", owner)?;
         Ok(out)
     }
 }
@@ -111,7 +111,7 @@ impl Apply for HandOnThenClaimNext {
             owner,
             ttl_ms,
         } = self;
-        cx.check_owner(owner)?;
+        cx.check_owner("owner", owner)?;
         validate::name("owner", owner)?;
         validate::ttl("ttl_ms", *ttl_ms)?;
         // The lane is read before the handoff consumes the row; an unknown row is left to the
@@ -135,7 +135,7 @@ impl Apply for HandOnThenClaimNext {
             });
         };
         let out = claim_next_fifo(cx, lane.stage, &lane.name, owner, *ttl_ms)?;
-        bind_if_taken(cx, &out, owner)?;
+        bind_if_taken(cx, &out, "owner", owner)?;
         let Outcome::FifoClaimed(next) = out else {
             return Err(Rejection::invalid("action", "the claim answered no claim").into());
         };
@@ -149,7 +149,7 @@ impl Apply for HandOnThenClaimNext {
 impl Apply for RenewLeases {
     fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
         let RenewLeases { ids, owner, ttl_ms } = self;
-        cx.check_owner(owner)?;
+        cx.check_owner("owner", owner)?;
         renew_leases(cx, ids, owner, *ttl_ms)
     }
 }
@@ -157,14 +157,14 @@ impl Apply for RenewLeases {
 /// A claim that took a row binds its owner name to the claiming principal
 /// (`crate::rules::lease_owner`); one that took nothing leaves the name free and the state as it
 /// was.
-fn bind_if_taken(cx: &mut Ctx<'_, '_>, out: &Outcome, owner: &str) -> ApplyResult<()> {
+fn bind_if_taken(cx: &mut Ctx<'_, '_>, out: &Outcome, field: &str, owner: &str) -> ApplyResult<()> {
     let took = match out {
         Outcome::Claimed(rows) => !rows.is_empty(),
         Outcome::FifoClaimed(head) => head.is_ok(),
         _ => false,
     };
     if took {
-        cx.bind_owner(owner)?;
+        cx.bind_owner(field, owner)?;
     }
     Ok(())
 }
@@ -195,7 +195,7 @@ impl Apply for RecoverInflightOnPromotion {
 impl Apply for ReleaseLane {
     fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
         let ReleaseLane { stage, lane, owner } = self;
-        cx.check_owner(owner)?;
+        cx.check_owner_or_override("owner", owner, "release_lane")?;
         release_lane(cx, *stage, lane, owner)
     }
 }
@@ -350,16 +350,21 @@ fn reclaim_expired(cx: &mut Ctx<'_, '_>, stage: Option<Stage>) -> ApplyResult<Ou
 
 /// docs/SPEC.md §14.2: every inflight row of `stage` (or all) back to pending, due now, claim
 /// cleared, attempts kept, in id order; then the lease of each lane a row came back to is
-/// dropped ([`fifo::free`]), so whoever claims next finds the head at once.
+/// dropped ([`fifo::free`]), so whoever claims next finds the head at once. Only an operator
+/// takes back every principal's rows and leases; anyone else its own (§9.8).
 fn reset_stale_inflight(cx: &mut Ctx<'_, '_>, stage: Option<Stage>) -> ApplyResult<Outcome> {
     let t = cx.t;
+    let who = cx.acting("reset");
     let mut lanes = BTreeSet::new();
     let mut count = 0u64;
     for id in rows::all_inflight(cx.txn)? {
         let Some(row) = rows::get(cx.txn, id)? else {
             continue;
         };
-        if row.status != RowStatus::Inflight || stage.is_some_and(|s| s != row.stage) {
+        if row.status != RowStatus::Inflight
+            || stage.is_some_and(|s| s != row.stage)
+            || !claim_owner::may_take_back(cx, &who, &row)?
+        {
             continue;
         }
         rows::to_pending(cx, &row, t);
@@ -367,32 +372,37 @@ fn reset_stale_inflight(cx: &mut Ctx<'_, '_>, stage: Option<Stage>) -> ApplyResu
         count += 1;
     }
     for lane in lanes {
-        fifo::free(cx, &lane)?;
+        fifo::free(cx, &lane, claim_owner::confined_to(&who))?;
     }
     Ok(Outcome::Count(count))
 }
 
 /// docs/SPEC.md §14.9: every inflight row whose claim is not `owner`'s back to pending (as
-/// ResetStaleInflight does), then every lane lease not held by `lane_owner` dropped.
+/// ResetStaleInflight does), then every lane lease not held by `lane_owner` dropped. Only an
+/// operator takes back every principal's rows and leases; anyone else its own (§9.8), e.g. a
+/// standby engine the rows and lanes of the engine it replaces, which ran under its principal.
 fn recover_on_promotion(
     cx: &mut Ctx<'_, '_>,
     owner: &str,
     lane_owner: Option<&str>,
 ) -> ApplyResult<Outcome> {
     let t = cx.t;
+    let who = cx.acting("recover");
     let mut count = 0u64;
     for id in rows::all_inflight(cx.txn)? {
         let Some(row) = rows::get(cx.txn, id)? else {
             continue;
         };
-        if row.status != RowStatus::Inflight || row.claim.as_ref().is_some_and(|c| c.owner == owner)
+        if row.status != RowStatus::Inflight
+            || row.claim.as_ref().is_some_and(|c| c.owner == owner)
+            || !claim_owner::may_take_back(cx, &who, &row)?
         {
             continue;
         }
         rows::to_pending(cx, &row, t);
         count += 1;
     }
-    fifo::free_all_but(cx, lane_owner)?;
+    fifo::free_all_but(cx, lane_owner, claim_owner::confined_to(&who))?;
     Ok(Outcome::Count(count))
 }
 

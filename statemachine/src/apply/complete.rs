@@ -7,9 +7,9 @@ use crate::model::ids::{Fence, RowId};
 use crate::model::message::EventKind;
 use crate::model::response::{CapturedResponse, ResponseRef};
 use crate::model::row::{RowStatus, Stage, WorkRow};
-use crate::rules::fence;
 use crate::rules::finalizer::{finalize, DeadEvent};
 use crate::rules::retry::{attempt_limit, backoff_delay, check_policy};
+use crate::rules::{claim_owner, fence};
 use crate::rules::{fifo, validate};
 use crate::tables::rows::{self, NewRow};
 use crate::tables::{messages, responses, row_retry};
@@ -72,7 +72,8 @@ impl Apply for DeadLetterNow {
 const ALL_STAGES: &[Stage] = &Stage::ALL;
 
 pub(crate) fn mark_done(cx: &mut Ctx<'_, '_>, row_id: RowId, fence: Fence) -> ApplyResult<Outcome> {
-    let row = fence::held(cx, row_id, fence, ALL_STAGES)?;
+    let who = cx.acting("done");
+    let row = fence::held(cx, &who, row_id, fence, ALL_STAGES)?;
     let done = rows::finish(cx, &row, RowStatus::Done, None);
     messages::event(
         cx,
@@ -95,7 +96,8 @@ fn complete_with_response(
     reingress_to: Option<&str>,
 ) -> ApplyResult<Outcome> {
     validate::opt_name("reingress_to", reingress_to)?;
-    let row = fence::held(cx, row_id, fence, &[Stage::Outbound])?;
+    let who = cx.acting("response");
+    let row = fence::held(cx, &who, row_id, fence, &[Stage::Outbound])?;
     let destination = row.destination_name.clone().unwrap_or_default();
     let last = responses::last_seq(cx.txn, row.message_id, &destination)?;
     let seq = last.saturating_add(1);
@@ -148,7 +150,8 @@ fn mark_failed(
     retry: &RetryPolicy,
 ) -> ApplyResult<Outcome> {
     check_policy("retry", retry)?;
-    let row = fence::held(cx, row_id, fence, ALL_STAGES)?;
+    let who = cx.acting("fail");
+    let row = fence::held(cx, &who, row_id, fence, ALL_STAGES)?;
     let destination = row.destination_name.clone();
     if attempt_limit(retry).exhausted_by(row.attempts) {
         // messagefoundry's text: the `dead` event says which attempt it was, like `failed`;
@@ -188,10 +191,12 @@ fn dead_letter_now(
     fence: Option<Fence>,
     error: &str,
 ) -> ApplyResult<Outcome> {
+    let who = cx.acting("dead");
     let row = match fence {
-        Some(f) => fence::held(cx, row_id, f, ALL_STAGES)?,
+        Some(f) => fence::held(cx, &who, row_id, f, ALL_STAGES)?,
         None => {
-            // Operator action without a claim: only a row that is not already terminal.
+            // Operator action without a claim: only a row that is not already terminal, and
+            // an in-flight row's claim is its principal's (an operator's override is audited).
             let row = cx.row(row_id)?;
             if !row.status.is_live() {
                 return Err(Rejection::WrongStatus {
@@ -201,6 +206,7 @@ fn dead_letter_now(
                 }
                 .into());
             }
+            claim_owner::check(cx, &who, &row)?;
             row
         }
     };

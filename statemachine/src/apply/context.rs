@@ -3,6 +3,7 @@
 use crate::model::ids::{MessageId, RowId};
 use crate::model::message::Message;
 use crate::model::row::WorkRow;
+use crate::rules::claim_owner::Acting;
 use crate::tables::{messages, rows, Db};
 use crate::wire::outcome::Outcome;
 use crate::wire::rejection::Rejection;
@@ -13,12 +14,15 @@ pub use crate::rules::{ApplyError, ApplyResult};
 
 /// Everything one command's application may touch: the tables through [`Db`] (the batch
 /// overlay, the counters, and the clamped time `t`), the operation id `index` (what fences and
-/// approval ids are made of: the log index, or a batched envelope's own id) and the acting
-/// principal. Derefs to its [`Db`], so rules and tables take a `Ctx` as they are.
+/// approval ids are made of: the log index, or a batched envelope's own id), the acting
+/// principal and whether the proposer vouched for it as an operator
+/// ([`AsOperator`](crate::wire::command::AsOperator)). Derefs to its [`Db`], so rules and
+/// tables take a `Ctx` as they are.
 pub(crate) struct Ctx<'t, 's> {
     pub db: Db<'t, 's>,
     pub index: u64,
     pub actor: &'t str,
+    pub operator: bool,
 }
 
 impl<'t, 's> Deref for Ctx<'t, 's> {
@@ -35,22 +39,45 @@ impl DerefMut for Ctx<'_, '_> {
     }
 }
 
-impl Ctx<'_, '_> {
+impl<'t> Ctx<'t, '_> {
     /// A row, or the rejection `UnknownRow`.
     pub fn row(&self, id: RowId) -> ApplyResult<WorkRow> {
         rows::get(self.db.txn, id)?.ok_or_else(|| Rejection::UnknownRow(id).into())
     }
 
-    /// Refuse `owner` when it belongs to another principal than this command's
-    /// (`crate::rules::lease_owner`).
-    pub fn check_owner(&self, owner: &str) -> ApplyResult<()> {
-        crate::rules::lease_owner::check(&self.db, owner, self.actor)
+    /// Refuse `owner` (carried in `field`) when it belongs to another principal than this
+    /// command's (`crate::rules::lease_owner`).
+    pub fn check_owner(&self, field: &str, owner: &str) -> ApplyResult<()> {
+        crate::rules::lease_owner::check(&self.db, field, owner, self.actor)
     }
 
-    /// `owner` took a lease for this command's principal: bind it to it.
-    pub fn bind_owner(&mut self, owner: &str) -> ApplyResult<()> {
+    /// [`Ctx::check_owner`] for an act on what `owner` holds (`what`, a command's name): an
+    /// operator may act under another principal's name, audited.
+    pub fn check_owner_or_override(
+        &mut self,
+        field: &str,
+        owner: &str,
+        what: &'static str,
+    ) -> ApplyResult<()> {
+        let who = self.acting(what);
+        crate::rules::lease_owner::check_or_override(&mut self.db, field, owner, &who)
+    }
+
+    /// `owner` (carried in `field`) took a lease, or named an engine, for this command's
+    /// principal: bind it to it.
+    pub fn bind_owner(&mut self, field: &str, owner: &str) -> ApplyResult<()> {
         let actor = self.actor;
-        crate::rules::lease_owner::bind(&mut self.db, owner, actor)
+        crate::rules::lease_owner::bind(&mut self.db, field, owner, actor)
+    }
+
+    /// Who performs `what` (a command's name), for the rules that judge whose a row's claim is
+    /// (`crate::rules::claim_owner`). Holds no borrow of the context.
+    pub fn acting(&self, what: &'static str) -> Acting<'t> {
+        Acting {
+            principal: self.actor,
+            operator: self.operator,
+            what,
+        }
     }
 
     /// A message, or the rejection `UnknownMessage`.

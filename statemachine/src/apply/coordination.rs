@@ -1,5 +1,8 @@
 //! Engine coordination (docs/SPEC.md §15): the registry of engine processes, one leadership
-//! lease per group, shared counters. The lease rule lives on [`LeaderLease`]: held until
+//! lease per group, shared counters. A node id is its principal's (`rules::lease_owner`,
+//! docs/SPEC.md §9.8): bound by the first heartbeat or campaign that names it; another
+//! principal's heartbeat, campaign, resignation or leave under it is refused (an operator's
+//! resignation or leave is its override, audited). The lease rule lives on [`LeaderLease`]: held until
 //! `expires_at`, so a deposed leader that stopped renewing is replaced only once its lease ran out.
 
 use crate::apply::{Apply, ApplyResult, Ctx};
@@ -16,6 +19,8 @@ impl Apply for NodeHeartbeat {
     fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
         validate::name("node_id", &self.node_id)?;
         validate::opt_name("host", self.host.as_deref())?;
+        // The node id is its principal's from its first heartbeat (rules::lease_owner).
+        cx.bind_owner("node_id", &self.node_id)?;
         let t = cx.t;
         let record = match coordination::node(cx.txn, &self.node_id)? {
             Some(old) if old.status == NodeStatus::Active => NodeRecord {
@@ -42,6 +47,7 @@ impl Apply for NodeHeartbeat {
 impl Apply for NodeLeave {
     fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
         validate::name("node_id", &self.node_id)?;
+        cx.check_owner_or_override("node_id", &self.node_id, "node_leave")?;
         let Some(old) = coordination::node(cx.txn, &self.node_id)? else {
             return Ok(Outcome::Count(0));
         };
@@ -67,6 +73,7 @@ impl Apply for CampaignLeadership {
         validate::name("group", &self.group)?;
         validate::name("node_id", &self.node_id)?;
         validate::ttl("ttl_ms", self.ttl_ms)?;
+        cx.bind_owner("node_id", &self.node_id)?;
         let t = cx.t;
         let current = coordination::leader(cx.txn, &self.group)?;
         let lease = match current {
@@ -93,6 +100,7 @@ impl Apply for ResignLeadership {
     fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
         validate::name("group", &self.group)?;
         validate::name("node_id", &self.node_id)?;
+        cx.check_owner_or_override("node_id", &self.node_id, "resign_leadership")?;
         match coordination::leader(cx.txn, &self.group)? {
             Some(l) if l.owner == self.node_id => {
                 coordination::drop_leader(cx, &self.group);

@@ -76,5 +76,7 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::RetentionPage(c) => c.apply(cx),
         Command::SessionAt(c) => c.apply(cx),
         Command::HandOnThenClaimNext(c) => c.apply(cx),
+        Command::AsOperator(c) => c.apply(cx),
+        Command::ReserveOwner(c) => c.apply(cx),
     }
 }

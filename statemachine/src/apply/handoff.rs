@@ -123,7 +123,8 @@ fn route_handoff(
     handlers: &[HandlerWork],
     disposition: RouteDisposition,
 ) -> ApplyResult<Outcome> {
-    let row = match fence::check(cx, row_id, fence, &[Stage::Ingress])? {
+    let who = cx.acting("route");
+    let row = match fence::check(cx, &who, row_id, fence, &[Stage::Ingress])? {
         Fenced::Consumed => return Ok(Outcome::HandedOff(false)),
         Fenced::Held(row) => row,
     };
@@ -166,7 +167,8 @@ fn handoff(
     deliveries: &[Delivery],
     disposition: HandoffDisposition,
 ) -> ApplyResult<Outcome> {
-    let row = match fence::check(cx, row_id, fence, &[Stage::Ingress])? {
+    let who = cx.acting("handoff");
+    let row = match fence::check(cx, &who, row_id, fence, &[Stage::Ingress])? {
         Fenced::Consumed => return Ok(Outcome::HandedOff(false)),
         Fenced::Held(row) => row,
     };
@@ -206,7 +208,8 @@ fn transform_handoff(
     deliveries: &[Delivery],
     state_ops: &[StateOp],
 ) -> ApplyResult<Outcome> {
-    let row = match fence::check(cx, row_id, fence, &[Stage::Routed])? {
+    let who = cx.acting("transform");
+    let row = match fence::check(cx, &who, row_id, fence, &[Stage::Routed])? {
         Fenced::Consumed => return Ok(Outcome::HandedOff(false)),
         Fenced::Held(row) => row,
     };
@@ -236,7 +239,8 @@ fn ingress_handoff(
     caller: Option<&CallerChild<'_>>,
 ) -> ApplyResult<Outcome> {
     validate::name("loopback_channel", loopback_channel)?;
-    let row = fence::held(cx, row_id, fence, &[Stage::Response])?;
+    let who = cx.acting("reingress");
+    let row = fence::held(cx, &who, row_id, fence, &[Stage::Response])?;
     let reference: Option<ResponseRef> = serde_json::from_str(&row.payload).ok();
     let response: Option<CapturedResponse> = match &reference {
         Some(r) => responses::get(cx.txn, r.message_id, &r.destination, r.seq)?,

@@ -13,6 +13,7 @@
 //! AD group maps) and [`sessions`]. The invariants they rely on are [`crate::rules`].
 
 pub(crate) mod approval;
+mod as_operator;
 pub(crate) mod audit;
 pub(crate) mod batch;
 pub(crate) mod claim;
@@ -74,6 +75,7 @@ pub(crate) fn command<'s>(
             db: Db { txn, meta, t },
             index: op,
             actor: &envelope.actor,
+            operator: false,
         };
         dispatch::dispatch(&mut cx, command)
     };

@@ -3,9 +3,11 @@
 
 use crate::apply::{audit, Apply, ApplyResult, Ctx};
 use crate::model::principal::{Principal, Role};
-use crate::rules::validate;
-use crate::tables::principals;
-use crate::wire::command::{IssueToken, PutPrincipal, RevokePrincipal, SetPrincipalOrgs};
+use crate::rules::{principal_name, validate};
+use crate::tables::{lease_owners, principals};
+use crate::wire::command::{
+    IssueToken, PutPrincipal, ReserveOwner, RevokePrincipal, SetPrincipalOrgs,
+};
 use crate::wire::outcome::Outcome;
 use crate::wire::rejection::Rejection;
 
@@ -57,7 +59,7 @@ fn put(
     role: Role,
     channels: Option<&[String]>,
 ) -> ApplyResult<Outcome> {
-    validate::name("name", name)?;
+    check_name(cx, name)?;
     if token_hash.len() != 64
         || !token_hash
             .bytes()
@@ -98,6 +100,16 @@ fn put(
     Ok(Outcome::Done)
 }
 
+/// A principal's name in its one normal form, neither reserved nor confusable with another
+/// principal's (`rules::principal_name`, docs/SPEC.md §9.1); the same name again (a token
+/// rotation) is the same principal.
+fn check_name(cx: &Ctx<'_, '_>, name: &str) -> ApplyResult<()> {
+    principal_name::check_form("name", name)?;
+    let existing = principals::all(cx.txn)?;
+    principal_name::check_distinct("name", name, existing.iter().map(|p| p.name.as_str()))?;
+    Ok(())
+}
+
 fn revoke(cx: &mut Ctx<'_, '_>, name: &str) -> ApplyResult<Outcome> {
     let old: Principal = principals::get(cx.txn, name)?
         .ok_or_else(|| Rejection::UnknownPrincipal(name.to_string()))?;
@@ -110,7 +122,7 @@ fn revoke(cx: &mut Ctx<'_, '_>, name: &str) -> ApplyResult<Outcome> {
 impl Apply for SetPrincipalOrgs {
     fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
         let SetPrincipalOrgs { name, orgs } = self;
-        validate::name("name", name)?;
+        check_name(cx, name)?;
         for org in orgs.as_deref().unwrap_or_default() {
             validate::name("orgs", org)?;
         }
@@ -121,5 +133,48 @@ impl Apply for SetPrincipalOrgs {
         };
         audit::record_default(cx, "principal.orgs", None, format!("{name}: {scope}"))?;
         Ok(Outcome::Done)
+    }
+}
+
+/// An admin's reservation or release of a name (`rules::lease_owner`, docs/SPEC.md §9.8).
+impl Apply for ReserveOwner {
+    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
+        let ReserveOwner { owner, principal } = self;
+        validate::name("owner", owner)?;
+        let holder = lease_owners::principal(cx.txn, owner)?;
+        match principal {
+            Some(principal) => {
+                validate::name("principal", principal)?;
+                if principals::get(cx.txn, principal)?.is_none() {
+                    return Err(Rejection::UnknownPrincipal(principal.clone()).into());
+                }
+                match holder.as_deref() {
+                    Some(h) if h == principal.as_str() => Ok(Outcome::Count(0)),
+                    Some(_) => Err(Rejection::AlreadyExists {
+                        field: "owner".into(),
+                        value: owner.clone(),
+                    }
+                    .into()),
+                    None => {
+                        lease_owners::put(cx, owner, principal);
+                        audit::record_default(
+                            cx,
+                            "owner.reserve",
+                            None,
+                            format!("{owner} for {principal}"),
+                        )?;
+                        Ok(Outcome::Count(1))
+                    }
+                }
+            }
+            None => {
+                let Some(was) = holder else {
+                    return Ok(Outcome::Count(0));
+                };
+                lease_owners::delete(cx, owner);
+                audit::record_default(cx, "owner.release", None, format!("{owner} (was {was})"))?;
+                Ok(Outcome::Count(1))
+            }
+        }
     }
 }

@@ -5,7 +5,7 @@
 use crate::apply::{Apply, ApplyError, ApplyResult, Ctx};
 use crate::model::ids::Millis;
 use crate::model::user::{AdGroupMap, AuthRole, RoleAssignment, User};
-use crate::rules::{ad_groups, validate};
+use crate::rules::{ad_groups, principal_name, validate};
 use crate::tables::{sessions, users};
 use crate::wire::command::{
     CreateUser, DeleteUser, SetAdGroupMap, SetUserRoles, UpdateUser, UpsertRole, UserChange,
@@ -26,13 +26,16 @@ impl Apply for CreateUser {
             must_change_password,
         } = self;
         validate::name("user_id", user_id)?;
-        validate::name("username", username)?;
+        principal_name::check_username_form("username", username)?;
         if users::get(cx.txn, user_id)?.is_some() {
             return Err(already_exists("user_id", user_id));
         }
         if users::id_of(cx.txn, username)?.is_some() {
             return Err(already_exists("username", username));
         }
+        // One username per look (docs/SPEC.md §9.1): audit rows name users by it.
+        let taken = users::usernames(cx.txn)?;
+        principal_name::check_distinct("username", username, taken.iter().map(String::as_str))?;
         let t = cx.t;
         let user = User {
             id: user_id.clone(),

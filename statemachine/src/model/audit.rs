@@ -5,8 +5,11 @@
 //! row) and `E` is, in this fixed order:
 //! `seq` (u64 big-endian) ‖ `ts` (u64 big-endian) ‖ `actor` ‖ `action` ‖ `channel` ‖ `org` ‖ `detail`,
 //! each string field encoded as a presence byte (`0` absent, `1` present) followed, when present,
-//! by its UTF-8 length as u32 big-endian and the bytes. Lengths make the encoding unambiguous:
-//! no two different rows encode to the same bytes.
+//! by its UTF-8 length as u32 big-endian and the bytes, then, only for a row that records one
+//! (docs/SPEC.md §9.8), `principal` encoded the same way. Lengths make the encoding
+//! unambiguous: no two different rows encode to the same bytes (a row with a principal has
+//! bytes after its detail, one without has none), and rows written before principals were
+//! recorded hash as they always did.
 //!
 //! Appends are serialized by the Raft log, so the chain cannot fork, and every replica holds the
 //! same chain byte for byte. Appending is [`crate::tables::audit`]; checking a chain is
@@ -31,6 +34,12 @@ pub struct AuditRow {
     pub detail: Option<String>,
     pub prev_hash: [u8; 32],
     pub hash: [u8; 32],
+    /// The authenticated principal that wrote the row, when the caller named its `actor`
+    /// (RecordAuditAs): the row reads "actor via principal", and the actor is never recorded
+    /// instead of who wrote it. `None`: the actor is the principal. Kept beside the row
+    /// (`AuditPrincipals`), so the stored row's encoding is unchanged; covered by the hash.
+    #[serde(skip)]
+    pub principal: Option<String>,
 }
 
 /// The tip of an org's chain: the anchor a verifier can keep elsewhere.
@@ -72,6 +81,9 @@ pub fn canonical_encoding(row: &AuditRow) -> Vec<u8> {
     put_str(&mut buf, row.channel_id.as_deref());
     put_str(&mut buf, Some(&row.org));
     put_str(&mut buf, row.detail.as_deref());
+    if let Some(principal) = &row.principal {
+        put_str(&mut buf, Some(principal));
+    }
     buf
 }
 

@@ -14,6 +14,10 @@ pub enum Role {
     /// Reads everything a viewer reads except bodies (docs/SPEC.md §9.7). Appended last: roles
     /// are encoded by position.
     Metadata,
+    /// messagefoundry's engine (docs/SPEC.md §9.3): exactly the routes its store and cluster
+    /// coordinator call, and no power over other principals' claims, names or engines.
+    /// Appended last: roles are encoded by position.
+    Engine,
 }
 
 impl Role {
@@ -24,6 +28,7 @@ impl Role {
             Role::Worker => "worker",
             Role::Viewer => "viewer",
             Role::Metadata => "metadata",
+            Role::Engine => "engine",
         }
     }
 
@@ -34,6 +39,7 @@ impl Role {
             Role::Worker,
             Role::Viewer,
             Role::Metadata,
+            Role::Engine,
         ]
         .into_iter()
         .find(|r| r.as_str() == s)

@@ -4,6 +4,22 @@ use crate::model::ids::{Fence, MessageId, Millis, RowId};
 use crate::model::lane::LaneKey;
 use serde::{Deserialize, Serialize};
 
+/// When a claim could next hand out a row, as a read of the state sees it: what a claim that
+/// waits for work (docs/SPEC.md §4.7a) sleeps on between attempts. Read-only and advisory: the
+/// claim itself, proposed, always decides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClaimChance {
+    /// A claim now may hand out a row.
+    Now,
+    /// Nothing before this time unless an entry changes the rows (the earliest backoff, or the
+    /// end of the lease that holds the lane).
+    At(Millis),
+    /// Nothing until an entry changes the rows.
+    OnChange,
+    /// Too costly to tell (many due rows the claim's filters skip): only the claim can say.
+    Unknown,
+}
+
 /// The four pipeline stages a work row can sit in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

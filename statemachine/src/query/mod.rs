@@ -13,7 +13,7 @@ use crate::model::message::{Event, EventKind, Message, MessageStatus};
 use crate::model::meta::MetaState;
 use crate::model::principal::Principal;
 use crate::model::response::CapturedResponse;
-use crate::model::row::{RowStatus, Stage, WorkRow};
+use crate::model::row::{ClaimChance, RowStatus, Stage, WorkRow};
 use crate::model::session::Session;
 use crate::model::state::{ReferenceSnapshot, StateEntry};
 use crate::model::user::{AdGroupMap, AuthRole, RoleAssignment, User};
@@ -465,6 +465,45 @@ impl<'a> Reader<'a> {
         Ok(DueRows::None)
     }
 
+    /// When a `ClaimReady` of `stage` with these filters could next claim a row, read at `t`
+    /// (see [`ClaimChance`]): `Now` when a due row matches, `Unknown` past `budget` due rows
+    /// the filters skip, else the earliest time a row of the stage that backs off becomes due
+    /// (not filtered: waking early costs one read), or `OnChange`.
+    pub fn ready_claim_chance(
+        &self,
+        stage: Stage,
+        t: Millis,
+        channel: Option<&str>,
+        destination: Option<&str>,
+        budget: usize,
+    ) -> Result<ClaimChance, StoreError> {
+        Ok(
+            match self.due_rows(stage, t, channel, destination, budget)? {
+                DueRows::Some => ClaimChance::Now,
+                DueRows::Unknown => ClaimChance::Unknown,
+                DueRows::None => match rows::next_due_after(&self.txn, stage, t)? {
+                    Some(at) => ClaimChance::At(at),
+                    None => ClaimChance::OnChange,
+                },
+            },
+        )
+    }
+
+    /// When a FIFO claim of the lane could next hand `owner` a row, read at `t` (see
+    /// [`ClaimChance`]); `lane_owner` as the claim names it (`Some(owner)` for ClaimNextFifo,
+    /// docs/SPEC.md §14.1 for ClaimFifoHead).
+    pub fn fifo_claim_chance(
+        &self,
+        stage: Stage,
+        name: &str,
+        owner: &str,
+        lane_owner: Option<&str>,
+        t: Millis,
+    ) -> Result<ClaimChance, StoreError> {
+        let who = fifo::Claimant { owner, lane_owner };
+        fifo::claim_chance(&self.txn, &LaneKey::new(stage, name), who, t)
+    }
+
     pub fn stats(&self) -> Stats {
         let mut rows = BTreeMap::new();
         for stage in Stage::ALL {
@@ -695,6 +734,12 @@ impl<'a> Reader<'a> {
 
     pub fn principal_by_token_hash(&self, hash: &str) -> Result<Option<Principal>, StoreError> {
         principals::by_token_hash(&self.txn, hash)
+    }
+
+    /// The principal a lease owner name belongs to (`crate::rules::lease_owner`): so the
+    /// principal of a claim made under it (`crate::rules::claim_owner`). `None`: never bound.
+    pub fn lease_owner(&self, owner: &str) -> Result<Option<String>, StoreError> {
+        crate::tables::lease_owners::principal(&self.txn, owner)
     }
 
     /// The audit orgs a principal is scoped to (`None`: no org scope set).

@@ -1,8 +1,10 @@
 //! The fencing rule, in one place: a completion must present the fence of the row's current
-//! claim. Handoffs and completions all go through [`check`].
+//! claim, and come from the claim's principal (or an operator: [`crate::rules::claim_owner`]).
+//! Handoffs and completions all go through [`check`].
 
 use crate::model::ids::{Fence, RowId};
 use crate::model::row::{RowStatus, Stage, WorkRow};
+use crate::rules::claim_owner::{self, Acting};
 use crate::rules::{ApplyError, ApplyResult};
 use crate::tables::{rows, Db};
 use crate::wire::rejection::Rejection;
@@ -15,9 +17,12 @@ pub(crate) enum Fenced {
     Consumed,
 }
 
-/// Check that `row_id` is inflight at one of `stages` under `fence`.
+/// Check that `row_id` is inflight at one of `stages` under `fence`, and that `who` may act on
+/// its claim ([`claim_owner::check`]: an operator's act on another principal's claim is
+/// audited here).
 pub(crate) fn check(
-    cx: &Db<'_, '_>,
+    cx: &mut Db<'_, '_>,
+    who: &Acting<'_>,
     row_id: RowId,
     fence: Fence,
     stages: &[Stage],
@@ -39,6 +44,7 @@ pub(crate) fn check(
     }
     match (&row.status, &row.claim) {
         (RowStatus::Inflight, Some(claim)) if claim.fence == fence => {
+            claim_owner::check(cx, who, &row)?;
             Ok(Fenced::Held(Box::new(row)))
         }
         (RowStatus::Inflight, Some(claim)) => Err(stale(row_id, fence, Some(claim.fence))),
@@ -56,12 +62,13 @@ pub(crate) fn check(
 
 /// Like [`check`] for commands on rows that are never consumed: a missing row is unknown.
 pub(crate) fn held(
-    cx: &Db<'_, '_>,
+    cx: &mut Db<'_, '_>,
+    who: &Acting<'_>,
     row_id: RowId,
     fence: Fence,
     stages: &[Stage],
 ) -> ApplyResult<WorkRow> {
-    match check(cx, row_id, fence, stages)? {
+    match check(cx, who, row_id, fence, stages)? {
         Fenced::Held(row) => Ok(*row),
         Fenced::Consumed => Err(Rejection::UnknownRow(row_id).into()),
     }

@@ -22,11 +22,11 @@
 
 use crate::model::ids::{Fence, Millis, RowId};
 use crate::model::lane::{LaneKey, LaneLease};
-use crate::model::row::{Claim, WorkRow};
+use crate::model::row::{Claim, ClaimChance, WorkRow};
 use crate::rules::{retry, ApplyResult};
 use crate::storage::{Store, StoreError, Txn};
 use crate::tables::rows::{self, NewRow};
-use crate::tables::{config, lanes, Db};
+use crate::tables::{config, lanes, lease_owners, Db};
 use crate::wire::outcome::{ClaimedRow, FifoEmpty};
 use crate::wire::rejection::Rejection;
 
@@ -120,26 +120,52 @@ pub(crate) fn release(
     }
 }
 
-/// Drop the lane's lease, whoever holds it (an unconditional recovery took the rows the lease
-/// was guarding back, so the head must be claimable again at once). Whether there was one.
-pub(crate) fn free(cx: &mut Db<'_, '_>, lane: &LaneKey) -> Result<bool, StoreError> {
+/// Drop the lane's lease (an unconditional recovery took the rows the lease was guarding back,
+/// so the head must be claimable again at once): whoever holds it, or with `within` only a lease
+/// whose owner name belongs to that principal (a worker's recovery of its own rows, docs/SPEC.md
+/// §9.8). Whether one was dropped.
+pub(crate) fn free(
+    cx: &mut Db<'_, '_>,
+    lane: &LaneKey,
+    within: Option<&str>,
+) -> Result<bool, StoreError> {
     let mut state = lanes::state(cx.txn, lane)?;
-    if state.lease.take().is_none() {
+    let Some(lease) = &state.lease else {
+        return Ok(false);
+    };
+    if !held_within(cx, &lease.owner, within)? {
         return Ok(false);
     }
+    state.lease = None;
     lanes::put_state(cx, lane, &state);
     Ok(true)
 }
 
+/// Whether a lease held under `owner` is within reach: every lease with `within: None`, else
+/// only one whose owner name belongs to the principal `within` (`crate::rules::lease_owner`).
+fn held_within(cx: &Db<'_, '_>, owner: &str, within: Option<&str>) -> Result<bool, StoreError> {
+    match within {
+        None => Ok(true),
+        Some(principal) => {
+            Ok(lease_owners::principal(cx.txn, owner)?.as_deref() == Some(principal))
+        }
+    }
+}
+
 /// Drop every lane lease not held by `keep` (every lease when `None`): a new leader taking over
-/// its predecessor's lanes at once (RecoverInflightOnPromotion). How many were dropped.
-pub(crate) fn free_all_but(cx: &mut Db<'_, '_>, keep: Option<&str>) -> Result<u64, StoreError> {
+/// its predecessor's lanes at once (RecoverInflightOnPromotion); with `within`, only leases
+/// whose owner name belongs to that principal ([`free`]). How many were dropped.
+pub(crate) fn free_all_but(
+    cx: &mut Db<'_, '_>,
+    keep: Option<&str>,
+    within: Option<&str>,
+) -> Result<u64, StoreError> {
     let mut dropped = 0;
     for (lane, mut state) in lanes::all_states(cx.txn)? {
         let Some(lease) = &state.lease else {
             continue;
         };
-        if keep.is_some_and(|k| k == lease.owner) {
+        if keep.is_some_and(|k| k == lease.owner) || !held_within(cx, &lease.owner, within)? {
             continue;
         }
         state.lease = None;
@@ -312,4 +338,50 @@ pub(crate) fn idle_answer<S: Store + ?Sized>(
         .map(|row| FifoEmpty::NotDue {
             due_at: row.next_attempt_at,
         }))
+}
+
+/// When a FIFO claim by `who` at `t` could next hand out a row (see [`ClaimChance`]): the
+/// decision of [`claim_head`] read without changing anything, for a claim that waits for work.
+///
+/// `Now` whenever the claim may hand something out or needs to act (a stranded row it takes
+/// back, the owner's own live row it hands back); `At(end + 1)` while another owner's live row
+/// or lane lease holds the lane (the claim takes the lane once that lease has ended); `At(due)`
+/// for a head that backs off; `OnChange` for an empty lane.
+pub(crate) fn claim_chance<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    lane: &LaneKey,
+    who: Claimant<'_>,
+    t: Millis,
+) -> Result<ClaimChance, StoreError> {
+    // Steps 0, 2 and 3: the lane's rows that are out.
+    let mut held_until: Option<Millis> = None;
+    for id in lanes::inflight(txn, lane)? {
+        let Some(claim) = rows::get(txn, id)?.and_then(|row| row.claim) else {
+            continue;
+        };
+        if claim.lease_expires_at < t || (claim.owner == who.owner && who.lane_owner.is_some()) {
+            return Ok(ClaimChance::Now);
+        }
+        if claim.owner != who.owner {
+            held_until = held_until.max(Some(claim.lease_expires_at));
+        }
+    }
+    // Step 1: another's live lane lease.
+    let lease_holder = who.lane_owner.unwrap_or(who.owner);
+    if let Some(lease) = lanes::state(txn, lane)?.lease {
+        if lease.owner != lease_holder && lease_is_live(&lease, t) {
+            held_until = held_until.max(Some(lease.expires_at));
+        }
+    }
+    if let Some(end) = held_until {
+        return Ok(ClaimChance::At(end.saturating_add(1)));
+    }
+    // Step 4: the head.
+    let Some(head) = lanes::first_pending(txn, lane)? else {
+        return Ok(ClaimChance::OnChange);
+    };
+    Ok(match rows::get(txn, head)? {
+        Some(row) if row.next_attempt_at > t => ClaimChance::At(row.next_attempt_at),
+        _ => ClaimChance::Now,
+    })
 }

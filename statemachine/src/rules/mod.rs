@@ -11,17 +11,23 @@
 //! - [`dedupe`]: how long an idempotency key answers with its message.
 //! - [`validate`]: the input checks every command (and the API) makes.
 //! - [`ad_groups`]: how the AD group maps name a group.
-//! - [`lease_owner`]: a lease owner name belongs to the principal that first claimed under it.
+//! - [`lease_owner`]: a lease owner name (an engine node id too) belongs to the principal that
+//!   first used it, or that an admin reserved it for.
+//! - [`claim_owner`]: a row's claim is its principal's: others act on it only as operators.
+//! - [`principal_name`]: principal names (and the engine's usernames) have one normal form and
+//!   are told apart by their skeletons.
 //!
 //! A rule that stops a command says so with an [`ApplyError`]: a typed rejection, which the
 //! apply layer turns into a no-op, or a storage failure.
 
 pub mod ad_groups;
+pub mod claim_owner;
 pub mod dedupe;
 pub mod fence;
 pub mod fifo;
 pub mod finalizer;
 pub mod lease_owner;
+pub mod principal_name;
 pub mod registry;
 pub mod retry;
 pub mod validate;

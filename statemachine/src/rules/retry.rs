@@ -4,8 +4,8 @@
 //! to the bit.
 //!
 //! Why the limit lives here and not only in MarkFailed: a worker that crashes on a row never
-//! calls `fail`, so the row came back each time its lease ran out, attempts climbing forever,
-//! and the FIFO lane behind it never moved (reproduced 2026-12-06 against three nodes). Every
+//! calls `fail`, so without it the row would come back each time its lease ran out, attempts
+//! climbing forever, and the FIFO lane behind it would never move. Every
 //! claim is a delivery attempt; an expiry past the limit ends the row like a `fail` past it.
 
 use crate::model::config::{ConfigDoc, RetryPolicy};
@@ -106,7 +106,7 @@ pub fn policy_for(config: &ConfigDoc, stage: Stage, destination: Option<&str>) -
 ///
 /// Why a value and not a new variant: `RetryPolicy` is in every MarkFailed entry of the log and
 /// in every config, and bincode writes `Option<u32>` as it is. Absent (`None`) already means the
-/// default limit in entries written since 2026-12-06, so "no limit" needs a value of its own
+/// default limit, so "no limit" needs a value of its own
 /// that leaves every existing entry's meaning and layout alone; `u32::MAX` attempts is no
 /// limit in practice too, so a node that predates this reading agrees with it. On the HTTP
 /// wire it is spelled `-1`, as NATS's `max_deliver` and RabbitMQ's delivery limit spell it.

@@ -130,10 +130,14 @@ pub enum Table {
     /// row id → RetryPolicy: the policy of a live row's last `fail`, by which a lease expiry on
     /// it is judged (`tables::row_retry`).
     RowRetry,
+    // --- a principal acts only on what is its own (docs/SPEC.md §9.8) ---
+    /// org ‖ seq → String: the authenticated principal that wrote an audit row whose actor the
+    /// caller named (RecordAuditAs): the row reads "actor via principal" (`tables::audit`).
+    AuditPrincipals,
 }
 
 impl Table {
-    pub const ALL: [Table; 52] = [
+    pub const ALL: [Table; 53] = [
         Table::Meta,
         Table::Messages,
         Table::Rows,
@@ -192,6 +196,8 @@ impl Table {
         // --- poison rows ---
         Table::Tallies,
         Table::RowRetry,
+        // --- a principal acts only on what is its own ---
+        Table::AuditPrincipals,
     ];
 
     /// Column family name in RocksDB.
@@ -255,6 +261,8 @@ impl Table {
             // --- poison rows ---
             Table::Tallies => "tallies",
             Table::RowRetry => "row_retry",
+            // --- a principal acts only on what is its own ---
+            Table::AuditPrincipals => "audit_principals",
         }
     }
 

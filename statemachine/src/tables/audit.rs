@@ -1,5 +1,7 @@
 //! The audit chains: `Audit` (org ‖ seq → [`AuditRow`]) and `AuditHeads` (org → [`AuditHead`]).
-//! How a row is hashed is [`crate::model::audit`].
+//! How a row is hashed is [`crate::model::audit`]. A row's principal, when it is not its actor
+//! (docs/SPEC.md §9.8), is kept beside it in `AuditPrincipals` (org ‖ seq → principal) and put
+//! back into every row read here.
 //!
 //! The actor index: `AuditActors` (org ‖ actor ‖ seq → ()) holds every row with an actor
 //! appended since the index exists, and `AuditIndexFrom` (org → seq) the seq of the first row
@@ -46,6 +48,20 @@ pub(crate) fn append(
     channel: Option<&str>,
     detail: Option<String>,
 ) -> Result<AuditRow, StoreError> {
+    append_via(cx, actor, None, org, action, channel, detail)
+}
+
+/// [`append`] for a row whose actor the caller named: `principal`, who wrote it, is recorded
+/// beside the actor (and hashed with the row).
+pub(crate) fn append_via(
+    cx: &mut Db<'_, '_>,
+    actor: &str,
+    principal: Option<&str>,
+    org: &str,
+    action: &str,
+    channel: Option<&str>,
+    detail: Option<String>,
+) -> Result<AuditRow, StoreError> {
     let mut tip = head(cx.txn, org)?;
     let mut row = AuditRow {
         seq: tip.count,
@@ -57,9 +73,14 @@ pub(crate) fn append(
         detail,
         prev_hash: tip.head_hash,
         hash: [0; 32],
+        principal: principal.map(str::to_string),
     };
     row.hash = row_hash(&row.prev_hash, &row);
     cx.txn.put(Table::Audit, row_key(org, row.seq), &row);
+    if let Some(principal) = &row.principal {
+        cx.txn
+            .put(Table::AuditPrincipals, row_key(org, row.seq), principal);
+    }
     if let Some(actor) = &row.actor {
         cx.txn.put_raw(
             Table::AuditActors,
@@ -90,7 +111,10 @@ pub(crate) fn list<S: Store + ?Sized>(
         .scan(Table::Audit, &start, end.as_deref(), Direction::Forward)?
         .take(limit)
     {
-        out.push(Txn::<S>::decode(Table::Audit, &item?.1)?);
+        out.push(with_principal(
+            txn,
+            Txn::<S>::decode(Table::Audit, &item?.1)?,
+        )?);
     }
     Ok(out)
 }
@@ -101,7 +125,18 @@ pub(crate) fn chain<'a, S: Store + ?Sized>(
     org: &str,
 ) -> Result<impl Iterator<Item = Result<AuditRow, StoreError>> + 'a, StoreError> {
     let scan = txn.scan_prefix(Table::Audit, &head_key(org), Direction::Forward)?;
-    Ok(scan.map(|item| item.and_then(|(_, v)| Txn::<S>::decode(Table::Audit, &v))))
+    Ok(scan.map(move |item| {
+        item.and_then(|(_, v)| with_principal(txn, Txn::<S>::decode(Table::Audit, &v)?))
+    }))
+}
+
+/// `row` with the principal recorded beside it, if any.
+fn with_principal<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    mut row: AuditRow,
+) -> Result<AuditRow, StoreError> {
+    row.principal = txn.get(Table::AuditPrincipals, &row_key(&row.org, row.seq))?;
+    Ok(row)
 }
 
 /// Every org that has a chain.
@@ -144,6 +179,7 @@ pub(crate) fn by_actor<S: Store + ?Sized>(
         let Some(row) = txn.get::<AuditRow>(Table::Audit, &row_key(org, seq))? else {
             continue;
         };
+        let row = with_principal(txn, row)?;
         if row.action.starts_with(action_prefix) {
             out.push(row);
             if out.len() >= limit {
@@ -161,7 +197,7 @@ pub(crate) fn by_actor<S: Store + ?Sized>(
     let start = row_key(org, 0);
     let end = row_key(org, legacy_end);
     for item in txn.scan(Table::Audit, &start, Some(&end), Direction::Reverse)? {
-        let row: AuditRow = Txn::<S>::decode(Table::Audit, &item?.1)?;
+        let row = with_principal(txn, Txn::<S>::decode(Table::Audit, &item?.1)?)?;
         if row.actor.as_deref() == Some(actor) && row.action.starts_with(action_prefix) {
             out.push(row);
             if out.len() >= limit {
@@ -183,7 +219,10 @@ pub(crate) fn newest<S: Store + ?Sized>(
         .scan_prefix(Table::Audit, &head_key(org), Direction::Reverse)?
         .take(limit)
     {
-        out.push(Txn::<S>::decode(Table::Audit, &item?.1)?);
+        out.push(with_principal(
+            txn,
+            Txn::<S>::decode(Table::Audit, &item?.1)?,
+        )?);
     }
     Ok(out)
 }

@@ -1,4 +1,4 @@
-//! `LeaseOwners` (lease owner name → principal): who an owner name belongs to
+//! `LeaseOwners` (lease owner name or engine node id → principal): who a name belongs to
 //! (`crate::rules::lease_owner`).
 
 use crate::storage::keys::Key;
@@ -20,4 +20,9 @@ pub(crate) fn principal<S: Store + ?Sized>(
 pub(crate) fn put(cx: &mut Db<'_, '_>, owner: &str, principal: &str) {
     cx.txn
         .put(Table::LeaseOwners, key(owner), &principal.to_string());
+}
+
+/// Forget whose `owner` is (an admin's release, docs/SPEC.md §9.8).
+pub(crate) fn delete(cx: &mut Db<'_, '_>, owner: &str) {
+    cx.txn.delete(Table::LeaseOwners, key(owner));
 }

@@ -294,6 +294,27 @@ pub(crate) fn due<'a, S: Store + ?Sized>(
     )?))
 }
 
+/// The earliest `next_attempt_at` after `t` among the pending rows of `stage` (the first key
+/// at or above stage ‖ (t + 1)): when a row of the stage that is backing off becomes due.
+pub(crate) fn next_due_after<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+    stage: Stage,
+    t: Millis,
+) -> Result<Option<Millis>, StoreError> {
+    let start = Key::new().u8(stage.tag()).u64(t.saturating_add(1)).build();
+    let end = Key::new().u8(stage.tag().saturating_add(1)).build();
+    let mut scan = txn.scan(Table::Due, &start, Some(&end), Direction::Forward)?;
+    match scan.next() {
+        None => Ok(None),
+        Some(Err(e)) => Err(e),
+        // stage (1 byte) ‖ next_attempt_at (8 bytes) ‖ row id (8 bytes)
+        Some(Ok((key, _))) => Ok(key
+            .get(1..9)
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map(u64::from_be_bytes)),
+    }
+}
+
 /// Inflight rows whose lease ended strictly before `t` (keys below t ‖ 0).
 pub(crate) fn leases_before<S: Store + ?Sized>(
     txn: &Txn<'_, S>,

@@ -63,6 +63,17 @@ pub(crate) fn all_by_username<S: Store + ?Sized>(
     Ok(out)
 }
 
+/// Every username, in byte order (the keys of `Usernames` only: no user is decoded).
+pub(crate) fn usernames<S: Store + ?Sized>(txn: &Txn<'_, S>) -> Result<Vec<String>, StoreError> {
+    let mut out = Vec::new();
+    for item in txn.scan(Table::Usernames, &[], None, Direction::Forward)? {
+        if let Ok(name) = String::from_utf8(item?.0) {
+            out.push(name);
+        }
+    }
+    Ok(out)
+}
+
 /// How many users there are.
 pub(crate) fn count<S: Store + ?Sized>(txn: &Txn<'_, S>) -> Result<u64, StoreError> {
     let mut n = 0u64;

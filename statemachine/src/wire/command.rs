@@ -146,6 +146,10 @@ pub enum Command {
     SessionAt(SessionAt),
     // --- a handoff and the lane's next claim in one entry (docs/SPEC.md §4.4a) ---
     HandOnThenClaimNext(HandOnThenClaimNext),
+    // --- a principal acts only on what is its own (docs/SPEC.md §9.8) ---
+    AsOperator(AsOperator),
+    // --- names bound to principals: an admin's reservation (docs/SPEC.md §9.8) ---
+    ReserveOwner(ReserveOwner),
 }
 
 impl Command {
@@ -224,6 +228,9 @@ impl Command {
             // The caller's time is data of the session write: counted as the write it dates.
             Command::SessionAt(c) => c.write.name(),
             Command::HandOnThenClaimNext(_) => "hand_on_then_claim_next",
+            // The proposer's word on the caller's role: counted as the command it carries.
+            Command::AsOperator(c) => c.command.name(),
+            Command::ReserveOwner(_) => "reserve_owner",
         }
     }
 }
@@ -538,7 +545,7 @@ pub struct PurgeState {
 pub struct ExpireRecords;
 
 /// Most ended messages one [`RetentionPage`] examines: what bounds the longest apply of a purge
-/// (docs/BENCHMARKS.md, "2026-12-06 — retention"). A larger `limit` is clamped to it.
+/// (docs/BENCHMARKS.md, "retention"). A larger `limit` is clamped to it.
 pub const MAX_RETENTION_PAGE: u32 = 1_000;
 
 /// One bounded page of retention over the ended-message index (docs/SPEC.md §8.6): at most
@@ -1082,6 +1089,32 @@ pub struct Fingerprinted {
 pub struct IssueToken {
     pub principal: PutPrincipal,
     pub nonce: String,
+}
+
+// --- a principal acts only on what is its own ---
+
+/// `command`, proposed for a caller the API found to hold the operator role (docs/SPEC.md §9.8):
+/// it may act on what belongs to other principals. A fenced row action may act on a row another
+/// principal claimed, and every such override is audited (`row.override`); a recovery
+/// (ResetStaleInflight, RecoverInflightOnPromotion) takes back every principal's rows, not only
+/// the caller's own. Without it a command acts on the actor's own claims only. The proposer
+/// stamps it (the state machine knows principals by name, not their roles); it wraps one plain
+/// command, inside [`Fingerprinted`] and [`AtClientTime`], never around them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AsOperator {
+    pub command: Box<Command>,
+}
+
+/// An admin binds a lease owner name or engine node id to a principal ahead of its first use
+/// (`principal: Some`), or releases the binding (`None`), docs/SPEC.md §9.8. A reservation
+/// for a principal that does not exist is `UnknownPrincipal`; one of a name bound to another
+/// principal is `AlreadyExists` (field `owner`): release it first. Answers `Count(1)` when the
+/// binding changed, `Count(0)` when it already was so. Audited `owner.reserve` /
+/// `owner.release`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReserveOwner {
+    pub owner: String,
+    pub principal: Option<String>,
 }
 
 #[cfg(test)]

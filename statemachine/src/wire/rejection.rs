@@ -74,6 +74,21 @@ pub enum Rejection {
     /// answer is not handed to a request it does not belong to, and nothing is applied.
     #[error("request id {request_id} was already used for a different request")]
     RequestIdReused { request_id: String },
+    // --- a principal acts only on what is its own (docs/SPEC.md §9.8) ---
+    /// A row action on a row whose current claim another principal made, by a caller the
+    /// proposer did not vouch for as an operator ([`AsOperator`](crate::wire::command::AsOperator)).
+    #[error("row {row} is claimed by another principal; acting on it needs the operator role")]
+    ClaimOfAnother { row: RowId },
+    /// A name bound to another principal (`rules::lease_owner`, docs/SPEC.md §9.8): a lease
+    /// owner name or an engine node id, used (or reserved by an admin) first by `principal`.
+    /// `field` is the command's field that carried it. Supersedes [`Rejection::OwnerOfAnother`],
+    /// which named no field and is no longer produced.
+    #[error("the {field} '{name}' belongs to principal {principal}; use a name of your own")]
+    NameOfAnother {
+        field: String,
+        name: String,
+        principal: String,
+    },
 }
 
 impl Rejection {
@@ -106,6 +121,8 @@ impl Rejection {
             Rejection::ApprovalNotUsable { .. } => "approval_not_usable",
             Rejection::OwnerOfAnother { .. } => "owner_of_another_principal",
             Rejection::RequestIdReused { .. } => "request_id_reused",
+            Rejection::ClaimOfAnother { .. } => "claim_of_another_principal",
+            Rejection::NameOfAnother { .. } => "owner_of_another_principal",
         }
     }
 }

@@ -164,3 +164,39 @@ fn a_chain_older_than_the_index_is_still_found_by_actor() {
     assert_eq!(by_actor(&h, "alice", "auth.", 2), vec!["new-1", "old-3"]);
     assert_eq!(by_actor(&h, "bob", "", 10), vec!["old-2"]);
 }
+
+/// docs/SPEC.md §9.8: a row whose actor the caller names records the envelope's principal
+/// beside it (never instead of it), hashed with the row, so the chain still verifies and a
+/// changed principal would not; a row whose actor is the principal records none.
+#[test]
+fn the_principal_that_wrote_a_row_is_recorded_beside_the_named_actor() {
+    let mut h = Harness::new();
+    h.ok_as("engine", audit_as("message_view", Some("alice"), "view 1"));
+    h.ok_as("engine", audit_as("system.tick", None, "no actor"));
+    h.ok_as("engine", audit_as("self", Some("engine"), "its own"));
+    let rows = h.audit(MF);
+    let written: Vec<(Option<&str>, Option<&str>)> = rows
+        .iter()
+        .map(|r| (r.actor.as_deref(), r.principal.as_deref()))
+        .collect();
+    assert_eq!(
+        written,
+        vec![
+            (Some("alice"), Some("engine")),
+            (None, Some("engine")),
+            (Some("engine"), None)
+        ]
+    );
+    assert_eq!(rows[0].hash, row_hash(&[0u8; 32], &rows[0]));
+    let mut forged = rows[0].clone();
+    forged.principal = Some("alice".into());
+    assert_ne!(row_hash(&[0u8; 32], &forged), rows[0].hash);
+    let mut unrecorded = rows[0].clone();
+    unrecorded.principal = None;
+    assert_ne!(row_hash(&[0u8; 32], &unrecorded), rows[0].hash);
+    let v = h.sm.read().audit_verify(MF, None).unwrap();
+    assert!(v.ok && v.count == 3, "{v:?}");
+    // Reads by actor carry the principal too.
+    let found = h.sm.read().audit_by_actor(MF, "alice", "", 10).unwrap();
+    assert_eq!(found[0].principal.as_deref(), Some("engine"));
+}

@@ -145,3 +145,100 @@ fn counters_count_up_from_zero() {
     assert_eq!(h.sm.read().counter("config_version").unwrap(), 2);
     assert_eq!(h.sm.read().counter("other").unwrap(), 0);
 }
+
+/// docs/SPEC.md §9.8: a node id is bound to the principal of its first heartbeat; another
+/// principal's heartbeat, campaign, resignation or leave under it is refused and changes
+/// nothing; an operator's (`AsOperator`) resignation and leave go through, audited; an admin's
+/// reservation binds a name ahead of use, and its release frees it.
+#[test]
+fn a_node_id_is_its_principals_and_an_admin_reserves_one_ahead() {
+    use raftlane_statemachine::wire::command::{AsOperator, ReserveOwner};
+    let mut h = Harness::new();
+    h.ok_as("engine-a", beat("node-a"));
+    let led = h.ok_as("engine-a", campaign("node-a", 10_000));
+    assert_eq!(lease(led).owner, "node-a");
+    let taken = || Rejection::NameOfAnother {
+        field: "node_id".into(),
+        name: "node-a".into(),
+        principal: "engine-a".into(),
+    };
+    let resign = || {
+        Command::ResignLeadership(ResignLeadership {
+            group: "mf".into(),
+            node_id: "node-a".into(),
+        })
+    };
+    let leave = || {
+        Command::NodeLeave(NodeLeave {
+            node_id: "node-a".into(),
+        })
+    };
+    h.reject_as("engine-b", beat("node-a"), taken());
+    h.reject_as("engine-b", campaign("node-a", 10_000), taken());
+    h.reject_as("engine-b", resign(), taken());
+    h.reject_as("engine-b", leave(), taken());
+    // An operator's override.
+    let as_op = |c: Command| {
+        Command::AsOperator(AsOperator {
+            command: Box::new(c),
+        })
+    };
+    assert_eq!(h.ok_as("ops", as_op(resign())), Outcome::Count(1));
+    assert_eq!(h.ok_as("ops", as_op(leave())), Outcome::Count(1));
+    let overrides =
+        h.sm.read()
+            .audit_by_actor(DEFAULT_ORG, "ops", "owner.override", 100)
+            .unwrap()
+            .len();
+    assert_eq!(overrides, 2);
+
+    // Reserved ahead: nobody else takes it, and its principal does.
+    h.ok(put_principal(
+        "engine-c",
+        &token_hash('c'),
+        Role::Engine,
+        None,
+    ));
+    let reserve = |p: Option<&str>| {
+        Command::ReserveOwner(ReserveOwner {
+            owner: "node-c".into(),
+            principal: p.map(str::to_string),
+        })
+    };
+    assert_eq!(h.ok(reserve(Some("engine-c"))), Outcome::Count(1));
+    assert_eq!(h.ok(reserve(Some("engine-c"))), Outcome::Count(0));
+    h.reject(
+        Command::ReserveOwner(ReserveOwner {
+            owner: "node-a".into(),
+            principal: Some("engine-c".into()),
+        }),
+        Rejection::AlreadyExists {
+            field: "owner".into(),
+            value: "node-a".into(),
+        },
+    );
+    h.reject(
+        Command::ReserveOwner(ReserveOwner {
+            owner: "node-x".into(),
+            principal: Some("nobody".into()),
+        }),
+        Rejection::UnknownPrincipal("nobody".into()),
+    );
+    h.reject_as(
+        "engine-b",
+        beat("node-c"),
+        Rejection::NameOfAnother {
+            field: "node_id".into(),
+            name: "node-c".into(),
+            principal: "engine-c".into(),
+        },
+    );
+    h.ok_as("engine-c", beat("node-c"));
+    assert_eq!(h.ok(reserve(None)), Outcome::Count(1));
+    assert_eq!(h.sm.read().lease_owner("node-c").unwrap(), None);
+    h.ok_as("engine-b", beat("node-c"));
+    assert_eq!(
+        h.sm.read().lease_owner("node-c").unwrap().as_deref(),
+        Some("engine-b")
+    );
+}

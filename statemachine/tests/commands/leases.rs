@@ -214,8 +214,9 @@ fn a_lease_owner_name_belongs_to_the_principal_that_claimed_under_it() {
         other => panic!("expected Claimed, got {other:?}"),
     };
     let row = &rows[0];
-    let taken = || Rejection::OwnerOfAnother {
-        owner: "wa".into(),
+    let taken = || Rejection::NameOfAnother {
+        field: "owner".into(),
+        name: "wa".into(),
         principal: "worker-a".into(),
     };
     h.reject_as(

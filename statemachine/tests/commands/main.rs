@@ -14,6 +14,8 @@ mod harness;
 
 mod approvals;
 mod audit;
+mod claim_chance;
+mod claim_owners;
 mod claims;
 mod clock;
 mod completion;

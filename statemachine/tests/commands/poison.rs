@@ -1,4 +1,4 @@
-//! A poison row cannot wedge its lane (docs/SPEC.md §5.2, 2026-12-06): every claim is a
+//! A poison row cannot wedge its lane (docs/SPEC.md §5.2): every claim is a
 //! delivery attempt, a lease that runs out on the last attempt dead-letters the row; retry
 //! policies are checked when the config is written by the same rule `fail` uses; the config's
 //! orphan sweep and the handoffs follow one registry rule (§6.2).

@@ -1,6 +1,7 @@
 //! Principals: PutPrincipal and RevokePrincipal, token hashes and token ownership.
 
 use crate::harness::*;
+use raftlane_statemachine::wire::command::SetPrincipalOrgs;
 
 #[test]
 fn put_principal_stores_the_hash_and_is_found_by_token() {
@@ -125,4 +126,54 @@ fn revoke_principal_removes_the_principal_and_its_token() {
     );
     // The freed token can be given to someone else.
     h.ok(put_principal("carol", &token_hash('a'), Role::Viewer, None));
+}
+
+/// docs/SPEC.md §9.1: a principal's name has one normal form, whatever carries it (a command
+/// forwarded or replayed from the log is judged as the API judges a request).
+#[test]
+fn principal_names_have_one_normal_form_in_apply() {
+    let mut h = Harness::new();
+    h.ok(put_principal("alice", &token_hash('a'), Role::Worker, None));
+    for (i, name) in [
+        " admin",
+        "admin\u{200b}",
+        "аdmin", // Cyrillic а
+        "ADMIN",
+        "ｂｏｂ", // fullwidth: not NFKC
+        "raftlane:timer",
+        "аlice", // confusable with the existing alice
+        "ALICE",
+        "a\u{202e}b",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let hash = token_hash(char::from(b'b' + u8::try_from(i).expect("small")));
+        match h.run(put_principal(name, &hash, Role::Admin, None)) {
+            Err(Rejection::Invalid { field, .. }) => assert_eq!(field, "name", "{name:?}"),
+            other => panic!("{name:?} was accepted: {other:?}"),
+        }
+        match h.run(Command::SetPrincipalOrgs(SetPrincipalOrgs {
+            name: name.into(),
+            orgs: None,
+        })) {
+            Err(Rejection::Invalid { field, .. }) => assert_eq!(field, "name", "{name:?}"),
+            other => panic!("{name:?} was accepted for an org scope: {other:?}"),
+        }
+    }
+    // The same name again is a rotation, not a look-alike of itself.
+    h.ok(put_principal("alice", &token_hash('e'), Role::Worker, None));
+    // An engine user's name follows the rule among usernames; `admin` is messagefoundry's own
+    // bootstrap user and stays allowed there.
+    h.ok(create_user("u1", "admin"));
+    h.ok(create_user("u2", "carol"));
+    for (i, username) in ["саrol", "Carol", " dave", "dave\u{2060}", "raftlane:x"]
+        .into_iter()
+        .enumerate()
+    {
+        match h.run(create_user(&format!("x{i}"), username)) {
+            Err(Rejection::Invalid { field, .. }) => assert_eq!(field, "username", "{username:?}"),
+            other => panic!("{username:?} was accepted: {other:?}"),
+        }
+    }
 }

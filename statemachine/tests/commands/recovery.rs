@@ -197,3 +197,47 @@ fn promotion_without_a_lane_owner_drops_every_lane_lease() {
     );
     assert_eq!(promote("s", None).name(), "recover_inflight_on_promotion");
 }
+
+/// docs/SPEC.md §9.8: a recovery takes back only its own principal's claims and lane leases,
+/// unless the proposer vouched for an operator (`AsOperator`), which takes back everyone's.
+#[test]
+fn a_recovery_reaches_only_its_own_principals_claims_unless_an_operator_proposes_it() {
+    use raftlane_statemachine::wire::command::AsOperator;
+    let mut h = Harness::new();
+    h.enqueue_message("IB", &[("A", "p"), ("B", "q")]);
+    let claim = |h: &mut Harness, actor: &str, lane: &str, owner: &str| match h.ok_as(
+        actor,
+        Command::ClaimFifoHead(ClaimFifoHead {
+            stage: Stage::Outbound,
+            lane: lane.into(),
+            owner: owner.into(),
+            lane_owner: Some(format!("{owner}-node")),
+            ttl_ms: 60_000,
+        }),
+    ) {
+        Outcome::FifoClaimed(Ok(row)) => row,
+        other => panic!("expected a row, got {other:?}"),
+    };
+    let alices = claim(&mut h, "alice", "A", "a-1");
+    let bobs = claim(&mut h, "bob", "B", "b-1");
+    // Bob, promoted under a new owner name, takes back his own principal's row and lane only.
+    assert_eq!(
+        h.run_as("bob", promote("b-2", Some("b-2-node"))),
+        Ok(Outcome::Count(1))
+    );
+    assert_eq!(h.row(bobs.row_id).status, RowStatus::Pending);
+    assert_eq!(h.row(alices.row_id).status, RowStatus::Inflight);
+    let read = h.sm.read();
+    assert!(read.lane_lease(Stage::Outbound, "A").unwrap().is_some());
+    assert_eq!(read.lane_lease(Stage::Outbound, "B").unwrap(), None);
+    drop(read);
+    assert_eq!(h.run_as("bob", reset(None)), Ok(Outcome::Count(0)));
+    assert_eq!(h.row(alices.row_id).status, RowStatus::Inflight);
+    // An operator's reset takes back everyone's.
+    let everyone = Command::AsOperator(AsOperator {
+        command: Box::new(reset(None)),
+    });
+    assert_eq!(h.run_as("ops", everyone), Ok(Outcome::Count(1)));
+    assert_eq!(h.row(alices.row_id).status, RowStatus::Pending);
+    assert_eq!(h.sm.read().lane_lease(Stage::Outbound, "A").unwrap(), None);
+}

@@ -42,9 +42,12 @@ fn a_batch_applies_each_envelope_alone_with_unique_fences() {
             assert_eq!(rows.len(), 1);
             // The claim's fence is its operation id, not the bare log index.
             assert_eq!(rows[0].fence, Fence(op_id(index, 3)));
-            // And it completes like any other claim.
-            let row = rows[0].clone();
-            assert_eq!(h.mark_done(&row), Ok(Outcome::Done));
+            // And it completes like any other claim, by the principal that claimed it.
+            let done = Command::MarkDone(MarkDone {
+                row_id: rows[0].row_id,
+                fence: rows[0].fence,
+            });
+            assert_eq!(h.run_as("producer", done), Ok(Outcome::Done));
         }
         other => panic!("a claim, got {other:?}"),
     }

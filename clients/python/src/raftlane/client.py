@@ -9,12 +9,20 @@ applies it at most once and answers a repeat with the first answer (docs/SPEC.md
 
 Any other error answer raises an :class:`~raftlane.errors.ApiError` subclass carrying the
 body's ``code``, ``field`` and ``message``.
+
+Logging (logger ``raftlane.client``): every answer at DEBUG, never above: a program that logs at
+INFO, as messagefoundry's service does by default, would otherwise log each of its calls, and an
+idle engine's workers call many times a second. The first attempt of a call that fails and is
+tried again (no answer, a ``503``, a ``429``) at WARNING, its further attempts at DEBUG, so an
+election or a node going away shows once per call, not once per retry.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import json as _json
+import logging
 import os
 import ssl
 import time
@@ -22,12 +30,14 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Self, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import httpx
 
+from . import wire
 from .errors import (
     DecodeError,
+    InsecureTransportError,
     RaftlaneError,
     UnavailableError,
     error_from_response,
@@ -91,6 +101,8 @@ __all__ = ["Client", "RouteInfo", "RowAction", "client_routes", "segment"]
 
 T = TypeVar("T")
 
+log = logging.getLogger(__name__)
+
 #: How long an endpoint that failed to answer is not taken for the leader.
 RECENT_FAILURE_S = 3.0
 
@@ -128,7 +140,8 @@ def _stage(stage: Stage | str) -> str:
 @dataclass(frozen=True)
 class RouteInfo:
     """The route a :class:`Client` method calls, the body members it may send and the type its
-    answer decodes into (``tests/test_openapi.py`` checks both against the OpenAPI document)."""
+    answer decodes into (``tests/test_cluster.py`` checks both against the served OpenAPI
+    document, with ``tests/openapi_check.py``)."""
 
     method: str
     path: str
@@ -318,13 +331,13 @@ def _deliveries(deliveries: Iterable[Delivery | tuple[str, str]]) -> list[dict[s
 def _tls_context(
     verify: ssl.SSLContext | str | os.PathLike[str] | bool,
     cert: str | os.PathLike[str] | tuple[str | os.PathLike[str], str | os.PathLike[str]] | None,
-) -> ssl.SSLContext | bool:
-    """What httpx verifies the nodes with: a given SSL context as it is; a CA file (PEM) as a
-    context that trusts it; ``True``/``False`` as httpx takes them. ``cert`` (a PEM file holding
-    the certificate and key, or a ``(certificate, key)`` pair) is loaded into the context, for
-    nodes that demand a client certificate (mutual TLS)."""
-    if isinstance(verify, bool) and cert is None:
-        return verify
+) -> ssl.SSLContext | None:
+    """What the nodes are verified with: a given SSL context as it is; a CA file (PEM) as a
+    context that trusts it; ``True`` the system's trust (``None``), ``False`` no verification.
+    ``cert`` (a PEM file holding the certificate and key, or a ``(certificate, key)`` pair) is
+    loaded into the context, for nodes that demand a client certificate (mutual TLS)."""
+    if verify is True and cert is None:
+        return None
     if isinstance(verify, ssl.SSLContext):
         ctx = verify
     elif isinstance(verify, bool):
@@ -355,6 +368,7 @@ class _Shared:
         | os.PathLike[str]
         | tuple[str | os.PathLike[str], str | os.PathLike[str]]
         | None = None,
+        allow_cleartext: bool = False,
     ) -> None:
         if not endpoints:
             raise ValueError("a client needs at least one endpoint")
@@ -366,12 +380,45 @@ class _Shared:
         self.need_leader = True
         #: When each endpoint last failed to answer at all (monotonic seconds).
         self.failed_at: dict[int, float] = {}
-        self.http = httpx.AsyncClient(
-            timeout=timeout, transport=transport, verify=_tls_context(verify, cert)
+        self.timeout = timeout
+        self.wire: wire.Wire = (
+            wire.HttpxWire(transport)
+            if transport is not None
+            else wire.LeanWire(_tls_context(verify, cert))
+        )
+        # A bearer token sent over plain HTTP can be read by anyone on the path: refused
+        # unless every node is on this machine or the caller said so (docs/SPEC.md §9.6).
+        self.cleartext_remote = [
+            e for e in self.endpoints if e.startswith("http://") and not _loopback(e)
+        ]
+        self.allow_cleartext = allow_cleartext or os.environ.get(
+            "RAFTLANE_ALLOW_CLEARTEXT", ""
+        ).lower() in ("1", "true", "yes")
+
+    async def get(
+        self, url: str, headers: Mapping[str, str], timeout: float | None = None
+    ) -> wire.Answer:
+        return await self.wire.request(
+            "GET", url, headers=headers, body=None, timeout=timeout or self.timeout
         )
 
 
-def _retry_after_s(r: httpx.Response) -> float | None:
+def _loopback(endpoint: str) -> bool:
+    host = urlsplit(endpoint).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _log_retry(attempt: int, what: str, then: str) -> None:
+    """A failed attempt that will be tried again: WARNING for a call's first, DEBUG after."""
+    log.log(logging.WARNING if attempt == 1 else logging.DEBUG, "%s; %s", what, then)
+
+
+def _retry_after_s(r: wire.Answer) -> float | None:
     """A 429's ``Retry-After`` in seconds (raftlane sends whole seconds), if it has one."""
     try:
         v = float(r.headers.get("retry-after", ""))
@@ -393,6 +440,10 @@ class Client:
     out, they default to ``$RAFTLANE_CA_FILE`` and ``$RAFTLANE_CLIENT_CERT`` (with
     ``$RAFTLANE_CLIENT_KEY``), so programs that build their client themselves (``python -m
     raftlane.messagefoundry serve``) can be pointed at a TLS cluster without new options.
+    ``allow_cleartext``: send the token over plain ``http://`` to nodes on other machines (by
+    default refused with :class:`~raftlane.errors.InsecureTransportError`; also
+    ``$RAFTLANE_ALLOW_CLEARTEXT=1``). ``transport``: an httpx transport to send through instead
+    of the client's own connections (tests answer from a function with ``httpx.MockTransport``).
     Use it as ``async with Client(...) as c:``, or call :meth:`aclose`.
     """
 
@@ -410,6 +461,7 @@ class Client:
         | os.PathLike[str]
         | tuple[str | os.PathLike[str], str | os.PathLike[str]]
         | None = None,
+        allow_cleartext: bool = False,
     ) -> None:
         if verify is None:
             verify = os.environ.get("RAFTLANE_CA_FILE") or True
@@ -420,7 +472,7 @@ class Client:
                 if key
                 else os.environ["RAFTLANE_CLIENT_CERT"]
             )
-        self._shared = _Shared(endpoints, timeout, transport, verify, cert)
+        self._shared = _Shared(endpoints, timeout, transport, verify, cert, allow_cleartext)
         self._token = token
         self._deadline = deadline
         self._follow_leader = follow_leader
@@ -434,7 +486,7 @@ class Client:
         await self.aclose()
 
     async def aclose(self) -> None:
-        await self._shared.http.aclose()
+        await self._shared.wire.aclose()
 
     # --- handles ----------------------------------------------------------------------------
 
@@ -490,6 +542,13 @@ class Client:
     def _headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
         hs: dict[str, str] = dict(self._extra_headers)
         if self._token is not None:
+            s = self._shared
+            if s.cleartext_remote and not s.allow_cleartext:
+                raise InsecureTransportError(
+                    f"refusing to send a token over plain HTTP to {s.cleartext_remote[0]}: "
+                    "give the client the cluster's CA (verify=, $RAFTLANE_CA_FILE) or "
+                    "allow_cleartext=True"
+                )
             hs["authorization"] = f"Bearer {self._token}"
         if extra:
             hs.update(extra)
@@ -504,13 +563,15 @@ class Client:
         for k in range(n):
             i = (s.current + k) % n
             try:
-                r = await s.http.get(
+                r = await s.get(
                     f"{s.endpoints[i]}/v1/cluster", headers=self._headers(None), timeout=1.0
                 )
                 if r.status_code != 200:
                     continue
                 status = decode(ClusterStatus, r.json())
-            except (httpx.HTTPError, ValueError, RaftlaneError):
+            except InsecureTransportError:
+                raise
+            except (wire.WireError, ValueError, RaftlaneError):
                 continue
             if status.leader_id is None:
                 continue
@@ -534,42 +595,59 @@ class Client:
         params: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
         ok: Sequence[int] = (),
-    ) -> httpx.Response:
+        wait_s: float = 0.0,
+    ) -> wire.Answer:
         """One logical call, retried on other nodes until the deadline; a write keeps one
-        ``Request-Id`` across every attempt."""
+        ``Request-Id`` across every attempt. ``wait_s``: how long the server may hold the call
+        (a claim's ``wait_ms``), added to each attempt's timeout and to the deadline."""
         s = self._shared
         hs = self._headers(headers)
         if method != "GET":
             hs["request-id"] = self._request_id or f"py-{uuid.uuid4().hex}"
-        query = {k: v for k, v in (params or {}).items() if v is not None}
+        if json is not None:
+            content = wire.json_body(json)
+            hs.setdefault("content-type", "application/json")
         started = time.monotonic()
         pause = 0.05
         last = "no attempt"
         last_status: int | None = None
+        attempt = 0
         while True:
             if self._follow_leader and s.need_leader and len(s.endpoints) > 1:
                 await self._locate_leader()
             i = s.current % len(s.endpoints)
             url = f"{s.endpoints[i]}{path}"
+            if params:
+                url = wire.with_query(url, params)
+            attempt += 1
+            sent = time.monotonic()
             try:
-                r = await s.http.request(
-                    method, url, json=json, content=content, params=query, headers=hs
+                r = await s.wire.request(
+                    method, url, headers=hs, body=content, timeout=s.timeout + wait_s
                 )
-            # A TLS 1.3 server refuses a missing client certificate after the handshake, so the
-            # alert surfaces as ssl.SSLError on the first read, outside httpx's TransportError.
-            except (httpx.TransportError, ssl.SSLError) as e:
+            except wire.WireError as e:
                 last, last_status = f"{method} {url}: {type(e).__name__}: {e}", None
                 s.failed_at[i] = time.monotonic()
             else:
+                if log.isEnabledFor(logging.DEBUG):
+                    log.debug(
+                        "%s %s: %d in %.1f ms (attempt %d)",
+                        method,
+                        url,
+                        r.status_code,
+                        (time.monotonic() - sent) * 1000,
+                        attempt,
+                    )
                 if r.status_code in ok or 200 <= r.status_code < 300:
                     return r
                 if r.status_code == 429:
                     # Over the token's rate on this node (docs/SPEC.md §10.5): nothing was done;
                     # wait as told and ask the same node again, if the deadline allows.
                     wait = _retry_after_s(r)
-                    if wait is None or time.monotonic() - started + wait > self._deadline:
+                    if wait is None or time.monotonic() - started + wait > self._deadline + wait_s:
                         raise error_from_response(r.status_code, r.content)
                     last, last_status = f"{method} {url}: 429 {r.text[:200]}", 429
+                    _log_retry(attempt, last, f"again in {wait:g} s")
                     await asyncio.sleep(wait)
                     continue
                 if r.status_code != 503:
@@ -578,8 +656,9 @@ class Client:
             # Another node may answer: move on, and ask again who leads.
             s.current = (i + 1) % len(s.endpoints)
             s.need_leader = True
-            if time.monotonic() - started + pause > self._deadline:
+            if time.monotonic() - started + pause > self._deadline + wait_s:
                 raise UnavailableError(f"no node answered: {last}", last_status=last_status)
+            _log_retry(attempt, last, "trying the other nodes")
             await asyncio.sleep(pause)
             pause = min(pause * 2, 1.0)
 
@@ -592,8 +671,9 @@ class Client:
         json: Any = None,
         params: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
+        wait_s: float = 0.0,
     ) -> T:
-        r = await self._send(method, path, json=json, params=params, headers=headers)
+        r = await self._send(method, path, json=json, params=params, headers=headers, wait_s=wait_s)
         try:
             body = r.json()
         except ValueError as e:
@@ -608,10 +688,14 @@ class Client:
         json: Any = None,
         params: Mapping[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
+        wait_s: float = 0.0,
     ) -> Any:
         """Any call, with the same failover, ``Request-Id`` and errors; answers the parsed JSON
-        (``None`` for an empty body)."""
-        r = await self._send(method.upper(), path, json=json, params=params, headers=headers)
+        (``None`` for an empty body). ``wait_s``: how long the server may hold the call (a
+        claim's ``wait_ms``), added to its timeout."""
+        r = await self._send(
+            method.upper(), path, json=json, params=params, headers=headers, wait_s=wait_s
+        )
         return r.json() if r.content else None
 
     # --- messages ---------------------------------------------------------------------------
@@ -873,7 +957,7 @@ class Client:
     @_route(
         "post",
         "/v1/lanes/{stage}/{name}/claim",
-        body=("owner", "ttl_ms", "lane_lease", "row_owner"),
+        body=("owner", "ttl_ms", "lane_lease", "row_owner", "wait_ms"),
         answer=FifoClaim,
     )
     async def claim_fifo(
@@ -885,20 +969,27 @@ class Client:
         ttl_ms: int,
         lane_lease: bool = True,
         row_owner: str | None = None,
+        wait_ms: int | None = None,
     ) -> FifoClaim:
         """Claim the lane's head under a lane lease for ``owner`` (strict FIFO). With
         ``row_owner`` the row's claim is recorded for it while ``owner`` holds the lane; with
-        ``lane_lease=False`` no lane lease is taken (the single-process engine's claim)."""
+        ``lane_lease=False`` no lane lease is taken (the single-process engine's claim). With
+        ``wait_ms`` (up to 30,000) a lane with nothing to hand out now is waited on at the
+        server, which answers as soon as its head can be claimed, or empty once ``wait_ms``
+        has passed (docs/SPEC.md §4.7a); the call's timeout grows by as much."""
         body: dict[str, Any] = {"owner": owner, "ttl_ms": ttl_ms}
         if not lane_lease:
             body["lane_lease"] = False
         if row_owner is not None:
             body["row_owner"] = row_owner
+        if wait_ms:
+            body["wait_ms"] = wait_ms
         return await self._call(
             FifoClaim,
             "POST",
             f"/v1/lanes/{segment(_stage(stage))}/{segment(name)}/claim",
             json=body,
+            wait_s=(wait_ms or 0) / 1000,
         )
 
     @_route("post", "/v1/lanes/{stage}/{name}/release", body=("owner",), answer=Released)
@@ -930,7 +1021,7 @@ class Client:
     @_route(
         "post",
         "/v1/claims",
-        body=("stage", "limit", "owner", "ttl_ms", "channel", "destination"),
+        body=("stage", "limit", "owner", "ttl_ms", "channel", "destination", "wait_ms"),
         answer=Claims,
     )
     async def claim(
@@ -942,8 +1033,12 @@ class Client:
         limit: int = 1,
         channel: str | None = None,
         destination: str | None = None,
+        wait_ms: int | None = None,
     ) -> list[ClaimedRow]:
-        """Claim up to ``limit`` due rows of ``stage`` (unordered: lanes are ignored)."""
+        """Claim up to ``limit`` due rows of ``stage`` (unordered: lanes are ignored). With
+        ``wait_ms`` (up to 30,000) a stage with nothing due now is waited on at the server,
+        which answers as soon as a row can be claimed, or empty once ``wait_ms`` has passed
+        (docs/SPEC.md §4.7a); the call's timeout grows by as much."""
         body = _drop_none(
             {
                 "stage": _stage(stage),
@@ -952,9 +1047,12 @@ class Client:
                 "ttl_ms": ttl_ms,
                 "channel": channel,
                 "destination": destination,
+                "wait_ms": wait_ms or None,
             }
         )
-        return (await self._call(Claims, "POST", "/v1/claims", json=body)).items
+        return (
+            await self._call(Claims, "POST", "/v1/claims", json=body, wait_s=(wait_ms or 0) / 1000)
+        ).items
 
     @_route("post", "/v1/leases/renew", body=("owner", "ids", "ttl_ms"), answer=Renewed)
     async def renew(self, ids: Iterable[int], *, owner: str, ttl_ms: int) -> int:
@@ -1642,6 +1740,29 @@ class Client:
     async def revoke_token(self, name: str) -> Revoked:
         return await self._call(Revoked, "DELETE", f"/v1/tokens/{segment(name)}")
 
+    @_route("get", "/v1/owners/{owner}")
+    async def owner(self, owner: str) -> str | None:
+        """The principal a lease owner name or engine node id is bound to (``None``: nobody's
+        yet; docs/SPEC.md §9.8)."""
+        answer = await self.request("GET", f"/v1/owners/{segment(owner)}")
+        principal = answer.get("principal")
+        return None if principal is None else str(principal)
+
+    @_route("put", "/v1/owners/{owner}", body=("principal",))
+    async def reserve_owner(self, owner: str, principal: str) -> bool:
+        """Bind ``owner`` (an owner name or engine node id) to ``principal`` ahead of its first
+        use (admin); answers whether the binding changed."""
+        answer = await self.request(
+            "PUT", f"/v1/owners/{segment(owner)}", json={"principal": principal}
+        )
+        return bool(answer["changed"])
+
+    @_route("delete", "/v1/owners/{owner}")
+    async def release_owner(self, owner: str) -> bool:
+        """Release ``owner``'s binding (admin); answers whether there was one."""
+        answer = await self.request("DELETE", f"/v1/owners/{segment(owner)}")
+        return bool(answer["changed"])
+
     @_route("post", "/v1/keys/rotate", body=("batch_size",), answer=KeyRotation)
     async def rotate_keys(
         self, *, batch_size: int | None = None, approval: int | None = None
@@ -1668,10 +1789,8 @@ class Client:
             return await self._call(StateDigest, "GET", "/v1/cluster/digest")
         base = _base_url(endpoint)
         try:
-            r = await self._shared.http.get(
-                f"{base}/v1/cluster/digest", headers=self._headers(None)
-            )
-        except httpx.TransportError as e:
+            r = await self._shared.get(f"{base}/v1/cluster/digest", self._headers(None))
+        except wire.WireError as e:
             raise UnavailableError(f"GET {base}/v1/cluster/digest: {e}") from e
         if r.status_code != 200:
             raise error_from_response(r.status_code, r.content)
@@ -1695,8 +1814,8 @@ class Client:
         ``503`` answer is ``ready=False``, not an error."""
         base = _base_url(endpoint) if endpoint else self.current_endpoint
         try:
-            r = await self._shared.http.get(f"{base}/readyz")
-        except httpx.TransportError as e:
+            r = await self._shared.get(f"{base}/readyz", {})
+        except wire.WireError as e:
             raise UnavailableError(f"GET {base}/readyz: {e}") from e
         if r.status_code not in (200, 503):
             raise error_from_response(r.status_code, r.content)

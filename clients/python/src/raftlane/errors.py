@@ -17,6 +17,7 @@ __all__ = [
     "ConflictError",
     "DecodeError",
     "ForbiddenError",
+    "InsecureTransportError",
     "NotFoundError",
     "RaftlaneError",
     "RateLimitedError",
@@ -45,6 +46,11 @@ class UnavailableError(RaftlaneError):
     def __init__(self, message: str, *, last_status: int | None = None) -> None:
         super().__init__(message)
         self.last_status = last_status
+
+
+class InsecureTransportError(RaftlaneError):
+    """The client would send its token in clear text to a node on another machine: give it the
+    cluster's CA (``verify=``) or, knowingly, ``allow_cleartext=True``. Nothing was sent."""
 
 
 class DecodeError(RaftlaneError):

@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Self
 
-import httpx
+from .wire import LeanWire, WireError
 
 __all__ = ["ClusterHandle", "NodeProcess", "binary", "empty_cluster"]
 
@@ -143,7 +143,10 @@ class ClusterHandle(tuple):  # type: ignore[type-arg]
 async def _wait_ready(nodes: Sequence[NodeProcess], timeout: float) -> None:
     deadline = time.monotonic() + timeout
     pending = list(nodes)
-    async with httpx.AsyncClient(timeout=2.0) as http:
+    # The package's own connections: they log nothing per call above DEBUG (httpx logs each at
+    # INFO), and a test that polls readiness should not fill the log.
+    http = LeanWire()
+    try:
         while pending:
             for n in list(pending):
                 if n.proc is not None and n.proc.poll() is not None:
@@ -151,30 +154,37 @@ async def _wait_ready(nodes: Sequence[NodeProcess], timeout: float) -> None:
                         f"node {n.node_id} exited with {n.proc.returncode}:\n{n.log_tail()}"
                     )
                 try:
-                    r = await http.get(f"{n.endpoint}/readyz")
+                    r = await http.request(
+                        "GET", f"{n.endpoint}/readyz", headers={}, body=None, timeout=2.0
+                    )
                     if r.status_code == 200:
                         pending.remove(n)
-                except httpx.TransportError:
+                except WireError:
                     pass
             if pending and time.monotonic() > deadline:
                 tails = "\n".join(f"--- node {n.node_id}\n{n.log_tail()}" for n in pending)
                 raise TimeoutError(f"nodes not ready within {timeout} s:\n{tails}")
             if pending:
                 await asyncio.sleep(0.1)
+    finally:
+        await http.aclose()
 
 
 async def _wait_for_leader(nodes: Sequence[NodeProcess], token: str, timeout: float) -> NodeProcess:
     deadline = time.monotonic() + timeout
     headers = {"authorization": f"Bearer {token}"}
-    async with httpx.AsyncClient(timeout=2.0) as http:
+    http = LeanWire()
+    try:
         while True:
             running = [n for n in nodes if n.running]
             seen: list[int | None] = []
             for n in running:
                 try:
-                    r = await http.get(f"{n.endpoint}/v1/cluster", headers=headers)
+                    r = await http.request(
+                        "GET", f"{n.endpoint}/v1/cluster", headers=headers, body=None, timeout=2.0
+                    )
                     seen.append(r.json().get("leader_id") if r.status_code == 200 else None)
-                except (httpx.TransportError, ValueError):
+                except (WireError, ValueError):
                     seen.append(None)
             leaders = {s for s in seen if s is not None}
             if len(leaders) == 1 and len(seen) == len(running) and None not in seen:
@@ -185,6 +195,8 @@ async def _wait_for_leader(nodes: Sequence[NodeProcess], token: str, timeout: fl
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no agreed leader within {timeout} s (seen {seen})")
             await asyncio.sleep(0.1)
+    finally:
+        await http.aclose()
 
 
 @contextlib.asynccontextmanager

@@ -455,6 +455,9 @@ class AuditRow:
     actor: str | None = None
     channel: str | None = None
     detail: str | None = None
+    #: The authenticated principal that wrote the row when it names another ``actor`` (the row
+    #: reads "actor via principal", docs/SPEC.md §9.8); ``None`` when the actor wrote it.
+    principal: str | None = None
 
 
 @dataclass(frozen=True)

@@ -120,8 +120,12 @@ async def test_two_engines_deliver_every_acked_message_in_order_through_crashes(
             }
         },
     )
+    # The engines run on an `engine` token, as `serve --help` says (docs/SPEC.md §9.3): one
+    # principal for both, so that a promoted standby takes back its predecessor's claims.
+    async with Client(endpoints, token) as admin:
+        engine_token = (await admin.create_token("mf-engines", "engine")).token
     token_file = tmp_path / "token"
-    token_file.write_text(token)
+    token_file.write_text(engine_token)
     await receiver.start()
     engines = [
         EngineProcess(
@@ -154,10 +158,14 @@ async def test_two_engines_deliver_every_acked_message_in_order_through_crashes(
                 try:
                     code = await sender.send(message)
                 except (TimeoutError, OSError, asyncio.IncompleteReadError):
-                    # The engine is gone or slow: this message is un-ACKed; send it again, to
-                    # the other engine once the first is dead.
-                    if not engines[target].running:
-                        target = 1 - target
+                    # The engine is gone, slow, or standing by (it lost its lease while the
+                    # raftlane leader was down, so its listener closed): this message is
+                    # un-ACKed; send it again to the other engine if it runs, as a sender
+                    # configured with both engines' addresses fails over.
+                    other = 1 - target
+                    if engines[other].running or not engines[target].running:
+                        await sender.close()
+                        target = other
                         sender = Sender("127.0.0.1", engines[target].inbound_port)
                     await asyncio.sleep(0.5)
                     continue

@@ -41,6 +41,7 @@ from messagefoundry.pipeline.engine import Engine
 from messagefoundry.store import MessageStatus
 from messagefoundry.store.store import MessageStore
 
+from raftlane import Client
 from raftlane.messagefoundry import RaftlaneStore
 from raftlane.testing import binary, empty_cluster
 
@@ -373,9 +374,7 @@ step("responses CTL2")(lambda c: c.get(f"/messages/{c.mid('CTL2')}/responses"))
 step("outbound CTL1")(lambda c: c.get(f"/messages/{c.mid('CTL1')}/outbound"))
 step("dead-letters")(lambda c: c.get("/dead-letters"))
 step("dead-letters?channel_id")(lambda c: c.get("/dead-letters", channel_id="lab_in"))
-step("dead-letters?destination_name")(
-    lambda c: c.get("/dead-letters", destination_name="emr_out")
-)
+step("dead-letters?destination_name")(lambda c: c.get("/dead-letters", destination_name="emr_out"))
 step("dead-letters paged")(lambda c: c.get("/dead-letters", limit=1, offset=1))
 step("stats")(lambda c: c.get("/stats"))
 step("connections")(lambda c: c.get("/connections"))
@@ -468,7 +467,12 @@ async def run_console(store: Any, files: Path) -> dict[str, Any]:
     """Workload, then every console step; ``{step: normalised answer}``."""
     engine = Engine(store, poll_interval=60.0)
     engine.add_registry(_registry(files))
-    engine.started_at = time.time()
+    # The engine's start is read from this process's clock, a message's arrival from its store's:
+    # raftlane stamps the cluster's time (the voters' clocks agreed through estimated offsets,
+    # docs/SPEC.md §2.1), which may trail this clock by a fraction of a millisecond. Starting the
+    # engine 50 ms earlier keeps "received since the engine started" about the workload, not
+    # about that estimate.
+    engine.started_at = time.time() - 0.05
     try:
         names = await workload(store)
         client, auditor = await _admin_client(engine)
@@ -479,7 +483,7 @@ async def run_console(store: Any, files: Path) -> dict[str, Any]:
             for name, fn in STEPS:
                 try:
                     answer = await fn(console)
-                except Exception as exc:  # recorded: a step that raises is a difference too
+                except Exception as exc:  # noqa: BLE001 -- recorded: a step that raises is a difference too
                     answer = {"raised": f"{type(exc).__name__}: {exc}"}
                 transcript[name] = normalise(answer, names)
         finally:
@@ -510,7 +514,11 @@ async def sqlite_transcript(
 async def raftlane_transcript(files: Path) -> AsyncIterator[dict[str, Any]]:
     if binary() is None:
         pytest.skip("no raftlane binary (set RAFTLANE_BIN or put raftlane on PATH)")
-    async with empty_cluster() as (endpoints, token):
+    async with empty_cluster() as (endpoints, admin_token):
+        # The console runs on an `engine` token, as `serve` does: the role must be enough for
+        # everything the console does (docs/SPEC.md §9.3).
+        async with Client(endpoints, admin_token) as admin:
+            token = (await admin.create_token("console-engine", "engine")).token
         store = await RaftlaneStore.open(endpoints, token, deadline=10.0)
         yield await run_console(store, files)
 

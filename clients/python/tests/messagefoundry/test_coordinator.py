@@ -16,7 +16,9 @@ pytest.importorskip("messagefoundry")
 from messagefoundry.pipeline.cluster import ClusterCoordinator
 
 from raftlane import Client
+from raftlane.errors import ForbiddenError
 from raftlane.messagefoundry import RaftlaneCoordinator
+from raftlane.messagefoundry.coordinator import LEADERSHIP_GROUP
 from raftlane.testing import ClusterHandle, empty_cluster
 
 pytestmark = pytest.mark.cluster
@@ -236,3 +238,44 @@ async def test_owns_lane_follows_the_lane_leases(client: Client) -> None:
         await until(owned)
     finally:
         await coord.stop()
+
+
+async def test_engines_on_engine_tokens_cannot_resign_or_leave_each_other(
+    cluster: ClusterHandle, client: Client
+) -> None:
+    """Two engines under two `engine` principals (docs/SPEC.md §9.3, §9.8): each coordinates
+    under its own node id, which is bound to its principal at its first heartbeat; the other
+    can neither resign its leadership nor mark it left, nor beat as it."""
+    endpoints, _ = cluster
+    tok_a = (await client.create_token("engine-a", "engine")).token
+    tok_b = (await client.create_token("engine-b", "engine")).token
+    async with Client(endpoints, tok_a) as ca, Client(endpoints, tok_b) as cb:
+        a = RaftlaneCoordinator(ca, "node-A", **FAST)
+        try:
+            await a.start()
+
+            async def leads() -> bool:
+                return a.is_leader()
+
+            await until(leads)
+            assert await client.owner("node-A") == "engine-a"
+            with pytest.raises(ForbiddenError) as refused:
+                await cb.resign(LEADERSHIP_GROUP, "node-A")
+            assert refused.value.field == "node_id"
+            with pytest.raises(ForbiddenError):
+                await cb.engine_leave("node-A")
+            with pytest.raises(ForbiddenError):
+                await cb.engine_heartbeat("node-A")
+            lease = await cb.leadership(LEADERSHIP_GROUP)
+            assert lease["owner"] == "node-A"
+            row = await _node(client, "node-A")
+            assert row is not None and row["status"] == "active"
+            # A worker token cannot run an engine's store at all: its users are the engine's.
+            tok_w = (await client.create_token("worker-w", "worker")).token
+            async with Client(endpoints, tok_w) as cw:
+                with pytest.raises(ForbiddenError):
+                    await cw.list_users(limit=0)
+        finally:
+            await a.stop()
+        row = await _node(client, "node-A")
+        assert row is not None and row["status"] == "left"

@@ -1,7 +1,7 @@
 """messagefoundry's store contract on ``RaftlaneStore``, behaviour by behaviour.
 
 Written from messagefoundry 0.1.0's ``Store`` protocol (``messagefoundry/store/base.py``), its
-docstrings and its SQLite store as the reference behaviour (docs/MESSAGEFOUNDRY.md §3 names each
+docstrings and its SQLite store as the reference behaviour (docs/MESSAGEFOUNDRY.md §5 names each
 behaviour and where raftlane knowingly differs). Each test drives one behaviour on a real cluster
 in client-clock mode (``--test-client-clock``: a method's ``now=`` is its command's time) and
 checks what the contract promises, not what raftlane happened to do.

@@ -8,9 +8,9 @@
 //! - `paged` (default): `RetentionPage` BlankBodies, then DeleteEnded, one page per apply, until
 //!   a page answers that nothing is left — what the leader's retention tick proposes;
 //! - `legacy`: one `PurgeMessageBodies` over everything, the single unbounded command the tick
-//!   proposed before (2026-12-06), then the paged deletion.
+//!   proposed before paging, then the paged deletion: the comparison the paging is judged by.
 //!
-//! Figures and the command are in docs/BENCHMARKS.md ("2026-12-06 — retention").
+//! Figures and the command are in docs/BENCHMARKS.md ("retention").
 
 use clap::{Parser, ValueEnum};
 use raftlane_statemachine::machine::BatchItem;

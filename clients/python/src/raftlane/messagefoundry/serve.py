@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .coordinator import RaftlaneCoordinator
-from .store import RaftlaneStore
+from .store import CLAIM_WAIT_S, RaftlaneStore
 
 __all__ = ["SETTINGS_ENV", "install", "main"]
 
@@ -44,14 +44,20 @@ def install(
     *,
     node_id: str | None = None,
     lease_ttl_seconds: float = 30.0,
+    claim_wait_seconds: float = CLAIM_WAIT_S,
 ) -> None:
     """Make messagefoundry's service open a :class:`RaftlaneStore` on ``endpoints`` and coordinate
-    through a :class:`RaftlaneCoordinator` (node id ``node_id``, else the store's owner id)."""
+    through a :class:`RaftlaneCoordinator` (node id ``node_id``, else the store's owner id).
+    ``claim_wait_seconds``: how long the engine's worker claims wait at the node for work."""
     from messagefoundry.api import app
 
     async def open_store(_settings: Any) -> RaftlaneStore:
         return await RaftlaneStore.open(
-            endpoints, token, owner=node_id, lease_ttl_seconds=lease_ttl_seconds
+            endpoints,
+            token,
+            owner=node_id,
+            lease_ttl_seconds=lease_ttl_seconds,
+            claim_wait_seconds=claim_wait_seconds,
         )
 
     def build_coordinator(store: Any, cluster_settings: Any) -> RaftlaneCoordinator:
@@ -84,12 +90,15 @@ def _parser() -> argparse.ArgumentParser:
         "--token-file",
         required=True,
         type=Path,
-        help="a file holding the raftlane API token (worker role or above)",
+        help="a file holding the raftlane API token of role `engine` (or `admin`): the engine "
+        "manages its users and sessions, replays, purges and appends audit rows, which a "
+        "`worker` token may not (docs/SPEC.md §9.3)",
     )
     serve.add_argument(
         "--node-id",
         default=None,
-        help="this engine's stable identity in the cluster (default: host:pid:random)",
+        help="this engine's stable identity in the cluster (default: host:pid:random); bound to "
+        "the token's principal at first use, or reserved for it ahead (PUT /v1/owners/{id})",
     )
     serve.add_argument(
         "--lease-ttl",
@@ -97,6 +106,14 @@ def _parser() -> argparse.ArgumentParser:
         default=30.0,
         metavar="SECONDS",
         help="row and lane lease length of this engine's claims (default 30)",
+    )
+    serve.add_argument(
+        "--claim-wait",
+        type=float,
+        default=CLAIM_WAIT_S,
+        metavar="SECONDS",
+        help="how long a worker's claim waits at the node for work when there is none, "
+        f"0 to 30; 0 answers at once (default {CLAIM_WAIT_S:g})",
     )
     return parser
 
@@ -115,7 +132,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not token:
         print(f"error: --token-file {args.token_file} is empty", file=sys.stderr)
         return 2
-    install(endpoints, token, node_id=args.node_id, lease_ttl_seconds=args.lease_ttl)
+    if not 0 <= args.claim_wait <= 30:
+        print("error: --claim-wait must be between 0 and 30 seconds", file=sys.stderr)
+        return 2
+    install(
+        endpoints,
+        token,
+        node_id=args.node_id,
+        lease_ttl_seconds=args.lease_ttl,
+        claim_wait_seconds=args.claim_wait,
+    )
     os.environ.update(SETTINGS_ENV)
     from messagefoundry.__main__ import main as messagefoundry_main
 

@@ -11,10 +11,8 @@ per write across retries); reads are linearizable reads. The store translates at
 - the caller's clock: a method given ``now=`` sends it as the header :data:`CLIENT_TIME_HEADER`
   (integer ms), which nodes started with ``--test-client-clock`` use as the command's time.
 
-Methods whose server piece does not exist yet call the route proposed in
-:mod:`raftlane.messagefoundry._routes` and fail with the server's answer (``404`` for a missing
-route, ``400`` for a body member it does not know) until the piece lands; nothing is emulated
-here. docs/MESSAGEFOUNDRY.md maps every method.
+Every method calls routes the cluster serves (docs/SPEC.md §10.1); nothing is emulated here.
+docs/MESSAGEFOUNDRY.md §5 maps every method.
 
 messagefoundry (AGPL) is an optional dependency: it is imported at run time for its answer types
 (``OutboxItem``, ``CapturedResponse``, ``DbStatus``, ...) and its audit tee; none of its code is
@@ -29,6 +27,7 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import socket
 import time
 import uuid
@@ -95,6 +94,11 @@ _NO_SUCH_ROUTE = "no such route"
 #: ``expires_at`` of an approval that never expires (2^64 - 1 ms).
 NEVER_MS = 2**64 - 1
 
+#: How long an engine worker's claim waits at the server for work when there is none now
+#: (``wait_ms``, docs/SPEC.md §4.7a; default of ``claim_wait_seconds``): the server answers as
+#: soon as a row can be claimed, so an idle worker neither polls nor sleeps past new work.
+CLAIM_WAIT_S = 5.0
+
 
 def _reference_version(entry: Mapping[str, Any]) -> str:
     """A reference set's version as the engine names it: the writer's text label, else the
@@ -128,6 +132,22 @@ def _row_id(row_id: str | int) -> int:
 
 #: A FIFO claim as ``claim_next_fifo`` was called: stage, lane name, and the ``owner`` argument.
 _FifoKey = tuple[str, str, str | None]
+
+
+#: A view raftlane records names the authenticated principal beside the actor the engine names
+#: ("alice (via engine)", docs/SPEC.md §9.8); messagefoundry's contract reads the actor back.
+_VIA_PRINCIPAL = re.compile(r"^(?P<actor>.*) \(via [^()]+\)$", re.DOTALL)
+
+
+def _event_detail(event: Mapping[str, Any]) -> Any:
+    """An event's detail as messagefoundry wrote it: a view's actor without the principal
+    raftlane records beside it (still in the message's events on raftlane's own API)."""
+    detail = event.get("detail")
+    if event.get("event") == "viewed" and isinstance(detail, str):
+        named = _VIA_PRINCIPAL.match(detail)
+        if named is not None:
+            return named["actor"]
+    return detail
 
 
 def _known_row_id(row_id: str | int) -> int | None:
@@ -166,9 +186,12 @@ class RaftlaneStore:
         lease_ttl_seconds: float = 30.0,
         journal_mode: str = "raftlane",
         client_clock: bool = False,
+        claim_wait_seconds: float = CLAIM_WAIT_S,
     ) -> None:
         if lease_ttl_seconds <= 0:
             raise ValueError("lease_ttl_seconds must be > 0")
+        if not 0 <= claim_wait_seconds <= 30:
+            raise ValueError("claim_wait_seconds must be between 0 and 30")
         self._client = client
         self._settings = StoreSettings(lease_ttl_seconds=lease_ttl_seconds)
         self._owner = owner or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -177,6 +200,10 @@ class RaftlaneStore:
         #: Send a method's ``now=`` as the request's time (a cluster in client-clock test mode);
         #: otherwise ``now`` is ignored and the cluster stamps its own time, as in production.
         self._client_clock = client_clock
+        #: How long a worker's claim (``claim_ready``, ``claim_next_fifo``, made without ``now``)
+        #: waits at the server for work when none is there: the engine's poll, and its sleep
+        #: after an empty claim, then rarely run. 0: answer at once.
+        self._claim_wait_ms = _ms(claim_wait_seconds)
         self._fences: OrderedDict[int, int] = OrderedDict()
         self._state_cache: dict[tuple[str, str], Any] = {}
         self._state_versions: dict[str, int] = {}
@@ -213,6 +240,7 @@ class RaftlaneStore:
         journal_mode: str = "raftlane",
         deadline: float = 20.0,
         client_clock: bool = False,
+        claim_wait_seconds: float = CLAIM_WAIT_S,
     ) -> RaftlaneStore:
         """Connect to the cluster at ``endpoints`` with ``token`` and load the read-through caches
         (transform state, reference sets). ``owner`` names this handle's claims (default
@@ -220,13 +248,15 @@ class RaftlaneStore:
         client-clock test mode (``--test-client-clock``) and a method's ``now=`` becomes the time
         of its command; otherwise ``now`` is ignored (the cluster stamps time, docs/SPEC.md §2.1)
         except by the session writes, which are dated by the caller in every mode (``now``, else
-        this host's clock; docs/SPEC.md §13.2)."""
+        this host's clock; docs/SPEC.md §13.2). ``claim_wait_seconds``: how long a worker's
+        claim waits at the server for work (0 to 30; 0: answer at once, as a poll)."""
         store = cls(
             Client(endpoints, token, deadline=deadline),
             owner=owner,
             lease_ttl_seconds=lease_ttl_seconds,
             journal_mode=journal_mode,
             client_clock=client_clock,
+            claim_wait_seconds=claim_wait_seconds,
         )
         try:
             await store._load_caches()
@@ -297,6 +327,22 @@ class RaftlaneStore:
         self, path: str, body: Mapping[str, Any] | None = None, *, now: float | None = None
     ) -> dict[str, Any]:
         answer = await self._at(now).request("POST", path, json=dict(body or {}))
+        return answer if isinstance(answer, dict) else {}
+
+    def _claim_wait(self, now: float | None) -> int:
+        """The ``wait_ms`` of a worker's claim made at ``now``: the store's wait for the engine's
+        own claims (no ``now``, the cluster's clock); none for a claim dated by its caller (a
+        client-clock cluster's time never moves while a claim waits)."""
+        return 0 if now is not None or self._client_clock else self._claim_wait_ms
+
+    async def _claim(
+        self, path: str, body: dict[str, Any], now: float | None, wait_ms: int
+    ) -> dict[str, Any]:
+        """A claim request, waiting up to ``wait_ms`` at the server for work (docs/SPEC.md §4.7a):
+        answered as soon as a row can be claimed, empty once the wait is over."""
+        if wait_ms:
+            body["wait_ms"] = wait_ms
+        answer = await self._at(now).request("POST", path, json=body, wait_s=wait_ms / 1000)
         return answer if isinstance(answer, dict) else {}
 
     async def _get(
@@ -724,8 +770,11 @@ class RaftlaneStore:
             "channel": channel_id,
             "destination": destination_name,
         }
-        answer = await self._post(
-            "/v1/claims", {k: v for k, v in body.items() if v is not None}, now=now
+        answer = await self._claim(
+            "/v1/claims",
+            {k: v for k, v in body.items() if v is not None},
+            now,
+            self._claim_wait(now),
         )
         return [self._item(c) for c in answer.get("items", [])]
 
@@ -751,9 +800,13 @@ class RaftlaneStore:
                 if claimed is not None:
                     return claimed
             # The lane was empty then, or the claim failed: ask again now.
-        return await self._claim_fifo(key, now)
+        return await self._claim_fifo(key, now, wait_ms=self._claim_wait(now))
 
-    async def _claim_fifo(self, key: _FifoKey, now: float | None) -> OutboxItem | None:
+    async def _claim_fifo(
+        self, key: _FifoKey, now: float | None, *, wait_ms: int = 0
+    ) -> OutboxItem | None:
+        """The FIFO claim of ``key``; ``wait_ms`` for the worker's own claim (a claim made ahead
+        answers at once: the worker's next claim waits if it must)."""
         stage, name, owner = key
         path = f"/v1/lanes/{segment(stage)}/{segment(name)}/claim"
         lane_owner = owner if owner is not None else self._owner
@@ -762,7 +815,7 @@ class RaftlaneStore:
             body["lane_lease"] = False
         elif owner != self._owner:
             body["row_owner"] = self._owner
-        answer = await self._post(path, body, now=now)
+        answer = await self._claim(path, body, now, wait_ms)
         item = answer.get("item")
         if not isinstance(item, dict):
             return None
@@ -1226,7 +1279,7 @@ class RaftlaneStore:
                 "ts": _s0(e["ts"]),
                 "event": e["event"],
                 "destination": e.get("destination"),
-                "detail": e.get("detail"),
+                "detail": _event_detail(e),
             }
             for i, e in enumerate(view.get("events", []))
         ]

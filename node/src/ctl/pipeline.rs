@@ -1,0 +1,289 @@
+//! `ctl channels`, `ctl destinations`, `ctl lanes`: the pipeline's shape. Channels and
+//! destinations join what the configuration names (`GET /v1/config`) with what has traffic
+//! (`GET /v1/metrics/connections`), since a channel takes messages whether configured or not.
+
+use super::output::{self, age_ms, field, time_field, Table};
+use super::{Conn, CtlError};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+/// The configuration's section `section` (`channels`, `destinations`) and the traffic figures.
+async fn config_and_traffic(
+    conn: &Conn,
+    section: &str,
+) -> Result<(Map<String, Value>, Value), CtlError> {
+    let config = conn.get("/v1/config").await?;
+    let traffic = conn.get("/v1/metrics/connections").await?;
+    let configured = config
+        .pointer(&format!("/config/{section}"))
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    Ok((configured, traffic))
+}
+
+/// Each channel, configured or with traffic, in name order: its configuration (or `null`)
+/// and its inbound figures (or `null`).
+pub fn join_channels(configured: &Map<String, Value>, traffic: &Value) -> Vec<Value> {
+    let mut by_name: BTreeMap<String, (Value, Value)> = configured
+        .iter()
+        .map(|(name, c)| (name.clone(), (c.clone(), Value::Null)))
+        .collect();
+    for t in traffic
+        .get("inbound")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(name) = t.get("channel").and_then(Value::as_str) {
+            by_name
+                .entry(name.to_string())
+                .or_insert((Value::Null, Value::Null))
+                .1 = t.clone();
+        }
+    }
+    by_name
+        .into_iter()
+        .map(|(name, (config, inbound))| json!({"channel": name, "config": config, "inbound": inbound}))
+        .collect()
+}
+
+/// Each destination, configured or with rows, in name order: its configuration (or `null`) and
+/// its figures summed over the channels that feed it, with those per channel.
+pub fn join_destinations(configured: &Map<String, Value>, traffic: &Value) -> Vec<Value> {
+    let mut by_name: BTreeMap<String, (Value, Vec<Value>)> = configured
+        .iter()
+        .map(|(name, c)| (name.clone(), (c.clone(), Vec::new())))
+        .collect();
+    for t in traffic
+        .get("destinations")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(name) = t.get("destination").and_then(Value::as_str) {
+            by_name
+                .entry(name.to_string())
+                .or_insert((Value::Null, Vec::new()))
+                .1
+                .push(t.clone());
+        }
+    }
+    by_name
+        .into_iter()
+        .map(|(name, (config, per_channel))| {
+            let sum = |key: &str| -> u64 {
+                per_channel
+                    .iter()
+                    .filter_map(|t| t.get(key).and_then(Value::as_u64))
+                    .sum()
+            };
+            let oldest = per_channel
+                .iter()
+                .filter_map(|t| t.get("oldest_pending_at").and_then(Value::as_u64))
+                .filter(|at| *at > 0)
+                .min();
+            json!({
+                "destination": name,
+                "config": config,
+                "queue_depth": sum("queue_depth"),
+                "written": sum("written"),
+                "dead": sum("dead"),
+                "oldest_pending_at": oldest,
+                "per_channel": per_channel,
+            })
+        })
+        .collect()
+}
+
+/// `ctl channels`.
+pub async fn channels(conn: &Conn) -> Result<(), CtlError> {
+    let (configured, traffic) = config_and_traffic(conn, "channels").await?;
+    let channels = join_channels(&configured, &traffic);
+    if conn.json {
+        output::print_json(&json!({ "channels": channels }));
+        return Ok(());
+    }
+    let mut table = Table::new([
+        "CHANNEL",
+        "CONFIGURED",
+        "READ",
+        "ERRORED",
+        "LAST MESSAGE",
+        "DESCRIPTION",
+    ]);
+    for c in &channels {
+        let inbound = &c["inbound"];
+        table.row([
+            field(c, "channel"),
+            if c["config"].is_null() { "no" } else { "yes" }.to_string(),
+            num(inbound, "read"),
+            num(inbound, "errored"),
+            time_field(inbound, "last_at"),
+            c.pointer("/config/description")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+        ]);
+    }
+    print_or_none(&table, "no channels");
+    Ok(())
+}
+
+/// `ctl destinations`.
+pub async fn destinations(conn: &Conn) -> Result<(), CtlError> {
+    let (configured, traffic) = config_and_traffic(conn, "destinations").await?;
+    let destinations = join_destinations(&configured, &traffic);
+    if conn.json {
+        output::print_json(&json!({ "destinations": destinations }));
+        return Ok(());
+    }
+    let mut table = Table::new([
+        "DESTINATION",
+        "CONFIGURED",
+        "DEPTH",
+        "WRITTEN",
+        "DEAD",
+        "OLDEST PENDING",
+        "URL",
+    ]);
+    for d in &destinations {
+        table.row([
+            field(d, "destination"),
+            if d["config"].is_null() { "no" } else { "yes" }.to_string(),
+            field(d, "queue_depth"),
+            field(d, "written"),
+            field(d, "dead"),
+            time_field(d, "oldest_pending_at"),
+            d.pointer("/config/url")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+        ]);
+    }
+    print_or_none(&table, "no destinations");
+    Ok(())
+}
+
+/// `ctl lanes`: `GET /v1/lanes`, read tolerantly (its list under `lanes`, or the answer a list
+/// itself), each lane's members shown under the names the route documents.
+pub async fn lanes(conn: &Conn) -> Result<(), CtlError> {
+    let answer = match conn.get("/v1/lanes").await {
+        Err(CtlError::Api { status: 404, .. }) => {
+            return Err(CtlError::Failed(
+                "this server has no lane listing (GET /v1/lanes)".into(),
+            ))
+        }
+        other => other?,
+    };
+    if conn.json {
+        output::print_json(&answer);
+        return Ok(());
+    }
+    let lanes = answer
+        .get("lanes")
+        .unwrap_or(&answer)
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut table = Table::new([
+        "STAGE",
+        "LANE",
+        "DEPTH",
+        "OLDEST AGE",
+        "HOLDER",
+        "LEASE EXPIRES",
+    ]);
+    for l in &lanes {
+        let first = |keys: &[&str]| keys.iter().find_map(|k| l.get(*k).filter(|v| !v.is_null()));
+        let oldest_age = match first(&["oldest_age_ms"]).and_then(Value::as_u64) {
+            Some(ms) => age_ms(ms),
+            None => output::cell(first(&["oldest_age", "oldest"])),
+        };
+        let expiry = match first(&["lease_expires_at", "lease_expiry", "expires_at"]) {
+            Some(Value::Number(n)) => n
+                .as_u64()
+                .map(output::time_ms)
+                .unwrap_or_else(|| n.to_string()),
+            other => output::cell(other),
+        };
+        let holder = match first(&["holder", "owner"]) {
+            Some(Value::Object(h)) => output::cell(h.get("owner")),
+            other => output::cell(other),
+        };
+        table.row([
+            output::cell(first(&["stage"])),
+            output::cell(first(&["lane", "name"])),
+            output::cell(first(&["depth"])),
+            oldest_age,
+            holder,
+            expiry,
+        ]);
+    }
+    print_or_none(&table, "no lanes");
+    Ok(())
+}
+
+/// A count member, `0` when the entity has no figures.
+fn num(object: &Value, key: &str) -> String {
+    object
+        .get(key)
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+        .to_string()
+}
+
+fn print_or_none(table: &Table, none: &str) {
+    if table.is_empty() {
+        outln!("{none}");
+    } else {
+        table.print();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn channels_join_configuration_and_traffic_by_name() {
+        let configured = json!({"adt": {"description": "admissions"}, "quiet": {}});
+        let traffic = json!({"inbound": [
+            {"channel": "adt", "read": 3, "errored": 1, "last_at": 10},
+            {"channel": "lab", "read": 2, "errored": 0, "last_at": 20},
+        ], "destinations": []});
+        let joined = join_channels(configured.as_object().unwrap(), &traffic);
+        let names: Vec<&str> = joined
+            .iter()
+            .map(|c| c["channel"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["adt", "lab", "quiet"]);
+        assert_eq!(joined[0]["inbound"]["read"], 3);
+        assert!(joined[1]["config"].is_null(), "lab has traffic only");
+        assert!(joined[2]["inbound"].is_null(), "quiet is configured only");
+    }
+
+    #[test]
+    fn destinations_sum_their_channels_and_keep_the_oldest_pending() {
+        let configured = json!({"emr": {"url": "mllp://emr:2575"}});
+        let traffic = json!({"inbound": [], "destinations": [
+            {"channel": "adt", "destination": "emr", "queue_depth": 2, "written": 5, "dead": 1, "oldest_pending_at": 300},
+            {"channel": "lab", "destination": "emr", "queue_depth": 1, "written": 4, "dead": 0, "oldest_pending_at": 200},
+            {"channel": "lab", "destination": "billing", "queue_depth": 0, "written": 9, "dead": 2, "oldest_pending_at": null},
+        ]});
+        let joined = join_destinations(configured.as_object().unwrap(), &traffic);
+        assert_eq!(joined[0]["destination"], "billing");
+        assert!(joined[0]["oldest_pending_at"].is_null());
+        let emr = &joined[1];
+        assert_eq!(
+            (
+                emr["queue_depth"].as_u64(),
+                emr["written"].as_u64(),
+                emr["dead"].as_u64()
+            ),
+            (Some(3), Some(9), Some(1))
+        );
+        assert_eq!(emr["oldest_pending_at"], 200);
+        assert_eq!(emr["config"]["url"], "mllp://emr:2575");
+    }
+}
