@@ -15,6 +15,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/ensure-deps.sh
 echo "==> build directory: $CARGO_TARGET_DIR"
+# A build directory kept between runs gathers every past build of our own crates, and a full
+# disk shows up as a linker killed by SIGBUS halfway through the tests. Below 20 GiB free, drop
+# our crates' old builds (the dependencies, RocksDB's above all, stay) before building.
+free_kib() { df -Pk "$CARGO_TARGET_DIR" | awk 'NR == 2 { print $4 }'; }
+echo "    $(( $(free_kib) / 1048576 )) GiB free on the build directory's disk"
+if [ "$(free_kib)" -lt $(( 20 * 1048576 )) ]; then
+  echo "    under 20 GiB: removing old builds of the workspace's own crates"
+  cargo metadata --no-deps --format-version 1 \
+    | python3 -c 'import json, sys; print("\n".join(p["name"] for p in json.load(sys.stdin)["packages"]))' \
+    | while read -r package; do cargo clean --release --quiet -p "$package"; done
+  echo "    $(( $(free_kib) / 1048576 )) GiB free after"
+fi
 echo "==> no committed secrets (scripts/check-secrets.sh)"
 bash scripts/check-secrets.sh
 echo "==> fresh-machine test (ensure-deps.sh in a bare Debian root)"
