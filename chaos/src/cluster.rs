@@ -37,7 +37,10 @@ impl Cluster {
             Cluster::Local(_) => true,
             Cluster::Docker(_) => !matches!(
                 kind,
-                FaultKind::ClockSkew | FaultKind::ClockStep | FaultKind::Latency
+                FaultKind::ClockSkew
+                    | FaultKind::ClockStep
+                    | FaultKind::Latency
+                    | FaultKind::SlowFsync
             ),
         }
     }
@@ -161,8 +164,17 @@ impl Cluster {
         }
     }
 
+    /// Delay each synced write of node `id`'s raft log by `ms` (0: no delay).
+    pub async fn slow_fsync(&mut self, id: u64, ms: u64) -> anyhow::Result<()> {
+        match self {
+            Cluster::Local(c) => c.slow_fsync(id, ms),
+            Cluster::Docker(_) => bail!("the docker backend cannot slow a node's disk"),
+        }
+    }
+
     /// Undo everything: resume paused nodes, start stopped ones (without clock skew), restart
-    /// skewed ones, step stepped clocks back, heal the network.
+    /// skewed ones, step stepped clocks back, give slowed disks their speed back, heal the
+    /// network.
     pub async fn heal_all(&mut self) -> anyhow::Result<()> {
         self.heal_network().await?;
         match self {
@@ -183,6 +195,7 @@ impl Cluster {
                         c.start(id, None)?;
                     }
                     c.step_clock(id, 0)?;
+                    c.slow_fsync(id, 0)?;
                 }
                 c.proxy.heal();
             }

@@ -13,10 +13,11 @@ pub enum FaultKind {
     RestartAll,
     ClockSkew,
     ClockStep,
+    SlowFsync,
 }
 
 impl FaultKind {
-    pub const ALL: [FaultKind; 7] = [
+    pub const ALL: [FaultKind; 8] = [
         Self::Kill,
         Self::Pause,
         Self::Partition,
@@ -24,6 +25,7 @@ impl FaultKind {
         Self::RestartAll,
         Self::ClockSkew,
         Self::ClockStep,
+        Self::SlowFsync,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -35,6 +37,7 @@ impl FaultKind {
             Self::RestartAll => "restart-all",
             Self::ClockSkew => "clock-skew",
             Self::ClockStep => "clock-step",
+            Self::SlowFsync => "slow-fsync",
         }
     }
 
@@ -50,7 +53,7 @@ impl FaultKind {
         let mut out = Vec::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let kind = Self::parse(part).ok_or_else(|| {
-                anyhow::anyhow!("unknown fault '{part}' (kill, pause, partition, latency, restart-all, clock-skew, clock-step)")
+                anyhow::anyhow!("unknown fault '{part}' (kill, pause, partition, latency, restart-all, clock-skew, clock-step, slow-fsync)")
             })?;
             if !out.contains(&kind) {
                 out.push(kind);
@@ -121,6 +124,13 @@ pub enum Fault {
         target: Target,
         step_ms: i64,
     },
+    /// Each synced write of one node's raft log takes `delay_ms` longer (a failing or saturated
+    /// disk), until the fault ends. On the leader, throughput must come back within
+    /// [`crate::checkers::throughput::RECOVERS_WITHIN`]: it hands its leadership off.
+    SlowFsync {
+        target: Target,
+        delay_ms: u64,
+    },
 }
 
 impl Fault {
@@ -133,6 +143,7 @@ impl Fault {
             Fault::RestartAll => FaultKind::RestartAll,
             Fault::ClockSkew { .. } => FaultKind::ClockSkew,
             Fault::ClockStep { .. } => FaultKind::ClockStep,
+            Fault::SlowFsync { .. } => FaultKind::SlowFsync,
         }
     }
 }
@@ -164,6 +175,9 @@ impl fmt::Display for Fault {
             Fault::ClockStep { target, step_ms } => {
                 write!(f, "step {target}'s running clock {step_ms:+} ms")
             }
+            Fault::SlowFsync { target, delay_ms } => {
+                write!(f, "+{delay_ms} ms on each fsync of {target}'s raft log")
+            }
         }
     }
 }
@@ -177,6 +191,8 @@ pub enum Undo {
     RestartWithoutSkew(u64),
     /// Step the node's clock back to the real time (itself a step, the other way).
     StepClockBack(u64),
+    /// Give the node's disk its speed back.
+    FsyncNormal(u64),
 }
 
 /// An injected fault: what it hit, and how to take it back.
@@ -186,6 +202,9 @@ pub struct Injected {
     pub undo: Undo,
     /// The leader a partition cut off from both followers, if it did.
     pub isolated_leader: Option<u64>,
+    /// The fault slows the cluster's writes until it acts on it (a slow disk on the leader):
+    /// its throughput is judged ([`crate::checkers::throughput`]).
+    pub throughput_judged: bool,
 }
 
 impl Injected {
@@ -194,6 +213,7 @@ impl Injected {
             description,
             undo,
             isolated_leader: None,
+            throughput_judged: false,
         }
     }
 }
@@ -268,6 +288,7 @@ pub async fn inject(cluster: &mut Cluster, fault: &Fault) -> anyhow::Result<Inje
                 description: format!("{fault}: leader {l}, cut {}{note}", shown.join(" ")),
                 undo: Undo::HealNetwork,
                 isolated_leader: (*shape == Shape::IsolateLeader && leader.is_some()).then_some(l),
+                throughput_judged: false,
             })
         }
         Fault::Latency { target, ms } => {
@@ -308,6 +329,20 @@ pub async fn inject(cluster: &mut Cluster, fault: &Fault) -> anyhow::Result<Inje
                 Undo::StepClockBack(n),
             ))
         }
+        Fault::SlowFsync { target, delay_ms } => {
+            let n = node(*target)?;
+            cluster.slow_fsync(n, *delay_ms).await?;
+            let on_leader = Some(n) == leader;
+            let role = if on_leader {
+                "the leader"
+            } else {
+                "a follower"
+            };
+            Ok(Injected {
+                throughput_judged: true,
+                ..Injected::new(format!("{fault}: node {n} ({role})"), Undo::FsyncNormal(n))
+            })
+        }
     }
 }
 
@@ -324,6 +359,7 @@ pub async fn undo(cluster: &mut Cluster, undo: &Undo) -> anyhow::Result<()> {
         Undo::HealNetwork => cluster.heal_network().await,
         Undo::RestartWithoutSkew(n) => cluster.restart_with_skew(*n, None).await,
         Undo::StepClockBack(n) => cluster.step_clock(*n, 0).await,
+        Undo::FsyncNormal(n) => cluster.slow_fsync(*n, 0).await,
     }
 }
 
@@ -367,7 +403,7 @@ mod tests {
             FaultKind::parse_list("kill, latency,kill").unwrap(),
             vec![FaultKind::Kill, FaultKind::Latency]
         );
-        assert_eq!(FaultKind::parse_list("all").unwrap().len(), 7);
+        assert_eq!(FaultKind::parse_list("all").unwrap().len(), 8);
         assert_eq!(
             FaultKind::parse_list("clock-step").unwrap(),
             vec![FaultKind::ClockStep]

@@ -163,6 +163,16 @@ pub struct Recorded {
     pub register: Vec<RegOp>,
     pub audits: Vec<AuditOp>,
     pub counts: BTreeMap<String, OpCount>,
+    /// Faults under which the cluster's write throughput is judged (a slow disk).
+    pub judged_windows: Vec<FaultWindow>,
+}
+
+/// A fault's time in place, in the history's clock.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FaultWindow {
+    pub description: String,
+    pub start: Micros,
+    pub end: Micros,
 }
 
 /// The shared recorder the workload tasks write into.
@@ -258,6 +268,19 @@ impl History {
     pub fn audit(&self, op: AuditOp) {
         self.count("audit-append", &op.result);
         self.with(|r| r.audits.push(op));
+    }
+
+    /// A fault under which throughput is judged was in place from `start` to `end`.
+    pub fn judged_window(&self, description: String, start: Instant, end: Instant) {
+        let at = |t: Instant| {
+            u64::try_from(t.saturating_duration_since(self.start).as_micros()).unwrap_or(u64::MAX)
+        };
+        let window = FaultWindow {
+            description,
+            start: at(start),
+            end: at(end),
+        };
+        self.with(|r| r.judged_windows.push(window));
     }
 
     /// A copy of everything recorded so far.

@@ -1,6 +1,6 @@
 //! What an isolated leader must do, watched while a partition cuts it off from both followers.
 //!
-//! Before check-quorum (2026-12-06) an old leader cut off for 60 s kept accepting writes and
+//! Before check-quorum an old leader cut off for 60 s kept accepting writes and
 //! answered none of them until the partition healed, `/readyz` stayed `200` and `/v1/cluster`
 //! kept naming it leader. Now, within the bounds below, it must stop naming itself leader, fail
 //! `/readyz` (`503` with a reason) and answer a write sent to it with a refusal or a `503`, never

@@ -57,7 +57,7 @@ pub struct ChaosArgs {
     #[arg(long, default_value = "local")]
     pub backend: String,
     /// Faults to inject: a comma-separated list of kill, pause, partition, latency,
-    /// restart-all, clock-skew, clock-step (or `all`).
+    /// restart-all, clock-skew, clock-step, slow-fsync (or `all`).
     #[arg(long, default_value = "all")]
     pub faults: String,
     /// The `raftlane` server binary the local backend runs nodes with (`raftlane node ...`;

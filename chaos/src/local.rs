@@ -54,6 +54,7 @@ impl LocalCluster {
                     data_dir: dir.join(format!("node{id}")),
                     log_file: dir.join(format!("node{id}.log")),
                     clock_step_file: dir.join(format!("node{id}.clock-step")),
+                    fsync_delay_file: dir.join(format!("node{id}.fsync-delay")),
                 }),
             );
         }
@@ -111,6 +112,14 @@ impl LocalCluster {
             .get(&id)
             .with_context(|| format!("no node {id}"))?
             .set_clock_step(step_ms)
+    }
+
+    /// Delay each synced write of node `id`'s raft log by `ms`, live (0: no delay).
+    pub fn slow_fsync(&mut self, id: u64, ms: u64) -> anyhow::Result<()> {
+        self.nodes
+            .get(&id)
+            .with_context(|| format!("no node {id}"))?
+            .set_fsync_delay(ms)
     }
 
     pub async fn kill(&mut self, id: u64) -> anyhow::Result<()> {

@@ -17,6 +17,12 @@ pub const CLOCK_OFFSET_ENV: &str = "RAFTLANE_CLOCK_OFFSET_MS";
 /// depend on the raft crate, hence the copy).
 pub const CLOCK_STEP_ENV: &str = "RAFTLANE_TEST_CLOCK_STEP_FILE";
 
+/// The env var naming the file whose content (ms) a node sleeps before each synced write of its
+/// raft log, re-read every few ms: how a slow-fsync fault slows a running node's disk
+/// (`raftlane_raft::storage_latency::TEST_FSYNC_DELAY_ENV`, a test-only hook; copied for the
+/// same reason as [`CLOCK_STEP_ENV`]).
+pub const FSYNC_DELAY_ENV: &str = "RAFTLANE_TEST_FSYNC_DELAY_FILE";
+
 /// How to start every node of the local cluster.
 #[derive(Clone, Debug)]
 pub struct NodeSpec {
@@ -29,6 +35,8 @@ pub struct NodeSpec {
     pub log_file: PathBuf,
     /// The node's clock-step file ([`CLOCK_STEP_ENV`]); absent: no step.
     pub clock_step_file: PathBuf,
+    /// The node's fsync-delay file ([`FSYNC_DELAY_ENV`]); absent: no delay.
+    pub fsync_delay_file: PathBuf,
 }
 
 /// One node process (or none, while it is down).
@@ -140,7 +148,8 @@ impl NodeProcess {
         if let Some(off) = clock_offset_ms {
             cmd.env(CLOCK_OFFSET_ENV, off.to_string());
         }
-        cmd.env(CLOCK_STEP_ENV, &self.spec.clock_step_file);
+        cmd.env(CLOCK_STEP_ENV, &self.spec.clock_step_file)
+            .env(FSYNC_DELAY_ENV, &self.spec.fsync_delay_file);
         let child = cmd
             .spawn()
             .with_context(|| format!("cannot run {}", cluster.binary.display()))?;
@@ -151,13 +160,13 @@ impl NodeProcess {
     }
 
     /// Step the running node's wall clock to `step_ms` off the real time (0: back to it).
-    /// Written to a temporary file and renamed, so the node never reads half a number.
     pub fn set_clock_step(&self, step_ms: i64) -> anyhow::Result<()> {
-        let file = &self.spec.clock_step_file;
-        let tmp = file.with_extension("tmp");
-        std::fs::write(&tmp, step_ms.to_string())
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::fs::rename(&tmp, file).with_context(|| format!("cannot write {}", file.display()))
+        write_knob(&self.spec.clock_step_file, &step_ms.to_string())
+    }
+
+    /// Delay each synced write of the running node's raft log by `ms` (0: no delay).
+    pub fn set_fsync_delay(&self, ms: u64) -> anyhow::Result<()> {
+        write_knob(&self.spec.fsync_delay_file, &ms.to_string())
     }
 
     /// SIGTERM and wait (up to 30 s) for the node to close its databases and exit: a clean
@@ -237,4 +246,12 @@ pub fn log_tail(path: &Path, n: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Write a test knob's file: to a temporary file, then renamed, so the node never reads half a
+/// number.
+fn write_knob(file: &Path, value: &str) -> anyhow::Result<()> {
+    let tmp = file.with_extension("tmp");
+    std::fs::write(&tmp, value).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, file).with_context(|| format!("cannot write {}", file.display()))
 }

@@ -148,7 +148,7 @@ async fn watch_until(
 
 /// Whether a node whose clock is off (restarted with an offset, or stepped while running) moves
 /// the cluster's clock: enqueue a probe message through it and compare the stored `received_at`
-/// with the wall clock. Since 2026-12-06 the leader stamps the cluster's time, so the offset
+/// with the wall clock. Now the leader stamps the cluster's time, so the offset
 /// must not show; a node beyond the skew bound cannot forward at all (its calls are refused as
 /// clock skew).
 async fn probe_skew(conn: &Conn, node: u64, offset_ms: i64) -> String {
@@ -327,6 +327,7 @@ pub async fn run_suite(opts: ChaosOptions) -> anyhow::Result<Report> {
                 description,
                 undo,
                 isolated_leader,
+                throughput_judged,
             }) => {
                 say(
                     &opts,
@@ -368,6 +369,9 @@ pub async fn run_suite(opts: ChaosOptions) -> anyhow::Result<Report> {
                     report.notes.push(line);
                 }
                 watch_until(until, &mut cluster, &mut health, &opts).await;
+                if throughput_judged {
+                    history.judged_window(description.clone(), injected_at, Instant::now());
+                }
                 if let Some((node, watch)) = isolated {
                     let (line, bad) = match watch.await {
                         Ok(watched) => watched.judge(step.hold),

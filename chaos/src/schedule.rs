@@ -133,6 +133,21 @@ pub fn fault_of(kind: FaultKind, rng: &mut SplitMix64, lease_ttl: Duration) -> (
             };
             (Fault::ClockStep { target, step_ms }, ms(rng, 3000, 5000))
         }
+        FaultKind::SlowFsync => {
+            // Slow enough that a leader that kept leading would cut the write rate to a
+            // fraction, held long enough for the throughput checker to see it come back (the
+            // leader hands off after ~3 s of slow writes). The leader twice as often.
+            let target = if rng.range(0, 2) < 2 {
+                Target::Leader
+            } else {
+                Target::Follower(rng.range(0, 1))
+            };
+            let delay_ms = rng.range(300, 800);
+            let hold = crate::checkers::throughput::RECOVERS_WITHIN
+                + crate::checkers::throughput::WINDOW
+                + ms(rng, 2000, 4000);
+            (Fault::SlowFsync { target, delay_ms }, hold)
+        }
     }
 }
 
@@ -178,7 +193,8 @@ mod tests {
     fn every_kind_once_per_round_and_within_bounds() {
         let ttl = Duration::from_millis(2500);
         for seed in 0..50 {
-            let s = build(seed, Duration::from_secs(60), &FaultKind::ALL, ttl);
+            // Long enough for a whole round of the longest holds (a slow disk holds ~17 s).
+            let s = build(seed, Duration::from_secs(120), &FaultKind::ALL, ttl);
             let kinds = FaultKind::ALL.len();
             assert!(s.len() >= kinds, "seed {seed}: {} steps", s.len());
             let first: std::collections::BTreeSet<_> =
@@ -192,7 +208,7 @@ mod tests {
                 assert!(w[0].at + w[0].hold < w[1].at, "faults do not overlap");
             }
             let last = s.last().unwrap();
-            assert!(last.at + last.hold <= Duration::from_secs(58));
+            assert!(last.at + last.hold <= Duration::from_secs(118));
             for st in &s {
                 if let Fault::Pause { .. } = st.fault {
                     assert!(st.hold > ttl, "a pause outlasts the lease");

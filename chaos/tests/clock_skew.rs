@@ -1,4 +1,4 @@
-//! Reproductions of the clock-skew faults found on 2026-12-05, against real node processes whose
+//! Reproductions of the clock-skew faults found by the chaos suite, against real node processes whose
 //! clocks are skewed with `RAFTLANE_CLOCK_OFFSET_MS`:
 //! - one write through a follower running 60 s fast moved the cluster's clock, and a second
 //!   worker took a row one second into a 30 s lease;
@@ -119,7 +119,7 @@ async fn skewed_clocks_cannot_cut_a_lease_short() {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let mut last: String;
     // Once it serves HTTP it is never ready: it names the leader of its last vote but refuses
-    // that leader's calls (before 2026-12-06 it answered /readyz 200 meanwhile).
+    // that leader's calls (before check-quorum it answered /readyz 200 meanwhile).
     let via = (follower - 1) as usize;
     let mut served = false;
     for _ in 0..40 {
@@ -142,7 +142,7 @@ async fn skewed_clocks_cannot_cut_a_lease_short() {
     loop {
         let started = std::time::Instant::now();
         let attempt = stamp_through(&conn, (follower - 1) as usize, "beyond-bound").await;
-        // Each answer comes before the 8 s retry window runs out (before 2026-12-06 every one
+        // Each answer comes before the 8 s retry window runs out (before check-quorum every one
         // took it, ending 503 unavailable): the node learns its skew at its first campaign and
         // then ends the write at once, as it does when the leader refuses it for clock skew.
         assert!(

@@ -1,7 +1,7 @@
 //! A running node's wall clock steps (as NTP or an operator steps it), against real node
 //! processes (`RAFTLANE_TEST_CLOCK_STEP_FILE`, a test-only hook).
 //!
-//! The reproduction (2026-12-06): the leader's clock stepped +25 s under load; the cluster's time
+//! The reproduction: the leader's clock stepped +25 s under load; the cluster's time
 //! jumped +25 s (once +12.5 s, from a sample whose round trip spanned the step), a second worker
 //! took the first one's row 5.0 s into a 10 s lease, and the time then stood still for ~25 s.
 //! Now the cluster's time runs on the leader's monotonic clock: for steps of ±5 s, ±25 s and

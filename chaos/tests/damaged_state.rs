@@ -1,7 +1,7 @@
 //! A node whose state table is damaged on disk refuses to start, loudly and with its own exit
 //! status, and `--rejoin` brings it back from the others; against real node processes.
 //!
-//! The reproduction (2026-12-06): 64 flipped bytes in a state SST; the node started, reported
+//! The reproduction: 64 flipped bytes in a state SST; the node started, reported
 //! ready, served reads, answered the digest with a `500`, and exited 75 ("free disk space
 //! first") once an apply read the block; every restart then exited 1. Now the start reads the
 //! whole state with checksums verified: it exits 65 with `STATE DAMAGED` naming the file and

@@ -1,7 +1,7 @@
 //! A leader cut off from both followers by a real partition (the fault proxy on every
 //! node-to-node link), against real node processes.
 //!
-//! The reproduction (2026-12-06): for a whole 60 s partition the old leader accepted writes and
+//! The reproduction: for a whole 60 s partition the old leader accepted writes and
 //! answered none of them (one answered `201` 60.5 s later, after healing), `/readyz` stayed
 //! `200` and `/v1/cluster` kept saying it led. Now, within the bounds of
 //! `raftlane_chaos::isolation`, it stops naming itself leader, `/readyz` answers `503` with a

@@ -50,6 +50,7 @@ pub mod slow_storage;
 pub mod sm_adapter;
 pub mod snapshot;
 pub mod storage_latency;
+mod test_knob;
 pub mod timers;
 pub mod types;
 mod util;

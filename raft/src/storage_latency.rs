@@ -12,7 +12,7 @@
 //! log first sleeps the milliseconds the file holds (re-read every 100 ms; absent or unreadable:
 //! no delay). The chaos suite slows one node's disk this way.
 
-use std::path::PathBuf;
+use crate::test_knob::TestKnob;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -138,45 +138,13 @@ pub fn test_delay() {
 }
 
 fn delay_ms() -> u64 {
-    static FILE: OnceLock<Option<DelayFile>> = OnceLock::new();
-    FILE.get_or_init(|| {
-        std::env::var_os(TEST_FSYNC_DELAY_ENV).map(|path| {
-            tracing::warn!(
-                path = %PathBuf::from(&path).display(),
-                "{TEST_FSYNC_DELAY_ENV} is set: the raft log's synced writes are delayed as a \
-                 test file says (tests only)"
-            );
-            DelayFile {
-                path: path.into(),
-                cached: Mutex::new(None),
-            }
-        })
-    })
-    .as_ref()
-    .map_or(0, DelayFile::value)
-}
-
-struct DelayFile {
-    path: PathBuf,
-    cached: Mutex<Option<(Instant, u64)>>,
-}
-
-impl DelayFile {
-    fn value(&self) -> u64 {
-        let mut cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());
-        match *cached {
-            Some((at, v)) if at.elapsed() < Duration::from_millis(100) => v,
-            _ => {
-                let v = std::fs::read_to_string(&self.path)
-                    .ok()
-                    .and_then(|s| s.trim().parse::<u64>().ok())
-                    .unwrap_or(0)
-                    .min(60_000);
-                *cached = Some((Instant::now(), v));
-                v
-            }
-        }
-    }
+    static DELAY: TestKnob = TestKnob::new(
+        TEST_FSYNC_DELAY_ENV,
+        "the raft log's synced writes are delayed as a test file says",
+        Duration::from_millis(100),
+    );
+    // At most a minute: a typo in a test must not wedge a node for good.
+    u64::try_from(DELAY.value()).unwrap_or(0).min(60_000)
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! to fall in the window. Every enqueue is a sample of the cluster's time: a clock dragged ahead
 //! (a leader stamping its own fast clock, a step of a wall clock) shows as stamps after the
 //! answer, a clock standing still after such a jump, or running slow, as stamps before the send.
-//! Found with it (2026-12-06): a leader restarted 6.8 s fast took writes before its metrics said
+//! Found with it: a leader restarted 6.8 s fast took writes before its metrics said
 //! it led, and they carried its own clock; the time then stood still for 6.8 s.
 
 use super::leases::TOLERANCE_MS;

@@ -3,9 +3,9 @@
 //! not with the cluster's.
 //!
 //! Why a separate checker: the other checkers judge leases by fences and the cluster's clock, so
-//! a node whose clock runs fast and drags the cluster's clock ahead with it (until 2026-12-06 one
-//! forwarded write did) cut a 30 s lease to one second without any of them noticing: the
-//! takeover was legal by the cluster's (wrong) clock.
+//! a node whose clock runs fast and drags the cluster's clock ahead with it (before the leader
+//! stamped the cluster's time, one forwarded write did) cut a 30 s lease to one second without
+//! any of them noticing: the takeover was legal by the cluster's (wrong) clock.
 //!
 //! The rule. Owner A's claim of a row was sent at `invoke₁` (runner time) with lease `ttl`; the
 //! cluster stamped the lease's start no earlier than that, so the lease cannot end before

@@ -10,6 +10,7 @@ pub mod leases;
 pub mod linearizable;
 pub mod lost;
 pub mod terminal;
+pub mod throughput;
 
 use crate::final_state::FinalState;
 use crate::history::{Recorded, RegState};
@@ -52,6 +53,7 @@ pub fn run_all(rec: &Recorded, fin: &FinalState) -> Vec<Verdict> {
         leases::check(&rec.claims, &rec.completions),
         cluster_time::check(&rec.enqueues, &fin.messages, rec.start_wall_ms),
         terminal::check(&fin.messages, fin.live_rows),
+        throughput::check(&rec.enqueues, &rec.judged_windows),
         digest::check(&fin.digest_rounds, &fin.digest_inconsistencies),
         audit::check(&fin.audit, &fin.audit_rows, &rec.audits),
         linearizable::check(

@@ -5,9 +5,8 @@
 //! tests must be able to step a wall clock at will ([`ManualTime`]) without touching the
 //! machine's.
 
-use std::path::PathBuf;
+use crate::test_knob::TestKnob;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The env var naming a file whose content (a signed number of ms) is added to this node's wall
@@ -64,44 +63,12 @@ pub fn now_ms() -> u64 {
 
 /// The current value of the test step file (0 when [`TEST_CLOCK_STEP_ENV`] is unset).
 fn test_step_ms() -> i64 {
-    static FILE: OnceLock<Option<StepFile>> = OnceLock::new();
-    FILE.get_or_init(|| {
-        std::env::var_os(TEST_CLOCK_STEP_ENV).map(|path| {
-            tracing::warn!(
-                path = %PathBuf::from(&path).display(),
-                "{TEST_CLOCK_STEP_ENV} is set: this node's wall clock follows a test step file (tests only)"
-            );
-            StepFile {
-                path: path.into(),
-                cached: Mutex::new(None),
-            }
-        })
-    })
-    .as_ref()
-    .map_or(0, StepFile::value)
-}
-
-/// The test step file and its last reading.
-struct StepFile {
-    path: PathBuf,
-    cached: Mutex<Option<(Instant, i64)>>,
-}
-
-impl StepFile {
-    fn value(&self) -> i64 {
-        let mut cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());
-        match *cached {
-            Some((at, v)) if at.elapsed() < STEP_FILE_REREAD => v,
-            _ => {
-                let v = std::fs::read_to_string(&self.path)
-                    .ok()
-                    .and_then(|s| s.trim().parse::<i64>().ok())
-                    .unwrap_or(0);
-                *cached = Some((Instant::now(), v));
-                v
-            }
-        }
-    }
+    static STEP: TestKnob = TestKnob::new(
+        TEST_CLOCK_STEP_ENV,
+        "this node's wall clock follows a test step file",
+        STEP_FILE_REREAD,
+    );
+    STEP.value()
 }
 
 /// Clocks a test moves by hand: real time advances both, a step moves the wall clock alone.
