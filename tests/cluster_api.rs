@@ -1276,3 +1276,40 @@ async fn concurrent_writes_through_a_follower_share_forwarding_calls() {
         .unwrap();
     cluster.shutdown().await;
 }
+
+/// `POST /v1/cluster/snapshot`: the node builds a snapshot covering everything it had applied,
+/// answers its index, and `/metrics` shows it; asked again with nothing new applied, it answers
+/// the same snapshot without building another. A worker may not ask.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_snapshot_is_built_on_demand() {
+    let (cluster, c) = cluster_and_leader_client().await;
+    for n in 0..20 {
+        c.enqueue("adt", &format!("m{n}"), None).await.unwrap();
+    }
+    let applied = c.cluster().await.unwrap().last_applied;
+    let built_before = metric(&c, "raftlane_snapshots_built_total").await;
+    let taken = c
+        .request(Method::POST, "/v1/cluster/snapshot", Some(json!({})))
+        .await
+        .unwrap();
+    let index = taken["index"].as_u64().expect("index");
+    assert!(index >= applied, "covers index {applied}: {taken}");
+    assert_eq!(metric(&c, "raftlane_snapshot_index").await, index as f64);
+    assert_eq!(
+        metric(&c, "raftlane_snapshots_built_total").await,
+        built_before + 1.0
+    );
+    let again = c
+        .request(Method::POST, "/v1/cluster/snapshot", Some(json!({})))
+        .await
+        .unwrap();
+    assert!(again["index"].as_u64().expect("index") >= index);
+
+    let worker = c.with_token(cluster.token("snap-worker", "worker", None).await.unwrap());
+    let refused = worker
+        .request(Method::POST, "/v1/cluster/snapshot", Some(json!({})))
+        .await
+        .expect_err("a worker may not snapshot");
+    assert_eq!(refused.status(), Some(403), "{refused}");
+    cluster.shutdown().await;
+}

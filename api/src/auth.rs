@@ -309,13 +309,8 @@ pub fn sha256_hex(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
 
-/// Constant-time equality of two equal-length byte strings.
-pub fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
+/// Constant-time equality (one implementation for the whole node, on the `subtle` crate).
+pub use raftlane_raft::auth::constant_time_eq as ct_eq;
 
 impl FromRequestParts<Arc<AppState>> for Caller {
     type Rejection = ApiError;
@@ -417,12 +412,5 @@ mod tests {
         assert!(!role_allows(Role::Engine, Permission::Admin));
         assert!(!role_allows(Role::Operator, Permission::EngineUsers));
         assert!(role_allows(Role::Operator, Permission::Requeue));
-    }
-
-    #[test]
-    fn constant_time_compare() {
-        assert!(ct_eq(b"abc", b"abc"));
-        assert!(!ct_eq(b"abc", b"abd"));
-        assert!(!ct_eq(b"abc", b"ab"));
     }
 }

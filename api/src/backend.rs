@@ -220,6 +220,13 @@ pub trait Backend: Send + Sync + 'static {
 
     /// `Err(reason)` while the node should not take traffic (no leader known, failed self-check).
     fn ready(&self) -> Result<(), String>;
+
+    /// A snapshot of this node's state covering every entry applied now (built if need be):
+    /// the index it covers. `Err(reason)` where there are no snapshots (a stand-in backend) or
+    /// none could be built in time.
+    fn snapshot_now(&self) -> BoxFuture<'_, Result<u64, String>> {
+        Box::pin(async { Err("this node keeps no snapshots".to_string()) })
+    }
 }
 
 /// Read from a backend with a closure that returns a value.

@@ -36,6 +36,7 @@ pub mod peer;
 pub mod rate_limit;
 pub mod request_id;
 pub mod routes;
+pub mod ui;
 pub mod wait;
 pub mod write;
 

@@ -10,6 +10,10 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+/// How long `POST /v1/cluster/snapshot` waits for a snapshot to be built (a state of a few GB
+/// takes a minute or more to walk and write).
+const SNAPSHOT_WITHIN: Duration = Duration::from_secs(600);
+
 pub struct RaftBackend {
     node: RaftNode,
 }
@@ -219,6 +223,15 @@ impl Backend for RaftBackend {
             // One atomic read: checkers compare equal digests at equal indexes.
             let (applied, digest) = self.node.digest().await.map_err(|e| e.to_string())?;
             Ok((applied.map_or(0, |l| l.index), digest))
+        })
+    }
+
+    fn snapshot_now(&self) -> BoxFuture<'_, Result<u64, String>> {
+        Box::pin(async move {
+            self.node
+                .snapshot_covering_applied(SNAPSHOT_WITHIN)
+                .await
+                .map_err(|e| e.to_string())
         })
     }
 

@@ -204,6 +204,21 @@ fn ctl_reads_and_reports_a_running_cluster() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["channels"][0]["channel"], "ctl-lab", "{json}");
 
+    // lanes: the channel's ingress lane, one row deep.
+    let out = ctl(cwd, &["--context", ctx, "lanes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let lanes = text(&out.stdout);
+    let line = lanes
+        .lines()
+        .find(|l| l.starts_with("ingress ") && l.contains(" ctl-lab "))
+        .unwrap_or_else(|| panic!("no ingress lane ctl-lab in:\n{lanes}"));
+    let cells: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(cells[..4], ["ingress", "ctl-lab", "1", "0"], "{lanes}");
+    let out = ctl(cwd, &["--context", ctx, "--json", "lanes"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["lanes"][0]["lane"], "ingress:ctl-lab", "{json}");
+    assert_eq!(json["next_cursor"], serde_json::Value::Null, "{json}");
+
     // dead-letters count: none yet.
     let out = ctl(cwd, &["--context", ctx, "dead-letters", "count"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));

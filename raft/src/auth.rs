@@ -25,10 +25,12 @@
 //! HMAC is implemented here over `sha2` (RFC 2104; checked against RFC 4231 vectors below)
 //! rather than pulling in another crate.
 
+use hmac::{Hmac, Mac};
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
+use subtle::ConstantTimeEq;
 
 /// The request header carrying the signature.
 pub const AUTH_HEADER: &str = "x-raftlane-auth";
@@ -46,32 +48,22 @@ pub const MAX_NONCES: usize = 1_000_000;
 /// How long a nonce is remembered when the freshness check is off (`max_skew_ms == 0`).
 const RETENTION_WITHOUT_SKEW_MS: u64 = 300_000;
 
-/// HMAC-SHA256 of the concatenation of `parts` under `key`.
+/// HMAC-SHA256 of the concatenation of `parts` under `key` (the `hmac` crate).
 pub fn hmac_sha256(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
-    let mut block = [0u8; 64];
-    if key.len() > 64 {
-        block[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        block[..key.len()].copy_from_slice(key);
-    }
-    let mut inner = Sha256::new();
-    inner.update(block.map(|b| b ^ 0x36));
+    // HMAC takes a key of any length (a long one is hashed first): no key is refused.
+    let Ok(mut mac) = <Hmac<Sha256> as Mac>::new_from_slice(key) else {
+        unreachable!("HMAC-SHA256 accepts keys of every length")
+    };
     for p in parts {
-        inner.update(p);
+        mac.update(p);
     }
-    let inner = inner.finalize();
-    let mut outer = Sha256::new();
-    outer.update(block.map(|b| b ^ 0x5c));
-    outer.update(inner);
-    outer.finalize().into()
+    mac.finalize().into_bytes().into()
 }
 
-/// Equality whose running time does not depend on where the inputs differ.
+/// Equality whose running time does not depend on where the inputs differ (the `subtle`
+/// crate; inputs of different lengths are unequal at once, their lengths are not secret).
 pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    bool::from(a.ct_eq(b))
 }
 
 /// Why a request was refused.

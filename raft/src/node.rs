@@ -831,6 +831,40 @@ impl RaftNode {
             .map_err(|e| WriteError::Stopped(e.to_string()))
     }
 
+    /// A snapshot of this node's state covering at least every entry applied when called: the
+    /// current one if it already does, else one built now. Waits at most `within` for it and
+    /// answers the index it covers. What an operator asks for before a backup, or to compact
+    /// the log of a young cluster that has not reached the automatic threshold.
+    pub async fn snapshot_covering_applied(&self, within: Duration) -> Result<u64, WriteError> {
+        let mut watch = self.metrics_watch();
+        let (target, current) = {
+            let m = watch.borrow();
+            (
+                m.last_applied.map_or(0, |l| l.index),
+                m.snapshot.map(|l| l.index),
+            )
+        };
+        if let Some(index) = current.filter(|i| *i >= target) {
+            return Ok(index);
+        }
+        self.trigger_snapshot().await?;
+        let covered = tokio::time::timeout(
+            within,
+            watch.wait_for(|m| m.snapshot.is_some_and(|l| l.index >= target)),
+        )
+        .await
+        .map_err(|_| {
+            WriteError::Refused(format!(
+                "no snapshot covering index {target} within {} s",
+                within.as_secs()
+            ))
+        })?
+        .map_err(|e| WriteError::Stopped(e.to_string()))?
+        .snapshot
+        .map_or(target, |l| l.index);
+        Ok(covered)
+    }
+
     pub fn sm_stats(&self) -> Arc<SmStats> {
         self.inner.sm_stats.clone()
     }

@@ -15,6 +15,15 @@ pub struct StateDigest {
     pub digest: String,
 }
 
+/// `POST /v1/cluster/snapshot`: the snapshot this node now has, covering every entry it had
+/// applied when asked.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct SnapshotTaken {
+    pub node_id: u64,
+    /// The last log index the snapshot covers.
+    pub index: u64,
+}
+
 /// `GET /v1/cluster`: what this node knows of the cluster (also how a client finds the leader).
 ///
 /// Members in the order the server has always sent them (alphabetical: this answer used to be

@@ -44,7 +44,7 @@ pub use audit::{
 };
 pub use cluster::{
     Ack, ClusterStatus, Health, LearnerRequest, Member, MembershipRequest, OpenApiDocument,
-    Readiness, RemovedLearner, StateDigest,
+    Readiness, RemovedLearner, SnapshotTaken, StateDigest,
 };
 pub use config::{ConfigAnswer, ConfigWritten};
 pub use coordination::{
@@ -88,5 +88,5 @@ pub use users::{
 };
 pub use work::{
     CancelRequest, Cancelled, ClaimRequest, Claimed, FifoClaim, FifoClaimRequest, FifoEmptyReason,
-    LaneStatus, ReleaseRequest, Released, RenewRequest, Renewed,
+    LaneList, LaneStatus, ReleaseRequest, Released, RenewRequest, Renewed,
 };

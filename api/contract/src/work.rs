@@ -166,32 +166,55 @@ pub struct Renewed {
     pub renewed: u64,
 }
 
-/// `GET /v1/lanes/{stage}/{name}`: the lane's depth, oldest row and holder.
+/// `GET /v1/lanes/{stage}/{name}`: the lane's depth, oldest row and holder; one item of
+/// `GET /v1/lanes`.
 ///
-/// Members in the order the server has always sent them (alphabetical: this answer used to be
-/// built as a JSON map); absent values are `null`.
+/// Members in alphabetical order (this answer used to be built as a JSON map); absent values
+/// are `null`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct LaneStatus {
-    /// Pending and inflight rows.
+    /// Pending rows.
     pub depth: u64,
+    /// The lane's lease while it is live.
     #[schemars(with = "Option<model::LaneLease>")]
     pub holder: Option<raftlane_statemachine::model::lane::LaneLease>,
+    /// Inflight rows.
     pub inflight: u64,
+    /// `"{stage}:{name}"`.
     pub lane: String,
-    /// `created_at` of the oldest row.
+    /// The lane's name: a channel's, or for `outbound` a destination's.
+    pub name: String,
+    /// `created_at` of the oldest pending row.
     pub oldest: Option<Millis>,
+    /// How long the oldest pending row has waited, by the cluster's time when read.
+    pub oldest_age_ms: Option<u64>,
+    pub stage: String,
 }
 
-impl From<raftlane_statemachine::query::LaneView> for LaneStatus {
-    fn from(v: raftlane_statemachine::query::LaneView) -> Self {
+impl LaneStatus {
+    /// The lane as read, its oldest row's age taken at the cluster's time `now_ms`.
+    pub fn at(v: raftlane_statemachine::query::LaneView, now_ms: Millis) -> Self {
         LaneStatus {
             depth: v.depth,
             holder: v.holder,
             inflight: v.inflight,
             lane: v.lane,
+            name: v.name,
+            oldest_age_ms: v.oldest_created_at.map(|t| now_ms.saturating_sub(t)),
             oldest: v.oldest_created_at,
+            stage: v.stage.as_str().to_string(),
         }
     }
+}
+
+/// `GET /v1/lanes`: a page of lanes in the store's order: stage (ingress, routed, outbound,
+/// response), then name, shorter names first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LaneList {
+    pub lanes: Vec<LaneStatus>,
+    /// Pass as `cursor` for the next page (`"{stage}:{name}"` of this page's last lane);
+    /// `null`: this was the last page.
+    pub next_cursor: Option<String>,
 }
 
 #[cfg(test)]

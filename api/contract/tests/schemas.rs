@@ -558,14 +558,28 @@ fn examples_conform_to_their_schemas() {
         }),
         None,
     ] {
-        x.answer(&LaneStatus::from(LaneView {
-            lane: "lab".into(),
-            depth: 2,
-            oldest_created_at: holder.as_ref().map(|_| 1),
-            inflight: 1,
-            holder,
-        }));
+        let status = LaneStatus::at(
+            LaneView {
+                lane: "outbound:lab".into(),
+                stage: Stage::Outbound,
+                name: "lab".into(),
+                depth: 2,
+                oldest_created_at: holder.as_ref().map(|_| 1),
+                inflight: 1,
+                holder,
+            },
+            5,
+        );
+        x.answer(&status);
+        x.answer(&LaneList {
+            lanes: vec![status],
+            next_cursor: Some("outbound:lab".into()),
+        });
     }
+    x.answer(&LaneList {
+        lanes: Vec::new(),
+        next_cursor: None,
+    });
 
     // rows
     let actions = each_action();

@@ -13,7 +13,8 @@ use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::Json;
 use raftlane_contract::{
-    Ack, ClusterStatus, Health, LearnerRequest, MembershipRequest, Readiness, StateDigest,
+    Ack, ClusterStatus, Health, LearnerRequest, MembershipRequest, Readiness, SnapshotTaken,
+    StateDigest,
 };
 use std::sync::Arc;
 
@@ -35,6 +36,26 @@ pub async fn digest(
         node_id: state.backend.node_id(),
         last_applied,
         digest: hex::encode(digest),
+    }))
+}
+
+/// `POST /v1/cluster/snapshot`: this node builds a snapshot of its state now (unless its
+/// current one already covers everything it has applied) and answers once it has, so that its
+/// log before that point can be compacted and a backup taken. Each node snapshots its own
+/// state: ask each node whose log should shrink.
+pub async fn snapshot(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+) -> ApiResult<Json<SnapshotTaken>> {
+    caller.require_global(Permission::Admin)?;
+    let index = state
+        .backend
+        .snapshot_now()
+        .await
+        .map_err(ApiError::unavailable)?;
+    Ok(Json(SnapshotTaken {
+        node_id: state.backend.node_id(),
+        index,
     }))
 }
 

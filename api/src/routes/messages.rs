@@ -18,6 +18,7 @@ use raftlane_contract::{
 };
 use raftlane_statemachine::model::message::MessageStatus;
 use raftlane_statemachine::query::{DeadLetterFilter, MessageFilter, PAGE_SCAN_BUDGET};
+use raftlane_statemachine::row::Stage;
 use raftlane_statemachine::wire::command::{
     EnqueueIngress, EnqueueMessage, MessageFields, ReceivedStatus, RecordReceived, RecordView,
     Replay, ReplayDead,
@@ -429,6 +430,8 @@ pub async fn replay(
 /// The filters of `GET /v1/dead-letters` and `GET /v1/dead-letters/count`.
 #[derive(Deserialize)]
 pub struct DeadQuery {
+    /// `outbound` (the default: messagefoundry's dead letters), another stage, or `all`.
+    stage: Option<String>,
     channel: Option<String>,
     destination: Option<String>,
     /// Comma-separated: only these channels (narrows the token's scope).
@@ -456,7 +459,18 @@ async fn dead_filter(
         },
     )
     .await?;
+    let stages = match q.stage.as_deref() {
+        None => vec![Stage::Outbound],
+        Some("all") => Stage::ALL.to_vec(),
+        Some(one) => vec![Stage::parse(one).ok_or_else(|| {
+            ApiError::invalid(
+                "stage",
+                format!("'{one}' is not one of ingress, routed, outbound, response, all"),
+            )
+        })?],
+    };
     Ok(DeadLetterFilter {
+        stages,
         channel: q.channel.clone(),
         destination: q.destination.clone(),
         allowed_channels: allowed_channels(caller, q.allowed_channels.as_deref()),

@@ -15,11 +15,12 @@ use axum::extract::State;
 use axum::Json;
 use raftlane_contract::{
     CancelRequest, Cancelled, ClaimNext, ClaimRequest, Claimed, DeliveryBody, FifoClaim,
-    FifoClaimRequest, LaneStatus, ReleaseRequest, Released, RenewRequest, Renewed, RowAction,
-    RowActionResult, RowActionResults, RowAnswer, RowDetail,
+    FifoClaimRequest, LaneList, LaneStatus, ReleaseRequest, Released, RenewRequest, Renewed,
+    RowAction, RowActionResult, RowActionResults, RowAnswer, RowDetail,
 };
+use raftlane_statemachine::model::lane::LaneKey;
 use raftlane_statemachine::query::Reader;
-use raftlane_statemachine::row::ClaimChance;
+use raftlane_statemachine::row::{ClaimChance, Stage};
 use raftlane_statemachine::wire::command::{
     CancelQueued, ClaimFifoHead, ClaimNextFifo, ClaimReady, CompleteWithResponse, DeadLetterNow,
     Delivery, DoneThenClaimNext, HandOn, HandOnThenClaimNext, HandlerWork, Handoff, IngressHandoff,
@@ -210,7 +211,73 @@ pub async fn lane(
     }
     prepare_read(&state, &opts).await?;
     let view = backend::read(state.backend.as_ref(), |r| r.lane(stage, &name))?;
-    Ok(Json(LaneStatus::from(view)))
+    Ok(Json(LaneStatus::at(view, state.backend.cluster_now_ms())))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct LaneListQuery {
+    /// Only lanes of this stage.
+    stage: Option<String>,
+    /// Lanes per page: 1–1,000, default 100.
+    limit: Option<usize>,
+    /// The previous page's `next_cursor`: the list goes on after that lane.
+    cursor: Option<String>,
+    consistency: Option<String>,
+}
+
+/// `GET /v1/lanes`: every lane that has held a row, with its depth, oldest row and holder, a
+/// page at a time: what an operator looks at first when a pipeline backs up. Whole-cluster, so
+/// an unscoped caller's (a scoped token reads its own lanes one by one,
+/// `GET /v1/lanes/{stage}/{name}`).
+pub async fn lanes(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    Query(q): Query<LaneListQuery>,
+) -> ApiResult<Json<LaneList>> {
+    caller.require_global(Permission::Read)?;
+    let stage = q.stage.as_deref().map(parse_stage).transpose()?;
+    let after = q.cursor.as_deref().map(parse_lane_cursor).transpose()?;
+    let limit = match q.limit {
+        None => 100,
+        Some(n @ 1..=1000) => n,
+        Some(n) => {
+            return Err(ApiError::invalid(
+                "limit",
+                format!("{n} is not between 1 and 1000"),
+            ))
+        }
+    };
+    prepare_read(
+        &state,
+        &ReadOpts {
+            consistency: q.consistency,
+        },
+    )
+    .await?;
+    let page = backend::read(state.backend.as_ref(), |r| {
+        r.lanes(stage, after.as_ref(), limit)
+    })?;
+    let now = state.backend.cluster_now_ms();
+    Ok(Json(LaneList {
+        lanes: page
+            .lanes
+            .into_iter()
+            .map(|v| LaneStatus::at(v, now))
+            .collect(),
+        next_cursor: page.next.map(|k| k.to_string()),
+    }))
+}
+
+/// A lane listing's cursor, `"{stage}:{name}"` (a page's `next_cursor`).
+fn parse_lane_cursor(cursor: &str) -> ApiResult<LaneKey> {
+    let bad = |why: &str| ApiError::invalid("cursor", format!("'{cursor}' {why}"));
+    let (stage, name) = cursor
+        .split_once(':')
+        .ok_or_else(|| bad("is not a lane, \"{stage}:{name}\" as a page's next_cursor gives"))?;
+    let stage = Stage::parse(stage).ok_or_else(|| bad("does not begin with a stage"))?;
+    check_name("cursor", name)?;
+    Ok(LaneKey::new(stage, name))
 }
 
 pub async fn release(

@@ -229,6 +229,7 @@ fn table(f: &Fixture) -> Vec<Route> {
             Global,
         ),
         // --- lanes, claims, leases, rows ---
+        route(M::GET, "/v1/lanes", "/v1/lanes?limit=5", None, Read, Global),
         route(
             M::GET,
             "/v1/lanes/{stage}/{name}",
@@ -772,6 +773,14 @@ fn table(f: &Fixture) -> Vec<Route> {
         ),
         route(
             M::POST,
+            "/v1/cluster/snapshot",
+            "/v1/cluster/snapshot",
+            None,
+            Admin,
+            Global,
+        ),
+        route(
+            M::POST,
             "/v1/cluster/learners",
             "/v1/cluster/learners",
             Some(json!({ "id": 9, "addr": "" })),
@@ -790,6 +799,7 @@ fn table(f: &Fixture) -> Vec<Route> {
         route(M::GET, "/healthz", "/healthz", None, Public, Any),
         route(M::GET, "/readyz", "/readyz", None, Public, Any),
         route(M::GET, "/metrics", "/metrics", None, Public, Any),
+        route(M::GET, "/ui", "/ui", None, Public, Any),
         route(M::GET, "/openapi.json", "/openapi.json", None, Public, Any),
     ]
 }

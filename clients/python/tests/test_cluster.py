@@ -131,6 +131,17 @@ async def test_fail_backoff_dead_letter_replay_and_purge(client: Client, name: s
     assert await client.claim("outbound", owner="w", ttl_ms=TTL, destination=dest) == []
     lane = await client.lane("outbound", dest)
     assert (lane.depth, lane.inflight) == (1, 0)
+    assert (lane.stage, lane.name) == ("outbound", dest)
+    # The listing shows the same lane, paged in key order.
+    listed: list[str] = []
+    cursor: str | None = None
+    while True:
+        page = await client.lanes(stage="outbound", limit=50, cursor=cursor)
+        listed += [item.lane for item in page.lanes]
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    assert f"outbound:{dest}" in listed and len(listed) == len(set(listed))
     with pytest.raises(StaleFenceError):
         await client.done(out.row_id, out.fence)
 

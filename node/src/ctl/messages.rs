@@ -9,8 +9,11 @@ use serde_json::{json, Value};
 
 #[derive(Subcommand, Debug)]
 pub enum DeadLetterCommand {
-    /// Dead outbound rows with their messages' fields.
+    /// Dead rows with their messages' fields, of every stage unless --stage says one.
     List {
+        /// ingress, routed, outbound, response or all.
+        #[arg(long, default_value = "all")]
+        stage: String,
         #[arg(long)]
         channel: Option<String>,
         #[arg(long)]
@@ -22,8 +25,11 @@ pub enum DeadLetterCommand {
         #[arg(long)]
         newest: bool,
     },
-    /// How many dead outbound rows there are.
+    /// How many dead rows there are, of every stage unless --stage says one.
     Count {
+        /// ingress, routed, outbound, response or all.
+        #[arg(long, default_value = "all")]
+        stage: String,
         #[arg(long)]
         channel: Option<String>,
         #[arg(long)]
@@ -79,12 +85,14 @@ pub enum MessageCommand {
 pub async fn dead_letters(conn: &Conn, command: DeadLetterCommand) -> Result<(), CtlError> {
     match command {
         DeadLetterCommand::List {
+            stage,
             channel,
             destination,
             limit,
             newest,
         } => {
             let q = query(&[
+                ("stage", Some(stage)),
                 ("channel", channel),
                 ("destination", destination),
                 ("limit", Some(limit.to_string())),
@@ -97,6 +105,7 @@ pub async fn dead_letters(conn: &Conn, command: DeadLetterCommand) -> Result<(),
             }
             let mut table = Table::new([
                 "ROW",
+                "STAGE",
                 "MESSAGE",
                 "CHANNEL",
                 "DESTINATION",
@@ -108,6 +117,7 @@ pub async fn dead_letters(conn: &Conn, command: DeadLetterCommand) -> Result<(),
             for d in rows(&answer, "dead_letters") {
                 table.row([
                     field(d, "id"),
+                    field(d, "stage"),
                     field(d, "message_id"),
                     field(d, "channel_id"),
                     field(d, "destination_name"),
@@ -120,10 +130,15 @@ pub async fn dead_letters(conn: &Conn, command: DeadLetterCommand) -> Result<(),
             print_table(&table, "no dead letters");
         }
         DeadLetterCommand::Count {
+            stage,
             channel,
             destination,
         } => {
-            let q = query(&[("channel", channel), ("destination", destination)]);
+            let q = query(&[
+                ("stage", Some(stage)),
+                ("channel", channel),
+                ("destination", destination),
+            ]);
             let answer = conn.get(&format!("/v1/dead-letters/count{q}")).await?;
             print_count(conn, &answer);
         }

@@ -165,62 +165,66 @@ pub async fn destinations(conn: &Conn) -> Result<(), CtlError> {
     Ok(())
 }
 
-/// `ctl lanes`: `GET /v1/lanes`, read tolerantly (its list under `lanes`, or the answer a list
-/// itself), each lane's members shown under the names the route documents.
+/// How many lanes `ctl lanes` lists at most (pages of [`LANE_PAGE`]).
+const MAX_LANES: usize = 10_000;
+const LANE_PAGE: usize = 500;
+
+/// `ctl lanes`: every lane with its depth, the age of its oldest row and its holder, read from
+/// `GET /v1/lanes` page by page (at most [`MAX_LANES`]; the rest is said, not hidden).
 pub async fn lanes(conn: &Conn) -> Result<(), CtlError> {
-    let answer = match conn.get("/v1/lanes").await {
-        Err(CtlError::Api { status: 404, .. }) => {
-            return Err(CtlError::Failed(
-                "this server has no lane listing (GET /v1/lanes)".into(),
-            ))
+    let mut lanes: Vec<Value> = Vec::new();
+    let mut cursor: Option<String> = None;
+    let more = loop {
+        let path = format!(
+            "/v1/lanes{}",
+            super::query(&[
+                ("limit", Some(LANE_PAGE.to_string())),
+                ("cursor", cursor.clone()),
+            ])
+        );
+        let page = conn.get(&path).await?;
+        if let Some(items) = page.get("lanes").and_then(Value::as_array) {
+            lanes.extend(items.iter().cloned());
         }
-        other => other?,
+        cursor = page
+            .get("next_cursor")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        if cursor.is_none() || lanes.len() >= MAX_LANES {
+            break cursor.is_some();
+        }
     };
     if conn.json {
-        output::print_json(&answer);
+        output::print_json(&json!({ "lanes": lanes, "next_cursor": cursor }));
         return Ok(());
     }
-    let lanes = answer
-        .get("lanes")
-        .unwrap_or(&answer)
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
     let mut table = Table::new([
         "STAGE",
         "LANE",
         "DEPTH",
+        "INFLIGHT",
         "OLDEST AGE",
         "HOLDER",
         "LEASE EXPIRES",
     ]);
     for l in &lanes {
-        let first = |keys: &[&str]| keys.iter().find_map(|k| l.get(*k).filter(|v| !v.is_null()));
-        let oldest_age = match first(&["oldest_age_ms"]).and_then(Value::as_u64) {
-            Some(ms) => age_ms(ms),
-            None => output::cell(first(&["oldest_age", "oldest"])),
-        };
-        let expiry = match first(&["lease_expires_at", "lease_expiry", "expires_at"]) {
-            Some(Value::Number(n)) => n
-                .as_u64()
-                .map(output::time_ms)
-                .unwrap_or_else(|| n.to_string()),
-            other => output::cell(other),
-        };
-        let holder = match first(&["holder", "owner"]) {
-            Some(Value::Object(h)) => output::cell(h.get("owner")),
-            other => output::cell(other),
-        };
+        let holder = l.get("holder").filter(|h| !h.is_null());
         table.row([
-            output::cell(first(&["stage"])),
-            output::cell(first(&["lane", "name"])),
-            output::cell(first(&["depth"])),
-            oldest_age,
-            holder,
-            expiry,
+            field(l, "stage"),
+            field(l, "name"),
+            num(l, "depth"),
+            num(l, "inflight"),
+            l.get("oldest_age_ms")
+                .and_then(Value::as_u64)
+                .map_or_else(|| "-".to_string(), age_ms),
+            holder.map_or_else(|| "-".to_string(), |h| field(h, "owner")),
+            holder.map_or_else(|| "-".to_string(), |h| time_field(h, "expires_at")),
         ]);
     }
     print_or_none(&table, "no lanes");
+    if more {
+        println!("(the first {} lanes; more follow)", lanes.len());
+    }
     Ok(())
 }
 

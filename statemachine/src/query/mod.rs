@@ -106,6 +106,8 @@ impl MessageFilter {
 /// Filters of the dead-letter list and count (dead `outbound` rows; all optional).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeadLetterFilter {
+    /// The stages whose dead rows are listed (messagefoundry's dead letters are `outbound`'s).
+    pub stages: Vec<Stage>,
     pub channel: Option<String>,
     pub destination: Option<String>,
     /// Only these channels (a channel-scoped principal); `None` = all.
@@ -163,9 +165,20 @@ pub struct NamespaceVersion {
     pub version: u64,
 }
 
+/// A page of [`Reader::lanes`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LanePage {
+    pub lanes: Vec<LaneView>,
+    /// The page's last lane, when more follow.
+    pub next: Option<LaneKey>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LaneView {
+    /// `"{stage}:{name}"`.
     pub lane: String,
+    pub stage: Stage,
+    pub name: String,
     pub depth: u64,
     pub oldest_created_at: Option<Millis>,
     pub inflight: u64,
@@ -310,10 +323,14 @@ impl<'a> Reader<'a> {
     /// scan of the dead rows.
     pub fn count_dead_letters(&self, filter: &DeadLetterFilter) -> Result<u64, StoreError> {
         if filter.is_unfiltered() {
-            return Ok(self.meta.row_counts[Stage::Outbound as usize][RowStatus::Dead as usize]);
+            return Ok(filter
+                .stages
+                .iter()
+                .map(|s| self.meta.row_counts[*s as usize][RowStatus::Dead as usize])
+                .sum());
         }
         let mut count = 0u64;
-        for id in rows::dead(&self.txn, Stage::Outbound)? {
+        for id in self.dead_ids(&filter.stages)? {
             if let Some(row) = rows::get(&self.txn, id?)? {
                 if filter.matches(&row) {
                     count += 1;
@@ -323,15 +340,15 @@ impl<'a> Reader<'a> {
         Ok(count)
     }
 
-    /// Dead `outbound` rows passing `filter`, the most recently dead first (`updated_at`, then
+    /// Dead rows of the filter's stages passing it, the most recently dead first (`updated_at`, then
     /// row id, descending), from `offset`, at most `limit` (1–1000), each with its message's
-    /// identifying fields. Scans every dead outbound row to order them.
+    /// identifying fields. Scans every dead row of those stages to order them.
     pub fn dead_letters_newest(
         &self,
         filter: &DeadLetterFilter,
     ) -> Result<Vec<DeadLetter>, StoreError> {
         let mut order = Vec::new();
-        for id in rows::dead(&self.txn, Stage::Outbound)? {
+        for id in self.dead_ids(&filter.stages)? {
             if let Some(row) = rows::get(&self.txn, id?)? {
                 if filter.matches(&row) {
                     order.push((row.updated_at, row.id));
@@ -352,7 +369,7 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
-    /// Dead `outbound` rows passing `filter` in row-id order (the order they were made), from
+    /// Dead rows of the filter's stages passing it, in row-id order (the order they were made), from
     /// `offset`, at most `limit` (1–1000), each with its message's identifying fields.
     pub fn dead_letters_in_order(
         &self,
@@ -360,7 +377,7 @@ impl<'a> Reader<'a> {
     ) -> Result<Vec<DeadLetter>, StoreError> {
         let mut out = Vec::new();
         let mut skipped = 0usize;
-        for id in rows::dead(&self.txn, Stage::Outbound)? {
+        for id in self.dead_ids(&filter.stages)? {
             let Some(row) = rows::get(&self.txn, id?)? else {
                 continue;
             };
@@ -377,6 +394,26 @@ impl<'a> Reader<'a> {
             }
         }
         Ok(out)
+    }
+
+    /// The dead rows of `stages`, in row-id order: lazily for one stage (a page stops early),
+    /// gathered and sorted for several.
+    fn dead_ids(
+        &self,
+        stages: &[Stage],
+    ) -> Result<Box<dyn Iterator<Item = Result<RowId, StoreError>> + '_>, StoreError> {
+        if let [one] = stages {
+            return Ok(Box::new(rows::dead(&self.txn, *one)?));
+        }
+        let mut ids = Vec::new();
+        for stage in stages {
+            for id in rows::dead(&self.txn, *stage)? {
+                ids.push(id?);
+            }
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        Ok(Box::new(ids.into_iter().map(Ok)))
     }
 
     /// A dead row with its message's identifying fields.
@@ -398,6 +435,8 @@ impl<'a> Reader<'a> {
         let state = lanes::state(&self.txn, &key)?;
         Ok(LaneView {
             lane: key.to_string(),
+            stage,
+            name: name.to_string(),
             depth,
             oldest_created_at: oldest,
             inflight: lanes::inflight(&self.txn, &key)?.len() as u64,
@@ -405,6 +444,27 @@ impl<'a> Reader<'a> {
                 .lease
                 .filter(|l| fifo::lease_is_live(l, self.meta.clock)),
         })
+    }
+
+    /// A page of lanes (`GET /v1/lanes`): those that have a record, in key order (stage, then
+    /// name, shorter names first: names are length-prefixed in keys), of `stage` only when given, strictly after `after`, at most `limit`; `next` is
+    /// where the next page starts (`None`: no more lanes).
+    pub fn lanes(
+        &self,
+        stage: Option<Stage>,
+        after: Option<&LaneKey>,
+        limit: usize,
+    ) -> Result<LanePage, StoreError> {
+        let mut page = LanePage::default();
+        for key in lanes::keys_after(&self.txn, stage, after)? {
+            let key = key?;
+            if page.lanes.len() == limit {
+                page.next = page.lanes.last().map(|l| LaneKey::new(l.stage, &l.name));
+                break;
+            }
+            page.lanes.push(self.lane(key.stage, &key.name)?);
+        }
+        Ok(page)
     }
 
     /// The lane's lease as stored, live or expired (`None`: nobody took it, or it was released

@@ -79,6 +79,16 @@ pub(crate) fn inflight<S: Store + ?Sized>(
     Ok(out)
 }
 
+/// The lane a `Lanes` key names (`None`: not a lane key).
+fn lane_of_key(key: &[u8]) -> Option<LaneKey> {
+    let stage = key
+        .first()
+        .and_then(|tag| Stage::ALL.get(*tag as usize))
+        .copied()?;
+    let name = read_str(key, &mut 1)?;
+    Some(LaneKey::new(stage, &name))
+}
+
 /// Every lane that has a record, with it, in key order.
 pub(crate) fn all_states<S: Store + ?Sized>(
     txn: &Txn<'_, S>,
@@ -86,19 +96,42 @@ pub(crate) fn all_states<S: Store + ?Sized>(
     let mut out = Vec::new();
     for item in txn.scan(Table::Lanes, &[], None, Direction::Forward)? {
         let (key, value) = item?;
-        let stage = key
-            .first()
-            .and_then(|tag| Stage::ALL.get(*tag as usize))
-            .copied();
-        let name = read_str(&key, &mut 1);
-        if let (Some(stage), Some(name)) = (stage, name) {
-            out.push((
-                LaneKey::new(stage, &name),
-                Txn::<S>::decode(Table::Lanes, &value)?,
-            ));
+        if let Some(lane) = lane_of_key(&key) {
+            out.push((lane, Txn::<S>::decode(Table::Lanes, &value)?));
         }
     }
     Ok(out)
+}
+
+/// The lanes that have a record, in key order (stage, then name), of `stage` only when given,
+/// strictly after `after` when given, lazily: a listing pages through them.
+pub(crate) fn keys_after<'a, S: Store + ?Sized>(
+    txn: &'a Txn<'_, S>,
+    stage: Option<Stage>,
+    after: Option<&LaneKey>,
+) -> Result<impl Iterator<Item = Result<LaneKey, StoreError>> + 'a, StoreError> {
+    let stage_prefix = stage.map(|s| Key::new().u8(s.tag()).build());
+    // The smallest key past `after`'s own: no other lane's key extends it (names are
+    // length-prefixed), so appending a zero byte skips exactly that lane.
+    let past_after = after.map(|lane| {
+        let mut key = prefix(lane);
+        key.push(0);
+        key
+    });
+    let start = match (&stage_prefix, past_after) {
+        (Some(p), Some(a)) => a.max(p.clone()),
+        (Some(p), None) => p.clone(),
+        (None, Some(a)) => a,
+        (None, None) => Vec::new(),
+    };
+    let end = stage_prefix
+        .as_deref()
+        .and_then(crate::storage::keys::prefix_end);
+    let scan = txn.scan(Table::Lanes, &start, end.as_deref(), Direction::Forward)?;
+    Ok(scan.filter_map(|item| match item {
+        Ok((key, _)) => lane_of_key(&key).map(Ok),
+        Err(e) => Some(Err(e)),
+    }))
 }
 
 /// Every live row (pending or inflight) of `stage`, in id order.

@@ -22,6 +22,7 @@ fn dead(h: &mut Harness, channel: &str, destination: &str) -> ClaimedRow {
 
 fn dead_filter(channel: Option<&str>, destination: Option<&str>) -> DeadLetterFilter {
     DeadLetterFilter {
+        stages: vec![Stage::Outbound],
         channel: channel.map(Into::into),
         destination: destination.map(Into::into),
         allowed_channels: None,

@@ -70,6 +70,7 @@ from .types import (
     Handler,
     Health,
     KeyRotation,
+    LaneList,
     LaneView,
     ListedMessage,
     MessageList,
@@ -88,6 +89,7 @@ from .types import (
     Revoked,
     RowActionResult,
     Stage,
+    SnapshotTaken,
     StateDigest,
     StateEntry,
     StateOp,
@@ -831,6 +833,7 @@ class Client:
     async def dead_letters(
         self,
         *,
+        stage: Stage | str | None = None,
         channel: str | None = None,
         destination: str | None = None,
         allowed_channels: Sequence[str] | None = None,
@@ -839,9 +842,10 @@ class Client:
         newest_failed: bool = False,
         consistency: str | None = None,
     ) -> list[DeadLetterRow]:
-        """Dead outbound rows with their messages' fields, in row-id order (``newest_failed``:
-        the most recently dead first)."""
+        """Dead rows of ``stage`` (default ``outbound``; ``"all"`` for every stage) with their
+        messages' fields, in row-id order (``newest_failed``: the most recently dead first)."""
         params = {
+            "stage": None if stage is None else _stage(stage),
             "channel": channel,
             "destination": destination,
             "allowed_channels": None if allowed_channels is None else ",".join(allowed_channels),
@@ -885,7 +889,8 @@ class Client:
 
     @_route("get", "/v1/dead-letters/count")
     async def count_dead_letters(self, **filters: Any) -> int:
-        """Dead outbound rows passing ``channel``, ``destination``, ``allowed_channels``."""
+        """Dead rows passing ``stage`` (default ``outbound``, or ``"all"``), ``channel``,
+        ``destination``, ``allowed_channels``."""
         answer = await self.request("GET", "/v1/dead-letters/count", params=_drop_none(filters))
         return int(answer["count"])
 
@@ -941,6 +946,25 @@ class Client:
         handler is not in ``keep``; answers how many."""
         body = {"stage": _stage(stage), "keep": list(keep)}
         return int((await self.request("POST", "/v1/dead-letters/sweep", json=body))["dead"])
+
+    @_route("get", "/v1/lanes", answer=LaneList)
+    async def lanes(
+        self,
+        *,
+        stage: Stage | str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        consistency: str | None = None,
+    ) -> LaneList:
+        """A page of every lane (stage, then name) with its depth, oldest row and holder; pass
+        the answer's ``next_cursor`` as ``cursor`` for the next page. Unscoped tokens only."""
+        params = {
+            "stage": None if stage is None else _stage(stage),
+            "limit": limit,
+            "cursor": cursor,
+            "consistency": consistency,
+        }
+        return await self._call(LaneList, "GET", "/v1/lanes", params=params)
 
     @_route("get", "/v1/lanes/{stage}/{name}", answer=LaneView)
     async def lane(
@@ -1796,6 +1820,12 @@ class Client:
             raise error_from_response(r.status_code, r.content)
         return decode(StateDigest, r.json(), "GET /v1/cluster/digest")
 
+    @_route("post", "/v1/cluster/snapshot", answer=SnapshotTaken)
+    async def snapshot(self) -> SnapshotTaken:
+        """The current node builds a snapshot covering everything it has applied (unless its
+        current one does) and answers the index it covers. Admin tokens only."""
+        return await self._call(SnapshotTaken, "POST", "/v1/cluster/snapshot")
+
     @_route("post", "/v1/cluster/learners", body=("id", "addr"))
     async def add_learner(self, node_id: int, addr: str) -> None:
         await self._send("POST", "/v1/cluster/learners", json={"id": node_id, "addr": addr})
@@ -1825,6 +1855,11 @@ class Client:
     async def metrics(self) -> str:
         """Prometheus text of the answering node."""
         return (await self._send("GET", "/metrics")).text
+
+    @_route("get", "/ui")
+    async def operator_page(self) -> str:
+        """The operator's page (HTML) the answering node serves; open it in a browser."""
+        return (await self._send("GET", "/ui")).text
 
     @_route("get", "/openapi.json")
     async def openapi(self) -> dict[str, Any]:

@@ -285,11 +285,25 @@ class LaneLease:
 
 @dataclass(frozen=True)
 class LaneView:
+    #: ``"{stage}:{name}"``.
     lane: str
+    #: Pending rows.
     depth: int
     inflight: int
+    #: ``created_at`` of the oldest pending row.
     oldest: int | None = None
     holder: LaneLease | None = None
+    stage: str = ""
+    name: str = ""
+    #: How long the oldest pending row has waited, by the cluster's time when read.
+    oldest_age_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class LaneList:
+    lanes: list[LaneView]
+    #: Where the next page starts (pass it as ``cursor``); ``None`` when the list is done.
+    next_cursor: str | None = None
 
 
 @dataclass(frozen=True)
@@ -621,6 +635,13 @@ class StateDigest:
     node_id: int
     last_applied: int
     digest: str
+
+
+@dataclass(frozen=True)
+class SnapshotTaken:
+    node_id: int
+    #: The last log index the node's snapshot covers.
+    index: int
 
 
 @dataclass(frozen=True)
