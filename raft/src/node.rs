@@ -594,12 +594,18 @@ impl RaftNode {
             lost @ Lead::Lost { .. } => {
                 return Err(WriteError::Refused(lost.reason().unwrap_or_default()))
             }
-            // Not leading, by the metrics: openraft answers `ForwardToLeader`, unless it leads
-            // after all and its metrics lag (a leader restarted into its own committed vote
-            // takes writes at once). Such an entry carries no time rather than the one the
+            // Not leading, by the metrics. Another node leads: forward at once
+            // ([`Self::leader_elsewhere`]). Else openraft answers `ForwardToLeader`, unless it
+            // leads after all and its metrics lag (a leader restarted into its own committed
+            // vote takes writes at once). Such an entry carries no time rather than the one the
             // proposing node guessed: a leader restarted with its clock 6.8 s fast wrote its own
             // clock into the log that way, and the state's clock stood still for 6.8 s after.
-            Lead::Follows => unstamp(&mut envelope),
+            Lead::Follows => {
+                if let Some(leader) = self.leader_elsewhere() {
+                    return Err(WriteError::ForwardToLeader(leader));
+                }
+                unstamp(&mut envelope)
+            }
         }
         let timeout = Duration::from_millis(self.inner.config.tuning.read_timeout_ms.max(1));
         let written = tokio::select! {
@@ -728,6 +734,9 @@ impl RaftNode {
         if let Some(reason) = self.leadership_lost() {
             return Err(ReadError::NoQuorum(reason));
         }
+        if let Some(leader) = self.leader_elsewhere() {
+            return Err(ReadError::ForwardToLeader(leader));
+        }
         let timeout = Duration::from_millis(self.inner.config.tuning.read_timeout_ms.max(1));
         let confirmed = tokio::select! {
             confirmed = tokio::time::timeout(timeout, self.inner.raft.ensure_linearizable()) => confirmed,
@@ -819,6 +828,27 @@ impl RaftNode {
             .get_node(&id)
             .map(|n| n.addr.clone())?;
         Some((id, addr))
+    }
+
+    /// Another node leads, by this node's metrics, at this address: a write or a read index
+    /// asked of this node goes there without asking this node's Raft core first. The core
+    /// would answer the same, but only once it is done with what it is doing: on a node whose
+    /// disk is slow, a log fsync of hundreds of milliseconds for each write sent through it
+    /// (a slow follower cut the chaos workload's writes through it to one a second). Metrics
+    /// that lag only cost a forward the old leader answers with the new one.
+    fn leader_elsewhere(&self) -> Option<NotLeader> {
+        let m = self.inner.raft.metrics();
+        let m = m.borrow();
+        let id = m.current_leader.filter(|id| *id != self.inner.id)?;
+        let addr = m
+            .membership_config
+            .membership()
+            .get_node(&id)
+            .map(|n| n.addr.clone())?;
+        Some(NotLeader {
+            leader_id: Some(id),
+            addr: Some(addr),
+        })
     }
 
     /// Build a snapshot now (asynchronously; watch `metrics().snapshot`).
