@@ -36,8 +36,16 @@ fn responses(method: &str, path: &str, auth: bool, answer: Option<&Value>, error
         Some(schema) => {
             json!({ "description": description, "content": { "application/json": { "schema": schema } } })
         }
+        // Not JSON: the operator's page is HTML, the rest (`/metrics`) text.
         None => {
-            json!({ "description": description, "content": { "text/plain": { "schema": { "type": "string" } } } })
+            let media = if path == "/ui" {
+                "text/html"
+            } else {
+                "text/plain"
+            };
+            let mut content = Map::new();
+            content.insert(media.into(), json!({ "schema": { "type": "string" } }));
+            json!({ "description": description, "content": content })
         }
     };
     let write = method != "get";
@@ -252,8 +260,13 @@ mod tests {
             let mut ok = 0;
             for (status, response) in responses.iter().filter(|(s, _)| s.starts_with('2')) {
                 ok += 1;
-                if route.path == "/metrics" {
-                    assert!(response["content"]["text/plain"].is_object(), "{at}");
+                if route.answer.is_none() {
+                    let media = if route.path == "/ui" {
+                        "text/html"
+                    } else {
+                        "text/plain"
+                    };
+                    assert!(response["content"][media].is_object(), "{at}");
                     continue;
                 }
                 let schema = &response["content"]["application/json"]["schema"];

@@ -5,7 +5,7 @@
 
 mod common;
 
-use raftlane_chaos::{run_suite, ChaosOptions};
+use raftlane_chaos::ChaosOptions;
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -23,16 +23,7 @@ async fn short_chaos_run_finds_no_violations() {
     opts.quiesce_timeout = Duration::from_secs(45);
     opts.workload.producers = 2;
     opts.workload.produce_every = Duration::from_millis(120);
-    let report = run_suite(opts)
-        .await
-        .expect("the chaos run could not start");
-    println!("{}", report.render());
-    let _ = std::fs::remove_dir_all(&dir);
-    assert!(
-        report.passed(),
-        "chaos run (seed {seed}) found {} violations; see the report above",
-        report.violations()
-    );
+    let report = common::run_passing(opts, &dir).await;
     let injected: u64 = report.faults_by_kind().values().map(|(ok, _)| ok).sum();
     assert!(injected >= 5, "only {injected} faults were injected");
 }

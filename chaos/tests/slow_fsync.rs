@@ -10,7 +10,7 @@ mod common;
 
 use raftlane_chaos::faults::{Fault, FaultKind, Target};
 use raftlane_chaos::schedule;
-use raftlane_chaos::{run_suite, ChaosOptions};
+use raftlane_chaos::ChaosOptions;
 use std::time::Duration;
 
 /// The first seed from `from` whose schedule slows the leader's disk first.
@@ -47,17 +47,7 @@ async fn a_slow_disk_on_the_leader_costs_throughput_only_until_it_hands_off() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| seed_hitting_the_leader_first(33_000, &opts));
-    let seed = opts.seed;
-    let report = run_suite(opts)
-        .await
-        .expect("the chaos run could not start");
-    println!("{}", report.render());
-    let _ = std::fs::remove_dir_all(&dir);
-    assert!(
-        report.passed(),
-        "chaos run (seed {seed}) found {} violations; see the report above",
-        report.violations()
-    );
+    let report = common::run_passing(opts, &dir).await;
     let slowed_leader = report
         .faults
         .iter()

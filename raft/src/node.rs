@@ -835,10 +835,15 @@ impl RaftNode {
     /// would answer the same, but only once it is done with what it is doing: on a node whose
     /// disk is slow, a log fsync of hundreds of milliseconds for each write sent through it
     /// (a slow follower cut the chaos workload's writes through it to one a second). Metrics
-    /// that lag only cost a forward the old leader answers with the new one.
+    /// that lag only cost a forward the old leader answers with the new one. A node whose
+    /// core stopped (a storage failure) forwards nothing: its metrics are frozen, and it says
+    /// why it cannot serve (§11.7) until it exits.
     fn leader_elsewhere(&self) -> Option<NotLeader> {
         let m = self.inner.raft.metrics();
         let m = m.borrow();
+        if m.running_state.is_err() {
+            return None;
+        }
         let id = m.current_leader.filter(|id| *id != self.inner.id)?;
         let addr = m
             .membership_config

@@ -31,3 +31,24 @@ pub fn private_copy(dir: &std::path::Path) -> Option<PathBuf> {
     std::fs::copy(&binary, &copy).ok()?;
     Some(copy)
 }
+
+/// Run the chaos suite with `opts`, print its report, remove `dir` (the binary's private copy)
+/// and fail the test on any violation; the report, for the test's own checks.
+#[allow(dead_code)] // not every test crate that includes this module runs the whole suite
+pub async fn run_passing(
+    opts: raftlane_chaos::ChaosOptions,
+    dir: &std::path::Path,
+) -> raftlane_chaos::report::Report {
+    let seed = opts.seed;
+    let report = raftlane_chaos::run_suite(opts)
+        .await
+        .expect("the chaos run could not start");
+    println!("{}", report.render());
+    let _ = std::fs::remove_dir_all(dir);
+    assert!(
+        report.passed(),
+        "chaos run (seed {seed}) found {} violations; see the report above",
+        report.violations()
+    );
+    report
+}
