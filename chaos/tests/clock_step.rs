@@ -11,9 +11,7 @@
 mod common;
 
 use raftlane_chaos::cluster::leader_of;
-use raftlane_chaos::collect::wait_ready;
 use raftlane_chaos::conn::{Attempt, Conn};
-use raftlane_chaos::local::LocalCluster;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const TOKEN: &str = "step-admin-token";
@@ -86,28 +84,11 @@ async fn claim(conn: &Conn, via: usize, owner: &str) -> Option<Vec<u64>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_stepped_clock_moves_no_stamp_and_cuts_no_lease() {
-    let dir = std::env::temp_dir().join(format!("raftlane-step-{}", std::process::id()));
-    let Some(binary) = common::private_copy(&dir.join("bin")) else {
-        println!("note: the raftlane binary is not built; skipping");
+    let Some((dir, mut cluster, addrs, conn)) =
+        common::ready_cluster("step", TOKEN, Duration::from_secs(10)).await
+    else {
         return;
     };
-    let mut cluster = LocalCluster::create(
-        &binary,
-        &dir.join("data"),
-        3,
-        "step-secret-0123456789",
-        TOKEN,
-    )
-    .await
-    .unwrap();
-    for id in 1..=3 {
-        cluster.start(id, None).unwrap();
-    }
-    let addrs = cluster.api_addrs();
-    let conn = Conn::new(&addrs, TOKEN, Duration::from_secs(10));
-    wait_ready(&conn, &addrs, TOKEN, Duration::from_secs(60))
-        .await
-        .unwrap();
 
     let mut n = 0;
     for on_leader in [true, false] {

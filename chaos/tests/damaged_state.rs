@@ -91,28 +91,11 @@ async fn digests_agree(conn: &Conn, within: Duration) -> Result<(u64, String), S
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_damaged_state_refuses_to_start_and_rejoin_restores_it() {
-    let dir = std::env::temp_dir().join(format!("raftlane-damage-{}", std::process::id()));
-    let Some(binary) = common::private_copy(&dir.join("bin")) else {
-        println!("note: the raftlane binary is not built; skipping");
+    let Some((dir, mut cluster, addrs, conn)) =
+        common::ready_cluster("damage", TOKEN, Duration::from_secs(10)).await
+    else {
         return;
     };
-    let mut cluster = LocalCluster::create(
-        &binary,
-        &dir.join("data"),
-        3,
-        "damage-secret-0123456789",
-        TOKEN,
-    )
-    .await
-    .unwrap();
-    for id in 1..=3 {
-        cluster.start(id, None).unwrap();
-    }
-    let addrs = cluster.api_addrs();
-    let conn = Conn::new(&addrs, TOKEN, Duration::from_secs(10));
-    wait_ready(&conn, &addrs, TOKEN, Duration::from_secs(60))
-        .await
-        .unwrap();
     let leader = leader_of(&addrs, TOKEN).await.expect("a leader");
     let victim = (1..=3u64).find(|id| *id != leader).expect("a follower");
     let other = (1..=3u64)

@@ -13,9 +13,8 @@ mod common;
 
 use raftlane_chaos::cluster::leader_of;
 use raftlane_chaos::collect::wait_ready;
-use raftlane_chaos::conn::{Attempt, Conn};
+use raftlane_chaos::conn::Attempt;
 use raftlane_chaos::isolation::{self, WriteProbe};
-use raftlane_chaos::local::LocalCluster;
 use raftlane_chaos::proxy::CutMode;
 use std::time::{Duration, Instant};
 
@@ -24,28 +23,11 @@ const HOLD: Duration = Duration::from_secs(14);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_isolated_leader_refuses_writes_fails_readiness_and_loses_nothing() {
-    let dir = std::env::temp_dir().join(format!("raftlane-isolation-{}", std::process::id()));
-    let Some(binary) = common::private_copy(&dir.join("bin")) else {
-        println!("note: the raftlane binary is not built; skipping");
+    let Some((dir, mut cluster, addrs, conn)) =
+        common::ready_cluster("isolation", TOKEN, Duration::from_secs(20)).await
+    else {
         return;
     };
-    let mut cluster = LocalCluster::create(
-        &binary,
-        &dir.join("data"),
-        3,
-        "isolation-secret-0123456789",
-        TOKEN,
-    )
-    .await
-    .unwrap();
-    for id in 1..=3 {
-        cluster.start(id, None).unwrap();
-    }
-    let addrs = cluster.api_addrs();
-    let conn = Conn::new(&addrs, TOKEN, Duration::from_secs(20));
-    wait_ready(&conn, &addrs, TOKEN, Duration::from_secs(60))
-        .await
-        .unwrap();
     let old = leader_of(&addrs, TOKEN).await.expect("a leader");
     let others: Vec<u64> = (1..=3).filter(|id| *id != old).collect();
 

@@ -52,3 +52,38 @@ pub async fn run_passing(
     );
     report
 }
+
+/// A three-node local cluster of real `raftlane node` processes under a new temporary
+/// directory named for `name`, every node started and ready, with a connection to it
+/// (`conn_timeout` per request). `None` (after a note) when the binary is not built.
+#[allow(dead_code)] // not every test crate that includes this module starts its own cluster
+pub async fn ready_cluster(
+    name: &str,
+    token: &str,
+    conn_timeout: std::time::Duration,
+) -> Option<(
+    PathBuf,
+    raftlane_chaos::local::LocalCluster,
+    Vec<String>,
+    raftlane_chaos::conn::Conn,
+)> {
+    let dir = std::env::temp_dir().join(format!("raftlane-{name}-{}", std::process::id()));
+    let Some(binary) = private_copy(&dir.join("bin")) else {
+        println!("note: the raftlane binary is not built; skipping");
+        return None;
+    };
+    let secret = format!("{name}-secret-0123456789");
+    let mut cluster =
+        raftlane_chaos::local::LocalCluster::create(&binary, &dir.join("data"), 3, &secret, token)
+            .await
+            .expect("a local cluster");
+    for id in 1..=3 {
+        cluster.start(id, None).expect("a node starts");
+    }
+    let addrs = cluster.api_addrs();
+    let conn = raftlane_chaos::conn::Conn::new(&addrs, token, conn_timeout);
+    raftlane_chaos::collect::wait_ready(&conn, &addrs, token, std::time::Duration::from_secs(60))
+        .await
+        .expect("the cluster is ready");
+    Some((dir, cluster, addrs, conn))
+}
