@@ -1,8 +1,9 @@
 //! `raftlane ctl` as an operator runs it: the built binary against a real cluster (a `raftlane
 //! dev` process: three nodes on loopback), its output and its exit statuses.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+mod common;
+
+use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -38,23 +39,9 @@ fn free_ports() -> u16 {
     panic!("no three consecutive free ports");
 }
 
-/// One HTTP/1.1 exchange: the status and the body.
+/// One HTTP/1.1 exchange as the admin: the status and the body.
 fn http(addr: &str, method: &str, path: &str, body: &str) -> Option<(u16, String)> {
-    let mut stream = TcpStream::connect(addr).ok()?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .ok()?;
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {ADMIN}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).ok()?;
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    let status = answer.split_whitespace().nth(1)?.parse().ok()?;
-    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
-    Some((status, body))
+    common::http(addr, ADMIN, method, path, Some(body))
 }
 
 fn start_dev(root: &Path) -> Dev {

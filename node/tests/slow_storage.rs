@@ -3,31 +3,16 @@
 //! 100 ms bucket of `raftlane_log_sync_latency_seconds_bucket` and the log has a `slow storage`
 //! WARN line, where a mean alone would hide a slow disk.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+mod common;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const ADMIN: &str = "slow-storage-admin-token";
 
-/// One HTTP/1.1 exchange; the status and the body.
+/// One HTTP/1.1 exchange as the admin.
 fn http(addr: &str, method: &str, path: &str, body: Option<&str>) -> Option<(u16, String)> {
-    let mut stream = TcpStream::connect(addr).ok()?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .ok()?;
-    let body = body.unwrap_or("");
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {ADMIN}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).ok()?;
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    let status = answer.split_whitespace().nth(1)?.parse().ok()?;
-    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
-    Some((status, body))
+    common::http(addr, ADMIN, method, path, body)
 }
 
 #[test]

@@ -5,8 +5,9 @@
 //!
 //! Mounting a tmpfs needs root: where it cannot, the test says so on stderr and does nothing.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+mod common;
+
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -34,23 +35,10 @@ impl Drop for Tmpfs {
     }
 }
 
-/// One HTTP/1.1 exchange on a fresh connection; the status code, or `None` when the node does
-/// not answer.
+/// One HTTP/1.1 exchange as the admin; the status code, or `None` when the node does not
+/// answer.
 fn http(addr: &str, method: &str, path: &str, body: Option<&str>) -> Option<u16> {
-    let mut stream = TcpStream::connect(addr).ok()?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .ok()?;
-    let body = body.unwrap_or("");
-    let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {ADMIN}\r\n\
-         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(request.as_bytes()).ok()?;
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    answer.split_whitespace().nth(1)?.parse().ok()
+    common::http(addr, ADMIN, method, path, body).map(|(status, _)| status)
 }
 
 #[test]
