@@ -149,12 +149,9 @@ impl RaftNode {
         if m.current_leader != Some(self.id()) {
             return Err(ClusterError::ForwardToLeader(NotLeader {
                 leader_id: m.current_leader,
-                addr: m.current_leader.and_then(|l| {
-                    m.membership_config
-                        .membership()
-                        .get_node(&l)
-                        .map(|n| n.addr.clone())
-                }),
+                addr: m
+                    .current_leader
+                    .and_then(|l| crate::node::member_addr(&m, l)),
             }));
         }
         let membership = m.membership_config.membership();

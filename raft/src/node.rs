@@ -822,12 +822,7 @@ impl RaftNode {
     pub fn leader(&self) -> Option<(NodeId, String)> {
         let m = self.metrics();
         let id = m.current_leader?;
-        let addr = m
-            .membership_config
-            .membership()
-            .get_node(&id)
-            .map(|n| n.addr.clone())?;
-        Some((id, addr))
+        Some((id, member_addr(&m, id)?))
     }
 
     /// Another node leads, by this node's metrics, at this address: a write or a read index
@@ -845,14 +840,9 @@ impl RaftNode {
             return None;
         }
         let id = m.current_leader.filter(|id| *id != self.inner.id)?;
-        let addr = m
-            .membership_config
-            .membership()
-            .get_node(&id)
-            .map(|n| n.addr.clone())?;
         Some(NotLeader {
             leader_id: Some(id),
-            addr: Some(addr),
+            addr: Some(member_addr(&m, id)?),
         })
     }
 
@@ -1006,4 +996,12 @@ impl RaftNode {
         }
         tracing::info!(id = self.inner.id, "raft node stopped");
     }
+}
+
+/// The address member `id` has in the membership `m` names (`None`: not a member).
+pub(crate) fn member_addr(m: &RaftMetrics, id: NodeId) -> Option<String> {
+    m.membership_config
+        .membership()
+        .get_node(&id)
+        .map(|n| n.addr.clone())
 }

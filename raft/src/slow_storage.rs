@@ -314,11 +314,7 @@ impl RaftNode {
         let (to, addr, term) = {
             let m = self.raft().metrics().borrow().clone();
             let to = successor(&m, self.id()).ok_or("no other voter has this node's log")?;
-            let addr = m
-                .membership_config
-                .membership()
-                .get_node(&to)
-                .map(|n| n.addr.clone())
+            let addr = crate::node::member_addr(&m, to)
                 .ok_or_else(|| format!("node {to} has no address"))?;
             (to, addr, m.current_term)
         };
