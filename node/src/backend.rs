@@ -162,6 +162,20 @@ impl Backend for RaftBackend {
                 n as f64,
             );
         }
+        // Eager replication (raft/src/eager_replication.rs): the leader's batches sent to the
+        // followers while it writes them, and how they were taken.
+        let eager = self.node.eager_stats();
+        for (name, n) in [
+            ("raftlane_eager_replication_sent_total", &eager.sent),
+            ("raftlane_eager_replication_accepted_total", &eager.accepted),
+            ("raftlane_eager_replication_refused_total", &eager.refused),
+            (
+                "raftlane_eager_replication_skipped_busy_total",
+                &eager.skipped_busy,
+            ),
+        ] {
+            gauges.insert(name.into(), n.load(Ordering::Relaxed) as f64);
+        }
         // The slow-storage judgement (raft/src/slow_storage.rs): 1 while this node's log
         // storage is slow, and the handoffs it made as a leader because of it.
         let health = self.node.storage_health();

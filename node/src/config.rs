@@ -134,6 +134,11 @@ pub struct NodeArgs {
     /// it off. Same as [tuning] slow_storage_handoff_ms.
     #[arg(long, env = "RAFTLANE_SLOW_STORAGE_HANDOFF_MS", value_name = "MS")]
     pub slow_storage_handoff_ms: Option<u64>,
+    /// As the leader, send each batch of entries to the other voters while writing it, so
+    /// their fsyncs overlap this node's (default true; docs/SPEC.md §11.1). Same as [tuning]
+    /// eager_replication.
+    #[arg(long, env = "RAFTLANE_EAGER_REPLICATION", value_name = "BOOL", action = clap::ArgAction::Set)]
+    pub eager_replication: Option<bool>,
     /// A TOML file with any of these settings (keys as the flag names with underscores), plus a
     /// [tuning] table (heartbeat_ms, election_timeout_min_ms, snapshot_logs_since_last, ...).
     #[arg(long, env = "RAFTLANE_CONFIG")]
@@ -168,6 +173,7 @@ struct FileConfig {
     learner_max_lag: Option<u64>,
     learner_catchup_timeout: Option<u64>,
     slow_storage_handoff_ms: Option<u64>,
+    eager_replication: Option<bool>,
     tuning: Option<Tuning>,
 }
 
@@ -346,6 +352,9 @@ impl NodeArgs {
         {
             tuning.slow_storage_handoff_ms = ms;
         }
+        if let Some(on) = self.eager_replication.or(file.eager_replication) {
+            tuning.eager_replication = on;
+        }
         let bootstrap = self.bootstrap.or(file.bootstrap).unwrap_or(false);
         if bootstrap && !peers.contains_key(&id) {
             bail!("--bootstrap needs --peers to include this node ({id})");
@@ -469,6 +478,12 @@ mod tests {
             ..args.clone()
         };
         assert_eq!(off.resolve().unwrap().tuning.slow_storage_handoff_ms, 0);
+        assert!(defaults.eager_replication);
+        let not_eager = NodeArgs {
+            eager_replication: Some(false),
+            ..args.clone()
+        };
+        assert!(!not_eager.resolve().unwrap().tuning.eager_replication);
         let zero = NodeArgs {
             learner_catchup_timeout: Some(0),
             ..args

@@ -110,6 +110,10 @@ pub struct Tuning {
     /// been waiting this long); a leader whose storage stays slow hands leadership to a
     /// healthy voter ([`crate::slow_storage`]). 0 turns judging and handing off off.
     pub slow_storage_handoff_ms: u64,
+    /// A leader sends each batch to the other voters while it writes the batch itself, so the
+    /// followers' fsyncs overlap its own ([`crate::eager_replication`]). On by default; off
+    /// only to measure what it saves.
+    pub eager_replication: bool,
 }
 
 impl Tuning {
@@ -150,6 +154,7 @@ impl Default for Tuning {
             learner_catchup_timeout_ms: DEFAULT_LEARNER_CATCHUP_TIMEOUT_MS,
             membership_timeout_ms: 300_000,
             slow_storage_handoff_ms: crate::slow_storage::DEFAULT_BOUND_MS,
+            eager_replication: true,
         }
     }
 }

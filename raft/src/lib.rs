@@ -37,6 +37,7 @@ pub mod clock;
 pub mod cluster;
 pub mod config;
 pub mod durable_mark;
+pub mod eager_replication;
 pub mod learners;
 pub mod log_store;
 pub mod membership_rules;

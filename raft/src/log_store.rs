@@ -29,6 +29,7 @@
 //! the file `RAFTLANE-DURABLE-MARK.json` beside RocksDB's own files is the durable mark.
 
 use crate::durable_mark::{DurableMark, LogDamage, Mark};
+use crate::eager_replication::EagerReplication;
 use crate::types::{Entry, LogId, LogState, StorageError, TypeConfig, Vote};
 use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{ErrorSubject, ErrorVerb, OptionalSend, RaftLogId, RaftLogReader, StorageIOError};
@@ -40,7 +41,7 @@ use std::fmt::Debug;
 use std::ops::{Bound, RangeBounds};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 const CF_LOGS: &str = "logs";
@@ -73,6 +74,11 @@ struct Inner {
     db: DB,
     stats: Arc<LogStats>,
     mark: Arc<DurableMark>,
+    /// Set once the node runs: the leader's batches are offered to it before they are written.
+    eager: OnceLock<Arc<EagerReplication>>,
+    /// The last entry handed to `append`: the `prev_log_id` of the next batch of the same
+    /// leader term, without reading it back.
+    last_appended: Mutex<Option<LogId>>,
 }
 
 impl Drop for Inner {
@@ -179,6 +185,8 @@ impl LogStore {
                 db,
                 stats: Arc::new(LogStats::default()),
                 mark,
+                eager: OnceLock::new(),
+                last_appended: Mutex::new(None),
             }),
         };
         let found = store
@@ -291,6 +299,30 @@ impl LogStore {
     }
 
     /// Run a synced write off the async executor and count it.
+    /// Offer the leader's batches to `eager` before writing them ([`EagerReplication`]).
+    pub fn set_eager(&self, eager: Arc<EagerReplication>) {
+        let _ = self.inner.eager.set(eager);
+    }
+
+    /// The log id just before `first` (`Some(None)`: `first` is the log's first entry); `None`
+    /// when it cannot be told (purged past, unreadable). `appended` is the last entry of the
+    /// previous append: of the same leader term and right before `first`, it is the answer.
+    fn prev_log_id(&self, first: &LogId, appended: Option<LogId>) -> Option<Option<LogId>> {
+        let Some(index) = first.index.checked_sub(1) else {
+            return Some(None);
+        };
+        if let Some(a) = appended.filter(|a| a.index == index && a.leader_id == first.leader_id) {
+            return Some(Some(a));
+        }
+        match self.log_id_at(index) {
+            Ok(Some(id)) => Some(Some(id)),
+            _ => match self.last_purged() {
+                Ok(Some(p)) if p.index == index => Some(Some(p)),
+                _ => None,
+            },
+        }
+    }
+
     async fn write_synced(&self, batch: WriteBatch) -> Result<(), String> {
         let inner = self.inner.clone();
         tokio::task::spawn_blocking(move || {
@@ -429,8 +461,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         let mut batch = WriteBatch::default();
         let mut count = 0u64;
         let mut last = None;
-        for entry in entries {
-            let bytes = codec::try_encode(&entry).map_err(|e| {
+        let entries: Vec<Entry> = entries.into_iter().collect();
+        for entry in &entries {
+            let bytes = codec::try_encode(entry).map_err(|e| {
                 StorageError::from(StorageIOError::write_log_entry(
                     *entry.get_log_id(),
                     openraft::AnyError::error(e),
@@ -439,6 +472,26 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             batch.put_cf(cf, index_key(entry.get_log_id().index), bytes);
             last = Some(*entry.get_log_id());
             count += 1;
+        }
+        // The leader's own batch goes to the followers now, to be written while this node
+        // writes it (crate::eager_replication).
+        let prev_appended = std::mem::replace(
+            &mut *self
+                .inner
+                .last_appended
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()),
+            last,
+        );
+        if let (Some(eager), Some(first)) = (
+            self.inner.eager.get(),
+            entries.first().map(|e| *e.get_log_id()),
+        ) {
+            if eager.wants(&first) {
+                if let Some(prev) = self.prev_log_id(&first, prev_appended) {
+                    eager.offer(prev, entries);
+                }
+            }
         }
         let stats = &self.inner.stats;
         stats.appends.fetch_add(1, Ordering::Relaxed);
@@ -461,6 +514,11 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
         tracing::debug!(%log_id, "truncate log");
+        *self
+            .inner
+            .last_appended
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = None;
         // Lower the durable mark first: a crash between the two leaves it below the log, which
         // is what it promises (a mark above the log would read as damage at the next start).
         let new_last = match log_id.index.checked_sub(1) {

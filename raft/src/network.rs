@@ -191,6 +191,20 @@ impl PeerClient {
             tracing::warn!(error = %e, "cannot encode a raft request");
             CallError::TooLarge(usize::MAX)
         })?;
+        self.call_encoded(path, Bytes::from(body), ttl).await
+    }
+
+    /// POST an already encoded request (one body sent to several peers is encoded once) and
+    /// decode the answer, within `ttl`.
+    pub async fn call_encoded<Resp>(
+        &self,
+        path: &str,
+        body: Bytes,
+        ttl: Duration,
+    ) -> Result<Resp, CallError>
+    where
+        Resp: DeserializeOwned,
+    {
         if body.len() > wire::MAX_BODY_BYTES {
             return Err(CallError::TooLarge(body.len()));
         }
@@ -199,7 +213,7 @@ impl PeerClient {
         let request = Request::post(self.url(path))
             .header(header::CONTENT_TYPE, wire::CONTENT_TYPE)
             .header(AUTH_HEADER, signature)
-            .body(Full::new(Bytes::from(body)))
+            .body(Full::new(body))
             .map_err(|e| {
                 CallError::Unreachable(format!("bad peer address {:?}: {e}", self.node.addr))
             })?;

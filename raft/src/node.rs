@@ -5,6 +5,7 @@ use crate::auth::ClusterAuth;
 use crate::clock::ClusterClock;
 use crate::config::{ConfigError, RaftNodeConfig};
 use crate::durable_mark::LogDamage;
+use crate::eager_replication::{EagerReplication, EagerStats};
 use crate::log_store::{LogStats, LogStore, OpenError};
 use crate::network::HttpNetwork;
 use crate::quorum::{Lead, QuorumCheck};
@@ -230,6 +231,7 @@ pub(crate) struct NodeInner {
     log: Mutex<Option<LogStore>>,
     sm_stats: Arc<SmStats>,
     log_stats: Arc<LogStats>,
+    eager_stats: Arc<EagerStats>,
     http: RaftHttpService,
     local_addr: Option<SocketAddr>,
     tasks: Mutex<Vec<JoinHandle<()>>>,
@@ -421,9 +423,14 @@ impl RaftNode {
         ));
         let network = HttpNetwork::new(config.id, auth.clone(), config.network_config())
             .with_clock(clock.clone());
+        let eager = EagerReplication::new(config.id, network.clone());
+        if config.tuning.eager_replication {
+            log.set_eager(eager.clone());
+        }
         let raft = Raft::new(config.id, Arc::new(raft_config), network.clone(), log, sm)
             .await
             .map_err(|e| StartError::Raft(e.to_string()))?;
+        eager.attach(raft.metrics());
         let storage_health = Arc::new(StorageHealth::new(config.tuning.slow_storage_handoff_ms));
         let proposal_hold = Arc::new(ProposalHold::default());
         let http = RaftHttpService::new(raft.clone(), auth)
@@ -494,6 +501,7 @@ impl RaftNode {
                 log: Mutex::new(Some(log_handle)),
                 sm_stats,
                 log_stats,
+                eager_stats: eager.stats(),
                 http,
                 local_addr,
                 tasks: Mutex::new(tasks),
@@ -916,6 +924,11 @@ impl RaftNode {
 
     pub fn log_stats(&self) -> Arc<LogStats> {
         self.inner.log_stats.clone()
+    }
+
+    /// What eager replication sent and how the followers took it ([`crate::eager_replication`]).
+    pub fn eager_stats(&self) -> Arc<EagerStats> {
+        self.inner.eager_stats.clone()
     }
 
     /// This node's log storage as last judged ([`crate::slow_storage`]).

@@ -217,6 +217,10 @@ pub struct BenchArgs {
     /// Local cluster: nodes listen on 127.0.0.1:P, P+1, P+2.
     #[arg(long, default_value_t = 7301)]
     pub base_port: u16,
+    /// Local cluster: whether the leader sends each batch to the followers while it writes it
+    /// (the nodes' default); `false` measures what that saves.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub eager_replication: bool,
     /// Local cluster: data directory (default: a new temporary directory, removed afterwards).
     #[arg(long)]
     pub data_dir: Option<PathBuf>,

@@ -237,7 +237,8 @@ async fn open_target(args: &BenchArgs) -> anyhow::Result<Target> {
         args.base_port.saturating_add(2),
         dir.display()
     );
-    let options = ClusterOptions::dev(args.base_port, &dir, args.token.clone())?;
+    let mut options = ClusterOptions::dev(args.base_port, &dir, args.token.clone())?;
+    options.tuning.eager_replication = args.eager_replication;
     let cluster = NodeCluster::start_with(options).await?;
     let mut addrs = cluster.addrs.clone();
     if let Some(id) = cluster.leader_id() {
