@@ -11,11 +11,11 @@
 //! and answers at once: a commit waits for about one fsync instead of two.
 //!
 //! Why it is safe: nothing here counts toward a commit, and the request is one openraft's own
-//! replication could send. It carries the leader's committed vote, the entry before the batch
-//! as `prev_log_id`, and the leader's last applied log id as its commit index (applied entries
-//! are committed, so this never tells a follower more than is true). A follower checks it as any
-//! other append: a stale vote is refused, a gap is refused, and it writes what it accepts before
-//! it answers anything. The leader still counts its own copy only after its own fsync, and
+//! replication could send. It carries the leader's committed vote and the entry before the batch
+//! as `prev_log_id`, and no commit index: it moves no follower's commit, and a rejoining node
+//! takes the index it must reach before voting only from an append that names one
+//! ([`crate::rejoin`]). A follower checks it as any other append: a stale vote is refused, a gap
+//! is refused, and it writes what it accepts before it answers anything. The leader still counts its own copy only after its own fsync, and
 //! openraft still counts a follower's only from its own stream's answers; the answers to eager
 //! requests are only counted in [`EagerStats`].
 //!
@@ -68,7 +68,6 @@ pub struct EagerReplication {
 /// Where and how to send one batch.
 struct Plan {
     request_vote: crate::types::Vote,
-    leader_commit: Option<LogId>,
     peers: Vec<(NodeId, String)>,
 }
 
@@ -93,7 +92,7 @@ impl EagerReplication {
     }
 
     /// Whether a batch starting at `first` is this node's own, written as the leader of its
-    /// term, with followers to send it to; if so, the request's vote, commit index and targets.
+    /// term, with followers to send it to; if so, the request's vote and targets.
     fn plan(&self, first: &LogId) -> Option<Plan> {
         let m = self.metrics.get()?.borrow();
         let leads = m.state == ServerState::Leader
@@ -116,7 +115,6 @@ impl EagerReplication {
         }
         Some(Plan {
             request_vote: m.vote,
-            leader_commit: m.last_applied,
             peers,
         })
     }
@@ -155,7 +153,7 @@ impl EagerReplication {
             vote: plan.request_vote,
             prev_log_id: prev,
             entries,
-            leader_commit: plan.leader_commit,
+            leader_commit: None,
         };
         let (network, busy, stats) = (self.network.clone(), self.busy.clone(), self.stats.clone());
         tokio::spawn(async move {

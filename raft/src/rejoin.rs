@@ -53,13 +53,15 @@ impl Abstain {
         }
     }
 
-    /// An append from a leader arrived naming `leader_commit`: the first one sets the index
-    /// this node must reach before it votes.
+    /// An append from a leader arrived naming `leader_commit`: the first one that names one
+    /// sets the index this node must reach before it votes. One naming none (an eager batch,
+    /// `crate::eager_replication`, or a leader with nothing committed yet) leaves it unset: the
+    /// node keeps abstaining until the leader's next append, at most a heartbeat later.
     pub fn note_append(&self, leader_commit: Option<u64>) {
-        if self.active.load(Ordering::Relaxed) {
+        if let (true, Some(commit)) = (self.active.load(Ordering::Relaxed), leader_commit) {
             let _ = self.target.compare_exchange(
                 u64::MAX,
-                leader_commit.unwrap_or(0),
+                commit,
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             );
@@ -188,6 +190,8 @@ mod tests {
         write_marker(&dir).unwrap();
         let a = Abstain::load(&dir);
         assert!(!a.may_vote(Some(50)), "no leader heard yet");
+        a.note_append(None); // an append naming no commit index (an eager batch) sets nothing
+        assert!(!a.may_vote(Some(50)), "no commit index heard yet");
         a.note_append(Some(120));
         a.note_append(Some(500)); // later appends do not move the target
         assert!(!a.may_vote(Some(119)));
