@@ -225,7 +225,8 @@ pub async fn run(args: DevArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A curl session against the node at `addr` (the same as docs/DOCKER.md, section 3).
+/// A curl session against the node at `addr`, which runs as printed (node/tests/dev_banner.rs);
+/// docs/DOCKER.md, section 3 walks the same one against the compose cluster.
 pub fn print_curl_help(addr: &str, token: &str) {
     println!(
         r#"
@@ -239,6 +240,7 @@ Try it (another terminal; ROW and FENCE come from the answer before):
   curl -s -H "$AUTH" -H "$JSON" $RL/v1/rows/ROW/done -d '{{"fence":FENCE}}'
   curl -s -H "$AUTH" $RL/v1/messages/MESSAGE_ID      # the message, its events and rows
   curl -s -H "$AUTH" "$RL/v1/audit/verify?org=default"
-The same session with its answers: docs/DOCKER.md, section 3 (it works here as written)."#
+These lines run here as printed. The same session with its answers, against the compose
+cluster over TLS: docs/DOCKER.md, section 3."#
     );
 }

@@ -5,87 +5,13 @@ mod common;
 
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 const ADMIN: &str = "ctl-test-admin-token";
-
-/// A `raftlane dev` process, killed when dropped.
-struct Dev {
-    child: Child,
-    endpoints: String,
-    first: String,
-}
-
-impl Drop for Dev {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Three consecutive free ports on loopback (the dev cluster listens on P, P+1, P+2).
-fn free_ports() -> u16 {
-    for _ in 0..50 {
-        let p = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        if p < 60_000 && (1..=2).all(|i| TcpListener::bind(("127.0.0.1", p + i)).is_ok()) {
-            return p;
-        }
-    }
-    panic!("no three consecutive free ports");
-}
 
 /// One HTTP/1.1 exchange as the admin: the status and the body.
 fn http(addr: &str, method: &str, path: &str, body: &str) -> Option<(u16, String)> {
     common::http(addr, ADMIN, method, path, Some(body))
-}
-
-fn start_dev(root: &Path) -> Dev {
-    let port = free_ports();
-    let log = std::fs::File::create(root.join("dev.log")).unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_raftlane"))
-        .args([
-            "dev",
-            "--base-port",
-            &port.to_string(),
-            "--admin-token",
-            ADMIN,
-        ])
-        .arg("--data-dir")
-        .arg(root.join("data"))
-        .env("RAFTLANE_LOG", "warn,openraft=error")
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let addrs: Vec<String> = (0..3).map(|i| format!("127.0.0.1:{}", port + i)).collect();
-    let dev = Dev {
-        child,
-        endpoints: addrs
-            .iter()
-            .map(|a| format!("http://{a}"))
-            .collect::<Vec<_>>()
-            .join(","),
-        first: addrs[0].clone(),
-    };
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while !addrs
-        .iter()
-        .all(|a| http(a, "GET", "/readyz", "").map(|r| r.0) == Some(200))
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the dev cluster never became ready: {}",
-            std::fs::read_to_string(root.join("dev.log")).unwrap_or_default()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    dev
 }
 
 /// `raftlane ctl ARGS` in `cwd`, with none of ctl's variables from the test's environment.
@@ -113,7 +39,7 @@ fn text(bytes: &[u8]) -> String {
 #[test]
 fn ctl_reads_and_reports_a_running_cluster() {
     let root = tempfile::tempdir().unwrap();
-    let dev = start_dev(root.path());
+    let dev = common::start_dev(root.path(), ADMIN);
     let cwd = root.path();
     let e = dev.endpoints.as_str();
 
