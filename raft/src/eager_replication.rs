@@ -15,9 +15,10 @@
 //! as `prev_log_id`, and no commit index: it moves no follower's commit, and a rejoining node
 //! takes the index it must reach before voting only from an append that names one
 //! ([`crate::rejoin`]). A follower checks it as any other append: a stale vote is refused, a gap
-//! is refused, and it writes what it accepts before it answers anything. The leader still counts its own copy only after its own fsync, and
-//! openraft still counts a follower's only from its own stream's answers; the answers to eager
-//! requests are only counted in [`EagerStats`].
+//! is refused, and it writes what it accepts before it answers anything. The leader still
+//! counts its own copy only after its own fsync, and openraft still counts a follower's only
+//! from its own stream's answers; the answers to eager requests are only counted in
+//! [`EagerStats`].
 //!
 //! Bounds: at most one eager request in flight per follower (a slow follower gets the batches it
 //! missed through openraft's stream, which is what keeps eager requests in order), each within
@@ -29,7 +30,7 @@ use crate::types::{Entry, LogId, NodeId, RaftMetrics, TypeConfig};
 use crate::wire;
 use openraft::error::RaftError;
 use openraft::raft::{AppendEntriesRequest, AppendEntriesResponse};
-use openraft::{RaftLogId, ServerState};
+use openraft::ServerState;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -65,8 +66,8 @@ pub struct EagerReplication {
     stats: Arc<EagerStats>,
 }
 
-/// Where and how to send one batch.
-struct Plan {
+/// Where and how to send one batch ([`EagerReplication::plan`]).
+pub struct Plan {
     request_vote: crate::types::Vote,
     peers: Vec<(NodeId, String)>,
 }
@@ -93,7 +94,7 @@ impl EagerReplication {
 
     /// Whether a batch starting at `first` is this node's own, written as the leader of its
     /// term, with followers to send it to; if so, the request's vote and targets.
-    fn plan(&self, first: &LogId) -> Option<Plan> {
+    pub fn plan(&self, first: &LogId) -> Option<Plan> {
         let m = self.metrics.get()?.borrow();
         let leads = m.state == ServerState::Leader
             && m.current_leader == Some(self.self_id)
@@ -119,22 +120,11 @@ impl EagerReplication {
         })
     }
 
-    /// Whether [`offer`](Self::offer) would send a batch whose first entry is `first`: the log
-    /// store asks before it looks up the entry before the batch.
-    pub fn wants(&self, first: &LogId) -> bool {
-        self.plan(first).is_some()
-    }
-
-    /// Send `entries` (a batch the log store is about to write; `prev` is the log id just
-    /// before it) to every other voter without an eager request in flight. Returns at once:
-    /// the encoding and the requests run on their own task.
-    pub fn offer(&self, prev: Option<LogId>, entries: Vec<Entry>) {
-        let Some(first) = entries.first().map(|e| *e.get_log_id()) else {
-            return;
-        };
-        let Some(plan) = self.plan(&first) else {
-            return;
-        };
+    /// Send `entries` (a batch the log store is about to write, which [`plan`](Self::plan)
+    /// made `plan` for; `prev` is the log id just before it) to every other voter without an
+    /// eager request in flight. Returns at once: the encoding and the requests run on their
+    /// own task.
+    pub fn offer(&self, plan: Plan, prev: Option<LogId>, entries: Vec<Entry>) {
         let mut targets = Vec::with_capacity(plan.peers.len());
         {
             let mut busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());

@@ -487,9 +487,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             self.inner.eager.get(),
             entries.first().map(|e| *e.get_log_id()),
         ) {
-            if eager.wants(&first) {
+            if let Some(plan) = eager.plan(&first) {
                 if let Some(prev) = self.prev_log_id(&first, prev_appended) {
-                    eager.offer(prev, entries);
+                    eager.offer(plan, prev, entries);
                 }
             }
         }
