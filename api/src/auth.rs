@@ -3,15 +3,17 @@
 //! Tokens are never stored: the state holds SHA-256 hashes (docs/SPEC.md §9.1), and the
 //! bootstrap admin token is compared by hash too, in constant time.
 
-use crate::app::AppState;
+use crate::state::AppState;
+use crate::tokens::{ct_eq, sha256_hex};
 use crate::backend;
-use crate::error::ApiError;
+use crate::error::{ApiError, ApiResult};
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use raftlane_statemachine::model::principal::Role;
 use raftlane_statemachine::wire::command::AsOperator;
 use raftlane_statemachine::Command;
-use sha2::{Digest, Sha256};
+use raftlane_statemachine::model::ids::ApprovalId;
+use raftlane_statemachine::Envelope;
 use std::sync::Arc;
 
 /// What a request may do. The operator-level actions are split by what they are, so that the
@@ -123,6 +125,26 @@ pub struct Caller {
 }
 
 impl Caller {
+    /// Wrap a command with the proposer's clock, the caller's name and the request id of this
+    /// proposal, bound to the request's fingerprint when the client chose the id
+    /// ([`crate::request_id`]). In test mode a request that names its time
+    /// (`Raftlane-Client-Time-Ms`, see [`Caller::client_time`]) has its command
+    /// applied at exactly that time (`AtClientTime`, docs/SPEC.md §2.1), around the binding.
+    pub fn envelope(&self, command: raftlane_statemachine::Command) -> Envelope {
+        let command = self.requests.bind(command);
+        let command = match self.client_time {
+            Some(now_ms) => raftlane_statemachine::Command::AtClientTime(
+                raftlane_statemachine::wire::command::AtClientTime {
+                    now_ms,
+                    command: Box::new(command),
+                },
+            ),
+            None => command,
+        };
+        Envelope::new(self.now_ms(), self.name.as_str(), command)
+            .with_request_id(self.requests.next())
+    }
+
     /// The time this request's time-dependent reads and cutoffs use: the client's (test mode,
     /// `Raftlane-Client-Time-Ms`), else the cluster's time. (Its proposals carry it too, but the
     /// leader re-stamps them with the cluster's time: `raftlane_raft::clock`.)
@@ -305,12 +327,20 @@ pub fn namespace_channel(ns: &str) -> Option<&str> {
 /// The name the bootstrap admin token acts under (in audit rows, approvals, request ids).
 pub const BOOTSTRAP_ADMIN: &str = "admin";
 
-pub fn sha256_hex(token: &str) -> String {
-    hex::encode(Sha256::digest(token.as_bytes()))
-}
 
-/// Constant-time equality (one implementation for the whole node, on the `subtle` crate).
-pub use raftlane_raft::auth::constant_time_eq as ct_eq;
+/// The request's `Raftlane-Approval` header: `None` when absent, 400 naming it when it is not an
+/// approval id.
+pub fn approval_header(headers: &axum::http::HeaderMap) -> ApiResult<Option<ApprovalId>> {
+    const NAME: &str = "Raftlane-Approval";
+    let Some(v) = headers.get(raftlane_contract::headers::APPROVAL) else {
+        return Ok(None);
+    };
+    v.to_str()
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .map(|n| Some(ApprovalId(n)))
+        .ok_or_else(|| ApiError::invalid(NAME, "must be an approval id (an integer)"))
+}
 
 impl FromRequestParts<Arc<AppState>> for Caller {
     type Rejection = ApiError;
@@ -333,7 +363,7 @@ impl FromRequestParts<Arc<AppState>> for Caller {
         let requests = crate::request_id::RequestIds::from_parts(parts)?;
         let client_time = client_time(&parts.headers, state.test_client_clock)?;
         let clock_ms = state.backend.cluster_now_ms();
-        let approval = crate::dual_control::approval_header(&parts.headers)?;
+        let approval = approval_header(&parts.headers)?;
         if ct_eq(hash.as_bytes(), state.admin_token_hash.as_bytes()) {
             return Ok(Caller {
                 name: BOOTSTRAP_ADMIN.into(),

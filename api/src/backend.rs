@@ -68,6 +68,28 @@ pub enum ProposeError {
     ClockSkew(String),
 }
 
+/// A leadership transfer that did not happen: the leader elsewhere is forwarded to; a target
+/// that cannot take it is bad input on `to` only when it is not a voter or is this node, and
+/// a transfer tried and failed conflicts with the cluster as it is.
+impl From<raft::leader_transfer::TransferError> for ProposeError {
+    fn from(e: raft::leader_transfer::TransferError) -> Self {
+        use raft::leader_transfer::TransferError as T;
+        match e {
+            T::NotLeader(not_leader) => not_leader.into(),
+            T::Refused(reason) => ProposeError::MembershipRule {
+                field: "to".into(),
+                reason,
+                invalid: true,
+            },
+            T::Failed(reason) => ProposeError::MembershipRule {
+                field: "to".into(),
+                reason,
+                invalid: false,
+            },
+        }
+    }
+}
+
 /// A proposal Raft did not commit: a leader elsewhere is forwarded to, a refusal (a
 /// membership change in progress) is worth retrying shortly, a stopped node is fatal.
 impl From<raft::WriteError> for ProposeError {
@@ -133,6 +155,9 @@ pub enum MembershipChange {
     AddLearner { id: u64, addr: String },
     /// Make the voter set exactly these nodes (each must be a member already).
     SetVoters(Vec<u64>),
+    /// Hand leadership to voter `to` (`None`: the voter whose log reaches furthest). Appended
+    /// last, so that older nodes still decode the variants above.
+    TransferLeader { to: Option<u64> },
 }
 
 impl MembershipChange {
@@ -141,6 +166,7 @@ impl MembershipChange {
         match self {
             MembershipChange::AddLearner { id, addr } => backend.add_learner(id, addr).await,
             MembershipChange::SetVoters(voters) => backend.change_membership(voters).await,
+            MembershipChange::TransferLeader { to } => backend.transfer_leader(to).await,
         }
     }
 }
@@ -154,7 +180,7 @@ pub trait Backend: Send + Sync + 'static {
     /// The cluster's time as this node knows it (`raftlane_raft::clock`): what reads that
     /// compare against lease ends and cutoffs use. A single node's is its wall clock.
     fn cluster_now_ms(&self) -> u64 {
-        crate::app::now_ms()
+        crate::clock::now_ms()
     }
 
     /// Why this node's clock keeps it out of the cluster, if it does (`raftlane_raft::clock`):
@@ -218,6 +244,14 @@ pub trait Backend: Send + Sync + 'static {
     /// rejects is `Refused`.
     fn change_membership(&self, voters: Vec<u64>) -> BoxFuture<'_, Result<(), ProposeError>>;
 
+    /// Hand leadership to voter `to` (`None`: the best placed voter). Only the leader can
+    /// (`ForwardToLeader` elsewhere); a target that cannot take it, or a transfer that did not
+    /// happen, is `MembershipRule` naming `to`.
+    fn transfer_leader(&self, to: Option<u64>) -> BoxFuture<'_, Result<(), ProposeError>> {
+        let _ = to;
+        Box::pin(async { Err(ProposeError::Refused("this node has no leader to transfer".into())) })
+    }
+
     /// `Err(reason)` while the node should not take traffic (no leader known, failed self-check).
     fn ready(&self) -> Result<(), String>;
 
@@ -227,6 +261,21 @@ pub trait Backend: Send + Sync + 'static {
     fn snapshot_now(&self) -> BoxFuture<'_, Result<u64, String>> {
         Box::pin(async { Err("this node keeps no snapshots".to_string()) })
     }
+
+    /// This node's current snapshot file, opened: what a backup streams out
+    /// (`GET /v1/cluster/snapshot`). `Ok(None)` where there is none.
+    fn open_snapshot(&self) -> Result<Option<SnapshotFile>, String> {
+        Ok(None)
+    }
+}
+
+/// An open snapshot file and what it covers.
+pub struct SnapshotFile {
+    /// The last log index the snapshot reflects.
+    pub index: u64,
+    /// Its size in bytes.
+    pub bytes: u64,
+    pub file: std::fs::File,
 }
 
 /// Read from a backend with a closure that returns a value.

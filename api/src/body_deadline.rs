@@ -5,7 +5,7 @@
 //! head has long arrived. Such a client held a handler (and its connection) for as long as it
 //! liked, bounded only by `--max-body-bytes`. [`DeadlineBody`] gives the whole body one deadline,
 //! counted from when its request's head arrived; past it the body yields [`BodyTimedOut`], which
-//! every body extractor turns into `408 body_timeout` ([`crate::app::body_error`]).
+//! every body extractor turns into `408 body_timeout` ([`crate::extract::body_error`]).
 
 use axum::body::Bytes;
 use hyper::body::{Body, Frame, SizeHint};

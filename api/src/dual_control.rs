@@ -13,12 +13,11 @@
 
 mod config_change;
 
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::routes::{propose, unexpected};
 use axum::http::StatusCode;
-use raftlane_statemachine::model::ids::ApprovalId;
 use raftlane_statemachine::wire::command::{Command, ConsumeApproval};
 use raftlane_statemachine::wire::outcome::Outcome;
 use serde::Serialize;
@@ -96,20 +95,6 @@ pub fn check_required<'a>(names: impl IntoIterator<Item = &'a String>) -> ApiRes
         }
     }
     Ok(())
-}
-
-/// The request's `Raftlane-Approval` header: `None` when absent, 400 naming it when it is not an
-/// approval id.
-pub fn approval_header(headers: &axum::http::HeaderMap) -> ApiResult<Option<ApprovalId>> {
-    const NAME: &str = "Raftlane-Approval";
-    let Some(v) = headers.get(raftlane_contract::headers::APPROVAL) else {
-        return Ok(None);
-    };
-    v.to_str()
-        .ok()
-        .and_then(|s| s.trim().parse::<u64>().ok())
-        .map(|n| Some(ApprovalId(n)))
-        .ok_or_else(|| ApiError::invalid(NAME, "must be an approval id (an integer)"))
 }
 
 /// Before `action` runs with `params`: nothing when the configuration does not list it; else the

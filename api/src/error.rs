@@ -226,7 +226,7 @@ impl From<Rejection> for ApiError {
             },
             // The client's header, not the per-proposal id, is what the caller can fix.
             Rejection::RequestIdReused { .. } => ApiError {
-                field: Some(crate::request_id::HEADER_NAME.to_string()),
+                field: Some(raftlane_contract::headers::REQUEST_ID_FIELD.to_string()),
                 ..ApiError::new(
                     StatusCode::CONFLICT,
                     "request_id_reused",

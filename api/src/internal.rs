@@ -17,7 +17,8 @@
 //! `unauthorized`): why (which node a call was signed for, how far the clocks are apart) is
 //! logged here at WARN, never answered.
 
-use crate::app::{body_error, AppState};
+use crate::extract::body_error;
+use crate::state::AppState;
 use crate::backend::{MembershipChange, ProposeError};
 use crate::error::{ApiError, ApiResult};
 use crate::write::relay::MAX_ENVELOPES;
@@ -55,7 +56,7 @@ fn check_head<'a>(
     }
     let header = headers.get(AUTH_HEADER).and_then(|v| v.to_str().ok());
     let head = auth
-        .check_head(header, path, state.backend.node_id(), crate::app::now_ms())
+        .check_head(header, path, state.backend.node_id(), crate::clock::now_ms())
         .map_err(|e| refused(path, e))?;
     Ok((auth, head))
 }

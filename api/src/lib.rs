@@ -2,10 +2,12 @@
 //!
 //! The API of a raftlane node, in two layers:
 //!
-//! - **HTTP** (axum): [`app`] (state, router, extractors), [`auth`] (bearer tokens, roles,
+//! - **HTTP** (axum): [`state`] (what handlers reach), [`extract`] (extractors with JSON
+//!   errors), [`route_spec`] and [`route_table`] (every route, its contract types), [`router`],
+//!   [`clock`], [`tokens`] (hashing, comparing and deriving tokens), [`auth`] (bearer tokens, roles,
 //!   channel scopes), [`by_id`] (rows and messages named by id: outside the scope, as missing), [`error`] (errors as JSON, and the one mapping of the write path's
 //!   errors to statuses), [`routes`], [`internal`] (the node-to-node routes and the verification
-//!   of their signed calls), [`request_id`], [`rate_limit`], [`dual_control`] (which actions
+//!   of their signed calls), [`request_id`], [`rate_limit`] and [`rate_limit_layer`], [`dual_control`] (which actions
 //!   need a second person's approval) and [`openapi`]. It parses and checks requests,
 //!   builds the commands, and answers.
 //! - **Write path** ([`mod@write`]), below it and knowing nothing of HTTP serving: the
@@ -21,26 +23,34 @@
 //! opens what it serves, so the HTTP layer only ever handles plaintext. The typed Rust client
 //! is the `raftlane-client` crate.
 
-pub mod app;
 pub mod auth;
 pub mod backend;
 pub mod body_deadline;
 pub mod by_id;
+pub mod clock;
 pub mod crypto;
 pub mod dual_control;
 pub mod error;
+pub mod extract;
 pub mod internal;
 pub mod metrics;
 pub mod openapi;
 pub mod peer;
 pub mod rate_limit;
+pub mod rate_limit_layer;
 pub mod request_id;
+pub mod route_spec;
+pub mod route_table;
+pub mod router;
 pub mod routes;
+pub mod state;
+pub mod tokens;
 pub mod ui;
 pub mod wait;
 pub mod write;
 
-pub use app::{router, ApiConfig, AppState};
+pub use router::router;
+pub use state::{ApiConfig, AppState};
 pub use backend::{Backend, LocalBackend, ProposeError};
 pub use error::ApiError;
 pub use write::{Proposer, WriteError};

@@ -1,11 +1,10 @@
-//! The OpenAPI document, generated from [`crate::app::api_routes`] (the same list the router is
-//! built from), served at `GET /openapi.json`. Request and answer schemas come from the
+//! The OpenAPI document, generated from the route table ([`crate::route_table::api_routes`],
+//! the same list the router is built from), served at `GET /openapi.json`. Request and answer schemas come from the
 //! contract's types (`raftlane_contract::schema`), named by each route in that list.
 
-use crate::app::{api_routes, RouteBody};
-use axum::Json;
+use crate::route_spec::{ApiRoute, RouteBody};
 use raftlane_contract::schema::Schemas;
-use raftlane_contract::{ErrorBody, OpenApiDocument};
+use raftlane_contract::ErrorBody;
 use serde_json::{json, Map, Value};
 
 /// Path parameters of a templated path: `/v1/rows/{id}/{action}` → `[id, action]`.
@@ -124,11 +123,12 @@ fn request_body(body: RouteBody, schemas: &mut Schemas) -> Option<Value> {
     })
 }
 
-pub fn document() -> Value {
+/// The document of `routes`.
+pub fn document(routes: &[ApiRoute]) -> Value {
     let mut schemas = Schemas::new();
     let error = schemas.answer::<ErrorBody>();
     let mut paths = Map::new();
-    for route in api_routes() {
+    for route in routes {
         let mut parameters: Vec<Value> = params(route.path)
             .into_iter()
             .map(|p| json!({ "name": p, "in": "path", "required": true, "schema": { "type": "string" } }))
@@ -168,175 +168,4 @@ pub fn document() -> Value {
     });
     schemas.finish(&mut doc);
     doc
-}
-
-pub async fn serve() -> Json<OpenApiDocument> {
-    let doc = match document() {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    };
-    Json(OpenApiDocument(doc))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn statuses_follow_the_route() {
-        let doc = document();
-        let statuses = |method: &str, path: &str| -> Vec<String> {
-            doc["paths"][path][method]["responses"]
-                .as_object()
-                .unwrap_or_else(|| panic!("{method} {path} documented"))
-                .keys()
-                .cloned()
-                .collect()
-        };
-        let enqueue = statuses("post", "/v1/channels/{channel}/messages");
-        assert!(enqueue.contains(&"201".into()) && enqueue.contains(&"413".into()));
-        assert!(statuses("post", "/v1/tokens").contains(&"201".into()));
-        let put_config = statuses("put", "/v1/config");
-        assert!(put_config.contains(&"412".into()), "{put_config:?}");
-        assert!(!statuses("get", "/v1/config").contains(&"412".into()));
-        assert!(!statuses("get", "/v1/messages").contains(&"413".into()));
-        let healthz = statuses("get", "/healthz");
-        assert!(!healthz.contains(&"401".into()), "{healthz:?}");
-        assert!(statuses("get", "/v1/stats").contains(&"401".into()));
-    }
-
-    #[test]
-    fn every_write_documents_the_request_id_header_and_no_read_does() {
-        let doc = document();
-        let mut writes = 0;
-        for route in api_routes().into_iter().filter(|r| r.auth) {
-            let params = doc["paths"][route.path][route.method]["parameters"].clone();
-            let has = params
-                .as_array()
-                .is_some_and(|ps| ps.iter().any(|p| p["name"] == "Request-Id"));
-            assert_eq!(
-                has,
-                route.method != "get",
-                "{} {}",
-                route.method,
-                route.path
-            );
-            writes += usize::from(has);
-        }
-        assert!(writes > 10, "only {writes} writes documented");
-    }
-    /// The `$ref` a schema points at, if it resolves in the document's components.
-    fn resolves(doc: &Value, schema: &Value) -> Result<String, String> {
-        let r = schema["$ref"]
-            .as_str()
-            .ok_or_else(|| format!("not a $ref: {schema}"))?;
-        let name = r
-            .strip_prefix("#/components/schemas/")
-            .ok_or_else(|| format!("not a component: {r}"))?;
-        if doc["components"]["schemas"][name].is_object() {
-            Ok(name.to_string())
-        } else {
-            Err(format!("{r} does not resolve"))
-        }
-    }
-
-    #[test]
-    fn every_json_body_and_every_2xx_answer_has_a_resolving_schema() {
-        let doc = document();
-        let mut bodies = 0;
-        for route in api_routes() {
-            let op = &doc["paths"][route.path][route.method];
-            let at = format!("{} {}", route.method, route.path);
-            match route.body {
-                RouteBody::None => assert!(op.get("requestBody").is_none(), "{at}"),
-                _ => {
-                    let schema = &op["requestBody"]["content"]["application/json"]["schema"];
-                    let name = resolves(&doc, schema).unwrap_or_else(|e| panic!("{at}: {e}"));
-                    assert!(!name.is_empty());
-                    bodies += 1;
-                }
-            }
-            let responses = op["responses"].as_object().expect("responses");
-            let mut ok = 0;
-            for (status, response) in responses.iter().filter(|(s, _)| s.starts_with('2')) {
-                ok += 1;
-                if route.answer.is_none() {
-                    let media = if route.path == "/ui" {
-                        "text/html"
-                    } else {
-                        "text/plain"
-                    };
-                    assert!(response["content"][media].is_object(), "{at}");
-                    continue;
-                }
-                let schema = &response["content"]["application/json"]["schema"];
-                resolves(&doc, schema).unwrap_or_else(|e| panic!("{at} {status}: {e}"));
-            }
-            assert!(ok > 0, "{at} documents no 2xx");
-            for (status, response) in responses.iter().filter(|(s, _)| !s.starts_with('2')) {
-                let schema = &response["content"]["application/json"]["schema"];
-                resolves(&doc, schema).unwrap_or_else(|e| panic!("{at} {status}: {e}"));
-            }
-        }
-        assert!(bodies >= 20, "only {bodies} request bodies documented");
-    }
-
-    #[test]
-    fn every_ref_in_the_document_resolves() {
-        fn walk(v: &Value, doc: &Value, at: &str) {
-            match v {
-                Value::Object(map) => {
-                    if map.contains_key("$ref") {
-                        resolves(doc, v).unwrap_or_else(|e| panic!("{at}: {e}"));
-                    }
-                    for (k, child) in map {
-                        walk(child, doc, &format!("{at}/{k}"));
-                    }
-                }
-                Value::Array(items) => {
-                    for (i, child) in items.iter().enumerate() {
-                        walk(child, doc, &format!("{at}/{i}"));
-                    }
-                }
-                _ => {}
-            }
-        }
-        let doc = document();
-        walk(&doc, &doc, "");
-        // The request schemas were all moved into the components.
-        assert!(doc["components"].get("requestSchemas").is_none());
-        assert!(doc["components"]["schemas"]["Error"].is_object());
-    }
-
-    /// A body the server refuses is refused by the schema too: unknown members, missing
-    /// required ones.
-    #[test]
-    fn request_schemas_refuse_what_the_server_refuses() {
-        use raftlane_contract::schema::conforms;
-        let doc = document();
-        let components = &doc["components"]["schemas"];
-        let body = |method: &str, path: &str| {
-            doc["paths"][path][method]["requestBody"]["content"]["application/json"]["schema"]
-                .clone()
-        };
-        let claim = body("post", "/v1/lanes/{stage}/{name}/claim");
-        assert!(conforms(&json!({ "owner": "w", "ttl_ms": 5 }), &claim, components).is_ok());
-        assert!(conforms(&json!({ "owner": "w" }), &claim, components).is_err());
-        assert!(conforms(
-            &json!({ "owner": "w", "ttl_ms": 5, "x": 1 }),
-            &claim,
-            components
-        )
-        .is_err());
-        // No member of the configuration is required in a request, though every one is sent.
-        let config = body("put", "/v1/config");
-        assert!(conforms(&json!({}), &config, components).is_ok());
-        let answer = &doc["paths"]["/v1/config"]["get"]["responses"]["200"]["content"]
-            ["application/json"]["schema"];
-        let sent = json!({ "config": {}, "set_at": 1, "set_by": "a", "version": 1 });
-        assert!(
-            conforms(&sent, answer, components).is_err(),
-            "config members are sent"
-        );
-    }
 }

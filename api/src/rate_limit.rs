@@ -11,14 +11,8 @@
 //! Only `/v1` routes are limited: node-to-node calls (`/internal`, signed), `/healthz`,
 //! `/readyz`, `/metrics` and `/openapi.json` are not.
 
-use crate::app::AppState;
-use crate::auth::{ct_eq, sha256_hex};
-use crate::backend;
-use axum::extract::{Request, State};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// The limit's settings; `per_second == 0` turns it off.
@@ -110,43 +104,6 @@ impl RateLimiter {
 fn level_at(b: &Bucket, now: Instant, rate: f64, capacity: f64) -> f64 {
     let elapsed = now.saturating_duration_since(b.at).as_secs_f64();
     (b.level + elapsed * rate).min(capacity)
-}
-
-/// Middleware: `429` for a known token over its rate; everything else passes.
-pub async fn limit(State(state): State<Arc<AppState>>, req: Request, next: Next) -> Response {
-    let Some(limiter) = state.rate_limiter.as_ref() else {
-        return next.run(req).await;
-    };
-    if !req.uri().path().starts_with("/v1/") {
-        return next.run(req).await;
-    }
-    let token = req
-        .headers()
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim)
-        .filter(|t| !t.is_empty());
-    let Some(token) = token else {
-        return next.run(req).await;
-    };
-    let hash = sha256_hex(token);
-    let known = ct_eq(hash.as_bytes(), state.admin_token_hash.as_bytes())
-        || matches!(
-            backend::read(state.backend.as_ref(), |r| r.principal_by_token_hash(&hash)),
-            Ok(Some(_))
-        );
-    if !known {
-        return next.run(req).await;
-    }
-    match limiter.take(&hash, Instant::now()) {
-        Ok(()) => next.run(req).await,
-        Err(wait) => {
-            // Whole seconds, rounded up: a client that waits that long finds a request ready.
-            let secs = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-            crate::error::ApiError::rate_limited(secs.max(1)).into_response()
-        }
-    }
 }
 
 #[cfg(test)]

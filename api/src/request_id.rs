@@ -20,7 +20,7 @@
 //! clock), while its request does not. A node-drawn id needs no fingerprint: nobody else can
 //! send it.
 
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::error::ApiError;
 use axum::extract::{Request, State};
 use axum::http::request::Parts;
@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 pub const HEADER: &str = raftlane_contract::headers::REQUEST_ID;
 /// The header as errors name it (`field`).
-pub const HEADER_NAME: &str = "Request-Id";
+pub const HEADER_NAME: &str = raftlane_contract::headers::REQUEST_ID_FIELD;
 /// Room left for the `/<n>` suffix inside the state machine's limit.
 const MAX_CLIENT_LEN: usize = raftlane_statemachine::apply::request::MAX_REQUEST_ID_LEN - 8;
 
@@ -110,7 +110,7 @@ pub async fn bind(State(state): State<Arc<AppState>>, req: Request, next: Next) 
 /// answer), or broken off.
 fn body_read_error(e: axum::Error) -> ApiError {
     if let Some(late) = crate::body_deadline::timed_out(&e) {
-        return crate::app::body_timeout(late);
+        return crate::extract::body_timeout(late);
     }
     let too_large =
         std::error::Error::source(&e).is_some_and(|s| s.is::<http_body_util::LengthLimitError>());

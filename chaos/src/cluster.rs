@@ -3,7 +3,7 @@
 
 use crate::conn::{Attempt, Conn};
 use crate::docker::DockerCluster;
-use crate::faults::FaultKind;
+use crate::fault_kind::FaultKind;
 use crate::local::LocalCluster;
 use crate::proxy::CutMode;
 use anyhow::bail;

@@ -3,9 +3,8 @@
 
 use crate::cluster::leader_of;
 use crate::conn::{Attempt, Conn};
-use crate::final_state::{
-    parse_message, register_value, AuditRow, AuditView, DigestSample, FinalState,
-};
+use crate::final_state::{parse_message, AuditRow, AuditView, DigestSample, FinalState};
+use crate::workload::config_cas::register_value;
 use crate::workload::AUDIT_ORG;
 use hyper::Method;
 use serde_json::Value;

@@ -88,13 +88,6 @@ pub struct FinalState {
     pub fetch_errors: Vec<String>,
 }
 
-/// The register value inside a config document.
-pub fn register_value(config: &Value) -> Option<String> {
-    config["channels"][crate::workload::REGISTER_CHANNEL]["description"]
-        .as_str()
-        .map(str::to_string)
-}
-
 /// Parse `GET /v1/messages/{id}`.
 pub fn parse_message(v: &Value) -> Option<FinalMessage> {
     let m = &v["message"];

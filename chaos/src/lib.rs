@@ -14,7 +14,7 @@
 //!
 //! Modules: [`proxy`] (the fault proxy on node-to-node traffic) with [`peer_ident`],
 //! [`process`] and [`local`] (the local backend), [`docker`], [`cluster`] (one interface over
-//! both), [`faults`], [`schedule`], [`isolation`] (what an isolated leader must do), [`workload`], [`conn`], [`history`], [`collect`] and
+//! both), [`fault_kind`] and [`faults`], [`schedule`], [`isolation`] (what an isolated leader must do), [`workload`], [`conn`], [`history`], [`collect`] and
 //! [`final_state`], [`checkers`], [`report`], [`runner`].
 
 pub mod checkers;
@@ -22,6 +22,7 @@ pub mod cluster;
 pub mod collect;
 pub mod conn;
 pub mod docker;
+pub mod fault_kind;
 pub mod faults;
 pub mod final_state;
 pub mod history;

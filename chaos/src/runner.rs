@@ -7,7 +7,7 @@ use crate::collect;
 use crate::conn::{Attempt, Conn};
 use crate::docker::DockerCluster;
 use crate::faults::{self, Fault, FaultKind, Undo};
-use crate::final_state::register_value;
+use crate::workload::config_cas::register_value;
 use crate::history::{History, RegState};
 use crate::local::LocalCluster;
 use crate::report::{FaultRecord, Report};

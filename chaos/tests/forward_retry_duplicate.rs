@@ -117,7 +117,7 @@ async fn a_forwarded_write_is_applied_once_when_the_leaders_answer_is_lost() {
             c.request(Method::GET, &path, None).await
         })
         .await;
-    let landed = matches!(&after, Attempt::Ok(v) if raftlane_chaos::final_state::register_value(&v["config"]).as_deref() == Some("cas-once"));
+    let landed = matches!(&after, Attempt::Ok(v) if raftlane_chaos::workload::config_cas::register_value(&v["config"]).as_deref() == Some("cas-once"));
     println!("CAS from version {version} via follower {follower}: told {answer:?}; version {} holds it: {landed}", version + 1);
     let cas_ok = !(landed && matches!(answer, Attempt::Refused { status: 412, .. }));
 

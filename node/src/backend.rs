@@ -1,7 +1,9 @@
 //! The API's [`Backend`] over a Raft node: proposals go through openraft, reads come from the
 //! locally applied state, read indexes from the leader's quorum check.
 
-use raftlane_api::backend::{BoxFuture, ClusterStatus, Member, ProposeError, RemovedLearner};
+use raftlane_api::backend::{
+    BoxFuture, ClusterStatus, Member, ProposeError, RemovedLearner, SnapshotFile,
+};
 use raftlane_api::Backend;
 use raftlane_raft::RaftNode;
 use raftlane_statemachine::query::Reader;
@@ -9,6 +11,10 @@ use raftlane_statemachine::{Envelope, Response, StoreError};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
+
+/// How long a leader that handed its leadership over on request stays out of elections: long
+/// enough for the new leader to settle, short enough to stand again soon after.
+const TRANSFER_COOL_DOWN: Duration = Duration::from_secs(5);
 
 /// How long `POST /v1/cluster/snapshot` waits for a snapshot to be built (a state of a few GB
 /// takes a minute or more to walk and write).
@@ -249,6 +255,22 @@ impl Backend for RaftBackend {
         })
     }
 
+    fn open_snapshot(&self) -> Result<Option<SnapshotFile>, String> {
+        let Some((meta, file)) = self
+            .node
+            .open_current_snapshot()
+            .map_err(|e| e.to_string())?
+        else {
+            return Ok(None);
+        };
+        let bytes = file.metadata().map_err(|e| e.to_string())?.len();
+        Ok(Some(SnapshotFile {
+            index: meta.last_log_id.map_or(0, |l| l.index),
+            bytes,
+            file,
+        }))
+    }
+
     fn add_learner(&self, id: u64, addr: String) -> BoxFuture<'_, Result<(), ProposeError>> {
         Box::pin(async move {
             self.node
@@ -263,6 +285,20 @@ impl Backend for RaftBackend {
             self.node
                 .set_voters(&voters)
                 .await
+                .map_err(ProposeError::from)
+        })
+    }
+
+    fn transfer_leader(&self, to: Option<u64>) -> BoxFuture<'_, Result<(), ProposeError>> {
+        Box::pin(async move {
+            self.node
+                .transfer_leadership(
+                    to,
+                    "an operator asked (POST /v1/cluster/leader)".into(),
+                    TRANSFER_COOL_DOWN,
+                )
+                .await
+                .map(|_| ())
                 .map_err(ProposeError::from)
         })
     }

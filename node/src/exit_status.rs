@@ -45,12 +45,6 @@ impl ExitStatus {
                     _ => {}
                 }
             }
-            if let Some(e) = cause.downcast_ref::<crate::rejoin::RejoinError>() {
-                return match e {
-                    crate::rejoin::RejoinError::LastCopy { .. } => ExitStatus::RetryLater,
-                    crate::rejoin::RejoinError::Wipe(_) => ExitStatus::Failed,
-                };
-            }
             if cause.downcast_ref::<ConfigProblem>().is_some()
                 || cause.downcast_ref::<crate::tls::NodeTlsError>().is_some()
             {

@@ -15,6 +15,7 @@ pub mod known_defaults;
 pub mod listener;
 pub mod process;
 pub mod rejoin;
+pub mod restore;
 pub mod secret_file;
 pub mod server;
 pub mod tls;

@@ -290,7 +290,7 @@ mod tests {
             )
             .route(
                 "/echo",
-                axum::routing::post(|raftlane_api::app::RawBody(body)| async move { body }),
+                axum::routing::post(|raftlane_api::extract::RawBody(body)| async move { body }),
             );
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();

@@ -5,7 +5,7 @@
 
 use clap::{CommandFactory, Parser, Subcommand};
 use raftlane_node::exit_status::{ConfigProblem, ExitStatus};
-use raftlane_node::{certs, config::NodeArgs, ctl, dev, health, rejoin, server};
+use raftlane_node::{certs, config::NodeArgs, ctl, dev, health, rejoin, restore, server};
 
 /// mimalloc instead of glibc's malloc: with glibc's, allocation was ~12 % of a saturated node's
 /// CPU (many small, short-lived buffers per command; docs/BENCHMARKS.md, "one write per FIFO
@@ -35,8 +35,10 @@ enum Command {
     Health(health::HealthArgs),
     /// Write a CA and one TLS certificate per node (and optionally a client) into a folder.
     Certs(certs::CertsCommand),
-    /// Operate a cluster: status, members, channels, dead letters, tokens, config, audit.
+    /// Operate a cluster: status, members, channels, dead letters, tokens, config, audit, backups.
     Ctl(ctl::CtlArgs),
+    /// Lay down one node of a new cluster from a backup (`raftlane ctl snapshot save`).
+    Restore(restore::RestoreArgs),
 }
 
 #[tokio::main]
@@ -65,6 +67,10 @@ async fn main() -> anyhow::Result<()> {
             println!("certificates written to {}", args.args.out.display());
             Ok(())
         }
+        Command::Restore(args) => {
+            raftlane_node::data_dir::restrict_umask();
+            std::process::exit(args.run().await)
+        }
         Command::Ctl(_) => Ok(()),
     }
 }
@@ -83,7 +89,8 @@ async fn run_node(args: NodeArgs) -> anyhow::Result<()> {
             Err(e) => refuse(anyhow::Error::new(ConfigProblem(e.into()))),
         };
         if let Err(e) = rejoin::prepare(&mut opts, tls.as_ref()).await {
-            refuse(anyhow::Error::new(e));
+            let status = e.exit_status();
+            refuse_as(status, anyhow::Error::new(e));
         }
     }
     let node = match server::start(opts).await {
@@ -100,7 +107,11 @@ async fn run_node(args: NodeArgs) -> anyhow::Result<()> {
 /// End a node that could not start: an ERROR line, the reason on stderr (a damaged store's
 /// reason first, as it begins `STATE DAMAGED` or names the damaged log), and its status.
 fn refuse(error: anyhow::Error) -> ! {
-    let status = ExitStatus::of_start_error(&error);
+    refuse_as(ExitStatus::of_start_error(&error), error)
+}
+
+/// [`refuse`] with the status already known.
+fn refuse_as(status: ExitStatus, error: anyhow::Error) -> ! {
     // The innermost cause that is ours to word: a refusal's own sentence, not the context
     // it was wrapped in.
     let reason = match status {

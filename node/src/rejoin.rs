@@ -13,6 +13,7 @@
 //! `--rejoin` is an operator's one-off: a supervisor that always passes it would wipe the node
 //! at every restart (safely, by the rule above, but at the cost of a full copy each time).
 
+use crate::exit_status::ExitStatus;
 use crate::server::NodeOptions;
 use hyper::{Method, StatusCode};
 use raftlane_api::peer::{base_url, PeerClient};
@@ -40,6 +41,16 @@ pub enum RejoinError {
     },
     #[error("REJOIN FAILED: {0}")]
     Wipe(#[from] raftlane_raft::rejoin::WipeError),
+}
+
+impl RejoinError {
+    /// Too few members up is a condition that passes (retry later); a failed wipe is not.
+    pub fn exit_status(&self) -> ExitStatus {
+        match self {
+            RejoinError::LastCopy { .. } => ExitStatus::RetryLater,
+            RejoinError::Wipe(_) => ExitStatus::Failed,
+        }
+    }
 }
 
 /// How one other member answered.

@@ -229,3 +229,54 @@ fn ctl_completion_prints_a_script_for_raftlane() {
         "{help}"
     );
 }
+
+#[test]
+fn ctl_leader_transfer_moves_leadership_and_names_a_bad_target() {
+    let root = tempfile::tempdir().unwrap();
+    let dev = common::start_dev(root.path(), ADMIN);
+    let cwd = root.path();
+    let e = dev.endpoints.as_str();
+    let status = |cwd: &Path| -> serde_json::Value {
+        let out = ctl(cwd, &["--endpoints", e, "--token", ADMIN, "status", "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let before = status(cwd)["leader_id"].as_u64().expect("a leader");
+    let target = (1..=3).find(|id| *id != before).unwrap();
+    // Sent to every endpoint in turn (the first may be a follower: it forwards to the leader).
+    let out = ctl(
+        cwd,
+        &[
+            "--endpoints",
+            e,
+            "--token",
+            ADMIN,
+            "leader",
+            "transfer",
+            "--to",
+            &target.to_string(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), format!("node {target} leads"));
+    assert_eq!(status(cwd)["leader_id"].as_u64(), Some(target));
+    // The cluster takes writes under its new leader.
+    let r = http(
+        &dev.first,
+        "POST",
+        "/v1/channels/ctl-lab/messages",
+        r#"{"raw":"MSH|after-transfer"}"#,
+    );
+    assert_eq!(r.as_ref().map(|r| r.0), Some(201), "{r:?}");
+    // A node that is no voter: 400 naming `to`, exit 1.
+    let out = ctl(
+        cwd,
+        &["--endpoints", e, "--token", ADMIN, "leader", "transfer", "--to", "9"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("node 9 is not a voter"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -151,7 +151,7 @@ impl RaftNode {
                 leader_id: m.current_leader,
                 addr: m
                     .current_leader
-                    .and_then(|l| crate::node::member_addr(&m, l)),
+                    .and_then(|l| crate::types::member_addr(&m, l)),
             }));
         }
         let membership = m.membership_config.membership();

@@ -153,7 +153,7 @@ impl Default for Tuning {
             learner_lag_threshold: 1000,
             learner_catchup_timeout_ms: DEFAULT_LEARNER_CATCHUP_TIMEOUT_MS,
             membership_timeout_ms: 300_000,
-            slow_storage_handoff_ms: crate::slow_storage::DEFAULT_BOUND_MS,
+            slow_storage_handoff_ms: crate::storage_health::DEFAULT_BOUND_MS,
             eager_replication: true,
         }
     }
@@ -182,7 +182,7 @@ pub struct RaftNodeConfig {
     /// Dial peers over TLS with this CA and client identity (docs/SPEC.md §9.6); `None`:
     /// plain HTTP. Not part of the serialized config: it is read from files at start.
     #[serde(skip)]
-    pub peer_tls: Option<raftlane_client::tls::ClientTls>,
+    pub peer_tls: Option<raftlane_transport::tls::ClientTls>,
     /// Added to this node's wall clock (on top of `RAFTLANE_CLOCK_OFFSET_MS`): lets an
     /// in-process test run one node with a skewed clock. 0 in production.
     #[serde(default)]

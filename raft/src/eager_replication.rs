@@ -25,7 +25,7 @@
 //! [`DEADLINE`]; nothing is sent while this node is not the leader of the batch's term.
 
 use crate::network::HttpNetwork;
-use crate::node::member_addr;
+use crate::types::member_addr;
 use crate::types::{Entry, LogId, NodeId, RaftMetrics, TypeConfig};
 use crate::wire;
 use openraft::error::RaftError;

@@ -5,22 +5,18 @@
 //! behind the purged log, snapshots it, ~14 KB/s of calls that can never land. So a learner
 //! gets a bound: its matched index within `Tuning::learner_lag_threshold` entries of the
 //! leader's, and answering, within `Tuning::learner_catchup_timeout_ms`. The add call waits for
-//! that itself ([`crate::RaftNode::add_learner`]); afterwards the leader's watch ([`watch`])
+//! that itself ([`crate::RaftNode::add_learner`]); afterwards the leader's watch
+//! ([`crate::learner_removal`])
 //! looks at every learner once a second and removes one that has been behind for longer than
 //! the bound. Either way the node logs why, and `GET /v1/cluster` lists the learners this node
 //! removed ([`LearnerWatch::recent`]).
 
 use crate::membership_rules::View;
-use crate::node::{NodeInner, RaftNode};
 use crate::types::NodeId;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::{Mutex, Weak};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use tokio::sync::watch::Receiver;
-
-/// How often the leader looks at its learners.
-const WATCH_EVERY: Duration = Duration::from_secs(1);
 
 /// How many removed learners a node remembers for `GET /v1/cluster`.
 const KEEP_REMOVED: usize = 16;
@@ -93,7 +89,12 @@ impl LearnerWatch {
 
     /// The learners of `view` behind for longer than `bound` (each noted when first seen
     /// behind; a caught-up one forgotten; one no longer a learner forgotten).
-    fn overdue(&self, view: &View, bound: Duration, now: Instant) -> Vec<(NodeId, String)> {
+    pub(crate) fn overdue(
+        &self,
+        view: &View,
+        bound: Duration,
+        now: Instant,
+    ) -> Vec<(NodeId, String)> {
         let mut behind = lock(&self.behind_since);
         behind.retain(|id, _| view.nodes.contains_key(id) && !view.voters.contains(id));
         let mut out = Vec::new();
@@ -116,50 +117,6 @@ impl LearnerWatch {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// The leader's watch over its learners, until `stop`: see the module documentation. Holds the
-/// node weakly, so a node dropped without shutdown is not kept alive by it.
-pub(crate) async fn watch(node: Weak<NodeInner>, mut stop: Receiver<bool>) {
-    let mut tick = tokio::time::interval(WATCH_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = stop.changed() => return,
-        }
-        if *stop.borrow() {
-            return;
-        }
-        let Some(inner) = node.upgrade() else { return };
-        RaftNode { inner }.watch_learners().await;
-    }
-}
-
-impl RaftNode {
-    /// One look at the learners (on the leader; elsewhere nothing): remove those behind for
-    /// longer than the bound. Skipped while a membership change holds the lock (an add waits
-    /// for its own learner).
-    async fn watch_learners(&self) {
-        let Ok(_guard) = self.inner.membership_lock.try_lock() else {
-            return;
-        };
-        let Ok(view) = self.view_for_rules() else {
-            return;
-        };
-        let bound = Duration::from_millis(self.config().tuning.learner_catchup_timeout_ms.max(1));
-        for (id, addr) in self.inner.learners.overdue(&view, bound, Instant::now()) {
-            let stalled = Stalled::new(id, &addr, &view, bound);
-            if let Err(e) = self.remove_stalled(&stalled).await {
-                tracing::warn!(id = self.id(), learner = id, error = %e, "could not remove a stalled learner");
-            }
-        }
-    }
-
-    /// The learners this node removed because they did not catch up (for `GET /v1/cluster`).
-    pub fn removed_learners(&self) -> Vec<Stalled> {
-        self.inner.learners.recent()
-    }
 }
 
 #[cfg(test)]

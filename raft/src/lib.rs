@@ -21,12 +21,15 @@
 //! [`auth`] (cluster-secret HMAC), [`clock`] (the cluster's time the leader stamps), [`wire`] (paths and encoding), [`network`] (client),
 //! [`server`] (hyper service), [`node`] ([`RaftNode`] handle), [`cluster`] (bootstrap and
 //! membership), [`membership_rules`] (what a membership change must not do), [`learners`]
-//! (a learner that cannot catch up is removed), [`timers`] (leader-only housekeeping), `quorum` (check-quorum: a leader no
+//! and [`learner_removal`] (a learner that cannot catch up is removed), [`start`] (opening the
+//! stores and starting a node's tasks), [`timers`] (leader-only housekeeping), `quorum` (check-quorum: a leader no
 //! majority answers acts as none), `replay` (progress of the replay after a restart),
 //! [`config`], [`durable_mark`] (a damaged log is refused, not silently shortened), [`rejoin`]
-//! (`--rejoin`: wipe the node's copy, keeping its vote), [`storage_latency`] (the log's fsync
-//! times, slow ones logged), [`slow_storage`] (a leader on a slow disk hands leadership to a
-//! healthy voter).
+//! (`--rejoin`: wipe the node's copy, keeping its vote), [`restore`] (a new cluster's node
+//! laid down from a backup), [`storage_latency`] (the log's fsync
+//! times, slow ones logged), [`storage_health`] (how a node judges its log storage), [`slow_storage`]
+//! (a leader on a slow disk hands leadership to a healthy voter) and [`leader_transfer`] (how
+//! leadership is handed over, for it and for an operator).
 
 // openraft's `StorageError` (224 bytes) is the error type its storage traits prescribe; boxing
 // it in our own helpers would only add conversions at every trait boundary.
@@ -38,6 +41,8 @@ pub mod cluster;
 pub mod config;
 pub mod durable_mark;
 pub mod eager_replication;
+pub mod leader_transfer;
+pub mod learner_removal;
 pub mod learners;
 pub mod log_store;
 pub mod membership_rules;
@@ -45,11 +50,14 @@ pub mod network;
 pub mod node;
 mod quorum;
 pub mod rejoin;
+pub mod restore;
 mod replay;
 pub mod server;
 pub mod slow_storage;
 pub mod sm_adapter;
 pub mod snapshot;
+pub mod start;
+pub mod storage_health;
 pub mod storage_latency;
 mod test_knob;
 pub mod timers;
@@ -60,8 +68,7 @@ pub mod wire;
 pub use clock::{now_ms, ClockError, ClusterClock};
 pub use cluster::ClusterError;
 pub use config::{RaftNodeConfig, Tuning};
-pub use node::{
-    CoreFailure, NodeError, NotLeader, RaftNode, ReadError, StartError, StateDamage, WriteError,
-};
+pub use node::{CoreFailure, NodeError, NotLeader, RaftNode, ReadError, WriteError};
+pub use start::{StartError, StateDamage};
 pub use server::{serve_raft, RaftHttpService};
 pub use types::{NodeId, TypeConfig};

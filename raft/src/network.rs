@@ -39,8 +39,8 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use openraft::{AnyError, RPCTypes, RaftNetwork, RaftNetworkFactory};
-use raftlane_client::tls::ClientTls;
-use raftlane_client::transport::split_scheme;
+use raftlane_transport::tls::ClientTls;
+use raftlane_transport::http::split_scheme;
 use serde::{de::DeserializeOwned, Serialize};
 use std::sync::Arc;
 use std::time::Duration;
@@ -93,7 +93,7 @@ pub struct HttpNetwork {
 
 impl HttpNetwork {
     pub fn new(self_id: NodeId, auth: ClusterAuth, cfg: NetworkConfig) -> Self {
-        let connector = raftlane_client::tls::connector(cfg.tls.as_ref(), cfg.connect_timeout);
+        let connector = raftlane_transport::tls::connector(cfg.tls.as_ref(), cfg.connect_timeout);
         let client = Client::builder(TokioExecutor::new())
             // Below a node's header timeout (10 s by default), which also closes kept-alive
             // connections that wait that long for a request: the pool lets go first.
@@ -223,13 +223,13 @@ impl PeerClient {
                     CallError::Unreachable(format!(
                         "{}: {}",
                         self.node.addr,
-                        raftlane_client::transport::error_chain(&e)
+                        raftlane_transport::http::error_chain(&e)
                     ))
                 } else {
                     CallError::Network(format!(
                         "{}: {}",
                         self.node.addr,
-                        raftlane_client::transport::error_chain(&e)
+                        raftlane_transport::http::error_chain(&e)
                     ))
                 }
             })?;

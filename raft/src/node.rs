@@ -1,27 +1,23 @@
 //! [`RaftNode`]: one running replica — storage, Raft, the Raft HTTP endpoint and the timers —
 //! behind a cheap, cloneable handle for the API layer.
 
-use crate::auth::ClusterAuth;
 use crate::clock::ClusterClock;
-use crate::config::{ConfigError, RaftNodeConfig};
-use crate::durable_mark::LogDamage;
-use crate::eager_replication::{EagerReplication, EagerStats};
-use crate::log_store::{LogStats, LogStore, OpenError};
+use crate::config::RaftNodeConfig;
+use crate::eager_replication::EagerStats;
+use crate::log_store::{LogStats, LogStore};
 use crate::network::HttpNetwork;
 use crate::quorum::{Lead, QuorumCheck};
-use crate::replay::{report_replay, Replay};
-use crate::server::{serve_raft, RaftHttpService, ServerStats};
-use crate::slow_storage::{ProposalHold, StorageHealth};
-use crate::sm_adapter::{SmAdapter, SmError, SmStats, StateHandle};
-use crate::timers::{run_timers, DeletePeriods, TimerStats, Timers};
-use crate::types::{LogId, NodeId, Raft, RaftMetrics, StorageError};
+use crate::server::{RaftHttpService, ServerStats};
+use crate::storage_health::{ProposalHold, StorageHealth};
+use crate::sm_adapter::{SmError, SmStats, StateHandle};
+use crate::timers::TimerStats;
+use crate::types::{member_addr, LogId, NodeId, Raft, RaftMetrics, StorageError};
 use crate::util::ReleaseProbe;
 use openraft::error::{CheckIsLeaderError, ClientWriteError, Fatal, RaftError};
 use raftlane_statemachine::machine::StateMachine;
 use raftlane_statemachine::rocks::RocksStore;
 use raftlane_statemachine::{Envelope, Response};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -29,55 +25,10 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 /// How long a restart waits for a previous instance in this process to release its databases.
-const REOPEN_WAIT: Duration = Duration::from_secs(20);
+pub(crate) const REOPEN_WAIT: Duration = Duration::from_secs(20);
 
 /// How often a write waiting on the leader checks that the leader still has its quorum.
 const QUORUM_POLL: Duration = Duration::from_millis(100);
-
-/// Starting a node failed.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    #[error("I/O error: {0}")]
-    Io(#[from] std::io::Error),
-    #[error("cannot open the raft log: {0}")]
-    Log(String),
-    /// The log recovered shorter than its durable mark (a damaged WAL): the node must not
-    /// rejoin as a voter; the message says what was lost and what to do.
-    #[error("refusing to start: {0}")]
-    LogDamaged(#[from] LogDamage),
-    #[error("cannot open the state machine: {0}")]
-    State(String),
-    /// The state's RocksDB failed a checksum at start ([`crate::sm_adapter`]'s scan): the
-    /// message begins `STATE DAMAGED`, names the file and the remedy (`--rejoin`).
-    #[error(transparent)]
-    StateDamaged(#[from] StateDamage),
-    #[error("cannot start raft: {0}")]
-    Raft(String),
-    #[error("cannot bootstrap the cluster: {0}")]
-    Bootstrap(String),
-}
-
-/// The state's RocksDB failed a checksum at start. The state is a copy of what the cluster
-/// holds (its log and the others' states), so the remedy is to copy it back, not to repair it.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "STATE DAMAGED: {} (the state store in {}) failed its checksum ({}{}); this node must not start on \
-     it. Remedy: restart this node once with --rejoin, which wipes its state, raft log and \
-     snapshots (keeping its vote) and copies the state back from the leader; --rejoin refuses \
-     while the other members cannot form a majority without this node, as it may then hold the \
-     last copy of acknowledged writes (bring them up first). Do not delete files by hand",
-    .damage.file.as_deref().unwrap_or("a file"),
-    .dir.display(),
-    .damage.table.map(|t| format!("table {t}: ")).unwrap_or_default(),
-    .damage.detail,
-)]
-pub struct StateDamage {
-    /// `<data>/sm`.
-    pub dir: PathBuf,
-    pub damage: raftlane_statemachine::storage::verify::Damage,
-}
 
 /// A write was not committed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -226,23 +177,23 @@ pub(crate) struct NodeInner {
     pub(crate) raft: Raft,
     pub(crate) config: RaftNodeConfig,
     /// Taken at shutdown so the state's database can close.
-    state: Mutex<Option<StateHandle>>,
+    pub(crate) state: Mutex<Option<StateHandle>>,
     /// The log store, for its memory figures; taken at shutdown like `state`.
-    log: Mutex<Option<LogStore>>,
-    sm_stats: Arc<SmStats>,
-    log_stats: Arc<LogStats>,
-    eager_stats: Arc<EagerStats>,
-    http: RaftHttpService,
-    local_addr: Option<SocketAddr>,
-    tasks: Mutex<Vec<JoinHandle<()>>>,
-    stop_tx: watch::Sender<bool>,
-    stopped: AtomicBool,
-    probes: Vec<ReleaseProbe>,
-    timer_stats: Arc<TimerStats>,
+    pub(crate) log: Mutex<Option<LogStore>>,
+    pub(crate) sm_stats: Arc<SmStats>,
+    pub(crate) log_stats: Arc<LogStats>,
+    pub(crate) eager_stats: Arc<EagerStats>,
+    pub(crate) http: RaftHttpService,
+    pub(crate) local_addr: Option<SocketAddr>,
+    pub(crate) tasks: Mutex<Vec<JoinHandle<()>>>,
+    pub(crate) stop_tx: watch::Sender<bool>,
+    pub(crate) stopped: AtomicBool,
+    pub(crate) probes: Vec<ReleaseProbe>,
+    pub(crate) timer_stats: Arc<TimerStats>,
     /// The cluster's time as this node sees it ([`crate::clock`]).
-    clock: Arc<ClusterClock>,
+    pub(crate) clock: Arc<ClusterClock>,
     /// Whether this node, if it leads, still has its quorum ([`crate::quorum`]).
-    quorum: Arc<QuorumCheck>,
+    pub(crate) quorum: Arc<QuorumCheck>,
     /// Serializes membership changes (see `cluster.rs`).
     pub(crate) membership_lock: tokio::sync::Mutex<()>,
     /// Learners waited on, and the ones removed for not catching up ([`crate::learners`]).
@@ -259,47 +210,6 @@ impl Drop for NodeInner {
     fn drop(&mut self) {
         // Dropped without shutdown(): at least stop serving and proposing.
         let _ = self.stop_tx.send(true);
-    }
-}
-
-/// Say at start-up how far the state is behind the log, so an operator waiting for a node to
-/// serve again knows what it is doing: after a crash the state comes back at its last memtable
-/// flush (it keeps no WAL of its own), and openraft replays the committed entries after it.
-/// Returns that span, for [`report_replay`] to follow.
-async fn log_recovery(id: NodeId, log: &LogStore, state: &StateHandle) -> Option<Replay> {
-    use openraft::storage::RaftLogStorage;
-    let applied = state
-        .applied_state()
-        .ok()
-        .and_then(|(l, _)| l)
-        .map_or(0, |l| l.index);
-    let last = match log.clone().get_log_state().await {
-        Ok(s) => s.last_log_id.map_or(0, |l| l.index),
-        Err(e) => {
-            tracing::warn!(id, error = %e, "could not read the log's state at start-up");
-            return None;
-        }
-    };
-    if last > applied {
-        tracing::info!(
-            id,
-            applied,
-            last_log_index = last,
-            behind = last - applied,
-            "state is behind the log: committed entries after `applied` are replayed as the node rejoins"
-        );
-        Some(Replay {
-            from: applied,
-            target: last,
-        })
-    } else {
-        tracing::info!(
-            id,
-            applied,
-            last_log_index = last,
-            "state is up to date with the log"
-        );
-        None
     }
 }
 
@@ -326,222 +236,7 @@ impl std::fmt::Debug for RaftNode {
     }
 }
 
-/// Retry `open` (blocking) while the directory is still locked by a previous instance in this
-/// process whose background tasks have not let go of it yet (`is_locked` tells that error).
-fn open_retrying<T, E: std::fmt::Display>(
-    mut open: impl FnMut() -> Result<T, E>,
-    is_locked: impl Fn(&E) -> bool,
-) -> Result<T, E> {
-    let deadline = std::time::Instant::now() + REOPEN_WAIT;
-    loop {
-        match open() {
-            Ok(v) => return Ok(v),
-            Err(e) => {
-                if !is_locked(&e) || std::time::Instant::now() >= deadline {
-                    return Err(e);
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        }
-    }
-}
-
-/// RocksDB's answer when another instance holds the directory's LOCK file.
-fn mentions_lock(e: &impl std::fmt::Display) -> bool {
-    let msg = e.to_string();
-    msg.contains("lock") || msg.contains("LOCK")
-}
-
 impl RaftNode {
-    /// Start a node; binds `config.listen_addr` if set.
-    pub async fn start(config: RaftNodeConfig) -> Result<RaftNode, StartError> {
-        let listener = match config.listen_addr {
-            Some(addr) => Some(tokio::net::TcpListener::bind(addr).await?),
-            None => None,
-        };
-        Self::start_inner(config, listener).await
-    }
-
-    /// Start a node serving its Raft endpoints on an already bound listener (tests bind
-    /// `127.0.0.1:0` first to learn the port they advertise).
-    pub async fn start_with_listener(
-        config: RaftNodeConfig,
-        listener: tokio::net::TcpListener,
-    ) -> Result<RaftNode, StartError> {
-        Self::start_inner(config, Some(listener)).await
-    }
-
-    async fn start_inner(
-        config: RaftNodeConfig,
-        listener: Option<tokio::net::TcpListener>,
-    ) -> Result<RaftNode, StartError> {
-        let raft_config = config.openraft_config()?;
-        let data_dir = config.data_dir.clone();
-        tokio::fs::create_dir_all(&data_dir).await?;
-
-        // Blocking work: RocksDB recovery, and possibly re-installing a snapshot.
-        let (log, sm) = {
-            let dir = data_dir.clone();
-            tokio::task::spawn_blocking(move || {
-                let log = open_retrying(
-                    || LogStore::open(&dir.join("log")),
-                    |e| matches!(e, OpenError::Rocks(_)) && mentions_lock(e),
-                )
-                .map_err(|e| match e {
-                    OpenError::Damaged(damage) => StartError::LogDamaged(damage),
-                    other => StartError::Log(other.to_string()),
-                })?;
-                let sm = open_retrying(
-                    || SmAdapter::open(&dir),
-                    // "block checksum mismatch" mentions "lock" too: damage is never retried.
-                    |e| !matches!(e, SmError::Damaged(_)) && mentions_lock(e),
-                )
-                .map_err(|e| match e {
-                    SmError::Damaged(damage) => StartError::StateDamaged(StateDamage {
-                        dir: dir.join("sm"),
-                        damage,
-                    }),
-                    other => StartError::State(other.to_string()),
-                })?;
-                Ok::<_, StartError>((log, sm))
-            })
-            .await
-            .map_err(|e| StartError::State(e.to_string()))??
-        };
-        let state = sm.handle();
-        let replay = log_recovery(config.id, &log, &state).await;
-        let probes = vec![log.release_probe(), state.release_probe()];
-        let log_stats = log.stats();
-        let sm_stats = state.stats();
-        let log_handle = log.clone();
-
-        let auth = ClusterAuth::new(config.secret.as_bytes(), config.tuning.max_clock_skew_ms);
-        let clock = Arc::new(ClusterClock::new(
-            config.id,
-            config.clock_offset_ms,
-            config.tuning.max_clock_skew_ms,
-        ));
-        let network = HttpNetwork::new(config.id, auth.clone(), config.network_config())
-            .with_clock(clock.clone());
-        let eager = EagerReplication::new(config.id, network.clone());
-        if config.tuning.eager_replication {
-            log.set_eager(eager.clone());
-        }
-        let raft = Raft::new(config.id, Arc::new(raft_config), network.clone(), log, sm)
-            .await
-            .map_err(|e| StartError::Raft(e.to_string()))?;
-        eager.attach(raft.metrics());
-        let storage_health = Arc::new(StorageHealth::new(config.tuning.slow_storage_handoff_ms));
-        let proposal_hold = Arc::new(ProposalHold::default());
-        let http = RaftHttpService::new(raft.clone(), auth)
-            .with_clock(clock.clone())
-            .with_abstain(Arc::new(crate::rejoin::Abstain::load(&data_dir)))
-            .with_storage_health(storage_health.clone());
-
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let mut tasks = Vec::new();
-        let local_addr = match listener {
-            Some(listener) => {
-                let local = listener.local_addr()?;
-                let mut stop = stop_rx.clone();
-                let shutdown = async move {
-                    while !*stop.borrow() {
-                        if stop.changed().await.is_err() {
-                            break;
-                        }
-                    }
-                };
-                tasks.push(tokio::spawn(serve_raft(listener, http.clone(), shutdown)));
-                Some(local)
-            }
-            None => None,
-        };
-        if let Some(replay) = replay {
-            tasks.push(tokio::spawn(report_replay(
-                raft.clone(),
-                config.id,
-                replay,
-                stop_rx.clone(),
-            )));
-        }
-        let timer_stats = Arc::new(TimerStats::default());
-        let learners_stop = stop_rx.clone();
-        let quorum = Arc::new(QuorumCheck::new(Duration::from_millis(
-            config.tuning.check_quorum_ms(),
-        )));
-        tasks.push(tokio::spawn(run_timers(
-            Timers {
-                raft: raft.clone(),
-                id: config.id,
-                state: state.clone(),
-                reclaim_ms: config.tuning.reclaim_interval_ms,
-                expire_ms: config.tuning.expire_interval_ms,
-                retention_ms: config.tuning.retention_interval_ms,
-                deletes: DeletePeriods {
-                    messages_ms: config.tuning.message_retention_ms,
-                    dead_letters_ms: config.tuning.dead_letter_retention_ms,
-                },
-                index_walk_done: AtomicBool::new(false),
-                stats: timer_stats.clone(),
-                clock: clock.clone(),
-                quorum: quorum.clone(),
-                hold: proposal_hold.clone(),
-                write_timeout: Duration::from_millis(config.tuning.read_timeout_ms.max(1)),
-            },
-            stop_rx,
-        )));
-
-        let node = RaftNode {
-            inner: Arc::new(NodeInner {
-                id: config.id,
-                addr: config.advertise_addr.clone(),
-                raft,
-                config: config.clone(),
-                state: Mutex::new(Some(state)),
-                log: Mutex::new(Some(log_handle)),
-                sm_stats,
-                log_stats,
-                eager_stats: eager.stats(),
-                http,
-                local_addr,
-                tasks: Mutex::new(tasks),
-                stop_tx,
-                stopped: AtomicBool::new(false),
-                probes,
-                timer_stats,
-                clock,
-                quorum,
-                membership_lock: tokio::sync::Mutex::new(()),
-                learners: Default::default(),
-                storage_health,
-                proposal_hold,
-                network,
-            }),
-        };
-        let learner_watch = tokio::spawn(crate::learners::watch(
-            Arc::downgrade(&node.inner),
-            learners_stop.clone(),
-        ));
-        let storage_watch = tokio::spawn(crate::slow_storage::watch(
-            Arc::downgrade(&node.inner),
-            learners_stop,
-        ));
-        node.inner
-            .tasks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend([learner_watch, storage_watch]);
-        tracing::info!(id = config.id, addr = %config.advertise_addr, ?local_addr, "raft node started");
-
-        if config.bootstrap {
-            if let Err(e) = node.bootstrap(&config.peers).await {
-                node.shutdown().await;
-                return Err(StartError::Bootstrap(e.to_string()));
-            }
-        }
-        Ok(node)
-    }
-
     pub fn id(&self) -> NodeId {
         self.inner.id
     }
@@ -854,6 +549,18 @@ impl RaftNode {
         })
     }
 
+    /// This node does not lead: who does, as far as its metrics know (both `None` during an
+    /// election).
+    pub(crate) fn not_leader(&self) -> NotLeader {
+        let m = self.inner.raft.metrics();
+        let m = m.borrow();
+        let leader = m.current_leader.filter(|id| *id != self.inner.id);
+        NotLeader {
+            leader_id: leader,
+            addr: leader.and_then(|id| member_addr(&m, id)),
+        }
+    }
+
     /// Build a snapshot now (asynchronously; watch `metrics().snapshot`).
     pub async fn trigger_snapshot(&self) -> Result<(), WriteError> {
         self.inner
@@ -896,6 +603,14 @@ impl RaftNode {
         .snapshot
         .map_or(target, |l| l.index);
         Ok(covered)
+    }
+
+    /// This node's current snapshot, its file opened (what a backup streams out); see
+    /// [`crate::sm_adapter::StateHandle::open_current_snapshot`].
+    pub fn open_current_snapshot(
+        &self,
+    ) -> Result<Option<(crate::types::SnapshotMeta, std::fs::File)>, NodeError> {
+        Ok(self.state()?.open_current_snapshot()?)
     }
 
     pub fn sm_stats(&self) -> Arc<SmStats> {
@@ -1009,12 +724,4 @@ impl RaftNode {
         }
         tracing::info!(id = self.inner.id, "raft node stopped");
     }
-}
-
-/// The address member `id` has in the membership `m` names (`None`: not a member).
-pub(crate) fn member_addr(m: &RaftMetrics, id: NodeId) -> Option<String> {
-    m.membership_config
-        .membership()
-        .get_node(&id)
-        .map(|n| n.addr.clone())
 }

@@ -24,7 +24,7 @@
 use crate::auth::{AuthError, ClusterAuth, AUTH_HEADER};
 use crate::clock::{ClusterClock, CLOCK_HEADER};
 use crate::rejoin::Abstain;
-use crate::slow_storage::{ElectRequest, ElectResponse, StorageHealth};
+use crate::storage_health::{ElectRequest, ElectResponse, StorageHealth};
 use crate::types::{NodeId, Raft, TypeConfig};
 use crate::wire;
 use bytes::Bytes;
@@ -136,11 +136,11 @@ impl RaftHttpService {
     }
 
     /// A leader on slow storage asks this node to campaign: start an election unless this node
-    /// should not lead ([`crate::slow_storage::may_campaign`]).
+    /// should not lead ([`crate::storage_health::may_campaign`]).
     async fn campaign(&self, rpc: ElectRequest) -> ElectResponse {
         let verdict = {
             let m = self.raft.metrics().borrow().clone();
-            crate::slow_storage::may_campaign(&self.storage, &m, self.may_vote(), &rpc)
+            crate::storage_health::may_campaign(&self.storage, &m, self.may_vote(), &rpc)
         };
         if let Err(why) = &verdict {
             tracing::warn!(

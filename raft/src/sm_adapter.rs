@@ -198,7 +198,7 @@ fn externals(
     Ok(ext)
 }
 
-fn snapshot_file_name(meta: &SnapshotMeta, unique: u64) -> String {
+pub(crate) fn snapshot_file_name(meta: &SnapshotMeta, unique: u64) -> String {
     let index = meta.last_log_id.map(|l| l.index).unwrap_or(0);
     format!("snap-{index:020}-{unique:016x}.snap")
 }
@@ -472,6 +472,25 @@ impl StateHandle {
     /// Metadata of the current snapshot, if any.
     pub fn current_snapshot(&self) -> Option<SnapshotMeta> {
         self.shared.current().map(|c| c.meta)
+    }
+
+    /// The current snapshot with an open handle on its file (what a backup streams out). A
+    /// newer snapshot may replace and unlink the file between reading its path and opening it;
+    /// then the newer one is taken. The handle stays readable whatever happens to the file next.
+    pub fn open_current_snapshot(&self) -> Result<Option<(SnapshotMeta, File)>, SmError> {
+        for _ in 0..8 {
+            let Some(cur) = self.shared.current() else {
+                return Ok(None);
+            };
+            match File::open(&cur.path) {
+                Ok(file) => return Ok(Some((cur.meta, file))),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(SmError::Mismatch(
+            "the current snapshot kept being replaced while it was opened".into(),
+        ))
     }
 
     pub(crate) fn release_probe(&self) -> ReleaseProbe {

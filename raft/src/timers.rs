@@ -77,7 +77,7 @@ pub(crate) struct Timers {
     /// Whether this node leads with a quorum behind it.
     pub(crate) quorum: Arc<QuorumCheck>,
     /// Held while this leader hands off for slow storage ([`crate::slow_storage`]).
-    pub(crate) hold: Arc<crate::slow_storage::ProposalHold>,
+    pub(crate) hold: Arc<crate::storage_health::ProposalHold>,
     /// How long one proposal may wait for its commit (a leader cut off from its voters would
     /// wait forever, and its timers with it).
     pub(crate) write_timeout: Duration,

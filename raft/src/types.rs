@@ -38,3 +38,11 @@ pub type Snapshot = openraft::Snapshot<TypeConfig>;
 pub type StorageError = openraft::StorageError<NodeId>;
 pub type RaftMetrics = openraft::RaftMetrics<NodeId, Node>;
 pub type LogState = openraft::LogState<TypeConfig>;
+
+/// The address member `id` has in the membership `m` names (`None`: not a member).
+pub(crate) fn member_addr(m: &RaftMetrics, id: NodeId) -> Option<String> {
+    m.membership_config
+        .membership()
+        .get_node(&id)
+        .map(|n| n.addr.clone())
+}

@@ -88,7 +88,7 @@ impl ClientError {
 
     /// The error a non-success, non-503 answer stands for. A body that is not the API's JSON
     /// error (e.g. from a proxy) still gives its status, with code `unknown`.
-    fn from_response(status: u16, body: &[u8]) -> Self {
+    pub fn from_response(status: u16, body: &[u8]) -> Self {
         let ErrorDetail {
             code,
             message,

@@ -7,11 +7,13 @@
 //! [`Client`] knows every node, follows whichever answers, moves on after a connection error, a
 //! timeout or a 503, and sends every retry of a write under the same `Request-Id`, so the
 //! cluster applies it once. [`transport`] is the HTTP layer it shares with node-to-node calls,
-//! [`tls`] how both dial over TLS ([`Client::with_tls`]).
+//! [`tls`] how both dial over TLS ([`Client::with_tls`]); both are the `raftlane-transport`
+//! crate's, re-exported.
 
 mod client;
-pub mod tls;
-pub mod transport;
+
+pub use raftlane_transport::http as transport;
+pub use raftlane_transport::tls;
 
 pub use client::{Client, ClientError};
 pub use raftlane_contract as contract;

@@ -15,6 +15,28 @@ pub struct StateDigest {
     pub digest: String,
 }
 
+/// `POST /v1/cluster/leader`: hand leadership to a voter (an empty body: the voter whose log
+/// reaches furthest).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LeaderTransferRequest {
+    /// The voter to lead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<u64>,
+}
+
+/// `POST /v1/cluster/leader`: the leader once the transfer is done, as the answering node sees
+/// it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LeaderTransferred {
+    pub leader_id: Option<u64>,
+}
+
+/// Response header of `GET /v1/cluster/snapshot`: the last log index the backup reflects.
+pub const SNAPSHOT_INDEX_HEADER: &str = "x-raftlane-snapshot-index";
+/// Response header of `GET /v1/cluster/snapshot`: the node that served it.
+pub const SNAPSHOT_NODE_HEADER: &str = "x-raftlane-node-id";
+
 /// `POST /v1/cluster/snapshot`: the snapshot this node now has, covering every entry it had
 /// applied when asked.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -3,6 +3,8 @@
 /// Makes a retried write exactly-once: every retry of one write carries the same value, and the
 /// cluster answers a repeat with the first answer instead of applying it again.
 pub const REQUEST_ID: &str = "request-id";
+/// [`REQUEST_ID`] as errors name it (their `field`).
+pub const REQUEST_ID_FIELD: &str = "Request-Id";
 
 /// Deduplicates an enqueue by the producer's own key (kept with the message).
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";

@@ -1,8 +1,10 @@
 //! Administration: transform state and reference reads/writes, retention, tokens.
 
 use super::{check_name, prepare_read, propose, read_covered, read_state, unexpected, ReadOpts};
-use crate::app::{AppState, JsonBody, Path, Query};
-use crate::auth::{sha256_hex, Caller, Permission};
+use crate::extract::{JsonBody, Path, Query};
+use crate::state::AppState;
+use crate::auth::{Caller, Permission};
+use crate::tokens::sha256_hex;
 use crate::backend;
 use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
@@ -411,15 +413,6 @@ pub async fn create_token(
     ))
 }
 
-/// The key tokens are derived under (see [`create_token`]), derived from the cluster secret so
-/// that the secret itself is not used for two purposes. `None` without a secret: an empty key
-/// would make every token computable from its nonce, which the log keeps.
-pub fn token_key(cluster_secret: &str) -> Option<[u8; 32]> {
-    (!cluster_secret.is_empty()).then(|| {
-        raftlane_raft::auth::hmac_sha256(cluster_secret.as_bytes(), &[b"raftlane-token-key-v1"])
-    })
-}
-
 /// The token issued with `nonce`: `rl_` and 24 bytes of an HMAC of it under the token key.
 fn issued_token(key: &[u8; 32], nonce: &str) -> String {
     let mac = raftlane_raft::auth::hmac_sha256(key, &[b"raftlane-token-v2\n", nonce.as_bytes()]);
@@ -527,7 +520,7 @@ mod tests {
 
     #[test]
     fn a_token_is_a_function_of_its_nonce_and_key_only() {
-        let key = token_key("cs").expect("a key");
+        let key = crate::tokens::token_key("cs").expect("a key");
         let t = issued_token(&key, "00112233445566778899aabbccddeeff");
         assert!(t.starts_with("rl_") && t.len() == 3 + 48, "{t}");
         // A retry re-derives the stored token from the nonce the state machine answers...
@@ -537,11 +530,11 @@ mod tests {
         assert_ne!(
             t,
             issued_token(
-                &token_key("other").expect("a key"),
+                &crate::tokens::token_key("other").expect("a key"),
                 "00112233445566778899aabbccddeeff"
             )
         );
-        assert_eq!(token_key(""), None);
+        assert_eq!(crate::tokens::token_key(""), None);
         assert_ne!(random_token(), random_token());
     }
 }

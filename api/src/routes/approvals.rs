@@ -2,7 +2,8 @@
 //! the ones an engine names, dates and decides itself (`/v1/approvals/keyed`, §14.10).
 
 use super::{check_name, prepare_read, propose, unexpected, ReadOpts};
-use crate::app::{AppState, JsonBody, Path, Query};
+use crate::extract::{JsonBody, Path, Query};
+use crate::state::AppState;
 use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::error::{ApiError, ApiResult};

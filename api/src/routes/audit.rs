@@ -1,7 +1,8 @@
 //! The audit chain: append, list, anchor, verify (with an anchor held elsewhere), seal.
 
 use super::{check_name, prepare_read, propose, unexpected, ReadOpts};
-use crate::app::{AppState, JsonBody, Query};
+use crate::extract::{JsonBody, Query};
+use crate::state::AppState;
 use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::error::{ApiError, ApiResult};

@@ -3,18 +3,19 @@
 //! Membership changes may be sent to any node: like writes, they are forwarded to the leader
 //! ([`crate::write::Proposer::membership`]), since only the leader can change the configuration.
 
-use crate::app::{AppState, JsonBody};
 use crate::auth::{Caller, Permission};
 use crate::backend::{self, MembershipChange};
 use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::{parse_json_or_default, JsonBody, RawBody};
+use crate::state::AppState;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
 use axum::Json;
 use raftlane_contract::{
-    Ack, ClusterStatus, Health, LearnerRequest, MembershipRequest, Readiness, SnapshotTaken,
-    StateDigest,
+    Ack, ClusterStatus, Health, LeaderTransferRequest, LeaderTransferred, LearnerRequest,
+    MembershipRequest, OpenApiDocument, Readiness, SnapshotTaken, StateDigest, SNAPSHOT_INDEX_HEADER, SNAPSHOT_NODE_HEADER,
 };
 use std::sync::Arc;
 
@@ -58,6 +59,100 @@ pub async fn snapshot(
         index,
     }))
 }
+
+/// `GET /openapi.json`: the document the router built from the route table.
+pub async fn openapi(State(state): State<Arc<AppState>>) -> Json<OpenApiDocument> {
+    Json(
+        state
+            .openapi
+            .get()
+            .cloned()
+            .unwrap_or_else(|| OpenApiDocument(serde_json::Map::new())),
+    )
+}
+
+/// Read size of a backup's stream.
+const BACKUP_CHUNK: usize = 256 * 1024;
+
+/// `GET /v1/cluster/snapshot`: a backup. This node first catches up with the leader's commit
+/// (as a linearizable read does), then takes a snapshot covering everything it has applied
+/// (`POST /v1/cluster/snapshot`) and streams that file: every write acknowledged before the
+/// request is in it. The file carries its own SHA-256 (`raftlane ctl snapshot save` checks it;
+/// `raftlane restore` lays a new cluster down from it); the index it reflects is in the
+/// `x-raftlane-snapshot-index` header. Read from a file handle, so a newer snapshot replacing
+/// it meanwhile changes nothing.
+pub async fn download_snapshot(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+) -> ApiResult<impl IntoResponse> {
+    caller.require_global(Permission::Admin)?;
+    state.writes.linearize().await?;
+    state
+        .backend
+        .snapshot_now()
+        .await
+        .map_err(ApiError::unavailable)?;
+    let snapshot = state
+        .backend
+        .open_snapshot()
+        .map_err(ApiError::internal)?
+        .ok_or_else(|| ApiError::unavailable("this node has no snapshot to send"))?;
+    let file = tokio::fs::File::from_std(snapshot.file);
+    let chunks = futures::stream::try_unfold(file, |mut file| async move {
+        use tokio::io::AsyncReadExt as _;
+        let mut buf = vec![0u8; BACKUP_CHUNK];
+        let n = file.read(&mut buf).await?;
+        if n == 0 {
+            return Ok::<_, std::io::Error>(None);
+        }
+        buf.truncate(n);
+        Ok(Some((bytes::Bytes::from(buf), file)))
+    });
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/octet-stream".to_string()),
+            (header::CONTENT_LENGTH, snapshot.bytes.to_string()),
+            (
+                header::HeaderName::from_static(SNAPSHOT_INDEX_HEADER),
+                snapshot.index.to_string(),
+            ),
+            (
+                header::HeaderName::from_static(SNAPSHOT_NODE_HEADER),
+                state.backend.node_id().to_string(),
+            ),
+        ],
+        axum::body::Body::from_stream(chunks),
+    ))
+}
+
+/// `POST /v1/cluster/leader`: hand leadership to voter `to` (none: the best placed voter),
+/// through the leader like a membership change ([`crate::write::Proposer::membership`]). The
+/// answer names the leader as this node sees it once the transfer is done (its view may take
+/// a moment to follow: it waits up to [`LEADER_SEEN_WITHIN`] for a leader other than the old
+/// one).
+pub async fn transfer_leader(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    RawBody(body): RawBody,
+) -> ApiResult<Json<LeaderTransferred>> {
+    caller.require_global(Permission::Admin)?;
+    let b: LeaderTransferRequest = parse_json_or_default(&body)?;
+    let before = state.backend.status().leader_id;
+    state
+        .writes
+        .membership(MembershipChange::TransferLeader { to: b.to })
+        .await?;
+    let deadline = tokio::time::Instant::now() + LEADER_SEEN_WITHIN;
+    let mut leader_id = state.backend.status().leader_id;
+    while (leader_id.is_none() || leader_id == before) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        leader_id = state.backend.status().leader_id;
+    }
+    Ok(Json(LeaderTransferred { leader_id }))
+}
+
+/// How long the answer of a leader transfer waits for the answering node to see the new leader.
+const LEADER_SEEN_WITHIN: std::time::Duration = std::time::Duration::from_secs(3);
 
 pub async fn add_learner(
     State(state): State<Arc<AppState>>,

@@ -5,7 +5,8 @@
 //! another principal's node goes through `AsOperator`.
 
 use super::{check_name, prepare_read, propose, unexpected, ReadOpts};
-use crate::app::{parse_json_or_default, AppState, JsonBody, Path, Query, RawBody};
+use crate::extract::{JsonBody, Path, Query, RawBody, parse_json_or_default};
+use crate::state::AppState;
 use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::error::ApiResult;

@@ -2,7 +2,8 @@
 //! opening reads and containing claimed rows whose payload no configured key can decrypt are
 //! the write path's: `crate::write::at_rest`, `crate::write::claim`.)
 
-use crate::app::{parse_json, AppState, RawBody};
+use crate::extract::{RawBody, parse_json};
+use crate::state::AppState;
 use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::crypto::{self, Keyring};

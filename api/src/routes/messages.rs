@@ -1,7 +1,8 @@
 //! Producing and reading messages; replay and dead letters.
 
 use super::{check_name, prepare_read, propose, read_covered, read_state, unexpected, ReadOpts};
-use crate::app::{body_error, parse_json, parse_json_or_default, AppState, Path, Query, RawBody};
+use crate::extract::{Path, Query, RawBody, body_error, parse_json, parse_json_or_default};
+use crate::state::AppState;
 use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::by_id::ById;

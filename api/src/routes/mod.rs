@@ -13,7 +13,7 @@ pub mod sessions;
 pub mod users;
 pub mod work;
 
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use raftlane_statemachine::row::Stage;
@@ -68,7 +68,7 @@ pub async fn propose(
     caller: &Caller,
     command: Command,
 ) -> ApiResult<(u64, Outcome)> {
-    let envelope = state.envelope(caller, command);
+    let envelope = caller.envelope(command);
     let (index, response) = state.writes.write(envelope).await?;
     Ok((index, response?))
 }

@@ -3,7 +3,8 @@
 //! [`super::sessions`].
 
 use super::{check_name, propose, read_state, unexpected, ReadOpts};
-use crate::app::{parse_json, parse_json_or_default, AppState, JsonBody, Path, Query, RawBody};
+use crate::extract::{JsonBody, Path, Query, RawBody, parse_json, parse_json_or_default};
+use crate::state::AppState;
 use crate::auth::{Caller, Permission};
 use crate::error::{ApiError, ApiResult};
 use axum::extract::State;

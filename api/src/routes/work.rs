@@ -4,7 +4,8 @@ use super::{
     check_name, hide_foreign_fence, parse_stage, prepare_read, propose, read_covered,
     require_claim, unexpected, ReadOpts, CLAIM_OF_ANOTHER,
 };
-use crate::app::{parse_json, parse_json_or_default, AppState, JsonBody, Path, Query, RawBody};
+use crate::extract::{JsonBody, Path, Query, RawBody, parse_json, parse_json_or_default};
+use crate::state::AppState;
 use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::by_id::ById;
@@ -184,7 +185,7 @@ async fn fifo_answer(
     outcome: Outcome,
     again: Command,
 ) -> ApiResult<FifoClaim> {
-    let envelope = |command| state.envelope(caller, command);
+    let envelope = |command| caller.envelope(command);
     match state
         .writes
         .fifo_claim(outcome, &again, &envelope)
@@ -400,7 +401,7 @@ async fn claim_ready_once(
     }
     match propose(state, caller, Command::ClaimReady(claim.clone())).await? {
         (index, Outcome::Claimed(claimed)) => {
-            let envelope = |command| state.envelope(caller, command);
+            let envelope = |command| caller.envelope(command);
             let items = state.writes.open_claims(claimed, &envelope).await?;
             Ok((index, items))
         }
@@ -644,7 +645,7 @@ pub async fn row_actions(
     // (same Request-Id) proposes the same ids and gets the first answers back.
     let writes = prepared.into_iter().map(|p| {
         let envelope = match p {
-            Ok(command) => Ok(state.envelope(&caller, caller.authority(command))),
+            Ok(command) => Ok(caller.envelope(caller.authority(command))),
             Err(e) => {
                 // Item i keeps request id `/i` even when it proposes nothing.
                 caller.requests.next();

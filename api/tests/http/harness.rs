@@ -3,7 +3,8 @@
 
 pub(crate) use axum::http::{HeaderMap, Method, StatusCode};
 pub(crate) use bytes::Bytes;
-pub(crate) use raftlane_api::app::{api_routes, now_ms};
+pub(crate) use raftlane_api::clock::now_ms;
+pub(crate) use raftlane_api::route_table::api_routes;
 pub(crate) use raftlane_api::peer::PeerClient;
 pub(crate) use raftlane_api::write::signing::LEGACY_SECRET_HEADER;
 pub(crate) use raftlane_api::{ApiConfig, ProposeError};
@@ -29,7 +30,7 @@ pub(crate) const LONG_TTL: u64 = 120_000;
 /// names (or a schema that forgot a member) fails whichever test calls it.
 fn answer_fits_the_document(method: &Method, path: &str, body: &Value) {
     static DOC: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    let doc = DOC.get_or_init(raftlane_api::openapi::document);
+    let doc = DOC.get_or_init(raftlane_api::route_table::openapi_document);
     let path = path.split('?').next().unwrap_or(path);
     let segments: Vec<&str> = path.split('/').collect();
     let method = method.as_str().to_ascii_lowercase();

@@ -780,6 +780,22 @@ fn table(f: &Fixture) -> Vec<Route> {
             Global,
         ),
         route(
+            M::GET,
+            "/v1/cluster/snapshot",
+            "/v1/cluster/snapshot",
+            None,
+            Admin,
+            Global,
+        ),
+        route(
+            M::POST,
+            "/v1/cluster/leader",
+            "/v1/cluster/leader",
+            None,
+            Admin,
+            Global,
+        ),
+        route(
             M::POST,
             "/v1/cluster/learners",
             "/v1/cluster/learners",

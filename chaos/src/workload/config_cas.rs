@@ -4,12 +4,18 @@
 
 use super::{Ctx, REGISTER_CHANNEL};
 use crate::conn::{Attempt, Cursor};
-use crate::final_state::register_value;
 use crate::history::{RegCall, RegOp, RegReturn, RegState, Seen};
 use crate::prng::SplitMix64;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The register value inside a config document (what [`with_value`] writes).
+pub fn register_value(config: &Value) -> Option<String> {
+    config["channels"][REGISTER_CHANNEL]["description"]
+        .as_str()
+        .map(str::to_string)
+}
 
 /// The config document with the register set to `value` (everything else kept).
 pub fn with_value(doc: &Value, value: &str) -> Value {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from pathlib import Path
 
 import pytest
 from openapi_check import route_problems, schema_problems
@@ -425,6 +426,34 @@ async def test_cluster_views(client: Client, cluster: ClusterHandle, name: str) 
     for endpoint in cluster.endpoints:
         assert (await client.readyz(endpoint)).ready
     assert "raftlane_last_applied" in await client.metrics()
+
+
+async def test_snapshot_and_backup(client: Client, name: str, tmp_path: Path) -> None:
+    sent = await client.enqueue(name, "kept")
+    taken = await client.snapshot()
+    assert taken.index >= sent.index
+    target = tmp_path / "cluster.backup"
+    saved = await client.backup(target)
+    assert saved.index >= sent.index and saved.path == str(target)
+    data = target.read_bytes()
+    assert saved.bytes == len(data) and data.startswith(b"RLSNAP01")
+    assert target.stat().st_mode & 0o777 == 0o600
+    assert not (tmp_path / "cluster.backup.part").exists()
+    reader = client.with_token("not-a-token")
+    with pytest.raises(UnauthorizedError):
+        await reader.backup(tmp_path / "refused.backup")
+
+
+async def test_leadership_moves_to_the_voter_asked_for(client: Client, name: str) -> None:
+    before = await client.cluster()
+    target = next(m.id for m in before.membership if m.id != before.leader_id)
+    moved = await client.transfer_leader(target)
+    assert moved.leader_id == target
+    assert (await client.cluster()).leader_id == target
+    assert (await client.enqueue(name, "after the transfer")).message_id
+    with pytest.raises(BadRequestError) as refused:
+        await client.transfer_leader(99)
+    assert refused.value.field == "to"
 
 
 # --- claims that wait for work (docs/SPEC.md §4.7a) ------------------------------------------

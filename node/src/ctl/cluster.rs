@@ -1,13 +1,13 @@
-//! `ctl status` and `ctl member`: the cluster as each node sees it, and membership changes
-//! (`POST /v1/cluster/learners`, `POST /v1/cluster/membership`, docs/SPEC.md §9.10).
-//!
-//! There is no route that transfers leadership, so there is no `leader transfer`; a leader on
-//! slow storage hands off by itself (SPEC §11.7).
+//! `ctl status`, `ctl member` and `ctl leader`: the cluster as each node sees it, membership
+//! changes (`POST /v1/cluster/learners`, `POST /v1/cluster/membership`, docs/SPEC.md §9.10)
+//! and leadership transfers (`POST /v1/cluster/leader`).
 
 use super::output::{self, opt, Table};
 use super::{Conn, CtlError};
 use clap::Subcommand;
-use raftlane_client::contract::{ClusterStatus, LearnerRequest, Member, MembershipRequest};
+use raftlane_client::contract::{
+    ClusterStatus, LeaderTransferRequest, LearnerRequest, Member, MembershipRequest,
+};
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -25,6 +25,17 @@ pub enum MemberCommand {
     Promote { id: u64 },
     /// Remove voter ID from the voter set (one voter per change).
     Remove { id: u64 },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum LeaderCommand {
+    /// Hand leadership to another voter (before maintenance of the leader's host): the leader
+    /// holds new writes until the voter has its whole log, then the voter is elected.
+    Transfer {
+        /// The voter to lead; without it, the voter whose log reaches furthest.
+        #[arg(long)]
+        to: Option<u64>,
+    },
 }
 
 /// What one endpoint answered.
@@ -405,6 +416,26 @@ pub async fn member(conn: &Conn, command: MemberCommand) -> Result<(), CtlError>
     };
     if conn.json {
         output::print_json(&answer);
+    }
+    Ok(())
+}
+
+pub async fn leader(conn: &Conn, command: LeaderCommand) -> Result<(), CtlError> {
+    let LeaderCommand::Transfer { to } = command;
+    let body = serde_json::to_value(LeaderTransferRequest { to })
+        .map_err(|e| CtlError::Usage(e.to_string()))?;
+    // The leader waits for the voter to catch up and be elected: seconds, not the default 10.
+    let client = conn.client(Some(Duration::from_secs(30)));
+    let v = client
+        .request(hyper::Method::POST, "/v1/cluster/leader", Some(body))
+        .await?;
+    if conn.json {
+        output::print_json(&v);
+    } else {
+        match v["leader_id"].as_u64() {
+            Some(id) => outln!("node {id} leads"),
+            None => outln!("leadership handed over; no leader seen yet (see `raftlane ctl status`)"),
+        }
     }
     Ok(())
 }

@@ -5,9 +5,10 @@
 //! following, one `Request-Id` per write across retries, TLS); per-node probes (`status`) go
 //! through its transport, one node at a time.
 //!
-//! One module per group of subcommands: [`cluster`] (status, members), [`pipeline`] (channels,
+//! One module per group of subcommands: [`cluster`] (status, members, leader), [`pipeline`] (channels,
 //! destinations, lanes), [`messages`] (messages, dead letters), [`admin`] (tokens, config,
-//! approvals, audit); [`context`] resolves where to call, [`output`] prints.
+//! approvals, audit), [`backup`] (snapshot save and take); [`context`] resolves where to call,
+//! [`output`] prints.
 
 /// `println!` that ignores a closed stdout (`raftlane ctl ... | head`): the reader has what it
 /// wanted, which is no reason to panic.
@@ -19,6 +20,7 @@ macro_rules! outln {
 }
 
 pub mod admin;
+pub mod backup;
 pub mod cluster;
 pub mod context;
 pub mod messages;
@@ -115,6 +117,9 @@ pub enum CtlCommand {
     /// Add a learner, promote it to voter, or remove a voter.
     #[command(subcommand)]
     Member(cluster::MemberCommand),
+    /// Hand leadership to another voter.
+    #[command(subcommand)]
+    Leader(cluster::LeaderCommand),
     /// Channels: configured ones and those with traffic, with their counts.
     Channels,
     /// Destinations: configured ones and those with rows, with depth and dead letters.
@@ -139,6 +144,10 @@ pub enum CtlCommand {
     /// An org's audit chain: verify it, show its last rows.
     #[command(subcommand)]
     Audit(admin::AuditCommand),
+    /// Backups: save the cluster's state to a file (restore it with `raftlane restore`), or
+    /// have nodes snapshot now.
+    #[command(subcommand)]
+    Snapshot(backup::SnapshotCommand),
     /// Print shell completions for `raftlane` (e.g. `raftlane ctl completion bash >
     /// /etc/bash_completion.d/raftlane`).
     Completion { shell: clap_complete::Shell },
@@ -296,6 +305,42 @@ impl Conn {
         }
     }
 
+    /// The token's `Authorization` header, when there is a token.
+    fn auth_header(&self) -> Vec<(&'static str, String)> {
+        self.token
+            .iter()
+            .map(|t| ("authorization", format!("Bearer {t}")))
+            .collect()
+    }
+
+    /// `GET url` (one node, no retry) with the token, a 2xx body streamed into `sink`; see
+    /// `PeerClient::download`. The wait for each part of the answer is `--timeout`.
+    pub async fn download(
+        &self,
+        url: &str,
+        sink: &mut (dyn std::io::Write + Send),
+    ) -> Result<(StatusCode, hyper::HeaderMap, hyper::body::Bytes, u64), String> {
+        PeerClient::clone(&self.http)
+            .with_timeout(self.timeout)
+            .download(url, &self.auth_header(), sink)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// `POST url` with an empty body at one node, no retry; its JSON answer, or its error.
+    pub async fn post_to(&self, url: &str) -> Result<Value, CtlError> {
+        let (status, _, body) = self
+            .http
+            .call(Method::POST, url, &self.auth_header(), Vec::new())
+            .await
+            .map_err(|e| CtlError::Unreachable(format!("{url}: {e}")))?;
+        if !status.is_success() {
+            return Err(api_error(status.as_u16(), &body));
+        }
+        serde_json::from_slice(&body)
+            .map_err(|e| CtlError::Failed(format!("unexpected answer from {url}: {e}")))
+    }
+
     /// One call to one node, no retry: its status, headers and JSON body (`Null` when empty or
     /// not JSON). `auth`: send the token.
     pub async fn probe(
@@ -304,10 +349,7 @@ impl Conn {
         path: &str,
         auth: bool,
     ) -> Result<(StatusCode, hyper::HeaderMap, Value), String> {
-        let mut headers = Vec::new();
-        if let (true, Some(token)) = (auth, &self.token) {
-            headers.push(("authorization", format!("Bearer {token}")));
-        }
+        let headers = if auth { self.auth_header() } else { Vec::new() };
         let url = format!("{endpoint}{path}");
         let (status, head, body) = self
             .http
@@ -350,6 +392,7 @@ async fn dispatch(conn: &Conn, command: CtlCommand) -> Result<(), CtlError> {
     match command {
         CtlCommand::Status => cluster::status(conn).await,
         CtlCommand::Member(c) => cluster::member(conn, c).await,
+        CtlCommand::Leader(c) => cluster::leader(conn, c).await,
         CtlCommand::Channels => pipeline::channels(conn).await,
         CtlCommand::Destinations => pipeline::destinations(conn).await,
         CtlCommand::Lanes => pipeline::lanes(conn).await,
@@ -359,8 +402,14 @@ async fn dispatch(conn: &Conn, command: CtlCommand) -> Result<(), CtlError> {
         CtlCommand::Config(c) => admin::config(conn, c).await,
         CtlCommand::Approvals(c) => admin::approvals(conn, c).await,
         CtlCommand::Audit(c) => admin::audit(conn, c).await,
+        CtlCommand::Snapshot(c) => backup::snapshot(conn, c).await,
         CtlCommand::Completion { .. } => Ok(()),
     }
+}
+
+/// The error an API answer with a non-success `status` and `body` stands for.
+pub fn api_error(status: u16, body: &[u8]) -> CtlError {
+    CtlError::from(ClientError::from_response(status, body))
 }
 
 /// `key=value` pairs as a query string (values percent-encoded), `""` when there are none.

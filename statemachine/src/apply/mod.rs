@@ -2,7 +2,7 @@
 //!
 //! The path of an entry: [`entry`] unpacks a [`Batch`](crate::wire::command::Batch)
 //! ([`batch`]); each envelope goes through [`request`] (a request id already answered gets its
-//! answer back), then [`command`]: the clock is clamped, a [`Ctx`] is built, [`dispatch`] hands
+//! answer back), then [`single`]: the clock is clamped, a [`Ctx`] is built, [`dispatch`] hands
 //! the command to its own [`Apply`] implementation, and a rejection rolls back everything the
 //! command wrote.
 //!
@@ -32,6 +32,7 @@ pub(crate) mod retention;
 pub(crate) mod retention_page;
 pub mod rewrite;
 pub(crate) mod sessions;
+pub(crate) mod single;
 pub(crate) mod state;
 pub(crate) mod users;
 
@@ -40,7 +41,6 @@ pub use context::{ApplyError, ApplyResult};
 
 use crate::model::meta::MetaState;
 use crate::storage::{Store, StoreError, Txn};
-use crate::tables::Db;
 use crate::wire::command::{Command, Envelope};
 use crate::wire::outcome::Response;
 
@@ -55,41 +55,5 @@ pub(crate) fn entry<'s>(
     match &envelope.command {
         Command::Batch(batch) => batch::apply_group(txn, meta, index, &batch.commands),
         _ => request::once(txn, meta, index, index, envelope),
-    }
-}
-
-/// Apply one command under operation id `op`: its time is fixed first (the proposer's clock
-/// clamped monotonic, or a test client's exact time: [`client_clock::time_of`]); a rejection
-/// rolls back everything it wrote.
-pub(crate) fn command<'s>(
-    txn: &mut Txn<'s, dyn Store + 's>,
-    meta: &mut MetaState,
-    op: u64,
-    envelope: &Envelope,
-) -> Result<Response, StoreError> {
-    let saved_meta = meta.clone();
-    let cp = txn.checkpoint();
-    let (t, command) = client_clock::time_of(meta, envelope);
-    let result = {
-        let mut cx = Ctx {
-            db: Db { txn, meta, t },
-            index: op,
-            actor: &envelope.actor,
-            operator: false,
-        };
-        dispatch::dispatch(&mut cx, command)
-    };
-    match result {
-        Ok(outcome) => {
-            txn.release(cp);
-            Ok(Ok(outcome))
-        }
-        Err(ApplyError::Rejected(r)) => {
-            // A rejection changes nothing, not even the clock: "bad input changes nothing".
-            txn.rollback(cp);
-            *meta = saved_meta;
-            Ok(Err(r))
-        }
-        Err(ApplyError::Store(e)) => Err(e),
     }
 }

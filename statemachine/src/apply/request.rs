@@ -58,7 +58,7 @@ pub(crate) fn once<'s>(
     envelope: &Envelope,
 ) -> Result<Response, StoreError> {
     let Some(id) = envelope.request_id.as_deref() else {
-        return super::command(txn, meta, op, envelope);
+        return super::single::command(txn, meta, op, envelope);
     };
     if let Err(r) = check_id(id) {
         return Ok(Err(r));
@@ -79,7 +79,7 @@ pub(crate) fn once<'s>(
             response: Box::new(record.response),
         }));
     }
-    let response = super::command(txn, meta, op, envelope)?;
+    let response = super::single::command(txn, meta, op, envelope)?;
     if response.is_ok() {
         let record = RequestRecord {
             index: log_index,

@@ -3,7 +3,7 @@
 //! [`crate::rules::fifo`].
 
 use crate::model::ids::Millis;
-use crate::model::row::Stage;
+use crate::model::stage::Stage;
 use serde::{Deserialize, Serialize};
 
 /// `"{stage}:{name}"` as a type.

@@ -19,5 +19,6 @@ pub mod response;
 pub mod retention;
 pub mod row;
 pub mod session;
+pub mod stage;
 pub mod state;
 pub mod user;

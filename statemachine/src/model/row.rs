@@ -2,6 +2,7 @@
 
 use crate::model::ids::{Fence, MessageId, Millis, RowId};
 use crate::model::lane::LaneKey;
+pub use crate::model::stage::Stage;
 use serde::{Deserialize, Serialize};
 
 /// When a claim could next hand out a row, as a read of the state sees it: what a claim that
@@ -18,38 +19,6 @@ pub enum ClaimChance {
     OnChange,
     /// Too costly to tell (many due rows the claim's filters skip): only the claim can say.
     Unknown,
-}
-
-/// The four pipeline stages a work row can sit in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stage {
-    Ingress,
-    Routed,
-    Outbound,
-    Response,
-}
-
-impl Stage {
-    pub const ALL: [Stage; 4] = [Self::Ingress, Self::Routed, Self::Outbound, Self::Response];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ingress => "ingress",
-            Self::Routed => "routed",
-            Self::Outbound => "outbound",
-            Self::Response => "response",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|v| v.as_str() == s)
-    }
-
-    /// One byte for ordered keys.
-    pub fn tag(self) -> u8 {
-        self as u8
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -44,6 +44,8 @@ from .errors import (
 )
 from .types import (
     Ack,
+    Backup,
+    LeaderTransferred,
     Approval,
     ApprovalCreated,
     ApprovalDecided,
@@ -1825,6 +1827,39 @@ class Client:
         """The current node builds a snapshot covering everything it has applied (unless its
         current one does) and answers the index it covers. Admin tokens only."""
         return await self._call(SnapshotTaken, "POST", "/v1/cluster/snapshot")
+
+    @_route("get", "/v1/cluster/snapshot")
+    async def backup(self, path: str | os.PathLike[str]) -> Backup:
+        """Save a backup of the cluster to ``path`` (admin): the answering node catches up with
+        the leader's commit, snapshots and sends the file, which holds every write acknowledged
+        before the call. Written to ``path + ".part"`` (mode 0600: it holds every message), then
+        renamed. The file passes through memory here; for a large state use ``raftlane ctl
+        snapshot save``, which streams it and checks its SHA-256. Restore: ``raftlane restore``."""
+        r = await self._send("GET", "/v1/cluster/snapshot")
+        target = os.fspath(path)
+        part = target + ".part"
+        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(r.content)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(part, target)
+        try:
+            index = int(r.headers.get("x-raftlane-snapshot-index", ""))
+            node_id = int(r.headers.get("x-raftlane-node-id", ""))
+        except ValueError as e:
+            raise DecodeError(f"GET /v1/cluster/snapshot: bad backup headers: {e}") from e
+        return Backup(path=target, index=index, node_id=node_id, bytes=len(r.content))
+
+    @_route("post", "/v1/cluster/leader", body=("to",), answer=LeaderTransferred)
+    async def transfer_leader(self, to: int | None = None) -> LeaderTransferred:
+        """Hand leadership to voter ``to`` (``None``: the voter whose log reaches furthest); the
+        leader holds new writes until it has caught up, then it is elected. Admin tokens only;
+        a voter that cannot take it, or a transfer that did not happen, is a 400/409 naming
+        ``to``."""
+        return await self._call(
+            LeaderTransferred, "POST", "/v1/cluster/leader", json=_drop_none({"to": to})
+        )
 
     @_route("post", "/v1/cluster/learners", body=("id", "addr"))
     async def add_learner(self, node_id: int, addr: str) -> None:

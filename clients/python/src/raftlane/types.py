@@ -638,10 +638,31 @@ class StateDigest:
 
 
 @dataclass(frozen=True)
+class LeaderTransferred:
+    """``POST /v1/cluster/leader``: the leader once the transfer is done, as the answering node
+    sees it."""
+
+    leader_id: int | None = None
+
+
+@dataclass(frozen=True)
 class SnapshotTaken:
     node_id: int
     #: The last log index the node's snapshot covers.
     index: int
+
+
+@dataclass(frozen=True)
+class Backup:
+    """A backup :meth:`raftlane.Client.backup` wrote (``GET /v1/cluster/snapshot``)."""
+
+    path: str
+    #: The last log index the backup reflects (its ``x-raftlane-snapshot-index`` header).
+    index: int
+    #: The node that served it.
+    node_id: int
+    #: The file's size.
+    bytes: int
 
 
 @dataclass(frozen=True)

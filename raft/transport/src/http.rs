@@ -58,9 +58,71 @@ impl PeerClient {
         }
     }
 
+    /// The same transport (and connection pool) with another per-call timeout.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
     /// Whether every call goes over TLS.
     pub fn is_tls(&self) -> bool {
         self.always_tls
+    }
+
+    /// `GET url` and write a 2xx answer's body to `sink` as it arrives, without holding it
+    /// (a backup can be larger than memory). The timeout bounds the wait for the answer and
+    /// then each wait for more of the body, not the whole transfer. Any other status: its body
+    /// is collected and returned, and `sink` is not written. Answers the status, the headers,
+    /// that body (empty on success) and the bytes written.
+    pub async fn download(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        sink: &mut (dyn std::io::Write + Send),
+    ) -> Result<(StatusCode, hyper::HeaderMap, Bytes, u64), PeerError> {
+        let url = self.upgrade(url);
+        let mut builder = Request::builder().method(Method::GET).uri(url.as_str());
+        for (k, v) in headers {
+            builder = builder.header(*k, v);
+        }
+        let req = builder
+            .body(Full::new(Bytes::new()))
+            .map_err(|e| PeerError::Request(e.to_string()))?;
+        let resp = tokio::time::timeout(self.timeout, self.client.request(req))
+            .await
+            .map_err(|_| PeerError::Timeout)?
+            .map_err(|e| PeerError::Unreachable(error_chain(&e)))?;
+        let (parts, mut body) = resp.into_parts();
+        if !parts.status.is_success() {
+            let bytes = tokio::time::timeout(self.timeout, body.collect())
+                .await
+                .map_err(|_| PeerError::Timeout)?
+                .map_err(|e| PeerError::Unreachable(e.to_string()))?
+                .to_bytes();
+            return Ok((parts.status, parts.headers, bytes, 0));
+        }
+        let mut written = 0u64;
+        loop {
+            let frame = tokio::time::timeout(self.timeout, body.frame())
+                .await
+                .map_err(|_| PeerError::Timeout)?;
+            let Some(frame) = frame else { break };
+            let frame = frame.map_err(|e| PeerError::Unreachable(error_chain(&e)))?;
+            if let Ok(data) = frame.into_data() {
+                sink.write_all(&data)
+                    .map_err(|e| PeerError::Request(format!("cannot write the download: {e}")))?;
+                written += data.len() as u64;
+            }
+        }
+        Ok((parts.status, parts.headers, Bytes::new(), written))
+    }
+
+    /// `url` with `http://` upgraded to `https://` when every call goes over TLS.
+    fn upgrade(&self, url: &str) -> String {
+        match url.strip_prefix("http://") {
+            Some(rest) if self.always_tls => format!("https://{rest}"),
+            _ => url.to_string(),
+        }
     }
 
     /// Send a request and collect the response body.
@@ -71,15 +133,8 @@ impl PeerClient {
         headers: &[(&str, String)],
         body: Vec<u8>,
     ) -> Result<(StatusCode, hyper::HeaderMap, Bytes), PeerError> {
-        let upgraded;
-        let url = match url.strip_prefix("http://") {
-            Some(rest) if self.always_tls => {
-                upgraded = format!("https://{rest}");
-                upgraded.as_str()
-            }
-            _ => url,
-        };
-        let mut builder = Request::builder().method(method).uri(url);
+        let url = self.upgrade(url);
+        let mut builder = Request::builder().method(method).uri(url.as_str());
         for (k, v) in headers {
             builder = builder.header(*k, v);
         }
