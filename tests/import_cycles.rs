@@ -186,7 +186,10 @@ fn reexports_of(code: &str) -> BTreeMap<String, Vec<String>> {
             for item in expand(&tree) {
                 let (path, name) = match item.split_once('@') {
                     Some((p, a)) => (p.to_string(), a.to_string()),
-                    None => (item.clone(), item.rsplit("::").next().unwrap_or("").to_string()),
+                    None => (
+                        item.clone(),
+                        item.rsplit("::").next().unwrap_or("").to_string(),
+                    ),
                 };
                 let mut segments: Vec<String> = path.split("::").map(str::to_string).collect();
                 if !matches!(segments[0].as_str(), "crate" | "super" | "self") {
@@ -334,7 +337,10 @@ fn referenced_paths(code: &str) -> Vec<Vec<String>> {
     // Child modules are in scope by their names (`mod config_cas;` then `config_cas::run()`).
     for (at, _) in code.match_indices("mod ") {
         let boundary = at == 0 || !is_ident(code[..at].chars().last().unwrap_or(' '));
-        let name: String = code[at + 4..].chars().take_while(|c| is_ident(*c)).collect();
+        let name: String = code[at + 4..]
+            .chars()
+            .take_while(|c| is_ident(*c))
+            .collect();
         let declared = code[at + 4 + name.len()..].trim_start().starts_with(';');
         if boundary && declared && !name.is_empty() {
             aliases
@@ -459,11 +465,20 @@ fn crate_sources(root: &Path) -> Vec<PathBuf> {
 fn describe(krate: &Crate, circle: &[PathBuf]) -> String {
     let graph = krate.graph();
     let inside: BTreeSet<&PathBuf> = circle.iter().collect();
-    let rel = |p: &PathBuf| p.strip_prefix(&krate.root).unwrap_or(p).display().to_string();
+    let rel = |p: &PathBuf| {
+        p.strip_prefix(&krate.root)
+            .unwrap_or(p)
+            .display()
+            .to_string()
+    };
     circle
         .iter()
         .map(|f| {
-            let to: Vec<String> = graph[f].iter().filter(|t| inside.contains(t)).map(rel).collect();
+            let to: Vec<String> = graph[f]
+                .iter()
+                .filter(|t| inside.contains(t))
+                .map(rel)
+                .collect();
             format!("  {} -> {}", rel(f), to.join(", "))
         })
         .collect::<Vec<_>>()
@@ -505,7 +520,10 @@ fn the_check_finds_a_circle_through_groups_aliases_and_super() {
         ("b.rs", "use crate::c;\nfn g() { c::inner::h(); }"),
         ("c/mod.rs", "pub mod inner;"),
         ("c/inner.rs", "fn h() { super::super::a::f(); }"),
-        ("d.rs", "// use crate::a; (a comment, not an import)\npub fn x() {}"),
+        (
+            "d.rs",
+            "// use crate::a; (a comment, not an import)\npub fn x() {}",
+        ),
     ]);
     let found = circles(&krate.graph());
     assert_eq!(found.len(), 1, "{found:?}");
@@ -519,7 +537,10 @@ fn the_check_finds_a_circle_through_groups_aliases_and_super() {
     // `crate::p::Ctx` (defined in `p/ctx.rs`) while `p/mod.rs` calls into `p/a.rs` is no circle.
     let krate = Crate::from_sources(&[
         ("lib.rs", "pub mod p;"),
-        ("p/mod.rs", "mod a; mod ctx;\npub(crate) use ctx::{Ctx, Other as O};\nfn f() { a::g(); }"),
+        (
+            "p/mod.rs",
+            "mod a; mod ctx;\npub(crate) use ctx::{Ctx, Other as O};\nfn f() { a::g(); }",
+        ),
         ("p/a.rs", "use crate::p::{Ctx, O};\npub fn g() {}"),
         ("p/ctx.rs", "pub struct Ctx; pub struct Other;"),
     ]);
@@ -529,7 +550,10 @@ fn the_check_finds_a_circle_through_groups_aliases_and_super() {
     let krate = Crate::from_sources(&[
         ("lib.rs", "pub mod a; pub mod b;"),
         ("a.rs", "use crate::b::B;"),
-        ("b.rs", "pub struct B;\n#[cfg(test)]\nmod tests { use crate::a; }"),
+        (
+            "b.rs",
+            "pub struct B;\n#[cfg(test)]\nmod tests { use crate::a; }",
+        ),
     ]);
     assert!(circles(&krate.graph()).is_empty());
 }

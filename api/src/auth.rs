@@ -3,16 +3,16 @@
 //! Tokens are never stored: the state holds SHA-256 hashes (docs/SPEC.md §9.1), and the
 //! bootstrap admin token is compared by hash too, in constant time.
 
-use crate::state::AppState;
-use crate::tokens::{ct_eq, sha256_hex};
 use crate::backend;
 use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+use crate::tokens::{ct_eq, sha256_hex};
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
+use raftlane_statemachine::model::ids::ApprovalId;
 use raftlane_statemachine::model::principal::Role;
 use raftlane_statemachine::wire::command::AsOperator;
 use raftlane_statemachine::Command;
-use raftlane_statemachine::model::ids::ApprovalId;
 use raftlane_statemachine::Envelope;
 use std::sync::Arc;
 
@@ -326,7 +326,6 @@ pub fn namespace_channel(ns: &str) -> Option<&str> {
 
 /// The name the bootstrap admin token acts under (in audit rows, approvals, request ids).
 pub const BOOTSTRAP_ADMIN: &str = "admin";
-
 
 /// The request's `Raftlane-Approval` header: `None` when absent, 400 naming it when it is not an
 /// approval id.

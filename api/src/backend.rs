@@ -249,7 +249,11 @@ pub trait Backend: Send + Sync + 'static {
     /// happen, is `MembershipRule` naming `to`.
     fn transfer_leader(&self, to: Option<u64>) -> BoxFuture<'_, Result<(), ProposeError>> {
         let _ = to;
-        Box::pin(async { Err(ProposeError::Refused("this node has no leader to transfer".into())) })
+        Box::pin(async {
+            Err(ProposeError::Refused(
+                "this node has no leader to transfer".into(),
+            ))
+        })
     }
 
     /// `Err(reason)` while the node should not take traffic (no leader known, failed self-check).

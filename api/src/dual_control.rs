@@ -13,10 +13,10 @@
 
 mod config_change;
 
-use crate::state::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::routes::{propose, unexpected};
+use crate::state::AppState;
 use axum::http::StatusCode;
 use raftlane_statemachine::wire::command::{Command, ConsumeApproval};
 use raftlane_statemachine::wire::outcome::Outcome;

@@ -17,10 +17,10 @@
 //! `unauthorized`): why (which node a call was signed for, how far the clocks are apart) is
 //! logged here at WARN, never answered.
 
-use crate::extract::body_error;
-use crate::state::AppState;
 use crate::backend::{MembershipChange, ProposeError};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::body_error;
+use crate::state::AppState;
 use crate::write::relay::MAX_ENVELOPES;
 use crate::write::signing::{
     LEGACY_SECRET_HEADER, PATH_MEMBERSHIP, PATH_PROPOSE, PATH_PROPOSE_BATCH, PATH_READ_INDEX,
@@ -56,7 +56,12 @@ fn check_head<'a>(
     }
     let header = headers.get(AUTH_HEADER).and_then(|v| v.to_str().ok());
     let head = auth
-        .check_head(header, path, state.backend.node_id(), crate::clock::now_ms())
+        .check_head(
+            header,
+            path,
+            state.backend.node_id(),
+            crate::clock::now_ms(),
+        )
         .map_err(|e| refused(path, e))?;
     Ok((auth, head))
 }

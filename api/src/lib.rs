@@ -49,8 +49,8 @@ pub mod ui;
 pub mod wait;
 pub mod write;
 
-pub use router::router;
-pub use state::{ApiConfig, AppState};
 pub use backend::{Backend, LocalBackend, ProposeError};
 pub use error::ApiError;
+pub use router::router;
+pub use state::{ApiConfig, AppState};
 pub use write::{Proposer, WriteError};

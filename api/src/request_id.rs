@@ -20,8 +20,8 @@
 //! clock), while its request does not. A node-drawn id needs no fingerprint: nobody else can
 //! send it.
 
-use crate::state::AppState;
 use crate::error::ApiError;
+use crate::state::AppState;
 use axum::extract::{Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method};

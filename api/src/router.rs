@@ -15,9 +15,7 @@ use std::sync::Arc;
 pub fn router(state: Arc<AppState>, extra: Router) -> Router {
     let limit = state.max_body_bytes;
     if let serde_json::Value::Object(doc) = openapi_document() {
-        let _ = state
-            .openapi
-            .set(raftlane_contract::OpenApiDocument(doc));
+        let _ = state.openapi.set(raftlane_contract::OpenApiDocument(doc));
     }
     let mut app: Router<Arc<AppState>> = Router::new();
     for route in api_routes() {

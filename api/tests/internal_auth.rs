@@ -7,8 +7,8 @@
 //! offset, no expected value.
 
 use axum::http::Method;
-use raftlane_api::clock::now_ms;
 use raftlane_api::backend::MembershipChange;
+use raftlane_api::clock::now_ms;
 use raftlane_api::write::signing::{
     signature, LEGACY_SECRET_HEADER, PATH_MEMBERSHIP, PATH_PROPOSE, PATH_READ_INDEX,
 };

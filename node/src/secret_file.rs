@@ -29,8 +29,10 @@ pub fn write(path: &Path, secret: &str) -> anyhow::Result<()> {
     tighten(path)
 }
 
+/// Create or truncate `path` with mode 0600 (on creation; a file that existed keeps its mode
+/// until [`write`] tightens it). Also what `raftlane ctl snapshot save` writes a backup to.
 #[cfg(unix)]
-fn open_private(path: &Path) -> std::io::Result<std::fs::File> {
+pub fn open_private(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .write(true)
@@ -41,7 +43,7 @@ fn open_private(path: &Path) -> std::io::Result<std::fs::File> {
 }
 
 #[cfg(not(unix))]
-fn open_private(path: &Path) -> std::io::Result<std::fs::File> {
+pub fn open_private(path: &Path) -> std::io::Result<std::fs::File> {
     std::fs::File::create(path)
 }
 

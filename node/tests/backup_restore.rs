@@ -47,10 +47,37 @@ fn enqueue(addr: &str, channel: &str, n: usize) -> Option<(u64, u64)> {
 }
 
 fn message_exists(addr: &str, id: u64) -> bool {
-    let (status, body) = http(addr, "GET", &format!("/v1/messages/{id}"), None)
-        .unwrap_or((0, String::new()));
+    let (status, body) =
+        http(addr, "GET", &format!("/v1/messages/{id}"), None).unwrap_or((0, String::new()));
     assert!(status == 200 || status == 404, "{status} {body}");
     status == 200
+}
+
+/// `raftlane restore` of `from` into `dir` as node `id` of `peers`: the state digest and index
+/// it reports.
+fn restore(from: &Path, dir: &Path, id: u64, peers: &str) -> (String, u64) {
+    let out = raftlane(&[
+        "restore",
+        "--from",
+        from.to_str().unwrap(),
+        "--data-dir",
+        dir.to_str().unwrap(),
+        "--id",
+        &id.to_string(),
+        "--peers",
+        peers,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let said = text(&out.stdout);
+    let after = |marker: &str| -> String {
+        said.split(marker)
+            .nth(1)
+            .and_then(|d| d.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no {marker:?} in {said}"))
+            .to_string()
+    };
+    let index = after(": index ").parse().expect("an index");
+    (after("state digest "), index)
 }
 
 /// Three `raftlane node` processes, killed when dropped.
@@ -130,7 +157,14 @@ fn a_backup_taken_under_load_restores_into_a_new_cluster_that_serves_and_writes(
     let backup = root.join("cluster.backup");
     let backup_s = backup.to_str().unwrap();
     let out = raftlane(&[
-        "ctl", "--endpoints", &dev.endpoints, "--token", ADMIN, "--json", "snapshot", "save",
+        "ctl",
+        "--endpoints",
+        &dev.endpoints,
+        "--token",
+        ADMIN,
+        "--json",
+        "snapshot",
+        "save",
         backup_s,
     ]);
     std::thread::sleep(Duration::from_millis(300));
@@ -151,6 +185,50 @@ fn a_backup_taken_under_load_restores_into_a_new_cluster_that_serves_and_writes(
         during.len()
     );
     assert!(!root.join("cluster.backup.part").exists());
+
+    // Once the writes stop, a backup holds exactly the state the cluster has at its index: a
+    // restore of it reports the digest the leader reports at that index.
+    let mut compared = false;
+    for attempt in 0..5 {
+        let quiet = root.join(format!("quiet{attempt}.backup"));
+        let out = raftlane(&[
+            "ctl",
+            "--endpoints",
+            &dev.endpoints,
+            "--token",
+            ADMIN,
+            "--json",
+            "snapshot",
+            "save",
+            quiet.to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let saved: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let node = saved["node_id"].as_u64().expect("the node that served it");
+        let addr = format!("127.0.0.1:{}", dev.first_port() + node as u16 - 1);
+        let (_, body) = http(&addr, "GET", "/v1/cluster/digest", None).unwrap();
+        let live: serde_json::Value = serde_json::from_str(&body).unwrap();
+        if live["last_applied"] != saved["index"] {
+            continue; // a timer's entry came in between: try again
+        }
+        let (restored, _) = restore(
+            &quiet,
+            &root.join(format!("scratch{attempt}")),
+            1,
+            "1=127.0.0.1:1",
+        );
+        assert_eq!(
+            Some(restored.as_str()),
+            live["digest"].as_str(),
+            "{live} {saved}"
+        );
+        compared = true;
+        break;
+    }
+    assert!(
+        compared,
+        "the cluster never stood still long enough to compare digests"
+    );
     drop(dev);
 
     // A damaged copy is refused before anything is written.
@@ -185,47 +263,58 @@ fn a_backup_taken_under_load_restores_into_a_new_cluster_that_serves_and_writes(
     // The file itself restores, once per node.
     let mut digests = Vec::new();
     for id in 1..=3 {
-        let dir = root.join(format!("restored{id}"));
-        let out = raftlane(&[
-            "restore",
-            "--from",
-            backup_s,
-            "--data-dir",
-            dir.to_str().unwrap(),
-            "--id",
-            &id.to_string(),
-            "--peers",
-            &peers,
-        ]);
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-        let said = text(&out.stdout);
-        assert!(said.contains(&format!("index {index} ")), "{said}");
-        let digest = said
-            .split("state digest ")
-            .nth(1)
-            .and_then(|d| d.split_whitespace().next())
-            .unwrap_or_else(|| panic!("no digest in {said}"))
-            .to_string();
+        let (digest, at) = restore(&backup, &root.join(format!("restored{id}")), id, &peers);
+        assert_eq!(at, index);
         digests.push(digest);
     }
     assert!(digests.windows(2).all(|w| w[0] == w[1]), "{digests:?}");
 
     // A second restore into a data directory that holds a node is refused.
     let out = raftlane(&[
-        "restore", "--from", backup_s, "--data-dir",
-        root.join("restored1").to_str().unwrap(), "--id", "1", "--peers", &peers,
+        "restore",
+        "--from",
+        backup_s,
+        "--data-dir",
+        root.join("restored1").to_str().unwrap(),
+        "--id",
+        "1",
+        "--peers",
+        &peers,
     ]);
     assert_eq!(out.status.code(), Some(73), "{}", text(&out.stderr));
 
     let _nodes = start_restored(root, &peers, &addrs);
-    // Same state as the backup: each node's digest at the backup's index, unless a new entry
-    // already changed it (the new leader's first entry changes no state).
-    for addr in &addrs {
-        let (status, body) = http(addr, "GET", "/v1/cluster/digest", None).unwrap();
-        assert_eq!(status, 200, "{body}");
-        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-        assert_eq!(v["digest"].as_str(), Some(digests[0].as_str()), "{v}");
-        assert!(v["last_applied"].as_u64().unwrap() >= index, "{v}");
+    // The restored replicas agree: equal digests at equal indexes, from the backup's index on.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let seen: Vec<serde_json::Value> = addrs
+            .iter()
+            .map(|a| {
+                let (status, body) = http(a, "GET", "/v1/cluster/digest", None).unwrap();
+                assert_eq!(status, 200, "{body}");
+                serde_json::from_str(&body).unwrap()
+            })
+            .collect();
+        assert!(
+            seen.iter()
+                .all(|v| v["last_applied"].as_u64().unwrap() >= index),
+            "{seen:?}"
+        );
+        let same_index = seen
+            .windows(2)
+            .all(|w| w[0]["last_applied"] == w[1]["last_applied"]);
+        if same_index {
+            assert!(
+                seen.windows(2).all(|w| w[0]["digest"] == w[1]["digest"]),
+                "{seen:?}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the replicas never met at one index: {seen:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
     }
     for (id, _) in &before {
         assert!(message_exists(&addrs[0], *id), "message {id} lost");
@@ -241,9 +330,19 @@ fn a_backup_taken_under_load_restores_into_a_new_cluster_that_serves_and_writes(
     let (id, _) = enqueue(&addrs[2], "bk-after", 0).expect("a write to the restored cluster");
     let deadline = Instant::now() + Duration::from_secs(10);
     while !addrs.iter().all(|a| {
-        http(a, "GET", &format!("/v1/messages/{id}?consistency=stale"), None).map(|r| r.0) == Some(200)
+        http(
+            a,
+            "GET",
+            &format!("/v1/messages/{id}?consistency=stale"),
+            None,
+        )
+        .map(|r| r.0)
+            == Some(200)
     }) {
-        assert!(Instant::now() < deadline, "the new write did not reach every node");
+        assert!(
+            Instant::now() < deadline,
+            "the new write did not reach every node"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }

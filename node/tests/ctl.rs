@@ -237,7 +237,10 @@ fn ctl_leader_transfer_moves_leadership_and_names_a_bad_target() {
     let cwd = root.path();
     let e = dev.endpoints.as_str();
     let status = |cwd: &Path| -> serde_json::Value {
-        let out = ctl(cwd, &["--endpoints", e, "--token", ADMIN, "status", "--json"]);
+        let out = ctl(
+            cwd,
+            &["--endpoints", e, "--token", ADMIN, "status", "--json"],
+        );
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         serde_json::from_slice(&out.stdout).unwrap()
     };
@@ -271,7 +274,16 @@ fn ctl_leader_transfer_moves_leadership_and_names_a_bad_target() {
     // A node that is no voter: 400 naming `to`, exit 1.
     let out = ctl(
         cwd,
-        &["--endpoints", e, "--token", ADMIN, "leader", "transfer", "--to", "9"],
+        &[
+            "--endpoints",
+            e,
+            "--token",
+            ADMIN,
+            "leader",
+            "transfer",
+            "--to",
+            "9",
+        ],
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     assert!(

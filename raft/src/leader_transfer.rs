@@ -59,7 +59,10 @@ impl RaftNode {
         }
         let is_voter = {
             let m = self.raft().metrics().borrow().clone();
-            m.membership_config.membership().voter_ids().any(|v| v == to)
+            m.membership_config
+                .membership()
+                .voter_ids()
+                .any(|v| v == to)
         };
         if !is_voter {
             return Err(TransferError::Refused(format!("node {to} is not a voter")));

@@ -18,18 +18,18 @@
 //!
 //! # Modules, one job each
 //! [`types`] (openraft type config), [`log_store`], [`sm_adapter`], [`snapshot`] (file format),
-//! [`auth`] (cluster-secret HMAC), [`clock`] (the cluster's time the leader stamps), [`wire`] (paths and encoding), [`network`] (client),
-//! [`server`] (hyper service), [`node`] ([`RaftNode`] handle), [`cluster`] (bootstrap and
-//! membership), [`membership_rules`] (what a membership change must not do), [`learners`]
-//! and [`learner_removal`] (a learner that cannot catch up is removed), [`start`] (opening the
-//! stores and starting a node's tasks), [`timers`] (leader-only housekeeping), `quorum` (check-quorum: a leader no
-//! majority answers acts as none), `replay` (progress of the replay after a restart),
-//! [`config`], [`durable_mark`] (a damaged log is refused, not silently shortened), [`rejoin`]
-//! (`--rejoin`: wipe the node's copy, keeping its vote), [`restore`] (a new cluster's node
-//! laid down from a backup), [`storage_latency`] (the log's fsync
-//! times, slow ones logged), [`storage_health`] (how a node judges its log storage), [`slow_storage`]
-//! (a leader on a slow disk hands leadership to a healthy voter) and [`leader_transfer`] (how
-//! leadership is handed over, for it and for an operator).
+//! [`auth`] (cluster-secret HMAC), [`clock`] (the cluster's time the leader stamps), [`wire`]
+//! (paths and encoding), [`network`] (client), [`server`] (hyper service), [`node`] ([`RaftNode`]
+//! handle), [`cluster`] (bootstrap and membership), [`membership_rules`] (what a membership change
+//! must not do), [`learners`] and [`learner_removal`] (a learner that cannot catch up is removed),
+//! [`start`] (opening the stores and starting a node's tasks), [`timers`] (leader-only
+//! housekeeping), `quorum` (check-quorum: a leader no majority answers acts as none), `replay`
+//! (progress of the replay after a restart), [`config`], [`durable_mark`] (a damaged log is
+//! refused, not silently shortened), [`rejoin`] (`--rejoin`: wipe the node's copy, keeping its
+//! vote), [`restore`] (a new cluster's node laid down from a backup), [`storage_latency`] (the
+//! log's fsync times, slow ones logged), [`storage_health`] (how a node judges its log storage),
+//! [`slow_storage`] (a leader on a slow disk hands leadership to a healthy voter) and
+//! [`leader_transfer`] (how leadership is handed over, for it and for an operator).
 
 // openraft's `StorageError` (224 bytes) is the error type its storage traits prescribe; boxing
 // it in our own helpers would only add conversions at every trait boundary.
@@ -50,8 +50,8 @@ pub mod network;
 pub mod node;
 mod quorum;
 pub mod rejoin;
-pub mod restore;
 mod replay;
+pub mod restore;
 pub mod server;
 pub mod slow_storage;
 pub mod sm_adapter;
@@ -69,6 +69,6 @@ pub use clock::{now_ms, ClockError, ClusterClock};
 pub use cluster::ClusterError;
 pub use config::{RaftNodeConfig, Tuning};
 pub use node::{CoreFailure, NodeError, NotLeader, RaftNode, ReadError, WriteError};
-pub use start::{StartError, StateDamage};
 pub use server::{serve_raft, RaftHttpService};
+pub use start::{StartError, StateDamage};
 pub use types::{NodeId, TypeConfig};

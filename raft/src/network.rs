@@ -39,8 +39,8 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use openraft::{AnyError, RPCTypes, RaftNetwork, RaftNetworkFactory};
-use raftlane_transport::tls::ClientTls;
 use raftlane_transport::http::split_scheme;
+use raftlane_transport::tls::ClientTls;
 use serde::{de::DeserializeOwned, Serialize};
 use std::sync::Arc;
 use std::time::Duration;

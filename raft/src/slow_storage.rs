@@ -35,9 +35,7 @@
 
 use crate::node::{NodeInner, RaftNode};
 use crate::quorum::Lead;
-use crate::storage_health::{
-    successor, Sampler, COOL_DOWN, RETRY_AFTER, SAMPLE_EVERY, SLOW_FOR,
-};
+use crate::storage_health::{successor, Sampler, COOL_DOWN, RETRY_AFTER, SAMPLE_EVERY, SLOW_FOR};
 use crate::types::NodeId;
 use std::sync::atomic::Ordering;
 use std::sync::Weak;

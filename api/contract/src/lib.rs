@@ -44,8 +44,8 @@ pub use audit::{
 };
 pub use cluster::{
     Ack, ClusterStatus, Health, LeaderTransferRequest, LeaderTransferred, LearnerRequest, Member,
-    MembershipRequest, OpenApiDocument, Readiness, RemovedLearner, SnapshotTaken, StateDigest, SNAPSHOT_INDEX_HEADER,
-    SNAPSHOT_NODE_HEADER,
+    MembershipRequest, OpenApiDocument, Readiness, RemovedLearner, SnapshotTaken, StateDigest,
+    SNAPSHOT_INDEX_HEADER, SNAPSHOT_NODE_HEADER,
 };
 pub use config::{ConfigAnswer, ConfigWritten};
 pub use coordination::{

@@ -1,13 +1,13 @@
 //! Administration: transform state and reference reads/writes, retention, tokens.
 
 use super::{check_name, prepare_read, propose, read_covered, read_state, unexpected, ReadOpts};
-use crate::extract::{JsonBody, Path, Query};
-use crate::state::AppState;
 use crate::auth::{Caller, Permission};
-use crate::tokens::sha256_hex;
 use crate::backend;
 use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::{JsonBody, Path, Query};
+use crate::state::AppState;
+use crate::tokens::sha256_hex;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;

@@ -2,11 +2,11 @@
 //! the ones an engine names, dates and decides itself (`/v1/approvals/keyed`, §14.10).
 
 use super::{check_name, prepare_read, propose, unexpected, ReadOpts};
-use crate::extract::{JsonBody, Path, Query};
-use crate::state::AppState;
 use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::error::{ApiError, ApiResult};
+use crate::extract::{JsonBody, Path, Query};
+use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;

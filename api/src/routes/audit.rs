@@ -1,11 +1,11 @@
 //! The audit chain: append, list, anchor, verify (with an anchor held elsewhere), seal.
 
 use super::{check_name, prepare_read, propose, unexpected, ReadOpts};
-use crate::extract::{JsonBody, Query};
-use crate::state::AppState;
 use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::error::{ApiError, ApiResult};
+use crate::extract::{JsonBody, Query};
+use crate::state::AppState;
 use axum::extract::State;
 use axum::Json;
 use raftlane_contract::{

@@ -15,7 +15,8 @@ use axum::response::IntoResponse;
 use axum::Json;
 use raftlane_contract::{
     Ack, ClusterStatus, Health, LeaderTransferRequest, LeaderTransferred, LearnerRequest,
-    MembershipRequest, OpenApiDocument, Readiness, SnapshotTaken, StateDigest, SNAPSHOT_INDEX_HEADER, SNAPSHOT_NODE_HEADER,
+    MembershipRequest, OpenApiDocument, Readiness, SnapshotTaken, StateDigest,
+    SNAPSHOT_INDEX_HEADER, SNAPSHOT_NODE_HEADER,
 };
 use std::sync::Arc;
 

@@ -1,11 +1,11 @@
 //! The versioned configuration: read current or any version; replace with `If-Match`.
 
 use super::{propose, read_state, unexpected, ReadOpts};
-use crate::extract::{JsonBody, Path, Query};
-use crate::state::AppState;
 use crate::auth::{Caller, Permission};
 use crate::dual_control;
 use crate::error::{ApiError, ApiResult};
+use crate::extract::{JsonBody, Path, Query};
+use crate::state::AppState;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::Json;

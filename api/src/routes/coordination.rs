@@ -5,11 +5,11 @@
 //! another principal's node goes through `AsOperator`.
 
 use super::{check_name, prepare_read, propose, unexpected, ReadOpts};
-use crate::extract::{JsonBody, Path, Query, RawBody, parse_json_or_default};
-use crate::state::AppState;
 use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::error::ApiResult;
+use crate::extract::{parse_json_or_default, JsonBody, Path, Query, RawBody};
+use crate::state::AppState;
 use axum::extract::State;
 use axum::Json;
 use raftlane_contract::{

@@ -2,13 +2,13 @@
 //! opening reads and containing claimed rows whose payload no configured key can decrypt are
 //! the write path's: `crate::write::at_rest`, `crate::write::claim`.)
 
-use crate::extract::{RawBody, parse_json};
-use crate::state::AppState;
 use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::crypto::{self, Keyring};
 use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::{parse_json, RawBody};
+use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;

@@ -1,13 +1,13 @@
 //! Producing and reading messages; replay and dead letters.
 
 use super::{check_name, prepare_read, propose, read_covered, read_state, unexpected, ReadOpts};
-use crate::extract::{Path, Query, RawBody, body_error, parse_json, parse_json_or_default};
-use crate::state::AppState;
 use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::by_id::ById;
 use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::{body_error, parse_json, parse_json_or_default, Path, Query, RawBody};
+use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, StatusCode};

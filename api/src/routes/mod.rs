@@ -13,9 +13,9 @@ pub mod sessions;
 pub mod users;
 pub mod work;
 
-use crate::state::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
 use raftlane_statemachine::row::Stage;
 use raftlane_statemachine::{Command, Outcome};
 use serde::Deserialize;

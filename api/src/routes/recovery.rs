@@ -8,11 +8,11 @@
 //! lane leases, anyone else's only its own principal's. The sweeps are operators'.
 
 use super::{check_name, parse_stage, propose, unexpected};
-use crate::extract::{JsonBody, RawBody, parse_json_or_default};
-use crate::state::AppState;
 use crate::auth::{Caller, Permission};
 use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::{parse_json_or_default, JsonBody, RawBody};
+use crate::state::AppState;
 use axum::extract::State;
 use axum::Json;
 use raftlane_contract::{

@@ -3,10 +3,10 @@
 //! [`super::sessions`].
 
 use super::{check_name, propose, read_state, unexpected, ReadOpts};
-use crate::extract::{JsonBody, Path, Query, RawBody, parse_json, parse_json_or_default};
-use crate::state::AppState;
 use crate::auth::{Caller, Permission};
 use crate::error::{ApiError, ApiResult};
+use crate::extract::{parse_json, parse_json_or_default, JsonBody, Path, Query, RawBody};
+use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;

@@ -4,12 +4,12 @@ use super::{
     check_name, hide_foreign_fence, parse_stage, prepare_read, propose, read_covered,
     require_claim, unexpected, ReadOpts, CLAIM_OF_ANOTHER,
 };
-use crate::extract::{JsonBody, Path, Query, RawBody, parse_json, parse_json_or_default};
-use crate::state::AppState;
 use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::by_id::ById;
 use crate::error::{ApiError, ApiResult};
+use crate::extract::{parse_json, parse_json_or_default, JsonBody, Path, Query, RawBody};
+use crate::state::AppState;
 use crate::wait::{self, Seat};
 use crate::write::{claim, policy};
 use axum::extract::State;

@@ -4,8 +4,8 @@
 pub(crate) use axum::http::{HeaderMap, Method, StatusCode};
 pub(crate) use bytes::Bytes;
 pub(crate) use raftlane_api::clock::now_ms;
-pub(crate) use raftlane_api::route_table::api_routes;
 pub(crate) use raftlane_api::peer::PeerClient;
+pub(crate) use raftlane_api::route_table::api_routes;
 pub(crate) use raftlane_api::write::signing::LEGACY_SECRET_HEADER;
 pub(crate) use raftlane_api::{ApiConfig, ProposeError};
 pub(crate) use raftlane_client::contract::FifoEmptyReason;

@@ -37,7 +37,11 @@ async fn leader_first(conn: &Conn) -> Vec<String> {
     let seen = views(conn).await;
     let mut order: Vec<String> = seen
         .iter()
-        .filter(|v| v.cluster.as_ref().is_some_and(|c| c.leader_id == Some(c.node_id)))
+        .filter(|v| {
+            v.cluster
+                .as_ref()
+                .is_some_and(|c| c.leader_id == Some(c.node_id))
+        })
         .map(|v| v.endpoint.clone())
         .collect();
     for e in &conn.endpoints {
@@ -154,15 +158,20 @@ fn part_path(file: &Path) -> PathBuf {
     file.with_file_name(name)
 }
 
-/// Create (or truncate) `path` readable by its owner only: a backup holds every message.
+/// Create `path` readable by its owner only (a backup holds every message): a `.part` left
+/// by an earlier attempt is removed first, so the mode is always set on creation.
 fn create_private(path: &Path) -> Result<std::fs::File, CtlError> {
-    use std::os::unix::fs::OpenOptionsExt as _;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(CtlError::Usage(format!(
+                "cannot replace {}: {e}",
+                path.display()
+            )))
+        }
+    }
+    crate::secret_file::open_private(path)
         .map_err(|e| CtlError::Usage(format!("cannot create {}: {e}", path.display())))
 }
 

@@ -434,7 +434,9 @@ pub async fn leader(conn: &Conn, command: LeaderCommand) -> Result<(), CtlError>
     } else {
         match v["leader_id"].as_u64() {
             Some(id) => outln!("node {id} leads"),
-            None => outln!("leadership handed over; no leader seen yet (see `raftlane ctl status`)"),
+            None => {
+                outln!("leadership handed over; no leader seen yet (see `raftlane ctl status`)")
+            }
         }
     }
     Ok(())

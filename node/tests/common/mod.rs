@@ -45,6 +45,18 @@ pub struct Dev {
     pub first: String,
 }
 
+impl Dev {
+    /// The first node's port: node N listens on this plus N - 1.
+    #[allow(dead_code)]
+    pub fn first_port(&self) -> u16 {
+        self.first
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .expect("host:port")
+    }
+}
+
 impl Drop for Dev {
     fn drop(&mut self) {
         let _ = self.child.kill();
