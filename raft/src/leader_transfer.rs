@@ -67,6 +67,9 @@ impl RaftNode {
         if !is_voter {
             return Err(TransferError::Refused(format!("node {to} is not a voter")));
         }
+        // One change of the cluster's shape at a time: not while a learner is being added or
+        // the voters change (`cluster.rs` holds the same lock).
+        let _one_change = self.inner.membership_lock.lock().await;
         tracing::info!(id = self.id(), to, %reason, "transferring leadership");
         self.hand_leadership_to(to, reason, cool_down)
             .await

@@ -19,7 +19,8 @@
 //! is already in the state.
 //!
 //! The file is verified end to end before anything is written, and the data directory must
-//! hold no log, state or snapshot: a restore never overwrites a node.
+//! hold no log, state or snapshot: a restore never overwrites a node. A restore that fails
+//! part-way removes what it wrote, so no half node is left to start.
 
 use crate::log_store::{LogStore, OpenError};
 use crate::sm_adapter::{snapshot_file_name, SmAdapter, SmError, SmPaths};
@@ -31,7 +32,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-/// A restore did not happen (nothing was written unless the error says otherwise).
+/// A restore did not happen. Nothing of it stays in the data directory: what a failed restore
+/// wrote is removed again.
 #[derive(Debug, thiserror::Error)]
 pub enum RestoreError {
     #[error("cannot read the backup {}: {source}", path.display())]
@@ -149,6 +151,34 @@ pub async fn restore(
         snapshot_id: format!("restored-{}-{}", last_log_id.leader_id, last_log_id.index),
     };
 
+    match lay_down(from, data_dir, id, &meta, last_log_id).await {
+        Ok(digest) => Ok(Restored {
+            last_log_id,
+            records,
+            digest,
+            voters,
+        }),
+        Err(e) => {
+            // The directory held none of these before: take back what was written, so that a
+            // failed restore leaves no half node that could be started.
+            let sm = SmPaths::new(data_dir);
+            for dir in [data_dir.join("log"), sm.sm_dir, sm.snapshot_dir] {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            let _ = std::fs::remove_file(sm.install_marker);
+            Err(e)
+        }
+    }
+}
+
+/// Write the snapshot, the state and the log with its vote; the restored state's digest.
+async fn lay_down(
+    from: &Path,
+    data_dir: &Path,
+    id: NodeId,
+    meta: &SnapshotMeta,
+    last_log_id: LogId,
+) -> Result<[u8; 32], RestoreError> {
     let snapshot_dir = SmPaths::new(data_dir).snapshot_dir;
     let written = {
         let (from, dir, meta) = (from.to_path_buf(), snapshot_dir.clone(), meta.clone());
@@ -183,12 +213,7 @@ pub async fn restore(
     log.save_vote(&Vote::new(last_log_id.leader_id.term, id))
         .await
         .map_err(|e| RestoreError::Vote(e.to_string()))?;
-    Ok(Restored {
-        last_log_id,
-        records,
-        digest,
-        voters,
-    })
+    Ok(digest)
 }
 
 /// Copy the records of `from` into a new snapshot file under `dir` described by `meta`.
