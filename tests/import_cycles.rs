@@ -136,7 +136,6 @@ impl Crate {
     ) -> Option<PathBuf> {
         let (mut base, rest): (Vec<String>, &[String]) = match path.first()?.as_str() {
             "crate" => (Vec::new(), &path[1..]),
-            "self" if dir_module => (here.to_vec(), &path[1..]),
             "self" => (here.to_vec(), &path[1..]),
             "super" => {
                 let mut base = here.to_vec();
