@@ -45,25 +45,21 @@ impl RaftNode {
         if !matches!(self.lead(), Lead::Leads { .. }) {
             return Err(TransferError::NotLeader(self.not_leader()));
         }
+        let m = self.raft().metrics().borrow().clone();
         let to = match to {
             Some(to) => to,
-            None => {
-                let m = self.raft().metrics().borrow().clone();
-                crate::storage_health::successor(&m, self.id()).ok_or_else(|| {
-                    TransferError::Refused("no other voter has this node's log".into())
-                })?
-            }
+            None => crate::storage_health::successor(&m, self.id()).ok_or_else(|| {
+                TransferError::Refused("no other voter has this node's log".into())
+            })?,
         };
         if to == self.id() {
             return Err(TransferError::Refused(format!("node {to} already leads")));
         }
-        let is_voter = {
-            let m = self.raft().metrics().borrow().clone();
-            m.membership_config
-                .membership()
-                .voter_ids()
-                .any(|v| v == to)
-        };
+        let is_voter = m
+            .membership_config
+            .membership()
+            .voter_ids()
+            .any(|v| v == to);
         if !is_voter {
             return Err(TransferError::Refused(format!("node {to} is not a voter")));
         }
