@@ -4,12 +4,12 @@
 //! implement it over the Raft node (in the `node` crate's wiring); [`LocalBackend`] implements it
 //! over an in-memory state machine, so the HTTP contract can be tested without a cluster.
 
+use crate::metrics::set::MetricSet;
 use raftlane_raft as raft;
 use raftlane_raft::NotLeader;
 use raftlane_statemachine::query::Reader;
 use raftlane_statemachine::{Envelope, MemStore, Response, StateMachine, StoreError};
 use serde::Serialize;
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Mutex;
@@ -226,11 +226,11 @@ pub trait Backend: Send + Sync + 'static {
 
     fn status(&self) -> ClusterStatus;
 
-    /// Extra gauges for `/metrics` only (name → value): storage counters and memory figures.
-    /// Kept out of [`Backend::status`], which `/v1/cluster` (leader discovery) also serves, so
-    /// that route does not pay for reading them.
-    fn gauges(&self) -> BTreeMap<String, f64> {
-        BTreeMap::new()
+    /// This node's own figures for `/metrics` (Raft, the log's storage, the state machine's
+    /// work, memory), written into `set`. Kept out of [`Backend::status`], which
+    /// `/v1/cluster` (leader discovery) also serves, so that route does not pay for them.
+    fn node_metrics(&self, set: &mut MetricSet) {
+        let _ = set;
     }
 
     /// `(last_applied, digest)` of the local state.

@@ -9,8 +9,8 @@ use axum::routing::{delete, get, post, put};
 pub fn api_routes() -> Vec<ApiRoute> {
     use raftlane_contract as c;
     use routes::{
-        admin, approvals, audit, cluster, config, coordination, keys, messages, recovery, sessions,
-        users, work,
+        admin, approvals, audit, cluster, config, coordination, destinations, keys, messages,
+        recovery, sessions, users, work,
     };
     vec![
         r("post", "/v1/channels/{channel}/messages", "Enqueue a message (JSON body or raw body with X- headers; Idempotency-Key)", post(messages::enqueue)).takes_json_or_text::<c::EnqueueRequest>().answers::<c::Enqueued>(),
@@ -30,6 +30,9 @@ pub fn api_routes() -> Vec<ApiRoute> {
         r("get", "/v1/lanes/{stage}/{name}", "Lane depth, oldest row and holder", get(work::lane)).answers::<c::LaneStatus>(),
         r("post", "/v1/lanes/{stage}/{name}/claim", "Claim a lane's head (strict FIFO, lane lease)", post(work::claim_fifo)).takes::<c::FifoClaimRequest>().answers::<c::FifoClaim>(),
         r("post", "/v1/lanes/{stage}/{name}/release", "Give a lane lease back", post(work::release)).takes::<c::ReleaseRequest>().answers::<c::Released>(),
+        r("post", "/v1/destinations/{destination}/pause", "Pause a destination: its rows stay, none is handed out (reason)", post(destinations::pause)).takes_optional::<c::PauseRequest>().answers::<c::PauseState>(),
+        r("post", "/v1/destinations/{destination}/resume", "Resume a paused destination", post(destinations::resume)).answers::<c::PauseState>(),
+        r("get", "/v1/destinations/paused", "Every paused destination, who paused it, when and why", get(destinations::paused)).answers::<c::PausedDestinations>(),
         r("post", "/v1/lanes/outbound/{dest}/cancel", "Cancel pending outbound rows of a destination", post(work::cancel)).takes_optional::<c::CancelRequest>().answers::<c::Cancelled>(),
         r("post", "/v1/claims", "Claim due rows of a stage (unordered)", post(work::claim_ready)).takes::<c::ClaimRequest>().answers::<c::Claimed>(),
         r("post", "/v1/leases/renew", "Renew an owner's row and lane leases", post(work::renew)).takes::<c::RenewRequest>().answers::<c::Renewed>(),

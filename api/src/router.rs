@@ -21,6 +21,11 @@ pub fn router(state: Arc<AppState>, extra: Router) -> Router {
     for route in api_routes() {
         app = app.route(route.path, route.handler);
     }
+    // Inside each matched route (its template is known there): count it and time it.
+    app = app.route_layer(axum::middleware::from_fn_with_state(
+        state.metrics.clone(),
+        crate::metrics::http::observe,
+    ));
     // Around the public routes only (the internal ones are added below): the rate limit first,
     // so a limited request is refused before its body is read, then the Request-Id binding.
     app = app

@@ -4,13 +4,14 @@
 //! does not reach up into the HTTP layer.
 
 use raftlane_api::backend::{BoxFuture, ClusterStatus, MembershipChange};
+use raftlane_api::metrics::exposition::Format;
+use raftlane_api::metrics::set::MetricSet;
 use raftlane_api::metrics::Metrics;
 use raftlane_api::write::{Settings, WriteError};
 use raftlane_api::{ApiError, Backend, LocalBackend, ProposeError, Proposer};
 use raftlane_raft::NotLeader;
 use raftlane_statemachine::query::Reader;
 use raftlane_statemachine::{Command, Envelope, Response, StoreError};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -72,7 +73,7 @@ async fn a_write_through_the_proposer_is_applied_on_a_local_backend() {
     );
     assert!(!writes.saturated());
     assert_eq!(writes.relay_counts(), (0, 0), "nothing was forwarded");
-    let rendered = metrics.render(&BTreeMap::new());
+    let rendered = metrics.render(MetricSet::default(), Format::Prometheus);
     assert!(
         rendered
             .contains(r#"raftlane_commands_total{command="expire_records",outcome="accepted"} 22"#),

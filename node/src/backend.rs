@@ -4,12 +4,11 @@
 use raftlane_api::backend::{
     BoxFuture, ClusterStatus, Member, ProposeError, RemovedLearner, SnapshotFile,
 };
+use raftlane_api::metrics::set::MetricSet;
 use raftlane_api::Backend;
 use raftlane_raft::RaftNode;
 use raftlane_statemachine::query::Reader;
 use raftlane_statemachine::{Envelope, Response, StoreError};
-use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// How long a leader that handed its leadership over on request stays out of elections: long
@@ -140,102 +139,8 @@ impl Backend for RaftBackend {
         }
     }
 
-    fn gauges(&self) -> BTreeMap<String, f64> {
-        let mut gauges = BTreeMap::new();
-        let log = self.node.log_stats();
-        gauges.insert(
-            "raftlane_log_appends_total".into(),
-            log.appends.load(Ordering::Relaxed) as f64,
-        );
-        gauges.insert(
-            "raftlane_log_entries_appended_total".into(),
-            log.entries.load(Ordering::Relaxed) as f64,
-        );
-        gauges.insert(
-            "raftlane_log_syncs_total".into(),
-            log.syncs.load(Ordering::Relaxed) as f64,
-        );
-        gauges.insert(
-            "raftlane_log_sync_seconds_total".into(),
-            log.sync_micros.load(Ordering::Relaxed) as f64 / 1e6,
-        );
-        // Each synced write's time by bucket (cumulative, `le` in seconds): a slow disk shows
-        // here write by write, where the total above only moves its mean.
-        for (bound, n) in log.sync_latency.cumulative() {
-            let le = bound.map_or_else(|| "+Inf".to_string(), |b| b.to_string());
-            gauges.insert(
-                format!("raftlane_log_sync_latency_seconds_bucket{{le=\"{le}\"}}"),
-                n as f64,
-            );
-        }
-        // Eager replication (raft/src/eager_replication.rs): the leader's batches sent to the
-        // followers while it writes them, and how they were taken.
-        let eager = self.node.eager_stats();
-        for (name, n) in [
-            ("raftlane_eager_replication_sent_total", &eager.sent),
-            ("raftlane_eager_replication_accepted_total", &eager.accepted),
-            ("raftlane_eager_replication_refused_total", &eager.refused),
-            (
-                "raftlane_eager_replication_skipped_busy_total",
-                &eager.skipped_busy,
-            ),
-        ] {
-            gauges.insert(name.into(), n.load(Ordering::Relaxed) as f64);
-        }
-        // The slow-storage judgement (raft/src/slow_storage.rs): 1 while this node's log
-        // storage is slow, and the handoffs it made as a leader because of it.
-        let health = self.node.storage_health();
-        gauges.insert(
-            "raftlane_storage_slow".into(),
-            if health.is_slow() { 1.0 } else { 0.0 },
-        );
-        gauges.insert(
-            "raftlane_slow_storage_handoffs_total".into(),
-            health.handoffs.load(Ordering::Relaxed) as f64,
-        );
-        let sm = self.node.sm_stats();
-        gauges.insert(
-            "raftlane_sm_apply_seconds_total".into(),
-            sm.apply_micros.load(Ordering::Relaxed) as f64 / 1e6,
-        );
-        gauges.insert(
-            "raftlane_sm_apply_batches_total".into(),
-            sm.apply_batches.load(Ordering::Relaxed) as f64,
-        );
-        gauges.insert(
-            "raftlane_sm_applied_entries_total".into(),
-            sm.applied_entries.load(Ordering::Relaxed) as f64,
-        );
-        gauges.insert(
-            "raftlane_snapshots_installed_total".into(),
-            sm.snapshots_installed.load(Ordering::Relaxed) as f64,
-        );
-        gauges.insert(
-            "raftlane_snapshots_built_total".into(),
-            sm.snapshots_built.load(Ordering::Relaxed) as f64,
-        );
-        if let Some(s) = &self.node.metrics().snapshot {
-            gauges.insert("raftlane_snapshot_index".into(), s.index as f64);
-        }
-        // Clock skew as this node sees it: each peer's clock minus this node's (fresh samples
-        // only), and proposals the leader re-stamped from a time beyond the skew bound.
-        let clock = self.node.clock();
-        for peer in clock.offsets() {
-            gauges.insert(
-                format!("raftlane_clock_offset_ms{{peer=\"{}\"}}", peer.node),
-                peer.offset_ms as f64,
-            );
-        }
-        gauges.insert(
-            "raftlane_clock_skew_bound_ms".into(),
-            clock.max_skew_ms() as f64,
-        );
-        gauges.insert(
-            "raftlane_clock_restamped_beyond_bound_total".into(),
-            clock.restamped_far() as f64,
-        );
-        storage_gauges(&self.node, &mut gauges);
-        gauges
+    fn node_metrics(&self, set: &mut MetricSet) {
+        crate::node_metrics::write(&self.node, set);
     }
 
     fn digest(&self) -> BoxFuture<'_, Result<(u64, [u8; 32]), String>> {
@@ -325,33 +230,4 @@ impl Backend for RaftBackend {
             None => Err("no leader known".into()),
         }
     }
-}
-
-/// Where memory goes: the process's resident size, and per database (`state`, `log`) its
-/// memtables, table readers, block caches and SST bytes, plus the state's in-memory index keys.
-/// Together they show which part grows when the resident size does.
-fn storage_gauges(node: &RaftNode, gauges: &mut BTreeMap<String, f64>) {
-    if let Some(rss) = crate::process::rss_bytes("self") {
-        gauges.insert("process_resident_memory_bytes".into(), rss as f64);
-    }
-    let Some(m) = node.storage_memory() else {
-        return;
-    };
-    for (db, mem) in [("state", m.state), ("log", m.log)] {
-        for (part, bytes) in [
-            ("memtables", mem.memtables),
-            ("table_readers", mem.table_readers),
-            ("block_cache", mem.block_cache),
-        ] {
-            gauges.insert(
-                format!("raftlane_rocksdb_memory_bytes{{db=\"{db}\",part=\"{part}\"}}"),
-                bytes as f64,
-            );
-        }
-        gauges.insert(
-            format!("raftlane_rocksdb_sst_bytes{{db=\"{db}\"}}"),
-            mem.sst_bytes as f64,
-        );
-    }
-    gauges.insert("raftlane_state_index_keys".into(), m.mirrored_keys as f64);
 }

@@ -2,7 +2,7 @@
 //!
 //! A node restarted on a still-full disk must be restarted again later, one that refused a
 //! damaged raft log must not be: with one status for both, a supervisor could neither keep
-//! restarting the first nor stop restarting the second. docs/OPERATING.md ("Exit statuses")
+//! restarting the first nor stop restarting the second. docs/OPERATIONS.md ("Exit statuses")
 //! shows how systemd, compose and Kubernetes are told.
 
 use raftlane_raft::StartError;

@@ -13,6 +13,7 @@ pub mod exit_status;
 pub mod health;
 pub mod known_defaults;
 pub mod listener;
+pub mod node_metrics;
 pub mod process;
 pub mod rejoin;
 pub mod restore;

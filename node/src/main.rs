@@ -76,7 +76,7 @@ async fn main() -> anyhow::Result<()> {
 }
 
 /// `raftlane node`: returns only after a signal; every failure ends the process with its
-/// [`ExitStatus`] (docs/OPERATING.md, "Exit statuses").
+/// [`ExitStatus`] (docs/OPERATIONS.md, "Exit statuses").
 async fn run_node(args: NodeArgs) -> anyhow::Result<()> {
     let rejoining = args.rejoin;
     let mut opts = match args.resolve() {

@@ -132,6 +132,52 @@ fn ctl_reads_and_reports_a_running_cluster() {
     assert_eq!(json["lanes"][0]["lane"], "ingress:ctl-lab", "{json}");
     assert_eq!(json["next_cursor"], serde_json::Value::Null, "{json}");
 
+    // destinations pause / resume: replicated, listed with who paused it, said twice politely.
+    let out = ctl(
+        cwd,
+        &[
+            "--context",
+            ctx,
+            "destinations",
+            "pause",
+            "ctl-emr",
+            "--reason",
+            "EMR upgrade",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "ctl-emr paused");
+    let out = ctl(cwd, &["--context", ctx, "destinations", "pause", "ctl-emr"]);
+    assert_eq!(text(&out.stdout).trim(), "ctl-emr was already paused");
+    let out = ctl(cwd, &["--context", ctx, "--json", "destinations"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let emr = json["destinations"]
+        .as_array()
+        .and_then(|d| d.iter().find(|d| d["destination"] == "ctl-emr"))
+        .unwrap_or_else(|| panic!("no ctl-emr in {json}"));
+    assert_eq!(emr["paused"]["reason"], "EMR upgrade", "{json}");
+    let out = ctl(cwd, &["--context", ctx, "destinations"]);
+    let listing = text(&out.stdout);
+    assert!(
+        listing
+            .lines()
+            .any(|l| l.starts_with("ctl-emr ") && l.contains(" by ")),
+        "{listing}"
+    );
+    let out = ctl(
+        cwd,
+        &["--context", ctx, "destinations", "resume", "ctl-emr"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout).trim(), "ctl-emr resumed");
+    let r = http(&dev.first, "GET", "/v1/destinations/paused", "");
+    assert!(
+        r.as_ref()
+            .is_some_and(|r| r.0 == 200 && !r.1.contains("ctl-emr")),
+        "{r:?}"
+    );
+
     // dead-letters count: none yet.
     let out = ctl(cwd, &["--context", ctx, "dead-letters", "count"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));

@@ -41,6 +41,7 @@ pub mod cluster;
 pub mod config;
 pub mod durable_mark;
 pub mod eager_replication;
+mod leader_changes;
 pub mod leader_transfer;
 pub mod learner_removal;
 pub mod learners;

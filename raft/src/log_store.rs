@@ -68,6 +68,9 @@ pub struct LogStats {
     /// Each synced write's time, as a histogram; slow ones are logged
     /// ([`crate::storage_latency`]).
     pub sync_latency: crate::storage_latency::SyncLatency,
+    /// Each `append`'s time from the call to its entries being durable (encoding, the eager
+    /// offer and the synced write): what a commit waits for on this node.
+    pub append_latency: crate::storage_latency::LatencyHistogram,
 }
 
 struct Inner {
@@ -457,6 +460,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I: IntoIterator<Item = Entry> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
+        let started = Instant::now();
         let cf = self.cf(CF_LOGS)?;
         let mut batch = WriteBatch::default();
         let mut count = 0u64;
@@ -502,6 +506,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
                 if let Some(last) = last {
                     self.inner.mark.raise_soon(last);
                 }
+                stats
+                    .append_latency
+                    .record(crate::util::micros_since(started));
                 callback.log_io_completed(Ok(()));
                 Ok(())
             }

@@ -204,6 +204,8 @@ pub(crate) struct NodeInner {
     pub(crate) proposal_hold: Arc<ProposalHold>,
     /// Signed calls to peers outside openraft (the slow-storage handoff's `/raft/elect`).
     pub(crate) network: HttpNetwork,
+    /// Leaders this node saw take over after the first ([`crate::leader_changes`]).
+    pub(crate) leader_changes: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Drop for NodeInner {
@@ -611,6 +613,13 @@ impl RaftNode {
         &self,
     ) -> Result<Option<(crate::types::SnapshotMeta, std::fs::File)>, NodeError> {
         Ok(self.state()?.open_current_snapshot()?)
+    }
+
+    /// How many times this node has seen the leader change since it started.
+    pub fn leader_changes(&self) -> u64 {
+        self.inner
+            .leader_changes
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn sm_stats(&self) -> Arc<SmStats> {

@@ -249,6 +249,12 @@ impl RaftNode {
                 stop_rx.clone(),
             )));
         }
+        let leader_changes = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        tasks.push(tokio::spawn(crate::leader_changes::watch(
+            raft.clone(),
+            leader_changes.clone(),
+            stop_rx.clone(),
+        )));
         let timer_stats = Arc::new(TimerStats::default());
         let learners_stop = stop_rx.clone();
         let quorum = Arc::new(QuorumCheck::new(Duration::from_millis(
@@ -301,6 +307,7 @@ impl RaftNode {
                 storage_health,
                 proposal_hold,
                 network,
+                leader_changes,
             }),
         };
         let learner_watch = tokio::spawn(crate::learner_removal::watch(

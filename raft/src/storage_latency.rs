@@ -30,13 +30,65 @@ pub const BUCKETS_MICROS: [u64; 9] = [
     1_000, 5_000, 10_000, 50_000, 100_000, 250_000, 500_000, 1_000_000, 5_000_000,
 ];
 
-/// The latency histogram of the log's synced writes.
+/// A latency histogram over [`BUCKETS_MICROS`], with the sum and count Prometheus wants.
+#[derive(Debug, Default)]
+pub struct LatencyHistogram {
+    /// Samples at or below each bound of [`BUCKETS_MICROS`] (not cumulative here).
+    buckets: [AtomicU64; BUCKETS_MICROS.len()],
+    /// Samples above the last bound.
+    over: AtomicU64,
+    sum_micros: AtomicU64,
+    count: AtomicU64,
+}
+
+impl LatencyHistogram {
+    pub fn record(&self, micros: u64) {
+        match BUCKETS_MICROS.iter().position(|b| micros <= *b) {
+            Some(i) => self.buckets[i].fetch_add(1, Ordering::Relaxed),
+            None => self.over.fetch_add(1, Ordering::Relaxed),
+        };
+        self.sum_micros.fetch_add(micros, Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// `(upper bound in seconds, samples in that bucket)`, not cumulative, the last bound
+    /// `f64::MAX` standing for `+Inf` (as prometheus-client's encoder takes them).
+    pub fn buckets(&self) -> Vec<(f64, u64)> {
+        let mut out: Vec<(f64, u64)> = BUCKETS_MICROS
+            .iter()
+            .zip(&self.buckets)
+            .map(|(bound, n)| (*bound as f64 / 1e6, n.load(Ordering::Relaxed)))
+            .collect();
+        out.push((f64::MAX, self.over.load(Ordering::Relaxed)));
+        out
+    }
+
+    pub fn sum_seconds(&self) -> f64 {
+        self.sum_micros.load(Ordering::Relaxed) as f64 / 1e6
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// `(upper bound in seconds, cumulative count)` per bucket, the last one `+Inf` (`None`).
+    pub fn cumulative(&self) -> Vec<(Option<f64>, u64)> {
+        let mut total = 0;
+        self.buckets()
+            .into_iter()
+            .map(|(bound, n)| {
+                total += n;
+                ((bound < f64::MAX).then_some(bound), total)
+            })
+            .collect()
+    }
+}
+
+/// The latency histogram of the log's synced writes, and the slow-write warnings.
 #[derive(Debug, Default)]
 pub struct SyncLatency {
-    /// Writes at or below each bound of [`BUCKETS_MICROS`] (not cumulative here).
-    buckets: [AtomicU64; BUCKETS_MICROS.len()],
-    /// Writes above the last bound.
-    over: AtomicU64,
+    /// Each finished synced write's time.
+    pub histogram: LatencyHistogram,
     /// Slow writes not yet reported by a WARN line.
     slow_unreported: AtomicU64,
     /// When the last WARN line was written.
@@ -82,14 +134,7 @@ impl SyncLatency {
     /// Count one synced write that took `micros`; warn when it was slow.
     pub fn record(&self, micros: u64) {
         self.in_flight_since.store(0, Ordering::Relaxed);
-        match BUCKETS_MICROS.iter().position(|b| micros <= *b) {
-            Some(i) => {
-                self.buckets[i].fetch_add(1, Ordering::Relaxed);
-            }
-            None => {
-                self.over.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+        self.histogram.record(micros);
         if micros < SLOW_SYNC.as_micros() as u64 {
             return;
         }
@@ -111,20 +156,6 @@ impl SyncLatency {
             SLOW_SYNC.as_millis(),
             slowest / 1000
         );
-    }
-
-    /// `(upper bound in seconds, cumulative count)` per bucket, the last one `+Inf`, as
-    /// Prometheus histograms are written.
-    pub fn cumulative(&self) -> Vec<(Option<f64>, u64)> {
-        let mut total = 0;
-        let mut out = Vec::with_capacity(BUCKETS_MICROS.len() + 1);
-        for (bound, n) in BUCKETS_MICROS.iter().zip(&self.buckets) {
-            total += n.load(Ordering::Relaxed);
-            out.push((Some(*bound as f64 / 1e6), total));
-        }
-        total += self.over.load(Ordering::Relaxed);
-        out.push((None, total));
-        out
     }
 }
 
@@ -157,7 +188,9 @@ mod tests {
         for micros in [500, 900, 4_000, 120_000, 7_000_000] {
             h.record(micros);
         }
-        let c = h.cumulative();
+        let c = h.histogram.cumulative();
+        assert_eq!(h.histogram.count(), 5);
+        assert_eq!(h.histogram.buckets().last(), Some(&(f64::MAX, 1)));
         assert_eq!(c[0], (Some(0.001), 2));
         assert_eq!(c[1], (Some(0.005), 3));
         assert_eq!(c[4].1, 3, "nothing between 10 and 100 ms");

@@ -99,6 +99,9 @@ use raftlane_statemachine::wire::command::{
 use raftlane_statemachine::wire::command::AtClientTime;
 // --- a principal acts only on what is its own ---
 use raftlane_statemachine::wire::command::{AsOperator, ReserveOwner};
+// --- paused destinations ---
+use raftlane_statemachine::model::destination::PausedDestination;
+use raftlane_statemachine::wire::command::SetDestinationPaused;
 // --- engine coordination ---
 use raftlane_statemachine::model::coordination::{LeaderLease, NodeRecord, NodeStatus};
 use raftlane_statemachine::wire::command::{
@@ -320,6 +323,7 @@ fn command_variant(c: &Command) -> &'static str {
         Command::HandOnThenClaimNext(_) => "HandOnThenClaimNext",
         Command::AsOperator(_) => "AsOperator",
         Command::ReserveOwner(_) => "ReserveOwner",
+        Command::SetDestinationPaused(_) => "SetDestinationPaused",
     }
 }
 
@@ -582,6 +586,7 @@ fn table_name(t: Table) -> (&'static str, &'static str) {
         Table::Tallies => ("Tallies", "tallies"),
         Table::RowRetry => ("RowRetry", "row_retry"),
         Table::AuditPrincipals => ("AuditPrincipals", "audit_principals"),
+        Table::PausedDestinations => ("PausedDestinations", "paused_destinations"),
     }
 }
 
@@ -979,6 +984,11 @@ fn command_examples() -> Vec<Command> {
         Command::ReserveOwner(ReserveOwner {
             owner: s("engine-992"),
             principal: some("engine-a"),
+        }),
+        Command::SetDestinationPaused(SetDestinationPaused {
+            destination: s("dest-993"),
+            paused: true,
+            reason: some("maintenance 994"),
         }),
     ]
 }
@@ -1608,6 +1618,14 @@ fn stored_cases(table: Table) -> Vec<Case> {
             },
         )],
         Table::AuditPrincipals => vec![codec_case(name("String"), s("engine"))],
+        Table::PausedDestinations => vec![codec_case(
+            name("PausedDestination"),
+            PausedDestination {
+                paused_by: s("ops-995"),
+                paused_at: 996,
+                reason: some("maintenance 997"),
+            },
+        )],
         // Index tables: key only, the value is always empty.
         Table::MessageRows
         | Table::LanePending
@@ -1677,6 +1695,7 @@ fn verify_live_value(table: Table, key: &[u8], value: &[u8]) -> Result<(), Strin
         Table::Tallies => reencodes::<u64>(value),
         Table::RowRetry => reencodes::<RetryPolicy>(value),
         Table::AuditPrincipals => reencodes::<String>(value),
+        Table::PausedDestinations => reencodes::<PausedDestination>(value),
         Table::MessageRows
         | Table::LanePending
         | Table::LaneInflight
@@ -2550,6 +2569,12 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
         channel: None,
         org: some("engine-org"),
         detail: None,
+    }));
+    // A destination paused by an operator (PausedDestinations).
+    live.ok(Command::SetDestinationPaused(SetDestinationPaused {
+        destination: s("emr"),
+        paused: true,
+        reason: some("upgrade"),
     }));
 
     let mut seen = BTreeSet::new();

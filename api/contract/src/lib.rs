@@ -19,6 +19,7 @@ pub mod cluster;
 pub mod config;
 pub mod coordination;
 pub mod dashboard;
+pub mod destinations;
 pub mod error;
 pub mod headers;
 pub mod keys;
@@ -53,6 +54,7 @@ pub use coordination::{
     HeldLanes, Leadership, NodeLeft, ResignRequest, Resigned,
 };
 pub use dashboard::{ConnectionMetrics, DestinationTraffic, InboundTraffic, StorageStats};
+pub use destinations::{PauseRequest, PauseState, PausedDestinationView, PausedDestinations};
 pub use error::{ErrorBody, ErrorDetail};
 pub use keys::{RotateRequest, Rotated};
 pub use messages::{

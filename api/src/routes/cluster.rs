@@ -4,10 +4,13 @@
 //! ([`crate::write::Proposer::membership`]), since only the leader can change the configuration.
 
 use crate::auth::{Caller, Permission};
-use crate::backend::{self, MembershipChange};
+use crate::backend::MembershipChange;
 use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{parse_json_or_default, JsonBody, RawBody};
+use crate::metrics::exposition::Format;
+use crate::metrics::set::MetricSet;
+use crate::metrics::{cluster_figures, state_figures};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -255,51 +258,41 @@ pub async fn metrics(
             return e.into_response();
         }
     }
-    let s = state.backend.status();
-    let mut gauges = state.backend.gauges();
-    gauges.insert("raftlane_term".into(), s.term as f64);
-    gauges.insert("raftlane_last_log_index".into(), s.last_log_index as f64);
-    gauges.insert("raftlane_last_applied".into(), s.last_applied as f64);
-    gauges.insert(
-        "raftlane_claim_waiters".into(),
+    let mut set = MetricSet::default();
+    cluster_figures::write(&state.backend.status(), &mut set);
+    state.backend.node_metrics(&mut set);
+    state_figures::write(
+        state.backend.as_ref(),
+        &mut set,
+        state.backend.cluster_now_ms(),
+    );
+    set.gauge(
+        "raftlane_claim_waiters",
+        "Claims waiting at this node for work to become due",
+        Vec::new(),
         state.claim_waiters.waiting() as f64,
     );
-    gauges.insert(
-        "raftlane_is_leader".into(),
-        if s.leader_id == Some(s.node_id) {
-            1.0
-        } else {
-            0.0
-        },
-    );
     let (calls, writes) = state.writes.relay_counts();
-    gauges.insert("raftlane_forward_calls_total".into(), calls as f64);
-    gauges.insert("raftlane_forwarded_writes_total".into(), writes as f64);
-    if let Ok(stats) = backend::read(state.backend.as_ref(), |r| Ok(r.stats())) {
-        gauges.insert("raftlane_messages_total".into(), stats.messages as f64);
-        for (stage, by_status) in &stats.rows {
-            for (status, n) in by_status {
-                gauges.insert(
-                    format!("raftlane_rows{{stage=\"{stage}\",status=\"{status}\"}}"),
-                    *n as f64,
-                );
-            }
-        }
-    }
-    // The state machine's own totals (docs/SPEC.md §5.2): e.g. `dead.lease_expired`, rows that
-    // died because their lease ran out on their last allowed attempt. Replicated, so every node
-    // reports the same figure.
-    if let Ok(tallies) = backend::read(state.backend.as_ref(), |r| r.tallies()) {
-        for (name, n) in tallies {
-            let (what, cause) = name.split_once('.').unwrap_or((name.as_str(), ""));
-            gauges.insert(
-                format!("raftlane_rows_{what}_total{{cause=\"{cause}\"}}"),
-                n as f64,
-            );
-        }
-    }
-    let body = state.metrics.render(&gauges);
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], body).into_response()
+    set.counter(
+        "raftlane_forward_calls_total",
+        "Calls this node made to the leader to forward writes",
+        Vec::new(),
+        calls,
+    );
+    set.counter(
+        "raftlane_forwarded_writes_total",
+        "Writes this node forwarded to the leader (over the calls: writes per call)",
+        Vec::new(),
+        writes,
+    );
+    let format = Format::from_accept(
+        parts
+            .headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok()),
+    );
+    let body = state.metrics.render(set, format);
+    ([(header::CONTENT_TYPE, format.content_type())], body).into_response()
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ pub mod audit;
 pub mod cluster;
 pub mod config;
 pub mod coordination;
+pub mod destinations;
 pub mod keys;
 pub mod messages;
 pub mod recovery;

@@ -118,6 +118,7 @@ impl Covered for Command {
             | Command::Replay(_)
             | Command::ReplayDead(_)
             | Command::CancelQueued(_)
+            | Command::SetDestinationPaused(_)
             | Command::PutConfig(_)
             | Command::PurgeMessageBodies(_)
             | Command::PurgeDeadLetters(_)

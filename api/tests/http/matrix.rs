@@ -230,6 +230,31 @@ fn table(f: &Fixture) -> Vec<Route> {
         ),
         // --- lanes, claims, leases, rows ---
         route(M::GET, "/v1/lanes", "/v1/lanes?limit=5", None, Read, Global),
+        // A destination spans channels: pausing it is an unscoped requeue (docs/SPEC.md §4.9).
+        route(
+            M::POST,
+            "/v1/destinations/{destination}/pause",
+            "/v1/destinations/matrix-dest/pause",
+            Some(json!({ "reason": "matrix" })),
+            Requeue,
+            Global,
+        ),
+        route(
+            M::POST,
+            "/v1/destinations/{destination}/resume",
+            "/v1/destinations/matrix-dest/resume",
+            None,
+            Requeue,
+            Global,
+        ),
+        route(
+            M::GET,
+            "/v1/destinations/paused",
+            "/v1/destinations/paused",
+            None,
+            Read,
+            Global,
+        ),
         route(
             M::GET,
             "/v1/lanes/{stage}/{name}",

@@ -22,6 +22,7 @@ fn fill(path: &str) -> String {
             "{owner}" => "node-a",
             "{node_id}" => "node-a",
             "{group}" => "mf",
+            "{destination}" => "dest-a",
             s if s.starts_with('{') => panic!("no value for parameter {s} of {path}"),
             s => s,
         })

@@ -15,18 +15,29 @@ if [ -z "${RAFTLANE_BIN:-}" ] && [ -x "$HOME/.cache/raftlane/target/release/raft
     export RAFTLANE_BIN="$HOME/.cache/raftlane/target/release/raftlane"
 fi
 cd "$here"
-# The operator page's browser test (tests/test_operator_page.py) needs Debian's chromium and its
-# driver; installed here when apt can, else that test skips and says why.
-if ! command -v chromedriver >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-    sudo_=""
-    if [ "$(id -u)" -ne 0 ]; then sudo_="sudo"; fi
-    echo "==> installing chromium and chromium-driver (the operator page's browser test)"
-    browser() {
+# Debian packages some tests drive, installed here when apt can (else those parts skip and say
+# why): chromium and its driver for the operator page's browser test
+# (tests/test_operator_page.py), promtool (package prometheus) for tests/test_metrics.py.
+sudo_=""
+if [ "$(id -u)" -ne 0 ]; then sudo_="sudo"; fi
+apt_install() {  # apt_install WHAT PACKAGE...
+    local what="$1"
+    shift
+    command -v apt-get >/dev/null 2>&1 || return 1
+    echo "==> installing $* ($what)"
+    inst() {
         DEBIAN_FRONTEND=noninteractive $sudo_ apt-get install -y -qq --no-install-recommends \
-            chromium chromium-driver >/dev/null 2>&1
+            "$@" >/dev/null 2>&1
     }
-    browser || { $sudo_ apt-get update -qq >/dev/null 2>&1 && browser; } \
+    inst "$@" || { $sudo_ apt-get update -qq >/dev/null 2>&1 && inst "$@"; }
+}
+if ! command -v chromedriver >/dev/null 2>&1; then
+    apt_install "the operator page's browser test" chromium chromium-driver \
         || echo "test.sh: chromium not installed; the operator page's browser test will skip" >&2
+fi
+if ! command -v promtool >/dev/null 2>&1; then
+    apt_install "promtool check metrics" prometheus \
+        || echo "test.sh: promtool not installed; test_metrics checks with the parsers only" >&2
 fi
 # messagefoundry 0.1.0 for raftlane.messagefoundry and its tests (sdist cached in
 # ~/.cache/raftlane/sdist); without network and cache those tests skip.

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from openapi_check import route_problems, schema_problems
+from pipeline_steps import outbound_row
 
 from raftlane import (
     BadRequestError,
@@ -532,3 +533,34 @@ async def test_the_client_keeps_working_when_the_leader_stops(name: str) -> None
         assert data.exists()
     assert not data.exists(), "the cluster's data is removed on exit"
     assert all(not n.running for n in handle.nodes)
+
+
+async def test_a_paused_destination_keeps_its_rows_and_hands_none_out(
+    client: Client, name: str
+) -> None:
+    dest = f"{name}-emr"
+    await outbound_row(client, name, dest, "MSH|pause|1")
+
+    paused = await client.pause_destination(dest, reason="EMR upgrade")
+    assert (paused.destination, paused.paused, paused.changed) == (dest, True, True)
+    assert (await client.pause_destination(dest)).changed is False
+    listed = {d.destination: d for d in (await client.paused_destinations()).destinations}
+    assert listed[dest].reason == "EMR upgrade" and listed[dest].paused_at > 0
+
+    # Neither claim hands the row out; a waiting FIFO claim answers empty when its wait ends.
+    assert await client.claim("outbound", owner="w", ttl_ms=30_000, destination=dest) == []
+    fifo = await client.claim_fifo("outbound", dest, owner="w", ttl_ms=30_000, wait_ms=300)
+    assert fifo.item is None and fifo.reason == "empty"
+    lane = await client.lane("outbound", dest)
+    assert lane.depth == 1 and lane.inflight == 0
+
+    resumed = await client.resume_destination(dest)
+    assert (resumed.paused, resumed.changed) == (False, True)
+    assert dest not in {d.destination for d in (await client.paused_destinations()).destinations}
+    fifo = await client.claim_fifo("outbound", dest, owner="w", ttl_ms=30_000)
+    assert fifo.item is not None and fifo.item.destination_name == dest
+    anchor = await client.audit_anchor("default")
+    newest = await client.audit_list("default", start=max(0, anchor.count - 50), limit=50)
+    mine = [(r.action, r.detail) for r in newest if (r.detail or "").startswith(dest)]
+    assert ("destination.pause", f"{dest}: EMR upgrade") in mine, mine
+    assert ("destination.resume", dest) in mine, mine

@@ -19,6 +19,7 @@ import pytest
 
 from raftlane import Client, RetryPolicy
 from raftlane.testing import ClusterHandle
+from pipeline_steps import outbound_row
 
 pytestmark = pytest.mark.cluster
 
@@ -96,9 +97,7 @@ async def test_the_operator_page_shows_what_the_api_answers(
         await client.enqueue(name, f"MSH|page|{n}")
     # A dead letter with its error, and a row in the default org's audit chain.
     dest = f"{name}-emr"
-    await client.enqueue(f"{name}-d", "MSH|page|dead")
-    (row,) = await client.claim("ingress", owner="router", ttl_ms=30_000, channel=f"{name}-d")
-    assert (await client.handoff(row.row_id, row.fence, [(dest, "OUT")])).applied
+    await outbound_row(client, f"{name}-d", dest, "MSH|page|dead")
     (out,) = await client.claim("outbound", owner="w", ttl_ms=30_000, destination=dest)
     once = RetryPolicy(backoff_ms=1000, multiplier=1.0, max_backoff_ms=1000, max_attempts=1)
     failed = await client.fail(out.row_id, out.fence, "connection refused by the EMR", retry=once)

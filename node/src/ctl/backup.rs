@@ -1,5 +1,5 @@
 //! `ctl snapshot save FILE` and `ctl snapshot take`: an online backup of the cluster, like
-//! `etcdctl snapshot save`, and a snapshot on demand (docs/SPEC.md §11.3, docs/OPERATING.md
+//! `etcdctl snapshot save`, and a snapshot on demand (docs/SPEC.md §11.3, docs/OPERATIONS.md
 //! "Back up and restore").
 //!
 //! `save` streams `GET /v1/cluster/snapshot` from the leader (another node if the leader does

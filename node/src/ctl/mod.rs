@@ -122,8 +122,12 @@ pub enum CtlCommand {
     Leader(cluster::LeaderCommand),
     /// Channels: configured ones and those with traffic, with their counts.
     Channels,
-    /// Destinations: configured ones and those with rows, with depth and dead letters.
-    Destinations,
+    /// Destinations: configured ones and those with rows, with depth, dead letters and whether
+    /// they are paused; pause or resume one.
+    Destinations {
+        #[command(subcommand)]
+        action: Option<pipeline::DestinationCommand>,
+    },
     /// FIFO lanes: depth, oldest row, holder and lease (GET /v1/lanes).
     Lanes,
     /// Dead outbound rows: list, count, replay, purge.
@@ -394,7 +398,7 @@ async fn dispatch(conn: &Conn, command: CtlCommand) -> Result<(), CtlError> {
         CtlCommand::Member(c) => cluster::member(conn, c).await,
         CtlCommand::Leader(c) => cluster::leader(conn, c).await,
         CtlCommand::Channels => pipeline::channels(conn).await,
-        CtlCommand::Destinations => pipeline::destinations(conn).await,
+        CtlCommand::Destinations { action } => pipeline::destinations(conn, action).await,
         CtlCommand::Lanes => pipeline::lanes(conn).await,
         CtlCommand::DeadLetters(c) => messages::dead_letters(conn, c).await,
         CtlCommand::Messages(c) => messages::messages(conn, c).await,

@@ -4,6 +4,8 @@
 
 use super::output::{self, age_ms, field, time_field, Table};
 use super::{Conn, CtlError};
+use clap::Subcommand;
+use raftlane_client::contract::path::encode_segment;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -130,10 +132,57 @@ pub async fn channels(conn: &Conn) -> Result<(), CtlError> {
     Ok(())
 }
 
-/// `ctl destinations`.
-pub async fn destinations(conn: &Conn) -> Result<(), CtlError> {
+/// `ctl destinations pause|resume` (without one: the listing).
+#[derive(Subcommand, Debug)]
+pub enum DestinationCommand {
+    /// Stop handing out the destination's rows (they stay, in order) until it is resumed; rows
+    /// already out finish. Replicated and audited.
+    Pause {
+        destination: String,
+        /// Why, for the next person to look (kept with the pause and in the audit row).
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Hand the destination's rows out again, its lanes' heads first.
+    Resume { destination: String },
+}
+
+/// `ctl destinations [pause|resume]`.
+pub async fn destinations(conn: &Conn, action: Option<DestinationCommand>) -> Result<(), CtlError> {
+    let (path, body, verb) = match action {
+        None => return list_destinations(conn).await,
+        Some(DestinationCommand::Pause {
+            destination,
+            reason,
+        }) => (
+            format!("/v1/destinations/{}/pause", encode_segment(&destination)),
+            json!({ "reason": reason }),
+            "paused",
+        ),
+        Some(DestinationCommand::Resume { destination }) => (
+            format!("/v1/destinations/{}/resume", encode_segment(&destination)),
+            json!({}),
+            "resumed",
+        ),
+    };
+    let answer = conn.post(&path, body).await?;
+    if conn.json {
+        output::print_json(&answer);
+    } else if answer["changed"].as_bool() == Some(true) {
+        outln!("{} {verb}", field(&answer, "destination"));
+    } else {
+        outln!("{} was already {verb}", field(&answer, "destination"));
+    }
+    Ok(())
+}
+
+/// The listing: each destination joined with its pause, if any (a destination paused ahead of
+/// its first row is listed too).
+async fn list_destinations(conn: &Conn) -> Result<(), CtlError> {
     let (configured, traffic) = config_and_traffic(conn, "destinations").await?;
-    let destinations = join_destinations(&configured, &traffic);
+    let paused = conn.get("/v1/destinations/paused").await?;
+    let mut destinations = join_destinations(&configured, &traffic);
+    mark_paused(&mut destinations, &paused);
     if conn.json {
         output::print_json(&json!({ "destinations": destinations }));
         return Ok(());
@@ -145,9 +194,11 @@ pub async fn destinations(conn: &Conn) -> Result<(), CtlError> {
         "WRITTEN",
         "DEAD",
         "OLDEST PENDING",
+        "PAUSED",
         "URL",
     ]);
     for d in &destinations {
+        let pause = d.get("paused").filter(|p| !p.is_null());
         table.row([
             field(d, "destination"),
             if d["config"].is_null() { "no" } else { "yes" }.to_string(),
@@ -155,6 +206,16 @@ pub async fn destinations(conn: &Conn) -> Result<(), CtlError> {
             field(d, "written"),
             field(d, "dead"),
             time_field(d, "oldest_pending_at"),
+            pause.map_or_else(
+                || "no".to_string(),
+                |p| {
+                    format!(
+                        "by {} {}",
+                        field(p, "paused_by"),
+                        time_field(p, "paused_at")
+                    )
+                },
+            ),
             d.pointer("/config/url")
                 .and_then(Value::as_str)
                 .unwrap_or("")
@@ -163,6 +224,37 @@ pub async fn destinations(conn: &Conn) -> Result<(), CtlError> {
     }
     print_or_none(&table, "no destinations");
     Ok(())
+}
+
+/// Set each destination's `paused` member from `GET /v1/destinations/paused` (`null`: running),
+/// adding the paused destinations that have neither configuration nor rows, in name order.
+pub fn mark_paused(destinations: &mut Vec<Value>, paused: &Value) {
+    for d in destinations.iter_mut() {
+        d["paused"] = Value::Null;
+    }
+    for p in paused
+        .get("destinations")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(name) = p.get("destination").and_then(Value::as_str) else {
+            continue;
+        };
+        match destinations.iter_mut().find(|d| d["destination"] == name) {
+            Some(d) => d["paused"] = p.clone(),
+            None => destinations.push(json!({
+                "destination": name, "config": null, "queue_depth": 0, "written": 0, "dead": 0,
+                "oldest_pending_at": null, "per_channel": [], "paused": p,
+            })),
+        }
+    }
+    destinations.sort_by(|a, b| {
+        a["destination"]
+            .as_str()
+            .unwrap_or("")
+            .cmp(b["destination"].as_str().unwrap_or(""))
+    });
 }
 
 /// How many lanes `ctl lanes` lists at most (pages of [`LANE_PAGE`]).
@@ -289,5 +381,23 @@ mod tests {
         );
         assert_eq!(emr["oldest_pending_at"], 200);
         assert_eq!(emr["config"]["url"], "mllp://emr:2575");
+    }
+
+    #[test]
+    fn paused_destinations_are_marked_and_listed_even_without_rows() {
+        let mut listed = vec![json!({"destination": "emr"}), json!({"destination": "lab"})];
+        let paused = json!({"destinations": [
+            {"destination": "billing", "paused_by": "ops", "paused_at": 5},
+            {"destination": "emr", "paused_by": "ops", "paused_at": 7, "reason": "upgrade"},
+        ]});
+        mark_paused(&mut listed, &paused);
+        let names: Vec<&str> = listed
+            .iter()
+            .map(|d| d["destination"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["billing", "emr", "lab"]);
+        assert_eq!(listed[1]["paused"]["reason"], "upgrade");
+        assert!(listed[2]["paused"].is_null());
+        assert_eq!(listed[0]["queue_depth"], 0);
     }
 }

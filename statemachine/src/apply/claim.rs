@@ -8,7 +8,7 @@ use crate::model::ids::{Fence, RowId};
 use crate::model::lane::LaneKey;
 use crate::model::row::{RowStatus, Stage};
 use crate::rules::fifo::{self, Claimant};
-use crate::rules::{claim_owner, retry, validate};
+use crate::rules::{claim_owner, pause, retry, validate};
 use crate::tables::{config, rows};
 use crate::wire::command::{
     ClaimFifoHead, ClaimNextFifo, ClaimReady, DoneThenClaimNext, HandOn, HandOnThenClaimNext,
@@ -223,7 +223,7 @@ fn claim_ready(
         let Some(row) = rows::get(cx.txn, id?)? else {
             continue;
         };
-        if !row.matches(channel, destination) {
+        if !row.matches(channel, destination) || pause::holds_back(cx.txn, &row)? {
             continue;
         }
         picked.push(row);
@@ -232,7 +232,7 @@ fn claim_ready(
     let claimed = picked
         .iter()
         .map(|row| rows::claim(cx, row, owner, ttl_ms, fence))
-        .collect();
+        .collect::<Result<_, _>>()?;
     Ok(Outcome::Claimed(claimed))
 }
 

@@ -78,5 +78,6 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::HandOnThenClaimNext(c) => c.apply(cx),
         Command::AsOperator(c) => c.apply(cx),
         Command::ReserveOwner(c) => c.apply(cx),
+        Command::SetDestinationPaused(c) => c.apply(cx),
     }
 }

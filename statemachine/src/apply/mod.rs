@@ -22,6 +22,7 @@ pub(crate) mod complete;
 pub(crate) mod config;
 mod context;
 pub(crate) mod coordination;
+pub(crate) mod destinations;
 pub(crate) mod dispatch;
 pub(crate) mod enqueue;
 pub(crate) mod handoff;

@@ -28,6 +28,36 @@ impl std::fmt::Display for LaneKey {
     }
 }
 
+/// What a lane's running total counts (kept in the tallies table, reported per lane at
+/// `/metrics`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LaneEvent {
+    /// A row of the lane was dead-lettered (by any path: the finalizer is the only one).
+    DeadLettered,
+    /// A row of the lane was claimed again after an earlier claim (its lease ran out, or it
+    /// was failed and came back for a retry).
+    Redelivered,
+}
+
+impl LaneEvent {
+    pub const ALL: [LaneEvent; 2] = [LaneEvent::DeadLettered, LaneEvent::Redelivered];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LaneEvent::DeadLettered => "dead_lettered",
+            LaneEvent::Redelivered => "redelivered",
+        }
+    }
+}
+
+/// One lane's running total of one [`LaneEvent`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LaneTally {
+    pub event: LaneEvent,
+    pub lane: LaneKey,
+    pub count: u64,
+}
+
 /// Who owns a lane until when (live through `expires_at` inclusive: see
 /// [`crate::rules::fifo::lease_is_live`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,6 +10,7 @@ pub mod approval;
 pub mod audit;
 pub mod config;
 pub mod coordination;
+pub mod destination;
 pub mod ids;
 pub mod lane;
 pub mod message;

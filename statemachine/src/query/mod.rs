@@ -17,7 +17,7 @@ use crate::model::row::{ClaimChance, RowStatus, Stage, WorkRow};
 use crate::model::session::Session;
 use crate::model::state::{ReferenceSnapshot, StateEntry};
 use crate::model::user::{AdGroupMap, AuthRole, RoleAssignment, User};
-use crate::rules::{ad_groups, fifo};
+use crate::rules::{ad_groups, fifo, pause};
 use crate::storage::{Direction, Store, StoreError, Txn};
 use crate::tables::{
     approvals, children, config, covered, lanes, messages, principals, reference, responses, rows,
@@ -516,8 +516,8 @@ impl<'a> Reader<'a> {
             let Some(row) = rows::get(&self.txn, id?)? else {
                 continue;
             };
-            // The filter of ClaimReady: the same `WorkRow::matches`.
-            if !row.matches(channel, destination) {
+            // The filters of ClaimReady: the same `WorkRow::matches`, the same pause rule.
+            if !row.matches(channel, destination) || pause::holds_back(&self.txn, &row)? {
                 continue;
             }
             return Ok(DueRows::Some);
@@ -758,6 +758,21 @@ impl<'a> Reader<'a> {
         crate::tables::coordination::nodes(&self.txn)
     }
 
+    /// Every paused destination with who paused it, when and why, in name order
+    /// (docs/SPEC.md §4.9).
+    pub fn paused_destinations(
+        &self,
+    ) -> Result<Vec<(String, crate::model::destination::PausedDestination)>, StoreError> {
+        crate::tables::paused::all(&self.txn)
+    }
+
+    /// Every group's leadership lease as stored, live or expired, by group name.
+    pub fn leaderships(
+        &self,
+    ) -> Result<Vec<(String, crate::model::coordination::LeaderLease)>, StoreError> {
+        crate::tables::coordination::leaders(&self.txn)
+    }
+
     /// A group's leadership lease as stored, live or expired.
     pub fn leadership(
         &self,
@@ -785,6 +800,12 @@ impl<'a> Reader<'a> {
     /// `dead.lease_expired`, the rows that died of lease expiries (docs/SPEC.md §5.2).
     pub fn tallies(&self) -> Result<BTreeMap<String, u64>, StoreError> {
         crate::tables::tallies::all(&self.txn)
+    }
+
+    /// Each lane's running totals of dead-lettered and redelivered rows (lanes with none are
+    /// absent), in name order.
+    pub fn lane_tallies(&self) -> Result<Vec<crate::model::lane::LaneTally>, StoreError> {
+        crate::tables::tallies::lanes(&self.txn)
     }
 
     /// A shared counter (0 until first bumped).

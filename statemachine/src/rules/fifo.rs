@@ -23,7 +23,7 @@
 use crate::model::ids::{Fence, Millis, RowId};
 use crate::model::lane::{LaneKey, LaneLease};
 use crate::model::row::{Claim, ClaimChance, WorkRow};
-use crate::rules::{retry, ApplyResult};
+use crate::rules::{pause, retry, ApplyResult};
 use crate::storage::{Store, StoreError, Txn};
 use crate::tables::rows::{self, NewRow};
 use crate::tables::{config, lanes, lease_owners, Db};
@@ -282,7 +282,11 @@ pub(crate) fn claim_head(
             return Ok(Ok(reclaim_own(cx, row, claim, ttl_ms)));
         }
     }
-    // 4. The head, if due.
+    // 4. The head, if due, and its destination not paused (`rules::pause`: the lane reads as
+    //    empty until it is resumed).
+    if pause::lane_paused(cx.txn, lane)? {
+        return Ok(Err(FifoEmpty::Empty));
+    }
     let Some(head_id) = lanes::first_pending(cx.txn, lane)? else {
         return Ok(Err(FifoEmpty::Empty));
     };
@@ -292,7 +296,7 @@ pub(crate) fn claim_head(
             due_at: head.next_attempt_at,
         }));
     }
-    Ok(Ok(rows::claim(cx, &head, owner, ttl_ms, fence)))
+    Ok(Ok(rows::claim(cx, &head, owner, ttl_ms, fence)?))
 }
 
 /// Hand `owner` its own live claim on `row` again: same fence, same attempt, the lease
@@ -329,6 +333,9 @@ pub(crate) fn idle_answer<S: Store + ?Sized>(
     let lease = lanes::state(txn, lane)?.lease;
     if lease.is_some_and(|l| l.owner != owner && lease_is_live(&l, t)) {
         return Ok(None);
+    }
+    if pause::lane_paused(txn, lane)? {
+        return Ok(Some(FifoEmpty::Empty));
     }
     let Some(head) = lanes::first_pending(txn, lane)? else {
         return Ok(Some(FifoEmpty::Empty));
@@ -376,7 +383,10 @@ pub(crate) fn claim_chance<S: Store + ?Sized>(
     if let Some(end) = held_until {
         return Ok(ClaimChance::At(end.saturating_add(1)));
     }
-    // Step 4: the head.
+    // Step 4: the head (none while paused: the resume is the change that wakes the claim).
+    if pause::lane_paused(txn, lane)? {
+        return Ok(ClaimChance::OnChange);
+    }
     let Some(head) = lanes::first_pending(txn, lane)? else {
         return Ok(ClaimChance::OnChange);
     };

@@ -4,11 +4,12 @@
 //! finalized exactly once per transition; no lock is needed (the seeds needed advisory locks).
 
 use crate::model::ids::MessageId;
+use crate::model::lane::LaneEvent;
 use crate::model::message::MessageStatus;
 use crate::model::row::{RowStatus, Stage, WorkRow};
 use crate::rules::dedupe;
 use crate::storage::StoreError;
-use crate::tables::{messages, rows, Db};
+use crate::tables::{messages, rows, tallies, Db};
 
 /// The status the rows imply, or `None` to leave the message as it is (docs/SPEC.md §5.1, in
 /// precedence).
@@ -73,6 +74,7 @@ pub(crate) fn dead_letter_as(
     event: DeadEvent<'_>,
 ) -> Result<(), StoreError> {
     rows::finish(cx, row, RowStatus::Dead, Some(error));
+    tallies::add_lane(cx, LaneEvent::DeadLettered, &row.lane())?;
     messages::event(
         cx,
         row.message_id,

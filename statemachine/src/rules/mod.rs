@@ -8,6 +8,7 @@
 //!   and the backoff of a failed attempt.
 //! - [`registry`]: which destination and handler names the config registers (handoffs refuse
 //!   others; the config's orphan sweep dead-letters them).
+//! - [`pause`]: an outbound row of a paused destination is handed to no one.
 //! - [`dedupe`]: how long an idempotency key answers with its message.
 //! - [`validate`]: the input checks every command (and the API) makes.
 //! - [`ad_groups`]: how the AD group maps name a group.
@@ -27,6 +28,7 @@ pub mod fence;
 pub mod fifo;
 pub mod finalizer;
 pub mod lease_owner;
+pub mod pause;
 pub mod principal_name;
 pub mod registry;
 pub mod retry;

@@ -134,10 +134,13 @@ pub enum Table {
     /// org ‖ seq → String: the authenticated principal that wrote an audit row whose actor the
     /// caller named (RecordAuditAs): the row reads "actor via principal" (`tables::audit`).
     AuditPrincipals,
+    // --- paused destinations (docs/SPEC.md §4.9) ---
+    /// destination → PausedDestination: destinations whose rows are handed to no one.
+    PausedDestinations,
 }
 
 impl Table {
-    pub const ALL: [Table; 53] = [
+    pub const ALL: [Table; 54] = [
         Table::Meta,
         Table::Messages,
         Table::Rows,
@@ -198,6 +201,7 @@ impl Table {
         Table::RowRetry,
         // --- a principal acts only on what is its own ---
         Table::AuditPrincipals,
+        Table::PausedDestinations,
     ];
 
     /// Column family name in RocksDB.
@@ -263,6 +267,7 @@ impl Table {
             Table::RowRetry => "row_retry",
             // --- a principal acts only on what is its own ---
             Table::AuditPrincipals => "audit_principals",
+            Table::PausedDestinations => "paused_destinations",
         }
     }
 

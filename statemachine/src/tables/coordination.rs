@@ -53,6 +53,20 @@ pub(crate) fn set_counter(cx: &mut Db<'_, '_>, name: &str, value: u64) {
     cx.txn.put(Table::Counters, key(name), &value);
 }
 
+/// Every group's leadership lease as stored (live or expired), by group name.
+pub(crate) fn leaders<S: Store + ?Sized>(
+    txn: &Txn<'_, S>,
+) -> Result<Vec<(String, LeaderLease)>, StoreError> {
+    let mut out = Vec::new();
+    for item in txn.scan(Table::Leadership, &[], None, Direction::Forward)? {
+        let (k, v) = item?;
+        if let Some(group) = crate::storage::keys::read_str(&k, &mut 0) {
+            out.push((group, Txn::<S>::decode(Table::Leadership, &v)?));
+        }
+    }
+    Ok(out)
+}
+
 /// The groups whose leadership `node_id` holds (live or expired).
 pub(crate) fn groups_led_by<S: Store + ?Sized>(
     txn: &Txn<'_, S>,

@@ -18,6 +18,7 @@ pub(crate) mod lanes;
 pub(crate) mod lease_owners;
 pub(crate) mod messages;
 pub(crate) mod meta;
+pub(crate) mod paused;
 pub(crate) mod principals;
 pub(crate) mod reference;
 pub(crate) mod requests;

@@ -6,10 +6,11 @@
 //! indexes exact without any command having to remember which index a transition touches.
 
 use crate::model::ids::{Fence, MessageId, Millis, RowId};
+use crate::model::lane::LaneEvent;
 use crate::model::row::{Claim, RowStatus, Stage, WorkRow};
 use crate::storage::keys::{trailing_u64, Key};
 use crate::storage::{Direction, Store, StoreError, Table, Txn};
-use crate::tables::{lanes, row_retry, Db};
+use crate::tables::{lanes, row_retry, tallies, Db};
 use crate::wire::outcome::ClaimedRow;
 
 pub(crate) fn row_key(id: RowId) -> Vec<u8> {
@@ -190,7 +191,12 @@ pub(crate) fn claim(
     owner: &str,
     ttl_ms: u64,
     fence: Fence,
-) -> ClaimedRow {
+) -> Result<ClaimedRow, StoreError> {
+    // A row claimed again (its lease ran out, or it was failed and came back): a redelivery,
+    // counted per lane for `/metrics`.
+    if row.attempts > 0 {
+        tallies::add_lane(cx, LaneEvent::Redelivered, &row.lane())?;
+    }
     let mut after = row.clone();
     after.status = RowStatus::Inflight;
     after.attempts = after.attempts.saturating_add(1);
@@ -202,7 +208,7 @@ pub(crate) fn claim(
     after.last_fence = Some(fence);
     after.updated_at = cx.t;
     save(cx, row, &after);
-    claimed(after, fence)
+    Ok(claimed(after, fence))
 }
 
 /// A claimed row as the worker sees it.

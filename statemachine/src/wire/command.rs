@@ -150,6 +150,8 @@ pub enum Command {
     AsOperator(AsOperator),
     // --- names bound to principals: an admin's reservation (docs/SPEC.md §9.8) ---
     ReserveOwner(ReserveOwner),
+    // --- a destination paused by an operator (docs/SPEC.md §4.9) ---
+    SetDestinationPaused(SetDestinationPaused),
 }
 
 impl Command {
@@ -231,6 +233,7 @@ impl Command {
             // The proposer's word on the caller's role: counted as the command it carries.
             Command::AsOperator(c) => c.command.name(),
             Command::ReserveOwner(_) => "reserve_owner",
+            Command::SetDestinationPaused(_) => "set_destination_paused",
         }
     }
 }
@@ -1115,6 +1118,17 @@ pub struct AsOperator {
 pub struct ReserveOwner {
     pub owner: String,
     pub principal: Option<String>,
+}
+
+/// Pause a destination (`paused: true`: none of its outbound rows is handed out until it is
+/// resumed; rows already out finish as they would) or resume it (docs/SPEC.md §4.9). Answers
+/// `Count(1)` when that changed the destination, `Count(0)` when it already was so. Audited
+/// `destination.pause` / `destination.resume`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetDestinationPaused {
+    pub destination: String,
+    pub paused: bool,
+    pub reason: Option<String>,
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ mod fencing;
 mod fifo;
 mod handoffs;
 mod leases;
+mod pause;
 mod poison;
 mod principals;
 mod replay;

@@ -73,6 +73,8 @@ from .types import (
     Health,
     KeyRotation,
     LaneList,
+    PausedDestinations,
+    PauseState,
     LaneView,
     ListedMessage,
     MessageList,
@@ -1028,6 +1030,38 @@ class Client:
             json={"owner": owner},
         )
         return r.released
+
+    @_route(
+        "post", "/v1/destinations/{destination}/pause", body=("reason",), answer=PauseState
+    )
+    async def pause_destination(self, destination: str, *, reason: str | None = None) -> PauseState:
+        """Stop handing out ``destination``'s rows (they stay, in order; rows already out
+        finish) until :meth:`resume_destination`. Replicated and audited; unscoped tokens."""
+        return await self._call(
+            PauseState,
+            "POST",
+            f"/v1/destinations/{segment(destination)}/pause",
+            json=_drop_none({"reason": reason}),
+        )
+
+    @_route("post", "/v1/destinations/{destination}/resume", answer=PauseState)
+    async def resume_destination(self, destination: str) -> PauseState:
+        """Hand ``destination``'s rows out again, its lanes' heads first."""
+        return await self._call(
+            PauseState, "POST", f"/v1/destinations/{segment(destination)}/resume"
+        )
+
+    @_route("get", "/v1/destinations/paused", answer=PausedDestinations)
+    async def paused_destinations(
+        self, *, consistency: str | None = None
+    ) -> PausedDestinations:
+        """Every paused destination: who paused it, when and why."""
+        return await self._call(
+            PausedDestinations,
+            "GET",
+            "/v1/destinations/paused",
+            params={"consistency": consistency},
+        )
 
     @_route(
         "post", "/v1/lanes/outbound/{dest}/cancel", body=("channel", "top_only"), answer=Cancelled

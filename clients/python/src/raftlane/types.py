@@ -312,6 +312,30 @@ class Released:
 
 
 @dataclass(frozen=True)
+class PauseState:
+    """A destination after a pause or a resume; ``changed`` is false when it already was so."""
+
+    destination: str
+    paused: bool
+    changed: bool
+
+
+@dataclass(frozen=True)
+class PausedDestination:
+    destination: str
+    #: The principal that paused it.
+    paused_by: str
+    #: When (the cluster's time, ms since the epoch).
+    paused_at: int
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class PausedDestinations:
+    destinations: list[PausedDestination]
+
+
+@dataclass(frozen=True)
 class Cancelled:
     cancelled: int
 
