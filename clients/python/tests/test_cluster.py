@@ -451,7 +451,9 @@ async def test_leadership_moves_to_the_voter_asked_for(client: Client, name: str
     moved = await client.transfer_leader(target)
     assert moved.leader_id == target
     assert (await client.cluster()).leader_id == target
-    assert (await client.enqueue(name, "after the transfer")).message_id
+    # The new leader takes writes: committed after everything the old one had applied.
+    sent = await client.enqueue(name, "after the transfer")
+    assert sent.index > before.last_applied and not sent.duplicate
     with pytest.raises(BadRequestError) as refused:
         await client.transfer_leader(99)
     assert refused.value.field == "to"

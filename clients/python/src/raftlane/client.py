@@ -72,7 +72,13 @@ from .types import (
     Handler,
     Health,
     KeyRotation,
+    EngineNodes,
+    HeartbeatAck,
     LaneList,
+    Leadership,
+    NamespaceList,
+    ReferenceSetList,
+    StorageStats,
     PausedDestinations,
     PauseState,
     LaneView,
@@ -905,10 +911,10 @@ class Client:
             "POST", f"/v1/messages/{segment(message_id)}/viewed", json=_drop_none({"actor": actor})
         )
 
-    @_route("get", "/v1/stats/storage")
-    async def storage_stats(self) -> Any:
-        """``{messages, events, size_bytes, last_applied}`` (scans the state)."""
-        return await self.request("GET", "/v1/stats/storage")
+    @_route("get", "/v1/stats/storage", answer=StorageStats)
+    async def storage_stats(self) -> StorageStats:
+        """What the state holds (scans it)."""
+        return await self._call(StorageStats, "GET", "/v1/stats/storage")
 
     @_route("get", "/v1/metrics/connections")
     async def connection_metrics(self, *, since: int = 0, rate_window_ms: int = 60_000) -> Any:
@@ -1562,20 +1568,18 @@ class Client:
             params={"consistency": consistency},
         )
 
-    @_route("get", "/v1/state")
-    async def namespaces(self, *, consistency: str | None = None) -> Any:
-        """Every transform-state namespace with its version: ``{namespaces: [{namespace,
-        version}]}``."""
-        return await self.request(
-            "GET", "/v1/state", params=_drop_none({"consistency": consistency})
+    @_route("get", "/v1/state", answer=NamespaceList)
+    async def namespaces(self, *, consistency: str | None = None) -> NamespaceList:
+        """Every transform-state namespace with its version, in name order."""
+        return await self._call(
+            NamespaceList, "GET", "/v1/state", params={"consistency": consistency}
         )
 
-    @_route("get", "/v1/reference")
-    async def reference_sets(self, *, consistency: str | None = None) -> Any:
-        """Every reference set without its rows: ``{sets: [{name, version, label?, synced_at,
-        row_count}]}``."""
-        return await self.request(
-            "GET", "/v1/reference", params=_drop_none({"consistency": consistency})
+    @_route("get", "/v1/reference", answer=ReferenceSetList)
+    async def reference_sets(self, *, consistency: str | None = None) -> ReferenceSetList:
+        """Every reference set without its rows, in name order."""
+        return await self._call(
+            ReferenceSetList, "GET", "/v1/reference", params={"consistency": consistency}
         )
 
     @_route("put", "/v1/reference/{name}", body=("version", "rows"), answer=ReferenceWritten)
@@ -1709,12 +1713,13 @@ class Client:
 
     # --- engine coordination (docs/SPEC.md §15) ----------------------------------------------
 
-    @_route("put", "/v1/engine/nodes/{node_id}", body=("host", "pid"))
+    @_route("put", "/v1/engine/nodes/{node_id}", body=("host", "pid"), answer=HeartbeatAck)
     async def engine_heartbeat(
         self, node_id: str, *, host: str | None = None, pid: int | None = None
-    ) -> Any:
+    ) -> HeartbeatAck:
         """Register ``node_id`` or refresh its ``last_seen``."""
-        return await self.request(
+        return await self._call(
+            HeartbeatAck,
             "PUT",
             f"/v1/engine/nodes/{segment(node_id)}",
             json=_drop_none({"host": host, "pid": pid}),
@@ -1726,16 +1731,20 @@ class Client:
         answer = await self.request("DELETE", f"/v1/engine/nodes/{segment(node_id)}")
         return bool(answer["left"])
 
-    @_route("get", "/v1/engine/nodes")
-    async def engine_nodes(self) -> Any:
-        """``{nodes: [{node_id, host, pid, started_at, last_seen, status}], now}``."""
-        return await self.request("GET", "/v1/engine/nodes")
+    @_route("get", "/v1/engine/nodes", answer=EngineNodes)
+    async def engine_nodes(self) -> EngineNodes:
+        """Every registered engine process (tombstones of clean stops included) and the time
+        of the read."""
+        return await self._call(EngineNodes, "GET", "/v1/engine/nodes")
 
-    @_route("post", "/v1/engine/leadership/{group}", body=("node_id", "ttl_ms"))
-    async def campaign(self, group: str, node_id: str, *, ttl_ms: int) -> Any:
-        """Take or renew ``group``'s leadership for ``node_id``; answers the lease as it stands
-        (``{group, owner, expires_at, fence, now}``), whoever holds it."""
-        return await self.request(
+    @_route(
+        "post", "/v1/engine/leadership/{group}", body=("node_id", "ttl_ms"), answer=Leadership
+    )
+    async def campaign(self, group: str, node_id: str, *, ttl_ms: int) -> Leadership:
+        """Take or renew ``group``'s leadership for ``node_id``; answers the lease as it stands,
+        whoever holds it."""
+        return await self._call(
+            Leadership,
             "POST",
             f"/v1/engine/leadership/{segment(group)}",
             json={"node_id": node_id, "ttl_ms": ttl_ms},
@@ -1748,9 +1757,10 @@ class Client:
         )
         return bool(answer["resigned"])
 
-    @_route("get", "/v1/engine/leadership/{group}")
-    async def leadership(self, group: str) -> Any:
-        return await self.request("GET", f"/v1/engine/leadership/{segment(group)}")
+    @_route("get", "/v1/engine/leadership/{group}", answer=Leadership)
+    async def leadership(self, group: str) -> Leadership:
+        """``group``'s leadership lease as it stands."""
+        return await self._call(Leadership, "GET", f"/v1/engine/leadership/{segment(group)}")
 
     @_route("post", "/v1/engine/counters/{name}")
     async def bump_counter(self, name: str) -> int:

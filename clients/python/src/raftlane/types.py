@@ -534,6 +534,38 @@ class Namespace:
 
 
 @dataclass(frozen=True)
+class NamespaceList:
+    namespaces: list[Namespace]
+
+
+@dataclass(frozen=True)
+class ReferenceSetInfo:
+    """A reference set without its rows."""
+
+    name: str
+    version: int
+    synced_at: int
+    row_count: int
+    #: The writer's text version (``"v1"``), when it gave one.
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class ReferenceSetList:
+    sets: list[ReferenceSetInfo]
+
+
+@dataclass(frozen=True)
+class StorageStats:
+    """What the state holds (``size_bytes``: every key and value, its logical size)."""
+
+    messages: int
+    events: int
+    size_bytes: int
+    last_applied: int
+
+
+@dataclass(frozen=True)
 class StateEntry:
     namespace: str
     key: str
@@ -775,3 +807,47 @@ def decode(cls: type[T], value: Any, where: str = "answer") -> T:
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise DecodeError(f"{where}: {cls.__name__} needs member {f.name!r}")
     return cls(**kwargs)
+
+
+# --- engine coordination (docs/SPEC.md §15) ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HeartbeatAck:
+    #: The log index the heartbeat was applied at.
+    index: int
+
+
+@dataclass(frozen=True)
+class EngineNode:
+    """One engine process of the registry."""
+
+    node_id: str
+    started_at: int
+    last_seen: int
+    #: ``active``, or ``left`` after a clean stop.
+    status: str
+    host: str | None = None
+    pid: int | None = None
+
+
+@dataclass(frozen=True)
+class EngineNodes:
+    """Every registered engine process, and the cluster's time of the read (judge a node's
+    freshness by ``now - last_seen``)."""
+
+    nodes: list[EngineNode]
+    now: int
+
+
+@dataclass(frozen=True)
+class Leadership:
+    """A group's leadership lease as it stands (``owner`` ``None``: nobody holds it), read at
+    ``now``; ``fence`` changes exactly when the owner does."""
+
+    group: str
+    now: int
+    owner: str | None = None
+    #: Live through this time inclusive.
+    expires_at: int | None = None
+    fence: int | None = None

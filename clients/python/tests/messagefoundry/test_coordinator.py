@@ -20,6 +20,7 @@ from raftlane.errors import ForbiddenError
 from raftlane.messagefoundry import RaftlaneCoordinator
 from raftlane.messagefoundry.coordinator import LEADERSHIP_GROUP
 from raftlane.testing import ClusterHandle, empty_cluster
+from raftlane.types import EngineNode
 
 pytestmark = pytest.mark.cluster
 
@@ -51,9 +52,9 @@ async def until(check: Callable[[], Awaitable[bool]], *, within: float = 5.0) ->
         await asyncio.sleep(0.02)
 
 
-async def _node(client: Client, node_id: str) -> dict[str, object] | None:
+async def _node(client: Client, node_id: str) -> EngineNode | None:
     listing = await client.engine_nodes()
-    return next((n for n in listing["nodes"] if n["node_id"] == node_id), None)
+    return next((n for n in listing.nodes if n.node_id == node_id), None)
 
 
 async def test_registers_heartbeats_and_leaves_a_tombstone(client: Client) -> None:
@@ -63,11 +64,11 @@ async def test_registers_heartbeats_and_leaves_a_tombstone(client: Client) -> No
         await coord.start()
         await coord.start()  # idempotent
         row = await _node(client, "node-X")
-        assert row is not None and row["status"] == "active"
-        first_seen = int(row["last_seen"])  # type: ignore[call-overload]
+        assert row is not None and row.status == "active"
+        first_seen = row.last_seen
         await coord.heartbeat_once()
         row = await _node(client, "node-X")
-        assert row is not None and int(row["last_seen"]) >= first_seen  # type: ignore[call-overload]
+        assert row is not None and row.last_seen >= first_seen
 
         async def leads() -> bool:
             return coord.is_leader()
@@ -81,17 +82,18 @@ async def test_registers_heartbeats_and_leaves_a_tombstone(client: Client) -> No
         await coord.stop()
     assert coord.is_leader() is False
     left = await _node(client, "node-X")
-    assert left is not None and left["status"] == "left"
+    assert left is not None and left.status == "left"
     lease = await client.leadership("messagefoundry")
-    assert (lease["owner"], lease["expires_at"], lease["fence"]) == (None, None, None)
+    assert (lease.owner, lease.expires_at, lease.fence) == (None, None, None)
 
     # Starting again re-activates the same single record.
     again = RaftlaneCoordinator(client, "node-X", **FAST)
     try:
         await again.start()
         listing = await client.engine_nodes()
-        assert [n["node_id"] for n in listing["nodes"]].count("node-X") == 1
-        assert (await _node(client, "node-X"))["status"] == "active"  # type: ignore[index]
+        assert [n.node_id for n in listing.nodes].count("node-X") == 1
+        again_row = await _node(client, "node-X")
+        assert again_row is not None and again_row.status == "active"
     finally:
         await again.stop()
 
@@ -123,7 +125,7 @@ async def test_single_leader_and_failover(client: Client) -> None:
 
         await until(follower_leads)
         stopped = await _node(client, leader.node_id)
-        assert stopped is not None and stopped["status"] == "left"
+        assert stopped is not None and stopped.status == "left"
     finally:
         await a.stop()
         await b.stop()
@@ -267,9 +269,9 @@ async def test_engines_on_engine_tokens_cannot_resign_or_leave_each_other(
             with pytest.raises(ForbiddenError):
                 await cb.engine_heartbeat("node-A")
             lease = await cb.leadership(LEADERSHIP_GROUP)
-            assert lease["owner"] == "node-A"
+            assert lease.owner == "node-A"
             row = await _node(client, "node-A")
-            assert row is not None and row["status"] == "active"
+            assert row is not None and row.status == "active"
             # A worker token cannot run an engine's store at all: its users are the engine's.
             tok_w = (await client.create_token("worker-w", "worker")).token
             async with Client(endpoints, tok_w) as cw:
@@ -278,4 +280,4 @@ async def test_engines_on_engine_tokens_cannot_resign_or_leave_each_other(
         finally:
             await a.stop()
         row = await _node(client, "node-A")
-        assert row is not None and row["status"] == "left"
+        assert row is not None and row.status == "left"

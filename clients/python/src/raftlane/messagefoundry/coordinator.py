@@ -176,30 +176,29 @@ class RaftlaneCoordinator:
         if its heartbeat is fresh (``last_seen`` within ``node_timeout_seconds``)."""
         listing = await self._client.engine_nodes()
         lease = await self._client.leadership(self._group)
-        now = int(listing["now"])
-        owner = lease.get("owner")
-        expires = lease.get("expires_at")
-        live_owner = owner if expires is not None and now <= int(expires) else None
+        now = listing.now
+        expires = lease.expires_at
+        live_owner = lease.owner if expires is not None and now <= expires else None
         members = []
-        for n in listing.get("nodes", []):
-            fresh = now - int(n["last_seen"]) <= _ms(self._node_timeout)
+        for n in listing.nodes:
+            fresh = now - n.last_seen <= _ms(self._node_timeout)
             members.append(
                 ClusterMember(
-                    node_id=n["node_id"],
-                    host=n.get("host"),
-                    pid=n.get("pid"),
-                    started_at=n["started_at"] / 1000,
-                    last_seen=n["last_seen"] / 1000,
-                    status=n["status"],
-                    is_leader=n["node_id"] == live_owner and fresh and n["status"] == "active",
+                    node_id=n.node_id,
+                    host=n.host,
+                    pid=n.pid,
+                    started_at=n.started_at / 1000,
+                    last_seen=n.last_seen / 1000,
+                    status=n.status,
+                    is_leader=n.node_id == live_owner and fresh and n.status == "active",
                 )
             )
         return members
 
     async def leadership_lease(self) -> tuple[str | None, float | None]:
         lease = await self._client.leadership(self._group)
-        expires = lease.get("expires_at")
-        return lease.get("owner"), None if expires is None else expires / 1000
+        expires = lease.expires_at
+        return lease.owner, None if expires is None else expires / 1000
 
     async def heartbeat_once(self) -> None:
         await self._client.engine_heartbeat(self.node_id, host=self._host, pid=self._pid)
@@ -209,16 +208,16 @@ class RaftlaneCoordinator:
     async def _campaign(self) -> None:
         sent_at = self._monotonic()
         lease = await self._client.campaign(self._group, self.node_id, ttl_ms=_ms(self._lease_ttl))
-        if lease.get("owner") == self.node_id:
+        if lease.owner == self.node_id:
             if not self._is_leader:
-                log.info("node %s leads (fence %s)", self.node_id, lease.get("fence"))
+                log.info("node %s leads (fence %s)", self.node_id, lease.fence)
             self._is_leader = True
-            self._fence = lease.get("fence")
+            self._fence = lease.fence
             # Measured from before the request: the lease may have been granted that early.
             self._last_renew_ok = sent_at
         else:
             if self._is_leader:
-                log.warning("node %s was deposed; %s leads", self.node_id, lease.get("owner"))
+                log.warning("node %s was deposed; %s leads", self.node_id, lease.owner)
             self._is_leader = False
 
     async def tick(self) -> None:

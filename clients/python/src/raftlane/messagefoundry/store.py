@@ -100,11 +100,10 @@ NEVER_MS = 2**64 - 1
 CLAIM_WAIT_S = 5.0
 
 
-def _reference_version(entry: Mapping[str, Any]) -> str:
+def _reference_version(label: str | None, version: int) -> str:
     """A reference set's version as the engine names it: the writer's text label, else the
     number (docs/SPEC.md §14.8)."""
-    label = entry.get("label")
-    return str(label) if label is not None else str(entry["version"])
+    return label if label is not None else str(version)
 
 
 def _ms(seconds: float) -> int:
@@ -716,15 +715,15 @@ class RaftlaneStore:
         handle reflects; answers the names reloaded."""
         listing = await self._client.reference_sets()
         refreshed = []
-        for entry in listing.get("sets", []):
-            name = entry["name"]
-            version = _reference_version(entry)
+        for entry in listing.sets:
+            name = entry.name
+            version = _reference_version(entry.label, entry.version)
             if self._reference_versions.get(name) == version:
                 continue
             snap = await self._get(f"/v1/reference/{segment(name)}")
             rows = snap.get("rows") or {}
             self._reference_cache[name] = {k: json.loads(v) for k, v in rows.items()}
-            self._reference_versions[name] = _reference_version(snap)
+            self._reference_versions[name] = _reference_version(snap.get("label"), snap["version"])
             refreshed.append(name)
         return refreshed
 
@@ -733,9 +732,9 @@ class RaftlaneStore:
         reflects; answers the namespaces re-read."""
         listing = await self._client.namespaces()
         refreshed = []
-        for entry in listing.get("namespaces", []):
-            ns = entry["namespace"]
-            if self._state_versions.get(ns) == int(entry["version"]):
+        for entry in listing.namespaces:
+            ns = entry.namespace
+            if self._state_versions.get(ns) == entry.version:
                 continue
             view = await self._client.namespace(ns, entries=True)
             for key in [k for k in self._state_cache if k[0] == ns]:
@@ -1330,11 +1329,11 @@ class RaftlaneStore:
         anchor = await self._client.audit_anchor(AUDIT_ORG)
         return DbStatus(
             path=self.path,
-            size_bytes=int(stats["size_bytes"]),
+            size_bytes=stats.size_bytes,
             disk_free_bytes=0,
             journal_mode=self._journal_mode,
-            messages=int(stats["messages"]),
-            events=int(stats["events"]),
+            messages=stats.messages,
+            events=stats.events,
             audit=anchor.count,
         )
 
