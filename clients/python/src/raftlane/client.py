@@ -47,6 +47,7 @@ from .types import (
     Backup,
     LeaderTransferred,
     Approval,
+    ApprovalList,
     ApprovalCreated,
     ApprovalDecided,
     AuditAnchor,
@@ -74,6 +75,7 @@ from .types import (
     KeyRotation,
     EngineNodes,
     HeartbeatAck,
+    KeyedDecided,
     LaneList,
     Leadership,
     NamespaceList,
@@ -1659,12 +1661,11 @@ class Client:
             json={"approve": approve},
         )
 
-    @_route("get", "/v1/approvals")
-    async def pending_approvals(self, *, limit: int = 100) -> Any:
-        """Approvals pending and unexpired at the request's time, newest request first:
-        ``{approvals: [...]}``."""
-        return await self.request(
-            "GET", "/v1/approvals", params={"status": "pending", "limit": limit}
+    @_route("get", "/v1/approvals", answer=ApprovalList)
+    async def pending_approvals(self, *, limit: int = 100) -> ApprovalList:
+        """Approvals pending and unexpired at the request's time, newest request first."""
+        return await self._call(
+            ApprovalList, "GET", "/v1/approvals", params={"status": "pending", "limit": limit}
         )
 
     @_route(
@@ -1697,19 +1698,26 @@ class Client:
             ApprovalCreated, "POST", "/v1/approvals/keyed", json=_drop_none(body)
         )
 
-    @_route("get", "/v1/approvals/keyed/{key}")
-    async def keyed_approval(self, key: str) -> Any:
+    @_route("get", "/v1/approvals/keyed/{key}", answer=Approval)
+    async def keyed_approval(self, key: str) -> Approval:
         """The approval under ``key``, its status as stored."""
-        return await self.request("GET", f"/v1/approvals/keyed/{segment(key)}")
+        return await self._call(Approval, "GET", f"/v1/approvals/keyed/{segment(key)}")
 
-    @_route("post", "/v1/approvals/keyed/{key}/decide", body=("status", "approver", "decided_at"))
+    @_route(
+        "post",
+        "/v1/approvals/keyed/{key}/decide",
+        body=("status", "approver", "decided_at"),
+        answer=KeyedDecided,
+    )
     async def decide_keyed_approval(
         self, key: str, status: str, *, approver: str | None = None, decided_at: int
-    ) -> Any:
+    ) -> KeyedDecided:
         """``status``: ``approved``, ``rejected`` or ``expired``; a decided approval answers
         409 ``already_decided``."""
         body = _drop_none({"status": status, "approver": approver, "decided_at": decided_at})
-        return await self.request("POST", f"/v1/approvals/keyed/{segment(key)}/decide", json=body)
+        return await self._call(
+            KeyedDecided, "POST", f"/v1/approvals/keyed/{segment(key)}/decide", json=body
+        )
 
     # --- engine coordination (docs/SPEC.md §15) ----------------------------------------------
 

@@ -622,6 +622,21 @@ class Approval:
 
 
 @dataclass(frozen=True)
+class ApprovalList:
+    approvals: list[Approval]
+
+
+@dataclass(frozen=True)
+class KeyedDecided:
+    """A keyed approval's decision as recorded."""
+
+    key: str
+    id: int
+    status: str
+    index: int
+
+
+@dataclass(frozen=True)
 class ApprovalDecided:
     id: int
     approved: bool

@@ -61,7 +61,7 @@ from ..errors import (
     StaleFenceError,
     WrongStatusError,
 )
-from ..types import UNLIMITED_ATTEMPTS, AuditAnchor, FifoClaim, RetryPolicy, StateOp
+from ..types import UNLIMITED_ATTEMPTS, Approval, AuditAnchor, FifoClaim, RetryPolicy, StateOp
 
 __all__ = [
     "AUDIT_ORG",
@@ -1442,19 +1442,18 @@ class RaftlaneStore:
         ]
 
     @staticmethod
-    def _approval_dict(a: Mapping[str, Any]) -> dict[str, Any]:
-        expires = a.get("expires_at")
+    def _approval_dict(a: Approval) -> dict[str, Any]:
         return {
-            "id": str(a.get("key", a["id"])),
-            "operation": a["operation"],
-            "params": a["params"],
-            "requester": a["requester"],
-            "requested_at": _s0(a["requested_at"]),
-            "status": a["status"],
-            "approver": a.get("approver"),
-            "decided_at": _s(a.get("decided_at")),
+            "id": a.key if a.key is not None else str(a.id),
+            "operation": a.operation,
+            "params": a.params,
+            "requester": a.requester,
+            "requested_at": _s0(a.requested_at),
+            "status": a.status,
+            "approver": a.approver,
+            "decided_at": _s(a.decided_at),
             # 2^64 - 1 is "never" (docs/SPEC.md §14.10).
-            "expires_at": None if expires is None or expires >= NEVER_MS else _s(expires),
+            "expires_at": None if a.expires_at >= NEVER_MS else _s(a.expires_at),
         }
 
     async def create_pending_approval(
@@ -1487,7 +1486,7 @@ class RaftlaneStore:
 
     async def list_pending_approvals(self, *, now: float, limit: int = 100) -> list[dict[str, Any]]:
         answer = await self._at(now).pending_approvals(limit=max(1, min(limit, 1000)))
-        return [self._approval_dict(a) for a in answer.get("approvals", [])]
+        return [self._approval_dict(a) for a in answer.approvals]
 
     async def decide_pending_approval(
         self, approval_id: str, *, status: str, approver: str | None, decided_at: float
