@@ -59,6 +59,7 @@ from .types import (
     ClaimedRow,
     Claims,
     ClusterStatus,
+    ConnectionTraffic,
     ConfigVersion,
     ConfigWritten,
     DeadLetterRow,
@@ -81,6 +82,7 @@ from .types import (
     NamespaceList,
     ReferenceSetList,
     StorageStats,
+    Viewed,
     PausedDestinations,
     PauseState,
     LaneView,
@@ -906,11 +908,14 @@ class Client:
         answer = await self.request("GET", "/v1/dead-letters/count", params=_drop_none(filters))
         return int(answer["count"])
 
-    @_route("post", "/v1/messages/{id}/viewed", body=("actor",))
-    async def record_view(self, message_id: int | str, *, actor: str | None = None) -> Any:
+    @_route("post", "/v1/messages/{id}/viewed", body=("actor",), answer=Viewed)
+    async def record_view(self, message_id: int | str, *, actor: str | None = None) -> Viewed:
         """Append the event ``viewed`` (detail: ``actor``) to a message's history."""
-        return await self.request(
-            "POST", f"/v1/messages/{segment(message_id)}/viewed", json=_drop_none({"actor": actor})
+        return await self._call(
+            Viewed,
+            "POST",
+            f"/v1/messages/{segment(message_id)}/viewed",
+            json=_drop_none({"actor": actor}),
         )
 
     @_route("get", "/v1/stats/storage", answer=StorageStats)
@@ -918,10 +923,13 @@ class Client:
         """What the state holds (scans it)."""
         return await self._call(StorageStats, "GET", "/v1/stats/storage")
 
-    @_route("get", "/v1/metrics/connections")
-    async def connection_metrics(self, *, since: int = 0, rate_window_ms: int = 60_000) -> Any:
+    @_route("get", "/v1/metrics/connections", answer=ConnectionTraffic)
+    async def connection_metrics(
+        self, *, since: int = 0, rate_window_ms: int = 60_000
+    ) -> ConnectionTraffic:
         """Inbound traffic per channel and outbound per destination (scans the state)."""
-        return await self.request(
+        return await self._call(
+            ConnectionTraffic,
             "GET",
             "/v1/metrics/connections",
             params={"since": since, "rate_window_ms": rate_window_ms},

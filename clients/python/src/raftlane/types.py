@@ -866,3 +866,46 @@ class Leadership:
     #: Live through this time inclusive.
     expires_at: int | None = None
     fence: int | None = None
+
+
+# --- the dashboard's figures (docs/SPEC.md §14.11) ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class InboundTraffic:
+    """One channel's inbound traffic: messages received since ``since``, the errored ones among
+    them, and its newest message ever (ms)."""
+
+    channel: str
+    read: int
+    errored: int
+    last_at: int | None = None
+
+
+@dataclass(frozen=True)
+class DestinationTraffic:
+    """One (channel, destination)'s outbound traffic: rows pending or in flight now, done and
+    dead since ``since``, done within the rate window, and times in ms."""
+
+    channel: str
+    destination: str
+    queue_depth: int
+    written: int
+    dead: int
+    recent_done: int
+    oldest_pending_at: int | None = None
+    last_done_at: int | None = None
+
+
+@dataclass(frozen=True)
+class ConnectionTraffic:
+    """``GET /v1/metrics/connections``: channels and destinations in name order."""
+
+    inbound: list[InboundTraffic]
+    destinations: list[DestinationTraffic]
+
+
+@dataclass(frozen=True)
+class Viewed:
+    #: The log index the ``viewed`` event was applied at.
+    index: int

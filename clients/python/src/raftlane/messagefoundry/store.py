@@ -1360,21 +1360,19 @@ class RaftlaneStore:
             since=_ms(since), rate_window_ms=_ms(rate_window)
         )
         inbound = {
-            i["channel"]: InboundMetrics(
-                read=int(i["read"]), errored=int(i["errored"]), last_at=_s(i.get("last_at"))
-            )
-            for i in answer.get("inbound", [])
+            i.channel: InboundMetrics(read=i.read, errored=i.errored, last_at=_s(i.last_at))
+            for i in answer.inbound
         }
         destinations = {
-            (d["channel"], d["destination"]): DestinationMetrics(
-                queue_depth=int(d["queue_depth"]),
-                written=int(d["written"]),
-                dead=int(d["dead"]),
-                oldest_pending_at=_s(d.get("oldest_pending_at")),
-                recent_done=int(d["recent_done"]),
-                last_done_at=_s(d.get("last_done_at")),
+            (d.channel, d.destination): DestinationMetrics(
+                queue_depth=d.queue_depth,
+                written=d.written,
+                dead=d.dead,
+                oldest_pending_at=_s(d.oldest_pending_at),
+                recent_done=d.recent_done,
+                last_done_at=_s(d.last_done_at),
             )
-            for d in answer.get("destinations", [])
+            for d in answer.destinations
         }
         return ConnectionMetrics(inbound=inbound, destinations=destinations)
 
