@@ -454,6 +454,13 @@ async def test_leadership_moves_to_the_voter_asked_for(client: Client, name: str
     # The new leader takes writes: committed after everything the old one had applied.
     sent = await client.enqueue(name, "after the transfer")
     assert sent.index > before.last_applied and not sent.duplicate
+    # Every node counts the change it saw (/metrics, raftlane_leader_changes_total).
+    counted = [
+        float(line.split()[-1])
+        for line in (await client.metrics()).splitlines()
+        if line.startswith("raftlane_leader_changes_total ")
+    ]
+    assert counted and counted[0] >= 1, counted
     with pytest.raises(BadRequestError) as refused:
         await client.transfer_leader(99)
     assert refused.value.field == "to"
