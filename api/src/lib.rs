@@ -35,6 +35,7 @@ pub mod extract;
 pub mod internal;
 pub mod metrics;
 pub mod openapi;
+pub mod page;
 pub mod peer;
 pub mod rate_limit;
 pub mod rate_limit_layer;

@@ -26,11 +26,11 @@ fn lane_labels(stage: &str, name: &str) -> Labels {
 /// Write the state's figures into `set`, ages measured against `now_ms` (the cluster's time).
 pub fn write(backend: &dyn Backend, set: &mut MetricSet, now_ms: u64) {
     let age = |at: u64| now_ms.saturating_sub(at) as f64 / 1000.0;
-    let _ = backend::read(backend, |r| {
+    let read = backend::read(backend, |r| {
         let stats = r.stats();
         set.counter(
             "raftlane_messages_total",
-            "Messages ever stored (the next message id less one)",
+            "Messages ever stored (the next message id)",
             none(),
             stats.messages,
         );
@@ -111,6 +111,10 @@ pub fn write(backend: &dyn Backend, set: &mut MetricSet, now_ms: u64) {
         }
         engine_figures(r, set, now_ms)
     });
+    // A scrape still answers with the node's own figures; the missing ones are said here.
+    if let Err(e) = read {
+        tracing::warn!(error = %e, "metrics: the replicated state's figures could not be read");
+    }
 }
 
 /// The engines coordinating through the cluster (docs/SPEC.md §15): who is registered, how

@@ -6,6 +6,7 @@ use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, Path, Query};
+use crate::page::PageLimit;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -175,7 +176,8 @@ pub async fn decide_keyed(
 pub struct ListQuery {
     /// Only `pending` is listed.
     status: Option<String>,
-    limit: Option<usize>,
+    #[serde(default)]
+    limit: PageLimit<100>,
     consistency: Option<String>,
 }
 
@@ -195,7 +197,7 @@ pub async fn list(
             ))
         }
     }
-    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    let limit = q.limit.get();
     let opts = ReadOpts {
         consistency: q.consistency,
     };

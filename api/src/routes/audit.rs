@@ -5,6 +5,7 @@ use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, Query};
+use crate::page::PageLimit;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::Json;
@@ -57,7 +58,8 @@ pub async fn append(
 pub struct AuditQuery {
     org: Option<String>,
     from: Option<u64>,
-    limit: Option<usize>,
+    #[serde(default)]
+    limit: PageLimit<100>,
     count: Option<u64>,
     head: Option<String>,
     consistency: Option<String>,
@@ -100,7 +102,7 @@ pub async fn list(
     Query(q): Query<AuditQuery>,
 ) -> ApiResult<Json<AuditRows>> {
     let org = readable_org(&state, &caller, &q).await?;
-    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    let limit = q.limit.get();
     let rows = backend::read(state.backend.as_ref(), |r| {
         r.audit_list(&org, q.from.unwrap_or(0), limit)
     })?;
@@ -134,7 +136,7 @@ pub async fn search(
         .ok_or_else(|| ApiError::invalid("actor", "a search names the actor"))?;
     check_name("actor", actor)?;
     let org = readable_org(&state, &caller, &q).await?;
-    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    let limit = q.limit.get();
     let prefix = q.action_prefix.as_deref().unwrap_or("");
     let rows = backend::read(state.backend.as_ref(), |r| {
         r.audit_by_actor(&org, actor, prefix, limit)

@@ -7,6 +7,7 @@ use crate::by_id::ById;
 use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{body_error, parse_json, parse_json_or_default, Path, Query, RawBody};
+use crate::page::PageLimit;
 use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
@@ -191,7 +192,8 @@ pub struct ListQuery {
     control_id: Option<String>,
     /// Comma-separated: only these channels (narrows the token's own scope, never widens it).
     allowed_channels: Option<String>,
-    limit: Option<usize>,
+    #[serde(default)]
+    limit: PageLimit<50>,
     offset: Option<usize>,
     /// The previous page's `next_cursor`: the list goes on below it (docs/SPEC.md §10).
     cursor: Option<u64>,
@@ -263,7 +265,7 @@ async fn message_filter(
         message_type: q.message_type,
         control_id: q.control_id,
         allowed_channels: allowed_channels(caller, q.allowed_channels.as_deref()),
-        limit: q.limit.unwrap_or(50).clamp(1, 1000),
+        limit: q.limit.get(),
         offset: list_offset(q.offset)?,
         before: q.cursor.map(MessageId),
     })
@@ -437,7 +439,8 @@ pub struct DeadQuery {
     destination: Option<String>,
     /// Comma-separated: only these channels (narrows the token's scope).
     allowed_channels: Option<String>,
-    limit: Option<usize>,
+    #[serde(default)]
+    limit: PageLimit<100>,
     offset: Option<usize>,
     /// `newest_failed`: newest dead first (then row id, descending); absent: row-id order.
     order: Option<String>,
@@ -475,7 +478,7 @@ async fn dead_filter(
         channel: q.channel.clone(),
         destination: q.destination.clone(),
         allowed_channels: allowed_channels(caller, q.allowed_channels.as_deref()),
-        limit: q.limit.unwrap_or(100).clamp(1, 1000),
+        limit: q.limit.get(),
         offset: q.offset.unwrap_or(0),
     })
 }

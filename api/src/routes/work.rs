@@ -9,6 +9,7 @@ use crate::backend;
 use crate::by_id::ById;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{parse_json, parse_json_or_default, JsonBody, Path, Query, RawBody};
+use crate::page::PageLimit;
 use crate::state::AppState;
 use crate::wait::{self, Seat};
 use crate::write::{claim, policy};
@@ -220,8 +221,9 @@ pub async fn lane(
 pub struct LaneListQuery {
     /// Only lanes of this stage.
     stage: Option<String>,
-    /// Lanes per page: 1–1,000, default 100.
-    limit: Option<usize>,
+    /// Lanes per page (crate::page: default 100).
+    #[serde(default)]
+    limit: PageLimit<100>,
     /// The previous page's `next_cursor`: the list goes on after that lane.
     cursor: Option<String>,
     consistency: Option<String>,
@@ -239,16 +241,7 @@ pub async fn lanes(
     caller.require_global(Permission::Read)?;
     let stage = q.stage.as_deref().map(parse_stage).transpose()?;
     let after = q.cursor.as_deref().map(parse_lane_cursor).transpose()?;
-    let limit = match q.limit {
-        None => 100,
-        Some(n @ 1..=1000) => n,
-        Some(n) => {
-            return Err(ApiError::invalid(
-                "limit",
-                format!("{n} is not between 1 and 1000"),
-            ))
-        }
-    };
+    let limit = q.limit.get();
     prepare_read(
         &state,
         &ReadOpts {

@@ -117,9 +117,19 @@ async fn a_bad_lane_query_names_its_field() {
     let api = start().await;
     let r = api.get("/v1/lanes?stage=outgoing").await;
     api_error(&r, 400, "invalid", Some("stage"));
-    for limit in ["0", "1001"] {
+    // A limit that is no number is refused; 0 and more than 1,000 are taken as 1 and 1,000
+    // (api/src/page.rs, the rule of every listing).
+    for limit in ["x", "-1"] {
         let r = api.get(&format!("/v1/lanes?limit={limit}")).await;
         api_error(&r, 400, "invalid", Some("limit"));
+    }
+    for (limit, most) in [("0", 1), ("1001", 1000)] {
+        api.enqueue("lane-a", "x").await;
+        api.enqueue("lane-b", "x").await;
+        let r = api.get(&format!("/v1/lanes?limit={limit}")).await;
+        ok(&r, 200);
+        let lanes = r.body["lanes"].as_array().expect("lanes").len();
+        assert!((1..=most).contains(&lanes), "limit={limit}: {lanes} lanes");
     }
     for cursor in ["printer", "outgoing:printer", "outbound:"] {
         let r = api.get(&format!("/v1/lanes?cursor={cursor}")).await;

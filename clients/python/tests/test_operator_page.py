@@ -71,6 +71,7 @@ def read_page(url: str, token: str, screenshot: Path) -> dict[str, Any]:
             "stages": table("stages"),
             "lanes": table("lanes"),
             "dead": table("dead"),
+            "paused": table("paused"),
             "audit": driver.find_element(By.ID, "audit").text,
             "token_field": driver.find_element(By.ID, "token").get_attribute("value"),
         }
@@ -103,6 +104,7 @@ async def test_the_operator_page_shows_what_the_api_answers(
     failed = await client.fail(out.row_id, out.fence, "connection refused by the EMR", retry=once)
     assert failed.dead
     await client.audit_append("page.check", org="default", detail="operator page test")
+    await client.pause_destination(f"{name}-held", reason="page test")
     viewer = await client.create_token(f"{name}-viewer", "viewer")
     shot = artifacts() / "operator-page.png"
     page = await asyncio.to_thread(read_page, f"{cluster.endpoints[0]}/ui", viewer.token, shot)
@@ -129,6 +131,9 @@ async def test_the_operator_page_shows_what_the_api_answers(
     dead = next((r for r in page["dead"] if r[:2] == ["outbound", dest]), None)
     assert dead is not None and dead[2] == "1", page["dead"]
     assert dead[4] == "connection refused by the EMR", page["dead"]
+
+    held = next((r for r in page["paused"] if r[0] == f"{name}-held"), None)
+    assert held is not None and held[3] == "page test", page["paused"]
 
     chain = await client.audit_verify("default")
     assert page["audit"].startswith(f"default: verified, {chain.count} rows"), page["audit"]
