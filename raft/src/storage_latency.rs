@@ -70,18 +70,6 @@ impl LatencyHistogram {
     pub fn count(&self) -> u64 {
         self.count.load(Ordering::Relaxed)
     }
-
-    /// `(upper bound in seconds, cumulative count)` per bucket, the last one `+Inf` (`None`).
-    pub fn cumulative(&self) -> Vec<(Option<f64>, u64)> {
-        let mut total = 0;
-        self.buckets()
-            .into_iter()
-            .map(|(bound, n)| {
-                total += n;
-                ((bound < f64::MAX).then_some(bound), total)
-            })
-            .collect()
-    }
 }
 
 /// The latency histogram of the log's synced writes, and the slow-write warnings.
@@ -188,7 +176,17 @@ mod tests {
         for micros in [500, 900, 4_000, 120_000, 7_000_000] {
             h.record(micros);
         }
-        let c = h.histogram.cumulative();
+        // As Prometheus writes them: cumulative, the last bound `+Inf` (`None`).
+        let mut total = 0;
+        let c: Vec<(Option<f64>, u64)> = h
+            .histogram
+            .buckets()
+            .into_iter()
+            .map(|(bound, n)| {
+                total += n;
+                ((bound < f64::MAX).then_some(bound), total)
+            })
+            .collect();
         assert_eq!(h.histogram.count(), 5);
         assert_eq!(h.histogram.buckets().last(), Some(&(f64::MAX, 1)));
         assert_eq!(c[0], (Some(0.001), 2));

@@ -28,15 +28,12 @@ fn method_label(m: &Method) -> &'static str {
 /// Time the request through the rest of the stack and count it under its route.
 pub async fn observe(State(metrics): State<Arc<Metrics>>, req: Request, next: Next) -> Response {
     let started = Instant::now();
-    let route = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str().to_string());
+    let route = req.extensions().get::<MatchedPath>().cloned();
     let method = method_label(req.method());
     let response = next.run(req).await;
     if let Some(route) = route {
         metrics.record_request(
-            &route,
+            route.as_str(),
             method,
             response.status().as_u16(),
             started.elapsed().as_secs_f64(),

@@ -134,11 +134,6 @@ impl MetricSet {
             family.samples.push((labels, value));
         }
     }
-
-    /// Whether a family of this name holds a sample.
-    pub fn contains(&self, name: &str) -> bool {
-        self.families.contains_key(name)
-    }
 }
 
 impl Collector for MetricSet {

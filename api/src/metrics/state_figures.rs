@@ -5,6 +5,7 @@
 
 use super::set::{LabelValue, Labels, MetricSet};
 use crate::backend::{self, Backend};
+use raftlane_statemachine::model::coordination::NodeStatus;
 use raftlane_statemachine::model::lane::LaneEvent;
 
 /// At most this many lanes get series of their own per scrape (the first in key order: stage,
@@ -125,16 +126,16 @@ fn engine_figures(
     now_ms: u64,
 ) -> Result<(), raftlane_statemachine::StoreError> {
     let nodes = r.engine_nodes()?;
-    for status in ["active", "left"] {
-        let n = nodes.iter().filter(|e| e.status.as_str() == status).count();
+    for status in [NodeStatus::Active, NodeStatus::Left] {
+        let n = nodes.iter().filter(|e| e.status == status).count();
         set.gauge(
             "raftlane_engine_nodes",
             "Engine processes registered, by status",
-            vec![("status", status.into())],
+            vec![("status", status.as_str().into())],
             n as f64,
         );
     }
-    for engine in nodes.iter().filter(|e| e.status.as_str() == "active") {
+    for engine in nodes.iter().filter(|e| e.status == NodeStatus::Active) {
         set.gauge(
             "raftlane_engine_heartbeat_age_seconds",
             "Time since each active engine's last heartbeat",

@@ -7,6 +7,7 @@ use crate::rules::validate;
 use crate::tables::paused;
 use crate::wire::command::SetDestinationPaused;
 use crate::wire::outcome::Outcome;
+use crate::wire::rejection::Rejection;
 
 /// Longest `reason` kept with a pause (the audit row carries it too).
 pub const MAX_REASON_LEN: usize = 1024;
@@ -20,11 +21,9 @@ impl Apply for SetDestinationPaused {
         } = self;
         validate::name("destination", destination)?;
         if reason.as_ref().is_some_and(|r| r.len() > MAX_REASON_LEN) {
-            return Err(crate::wire::rejection::Rejection::Invalid {
-                field: "reason".into(),
-                reason: format!("at most {MAX_REASON_LEN} bytes"),
-            }
-            .into());
+            return Err(
+                Rejection::invalid("reason", format!("at most {MAX_REASON_LEN} bytes")).into(),
+            );
         }
         let was = paused::get(cx.txn, destination)?;
         match (pause, was) {

@@ -72,15 +72,9 @@ pub(crate) fn groups_led_by<S: Store + ?Sized>(
     txn: &Txn<'_, S>,
     node_id: &str,
 ) -> Result<Vec<String>, StoreError> {
-    let mut out = Vec::new();
-    for item in txn.scan(Table::Leadership, &[], None, Direction::Forward)? {
-        let (k, v) = item?;
-        let lease: LeaderLease = Txn::<S>::decode(Table::Leadership, &v)?;
-        if lease.owner == node_id {
-            if let Some(group) = crate::storage::keys::read_str(&k, &mut 0) {
-                out.push(group);
-            }
-        }
-    }
-    Ok(out)
+    Ok(leaders(txn)?
+        .into_iter()
+        .filter(|(_, lease)| lease.owner == node_id)
+        .map(|(group, _)| group)
+        .collect())
 }
