@@ -79,6 +79,27 @@ async def wait_for(check: Callable[[], Awaitable[bool]], what: str, timeout: flo
         await asyncio.sleep(0.5)
 
 
+async def where_they_are(endpoints: list[str], token: str, controls: list[str]) -> str:
+    """What the cluster holds about undelivered messages, for the failure report: the row
+    counts, every lane with its holder, and each named message's rows."""
+    lines = []
+    try:
+        async with Client(endpoints, token) as client:
+            stats = await client.stats()
+            lines.append(f"rows by stage and status: {stats.rows} (clock {stats.clock})")
+            for lane in (await client.lanes()).lanes:
+                lines.append(f"lane {lane}")
+            for control in controls:
+                for listed in await client.list_messages(control_id=control):
+                    view = await client.message(listed.id, record_view=False)
+                    lines.append(f"{control}: message {listed.id} {view.message.status}")
+                    for row in view.rows:
+                        lines.append(f"  row {row}")
+    except (RaftlaneError, OSError) as e:
+        lines.append(f"(could not read the cluster: {e})")
+    return "\n".join(lines) + "\n"
+
+
 async def stored_values_are_ciphertext(cluster: ClusterHandle, client: Client) -> None:
     """What a node holds on disk, seen through a node restarted without the keyring (it serves
     values as stored): every message's body and every row's payload is ciphertext under the
@@ -189,6 +210,7 @@ async def test_two_engines_deliver_every_acked_message_in_order_through_crashes(
             missing = sorted(set(acked) - set(receiver.control_ids()))
             raise AssertionError(
                 f"{len(missing)} ACKed messages never delivered, e.g. {missing[:5]}\n"
+                + await where_they_are(endpoints, token, missing[:3])
                 + "\n".join(e.tail() for e in engines)
             ) from None
 
@@ -242,6 +264,11 @@ async def test_two_engines_deliver_every_acked_message_in_order_through_crashes(
                     and len({d.digest for d in digests}) == 1
                 )
 
+            # The engines beat, campaign and poll twice a second: the digests are compared on a
+            # quiet cluster, once they stopped (three reads at one index while they write would be
+            # luck).
+            for e in engines:
+                e.stop()
             await wait_for(digests_agree, "equal state digests on the three nodes", 60.0)
             if keyring:
                 await stored_values_are_ciphertext(cluster, client)
