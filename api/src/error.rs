@@ -197,6 +197,10 @@ impl From<Rejection> for ApiError {
             | Rejection::UnknownUser(_)
             | Rejection::UnknownRole(_)
             | Rejection::UnknownApprovalKey(_) => ApiError::not_found(message),
+            Rejection::UnknownChannel { field, .. } => ApiError {
+                field: Some(field.clone()),
+                ..ApiError::not_found(message)
+            },
             Rejection::AlreadyExists { field, .. } => {
                 let field = field.clone();
                 ApiError {

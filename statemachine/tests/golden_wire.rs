@@ -382,6 +382,7 @@ fn rejection_variant(r: &Rejection) -> &'static str {
         Rejection::NameOfAnother { .. } => "NameOfAnother",
         Rejection::RequestIdReused { .. } => "RequestIdReused",
         Rejection::ClaimOfAnother { .. } => "ClaimOfAnother",
+        Rejection::UnknownChannel { .. } => "UnknownChannel",
     }
 }
 
@@ -1242,6 +1243,10 @@ fn rejection_examples() -> Vec<Rejection> {
             field: s("node_id"),
             name: s("engine-991"),
             principal: s("engine-a"),
+        },
+        Rejection::UnknownChannel {
+            field: s("channel"),
+            channel: s("lab-unconfigured"),
         },
     ]
 }
@@ -2455,9 +2460,9 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
         config: config_doc(),
     }));
     // A poison row: its lease expires on every attempt the default policy allows, so it dies
-    // and the tally counts it: Tallies.
+    // and the tally counts it: Tallies. On a configured channel (the config names some).
     live.ok(Command::EnqueueIngress(EnqueueIngress {
-        channel: s("poison"),
+        channel: s("billing"),
         raw: s("raw-poison"),
         fields: MessageFields::default(),
         idempotency_key: None,
@@ -2466,7 +2471,7 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
         live.ok(Command::ClaimReady(ClaimReady {
             stage: Stage::Ingress,
             limit: 1,
-            channel: some("poison"),
+            channel: some("billing"),
             destination: None,
             owner: s("worker"),
             ttl_ms: 1,

@@ -283,3 +283,27 @@ async fn every_error_status_with_its_json_body() {
         .await;
     ok(&r, 201);
 }
+
+/// A channel the config does not name (docs/SPEC.md §6.1): `404` naming the field and the
+/// channel, and the state as it was.
+#[tokio::test]
+async fn an_unconfigured_channel_is_a_404_naming_it() {
+    let api = start().await;
+    let doc = json!({ "channels": { "orders": {} } });
+    ok(&api.put_config(Some("0"), &doc).await, 200);
+    api.enqueue("orders", "a").await;
+    let before = api.digest().await;
+    let r = api
+        .post("/v1/channels/lab/messages", json!({ "raw": "b" }))
+        .await;
+    api_error(&r, 404, "not_found", Some("channel"));
+    message_contains(&r, "channel 'lab' is not configured");
+    assert_eq!(
+        api.digest().await.1,
+        before.1,
+        "the refused enqueue changed the state"
+    );
+    let doc = json!({ "channels": { "orders": {}, "*": {} } });
+    ok(&api.put_config(Some("1"), &doc).await, 200);
+    api.enqueue("lab", "b").await;
+}

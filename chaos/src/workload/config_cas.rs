@@ -28,6 +28,9 @@ pub fn with_value(doc: &Value, value: &str) -> Value {
         doc["channels"] = json!({});
     }
     doc["channels"][REGISTER_CHANNEL] = json!({ "description": value });
+    // The register's entry names a channel, so the section would take that one alone
+    // (docs/SPEC.md §4.10): "*" keeps every producer channel open.
+    doc["channels"]["*"] = json!({});
     doc
 }
 

@@ -271,7 +271,8 @@ async def test_cancel_and_batched_row_actions(client: Client, name: str) -> None
 
 async def test_config_compare_and_set(client: Client, name: str) -> None:
     current = await client.config()
-    doc = {"channels": {name: {"description": "lab results"}}}
+    # "*" keeps every channel taking messages: the session's other tests enqueue on their own.
+    doc = {"channels": {name: {"description": "lab results"}, "*": {}}}
     written = await client.put_config(current.version, doc)
     assert written.version == current.version + 1
     with pytest.raises(VersionMismatchError) as stale:
@@ -373,6 +374,29 @@ async def test_approvals_need_another_principal(client: Client, name: str) -> No
     a = await client.approval(made.id)
     assert (a.status, a.approver, a.requester) == ("approved", f"{name}-op", "admin")
     assert json.loads(a.params) == {"why": name}
+
+
+async def test_configured_channels_take_messages_and_refuse_others(
+    client: Client, name: str
+) -> None:
+    """SPEC §6.1: a config that names channels refuses a message on another with a 404 naming
+    it; "*" (or an empty section) takes any again."""
+    current = await client.config()
+    only = {**current.config, "channels": {name: {}}}
+    written = await client.put_config(current.version, only)
+    try:
+        assert (await client.enqueue(name, "configured")).message_id >= 0
+        before = await client.count_messages(channel=f"{name}-other")
+        with pytest.raises(NotFoundError) as refused:
+            await client.enqueue(f"{name}-other", "not configured")
+        assert (refused.value.status, refused.value.code) == (404, "not_found")
+        assert refused.value.field == "channel"
+        assert f"'{name}-other'" in str(refused.value)
+        assert await client.count_messages(channel=f"{name}-other") == before
+    finally:
+        # The shared cluster goes back to taking any channel.
+        await client.put_config(written.version, {**only, "channels": {"*": {}}})
+    assert (await client.enqueue(f"{name}-other", "open again")).message_id >= 0
 
 
 async def test_dual_control_uses_an_approval_once(client: Client, name: str) -> None:

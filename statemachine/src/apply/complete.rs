@@ -9,8 +9,8 @@ use crate::model::response::{CapturedResponse, ResponseRef};
 use crate::model::row::{RowStatus, Stage, WorkRow};
 use crate::rules::finalizer::{finalize, DeadEvent};
 use crate::rules::retry::{attempt_limit, backoff_delay, check_policy};
+use crate::rules::{channels, fifo, validate};
 use crate::rules::{claim_owner, fence};
-use crate::rules::{fifo, validate};
 use crate::tables::rows::{self, NewRow};
 use crate::tables::{messages, responses, row_retry};
 use crate::wire::command::{CompleteWithResponse, DeadLetterNow, MarkDone, MarkFailed};
@@ -96,6 +96,9 @@ fn complete_with_response(
     reingress_to: Option<&str>,
 ) -> ApplyResult<Outcome> {
     validate::opt_name("reingress_to", reingress_to)?;
+    if let Some(channel) = reingress_to {
+        channels::admit(cx.txn, "reingress_to", channel)?;
+    }
     let who = cx.acting("response");
     let row = fence::held(cx, &who, row_id, fence, &[Stage::Outbound])?;
     let destination = row.destination_name.clone().unwrap_or_default();

@@ -5,7 +5,7 @@ use crate::model::ids::MessageId;
 use crate::model::message::{EventKind, Message, MessageStatus};
 use crate::model::row::Stage;
 use crate::rules::dedupe::{self, live_duplicate};
-use crate::rules::{fifo, registry, validate};
+use crate::rules::{channels, fifo, registry, validate};
 use crate::tables::rows::NewRow;
 use crate::tables::{config, ended, messages};
 use crate::wire::command::{
@@ -72,6 +72,7 @@ fn new_message(
     opening: (EventKind, Option<String>),
 ) -> ApplyResult<Message> {
     validate::name("channel", channel)?;
+    channels::admit(cx.txn, "channel", channel)?;
     if let Some(k) = key {
         if k.is_empty() || k.len() > validate::MAX_NAME_LEN {
             return Err(Rejection::invalid("idempotency_key", "must be 1 to 200 bytes").into());

@@ -10,7 +10,7 @@ use crate::model::response::{CapturedResponse, ResponseRef};
 use crate::model::row::{RowStatus, Stage};
 use crate::rules::fence::{self, Fenced};
 use crate::rules::finalizer::{dead_letter_as, finalize, DeadEvent};
-use crate::rules::{dedupe, fifo, registry, validate};
+use crate::rules::{channels, dedupe, fifo, registry, validate};
 use crate::tables::rows::{self, NewRow};
 use crate::tables::{children, config, messages, responses};
 use crate::wire::command::{
@@ -239,6 +239,7 @@ fn ingress_handoff(
     caller: Option<&CallerChild<'_>>,
 ) -> ApplyResult<Outcome> {
     validate::name("loopback_channel", loopback_channel)?;
+    channels::admit(cx.txn, "loopback_channel", loopback_channel)?;
     let who = cx.acting("reingress");
     let row = fence::held(cx, &who, row_id, fence, &[Stage::Response])?;
     let reference: Option<ResponseRef> = serde_json::from_str(&row.payload).ok();

@@ -9,6 +9,7 @@
 //! - [`registry`]: which destination and handler names the config registers (handoffs refuse
 //!   others; the config's orphan sweep dead-letters them).
 //! - [`pause`]: an outbound row of a paused destination is handed to no one.
+//! - [`channels`]: which channels take messages (the config's `channels`, when it names any).
 //! - [`dedupe`]: how long an idempotency key answers with its message.
 //! - [`validate`]: the input checks every command (and the API) makes.
 //! - [`ad_groups`]: how the AD group maps name a group.
@@ -22,6 +23,7 @@
 //! apply layer turns into a no-op, or a storage failure.
 
 pub mod ad_groups;
+pub mod channels;
 pub mod claim_owner;
 pub mod dedupe;
 pub mod fence;

@@ -89,6 +89,15 @@ pub enum Rejection {
         name: String,
         principal: String,
     },
+    // --- channels (docs/SPEC.md §6.1) ---
+    /// A message or row for a channel the configuration does not name, while its `channels`
+    /// section names some and not `"*"` (`rules::channels`). `field` is the command's field
+    /// that carried it.
+    #[error(
+        "channel '{channel}' is not configured: the config's channels section names the channels \
+         that take messages (add it, or \"*\" to take any)"
+    )]
+    UnknownChannel { field: String, channel: String },
 }
 
 impl Rejection {
@@ -109,7 +118,8 @@ impl Rejection {
             | Rejection::UnknownPrincipal(_)
             | Rejection::UnknownUser(_)
             | Rejection::UnknownRole(_)
-            | Rejection::UnknownApprovalKey(_) => "not_found",
+            | Rejection::UnknownApprovalKey(_)
+            | Rejection::UnknownChannel { .. } => "not_found",
             Rejection::WrongStatus { .. } | Rejection::WrongStage { .. } => "wrong_status",
             Rejection::StaleFence { .. } => "stale_fence",
             Rejection::LaneBusy { .. } => "lane_busy",

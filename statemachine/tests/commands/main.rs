@@ -14,6 +14,7 @@ mod harness;
 
 mod approvals;
 mod audit;
+mod channels;
 mod claim_chance;
 mod claim_owners;
 mod claims;

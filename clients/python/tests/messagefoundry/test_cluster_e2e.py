@@ -67,7 +67,8 @@ async def cluster(keyring: bool) -> AsyncIterator[ClusterHandle]:
         # A key made for this run only: never a key kept anywhere.
         key = base64.b64encode(secrets.token_bytes(32)).decode()
         env["RAFTLANE_KEYRING"] = f"e2e:{key}"
-    async with empty_cluster(node_env=env) as handle:
+    # RAFTLANE_E2E_KEEP=1 keeps the nodes' data directories for a look after a failure.
+    async with empty_cluster(node_env=env, keep_data=bool(os.environ.get("RAFTLANE_E2E_KEEP"))) as handle:
         yield handle
 
 
@@ -252,6 +253,8 @@ async def test_two_engines_deliver_every_acked_message_in_order_through_crashes(
                 verification = await client.audit_verify(org)
                 assert verification.ok, (org, verification)
 
+            seen: list[str] = []
+
             async def digests_agree() -> bool:
                 digests = []
                 for ep in endpoints:
@@ -259,6 +262,7 @@ async def test_two_engines_deliver_every_acked_message_in_order_through_crashes(
                         digests.append(await client.digest(ep))
                     except RaftlaneError:
                         return False
+                seen[:] = [f"{ep}: {d.last_applied} {d.digest}" for ep, d in zip(endpoints, digests)]
                 return (
                     len({d.last_applied for d in digests}) == 1
                     and len({d.digest for d in digests}) == 1
@@ -269,7 +273,10 @@ async def test_two_engines_deliver_every_acked_message_in_order_through_crashes(
             # luck).
             for e in engines:
                 e.stop()
-            await wait_for(digests_agree, "equal state digests on the three nodes", 60.0)
+            try:
+                await wait_for(digests_agree, "equal state digests on the three nodes", 60.0)
+            except AssertionError as e:
+                raise AssertionError(f"{e}: {seen} (data under {cluster.data_dir})") from None
             if keyring:
                 await stored_values_are_ciphertext(cluster, client)
     finally:

@@ -288,6 +288,11 @@ class EngineProcess:
             "--service-config",
             str(project / "messagefoundry.toml"),
         ]
+        # RAFTLANE_ENGINE_LOG_LEVEL=DEBUG: the engines log every store call (the client's
+        # per-request lines), for a look at what an engine did after a failure.
+        level = os.environ.get("RAFTLANE_ENGINE_LOG_LEVEL")
+        if level:
+            common += ["--log-level", level]
         if raftlane is not None:
             if token_file is None:
                 raise ValueError("an engine on raftlane needs its token file")
