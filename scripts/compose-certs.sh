@@ -5,6 +5,7 @@
 #   DIR/ca.pem                 the CA certificate: tools on the host verify the nodes with it
 #   DIR/ca.key                 the CA key: stays here, no node mounts it
 #   DIR/n1/ ca.pem n1.pem n1.key   what node n1 mounts (read-only, at /certs); n2/, n3/ alike
+#                              (and n4/, the spare node's, with --nodes n1,n2,n3,n4)
 #
 # Node certificates carry server and client authentication (nodes dial each other over mutual
 # TLS with them), and each names its own node only (n1, ...): no name is in two certificates, so
@@ -14,11 +15,14 @@
 # https://127.0.0.1:7001 verifies; any node's key can then answer for those two names (and a
 # client dialling 127.0.0.1 cannot tell the nodes apart): a knowing opt-in for a try-out.
 #
-# Usage: scripts/compose-certs.sh [--force] [--shared-host-names] [DIR]
+# Usage: scripts/compose-certs.sh [--force] [--shared-host-names] [--nodes LIST] [DIR]
 #   DIR                   default: $RAFTLANE_CERTS_DIR, else .raftlane/compose-certs
 #   IMAGE=raftlane:dev    the image whose binary writes them (scripts/build-image.sh builds it)
 #   --force               replace certificates that already exist (default: keep them)
 #   --shared-host-names   also localhost and 127.0.0.1, in every node certificate
+#   --nodes n1,n2,n3,n4   the nodes to write certificates for (default n1,n2,n3); n4 is
+#                         docker-compose.yml's spare node. Every run makes a new CA, so a node
+#                         added later needs the others' certificates made again in the same run
 #   --no-host-names       accepted for older scripts: the default now
 #
 # The nodes run as uid 65532 and must read their keys, which are private (0600): the
@@ -32,12 +36,25 @@ FORCE=0
 HOST_NAMES=0
 DIR=""
 NODES=(n1 n2 n3)
-for arg in "$@"; do
+# set_nodes LIST: the comma-separated node names (each a folder and a DNS name).
+set_nodes() {
+  local IFS=, n
+  read -r -a NODES <<<"$1"
+  [ "${#NODES[@]}" -gt 0 ] || { echo "--nodes: no node named" >&2; exit 2; }
+  for n in "${NODES[@]}"; do
+    [[ "$n" =~ ^[a-z0-9][a-z0-9-]*$ ]] || { echo "--nodes: not a node name: '$n'" >&2; exit 2; }
+  done
+}
+while [ "$#" -gt 0 ]; do
+  arg=$1; shift
   case "$arg" in
     --force) FORCE=1 ;;
     --no-host-names) HOST_NAMES=0 ;;
     --shared-host-names) HOST_NAMES=1 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    --nodes) [ "$#" -gt 0 ] || { echo "--nodes needs a list, e.g. n1,n2,n3,n4" >&2; exit 2; }
+             set_nodes "$1"; shift ;;
+    --nodes=*) set_nodes "${arg#--nodes=}" ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     -*) echo "unknown argument: $arg" >&2; exit 2 ;;
     *) DIR="$arg" ;;
   esac

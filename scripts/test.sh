@@ -9,7 +9,9 @@
 #   4. the Python client's tests, including messagefoundry 0.1.0's own PostgreSQL-store suite run
 #      against raftlane (clients/python/tests/messagefoundry, sdist and virtualenv cached in
 #      ~/.cache/raftlane);
-#   5. the three-node docker-compose failover test (skipped, with a note, where Docker is absent).
+#   5. the three-node docker-compose failover test, then the operator's walk on a compose cluster
+#      of its own (docs/OPERATIONS.md: replace a node, back up and restore), with the image the
+#      first built (both skipped, with a note, where Docker is absent).
 # Extra arguments go to cargo test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,3 +47,5 @@ echo "==> Python client and messagefoundry 0.1.0's store suite on raftlane (clie
 RAFTLANE_BIN="$CARGO_TARGET_DIR/release/raftlane" bash clients/python/scripts/test.sh
 echo "==> docker-compose cluster test"
 bash tests/docker/compose_test.sh
+echo "==> docker-compose operator's walk: replace a node, back up and restore (docs/OPERATIONS.md)"
+RAFTLANE_CI_SKIP_BUILD=1 bash tests/docker/ops_walk.sh

@@ -68,7 +68,8 @@ async def cluster(keyring: bool) -> AsyncIterator[ClusterHandle]:
         key = base64.b64encode(secrets.token_bytes(32)).decode()
         env["RAFTLANE_KEYRING"] = f"e2e:{key}"
     # RAFTLANE_E2E_KEEP=1 keeps the nodes' data directories for a look after a failure.
-    async with empty_cluster(node_env=env, keep_data=bool(os.environ.get("RAFTLANE_E2E_KEEP"))) as handle:
+    keep = bool(os.environ.get("RAFTLANE_E2E_KEEP"))
+    async with empty_cluster(node_env=env, keep_data=keep) as handle:
         yield handle
 
 
@@ -262,7 +263,9 @@ async def test_two_engines_deliver_every_acked_message_in_order_through_crashes(
                         digests.append(await client.digest(ep))
                     except RaftlaneError:
                         return False
-                seen[:] = [f"{ep}: {d.last_applied} {d.digest}" for ep, d in zip(endpoints, digests)]
+                seen[:] = [
+                    f"{ep}: {d.last_applied} {d.digest}" for ep, d in zip(endpoints, digests)
+                ]
                 return (
                     len({d.last_applied for d in digests}) == 1
                     and len({d.digest for d in digests}) == 1
