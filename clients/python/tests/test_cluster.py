@@ -376,6 +376,102 @@ async def test_approvals_need_another_principal(client: Client, name: str) -> No
     assert json.loads(a.params) == {"why": name}
 
 
+async def test_the_engines_users_roles_and_sessions(client: Client, name: str) -> None:
+    """The engine's auth records (docs/SPEC.md §13.6) answer typed, as the server shapes them."""
+    made = await client.create_user({"id": name, "username": name, "auth_provider": "local"})
+    assert made.id == name
+    with pytest.raises(ConflictError):
+        await client.create_user({"id": name, "username": f"{name}-2", "auth_provider": "ad"})
+    user = await client.get_user(name)
+    assert (user.username, user.auth_provider, user.disabled, user.email) == (
+        name,
+        "local",
+        False,
+        None,
+    )
+    listed = await client.list_users(username=name)
+    assert ([u.id for u in listed.users], listed.count) == ([name], 1)
+    assert (await client.list_users(limit=0)).users == []
+
+    changed = await client.change_user(name, "profile", {"display_name": "Dr Who"})
+    assert changed.changed and changed.consumed is None
+    assert (await client.get_user(name)).display_name == "Dr Who"
+    await client.change_user(name, "totp-enable", {"recovery_code_hashes": ["h1", "h2"]})
+    secrets = await client.user_secrets(name)
+    assert (secrets.recovery_code_hashes, secrets.totp_secret) == (["h1", "h2"], None)
+    consume = {"recovery_code_hash": "h1"}
+    assert (await client.change_user(name, "consume", consume)).consumed is True
+    assert (await client.change_user(name, "consume", consume)).consumed is False
+
+    role = f"{name}-role"
+    assert (await client.put_role(role, "A role", description="for tests")).id == role
+    assert any(
+        (r.id, r.description, r.builtin) == (role, "for tests", False)
+        for r in (await client.list_roles()).roles
+    )
+    assert (await client.set_user_roles(name, [role, role], assigned_by="admin")).assigned == 1
+    roles = await client.user_roles(name)
+    assert roles.role_ids == [role]
+    assert [(a.role_id, a.assigned_by) for a in roles.assignments] == [(role, "admin")]
+    assert (await client.put_group_map("roles", [(f"{name}-Group", role)])).stored == 1
+    groups = await client.group_map("roles", groups=[f"{name}-group"])
+    assert [e.value for e in groups.entries] == [role] and groups.values == [role]
+    assert (await client.group_map("roles")).values is None
+
+    far = int(time.time() * 1000) + 3_600_000
+    for token_hash in (f"{name}-s1", f"{name}-s2", f"{name}-s3"):
+        body = {"token_hash": token_hash, "user_id": name, "expires_at": far, "client": "pytest"}
+        assert (await client.create_session(body)).token_hash == token_hash
+    s1 = await client.get_session(f"{name}-s1")
+    assert (s1.user_id, s1.client, s1.revoked_at) == (name, "pytest", None)
+    assert s1.mfa_verified_at is None
+    assert s1.reauth_at == s1.created_at
+    assert (await client.change_session(f"{name}-s1", "mfa-verified")).changed
+    assert (await client.get_session(f"{name}-s1")).mfa_verified_at is not None
+    assert not (await client.change_session(f"{name}-none", "touch")).changed
+    live = await client.user_sessions(name)
+    assert sorted(s.token_hash for s in live.sessions) == [f"{name}-s1", f"{name}-s2", f"{name}-s3"]
+    assert (await client.cap_user_sessions(name, 2)).revoked == 1
+    revoked = await client.revoke_user_sessions(name, except_token_hash=f"{name}-s3")
+    assert revoked.revoked == 1
+    assert [s.token_hash for s in (await client.user_sessions(name)).sessions] == [f"{name}-s3"]
+    assert (await client.purge_expired_sessions()).purged >= 0
+
+    gone = await client.delete_user(name)
+    assert gone.deleted and not (await client.delete_user(name)).deleted
+    with pytest.raises(NotFoundError):
+        await client.get_user(name)
+    with pytest.raises(NotFoundError):
+        await client.get_session(f"{name}-s3")
+
+
+async def test_a_row_and_an_actors_audit_rows_answer_typed(client: Client, name: str) -> None:
+    await client.enqueue(name, "MSH|1")
+    (claimed,) = await client.claim("ingress", owner="w1", ttl_ms=TTL, channel=name)
+    detail = await client.row(claimed.row_id)
+    row = detail.row
+    assert (row.id, row.stage, row.status, row.payload) == (
+        claimed.row_id,
+        "ingress",
+        "inflight",
+        "MSH|1",
+    )
+    assert row.claim is not None and (row.claim.owner, row.claim.fence) == ("w1", claimed.fence)
+    assert (await client.done(claimed.row_id, claimed.fence)).ok
+    done = (await client.row(claimed.row_id)).row
+    assert (done.status, done.claim, done.last_fence) == ("done", None, claimed.fence)
+
+    await client.audit_append("test.one", org=name)
+    await client.audit_append("other.two", org=name)
+    found = await client.audit_search(name, "admin", action_prefix="test.")
+    assert found.org == name
+    assert [(r.action, r.actor) for r in found.rows] == [("test.one", "admin")]
+    assert [r.action for r in (await client.audit_search(name, "admin")).rows] == [
+        "other.two",
+        "test.one",
+    ]
+
+
 async def test_configured_channels_take_messages_and_refuse_others(
     client: Client, name: str
 ) -> None:

@@ -210,8 +210,24 @@ async def test_row_lease_tells_a_missing_route_from_a_missing_row() -> None:
 async def test_row_lease_and_lane_lease_in_seconds() -> None:
     def handler(req: httpx.Request) -> httpx.Response:
         if req.url.path == "/v1/rows/4":
-            claim = {"owner": "me", "lease_expires_at": 230_000, "fence": 3}
-            return httpx.Response(200, json={"id": 4, "status": "inflight", "claim": claim})
+            row = {
+                "id": 4,
+                "message_id": 3,
+                "stage": "outbound",
+                "channel_id": "IB",
+                "destination_name": "OB1",
+                "handler_name": None,
+                "payload": "p",
+                "status": "inflight",
+                "attempts": 1,
+                "next_attempt_at": 200_000,
+                "last_error": None,
+                "created_at": 200_000,
+                "updated_at": 200_000,
+                "claim": {"owner": "me", "lease_expires_at": 230_000, "fence": 3},
+                "last_fence": 3,
+            }
+            return httpx.Response(200, json={"row": row})
         holder = {"owner": "A", "expires_at": 260_500}
         return httpx.Response(
             200, json={"lane": "outbound:OB1", "depth": 0, "inflight": 1, "holder": holder}

@@ -69,6 +69,8 @@ from .types import (
     Enqueued,
     Failed,
     FifoClaim,
+    GroupMap,
+    GroupMapWritten,
     HandedOff,
     HandedOnNext,
     Handler,
@@ -101,7 +103,17 @@ from .types import (
     Requeued,
     RetryPolicy,
     Revoked,
+    RoleList,
+    RolesAssigned,
+    RoleWritten,
     RowActionResult,
+    RowDetail,
+    SessionChanged,
+    SessionCreated,
+    SessionList,
+    SessionsPurged,
+    SessionsRevoked,
+    SessionView,
     Stage,
     SnapshotTaken,
     StateDigest,
@@ -110,6 +122,13 @@ from .types import (
     Stats,
     TokenCreated,
     TokenList,
+    UserChanged,
+    UserCreated,
+    UserDeleted,
+    UserList,
+    UserRoles,
+    UserSecrets,
+    UserView,
     decode,
 )
 
@@ -937,10 +956,10 @@ class Client:
 
     # --- work -------------------------------------------------------------------------------
 
-    @_route("get", "/v1/rows/{id}")
-    async def row(self, row_id: int) -> Any:
-        """A work row as it is now: ``{row: {...}}``."""
-        return await self.request("GET", f"/v1/rows/{segment(row_id)}")
+    @_route("get", "/v1/rows/{id}", answer=RowDetail)
+    async def row(self, row_id: int) -> RowDetail:
+        """A work row as it is now (``.row``), with its payload."""
+        return await self._call(RowDetail, "GET", f"/v1/rows/{segment(row_id)}")
 
     @_route("post", "/v1/leases/reclaim", body=("stage",))
     async def reclaim_expired(self, *, stage: Stage | str | None = None) -> int:
@@ -1337,8 +1356,7 @@ class Client:
         )
 
     # --- the engine's users, roles and sessions (docs/SPEC.md §13.6; admin) ----------------
-    # Thin calls answering the parsed JSON: raftlane.messagefoundry.RaftlaneStore gives them
-    # messagefoundry's record types.
+    # raftlane.messagefoundry.RaftlaneStore gives these answers messagefoundry's record types.
 
     @_route(
         "post",
@@ -1352,79 +1370,110 @@ class Client:
             "password_hash",
             "must_change_password",
         ),
+        answer=UserCreated,
     )
-    async def create_user(self, body: Mapping[str, Any]) -> Any:
-        return await self.request("POST", "/v1/users", json=dict(body))
+    async def create_user(self, body: Mapping[str, Any]) -> UserCreated:
+        """A new user (409 ``already_exists`` naming ``user_id`` or ``username`` when taken)."""
+        return await self._call(UserCreated, "POST", "/v1/users", json=dict(body))
 
-    @_route("get", "/v1/users", body=())
-    async def list_users(self, *, username: str | None = None, limit: int | None = None) -> Any:
-        return await self.request(
-            "GET", "/v1/users", params=_drop_none({"username": username, "limit": limit})
+    @_route("get", "/v1/users", body=(), answer=UserList)
+    async def list_users(
+        self, *, username: str | None = None, limit: int | None = None
+    ) -> UserList:
+        """Users by username; ``count``: how many match before ``limit`` (0: the count only)."""
+        return await self._call(
+            UserList,
+            "GET",
+            "/v1/users",
+            params=_drop_none({"username": username, "limit": limit}),
         )
 
-    @_route("get", "/v1/users/{id}", body=())
-    async def get_user(self, user_id: str) -> Any:
-        return await self.request("GET", f"/v1/users/{segment(user_id)}")
+    @_route("get", "/v1/users/{id}", body=(), answer=UserView)
+    async def get_user(self, user_id: str) -> UserView:
+        return await self._call(UserView, "GET", f"/v1/users/{segment(user_id)}")
 
-    @_route("delete", "/v1/users/{id}", body=())
-    async def delete_user(self, user_id: str) -> Any:
-        return await self.request("DELETE", f"/v1/users/{segment(user_id)}")
+    @_route("delete", "/v1/users/{id}", body=(), answer=UserDeleted)
+    async def delete_user(self, user_id: str) -> UserDeleted:
+        """The user, its role assignments and its sessions; ``deleted`` false when unknown."""
+        return await self._call(UserDeleted, "DELETE", f"/v1/users/{segment(user_id)}")
 
-    @_route("get", "/v1/users/{id}/secrets", body=())
-    async def user_secrets(self, user_id: str) -> Any:
-        return await self.request("GET", f"/v1/users/{segment(user_id)}/secrets")
+    @_route("get", "/v1/users/{id}/secrets", body=(), answer=UserSecrets)
+    async def user_secrets(self, user_id: str) -> UserSecrets:
+        return await self._call(UserSecrets, "GET", f"/v1/users/{segment(user_id)}/secrets")
 
-    @_route("get", "/v1/users/{id}/roles", body=())
-    async def user_roles(self, user_id: str) -> Any:
-        return await self.request("GET", f"/v1/users/{segment(user_id)}/roles")
+    @_route("get", "/v1/users/{id}/roles", body=(), answer=UserRoles)
+    async def user_roles(self, user_id: str) -> UserRoles:
+        return await self._call(UserRoles, "GET", f"/v1/users/{segment(user_id)}/roles")
 
-    @_route("put", "/v1/users/{id}/roles", body=("role_ids", "assigned_by"))
+    @_route("put", "/v1/users/{id}/roles", body=("role_ids", "assigned_by"), answer=RolesAssigned)
     async def set_user_roles(
         self, user_id: str, role_ids: Sequence[str], *, assigned_by: str | None = None
-    ) -> Any:
-        return await self.request(
+    ) -> RolesAssigned:
+        return await self._call(
+            RolesAssigned,
             "PUT",
             f"/v1/users/{segment(user_id)}/roles",
             json=_drop_none({"role_ids": list(role_ids), "assigned_by": assigned_by}),
         )
 
-    @_route("get", "/v1/users/{id}/sessions", body=())
-    async def user_sessions(self, user_id: str) -> Any:
-        return await self.request("GET", f"/v1/users/{segment(user_id)}/sessions")
+    @_route("get", "/v1/users/{id}/sessions", body=(), answer=SessionList)
+    async def user_sessions(self, user_id: str) -> SessionList:
+        """The user's sessions neither revoked nor expired, most recently used first."""
+        return await self._call(SessionList, "GET", f"/v1/users/{segment(user_id)}/sessions")
 
-    @_route("post", "/v1/users/{id}/sessions/revoke", body=("except_token_hash", "at"))
+    @_route(
+        "post",
+        "/v1/users/{id}/sessions/revoke",
+        body=("except_token_hash", "at"),
+        answer=SessionsRevoked,
+    )
     async def revoke_user_sessions(
         self, user_id: str, *, except_token_hash: str | None = None, at: int | None = None
-    ) -> Any:
+    ) -> SessionsRevoked:
         """``at``: the caller's time (ms) to stamp as ``revoked_at`` (docs/SPEC.md §13.2)."""
-        return await self.request(
+        return await self._call(
+            SessionsRevoked,
             "POST",
             f"/v1/users/{segment(user_id)}/sessions/revoke",
             json=_drop_none({"except_token_hash": except_token_hash, "at": at}),
         )
 
-    @_route("post", "/v1/users/{id}/sessions/cap", body=("keep", "at"))
-    async def cap_user_sessions(self, user_id: str, keep: int, *, at: int | None = None) -> Any:
+    @_route("post", "/v1/users/{id}/sessions/cap", body=("keep", "at"), answer=SessionsRevoked)
+    async def cap_user_sessions(
+        self, user_id: str, keep: int, *, at: int | None = None
+    ) -> SessionsRevoked:
         """``at``: the caller's time (ms) to stamp as ``revoked_at`` (docs/SPEC.md §13.2)."""
-        return await self.request(
+        return await self._call(
+            SessionsRevoked,
             "POST",
             f"/v1/users/{segment(user_id)}/sessions/cap",
             json=_drop_none({"keep": keep, "at": at}),
         )
 
-    @_route("post", "/v1/users/{id}/{change}", body=())
+    @_route("post", "/v1/users/{id}/{change}", body=(), answer=UserChanged)
     async def change_user(
         self, user_id: str, change: str, body: Mapping[str, Any] | None = None
-    ) -> Any:
-        return await self.request(
-            "POST", f"/v1/users/{segment(user_id)}/{segment(change)}", json=dict(body or {})
+    ) -> UserChanged:
+        """``change``: ``password``, ``disabled``, ``profile``, ``totp-secret``, ``totp-enable``,
+        ``totp-disable``, ``login-success``, ``login-failure``, ``channel-scope`` or
+        ``consume`` (which also answers ``consumed``), ``body`` that change's members."""
+        return await self._call(
+            UserChanged,
+            "POST",
+            f"/v1/users/{segment(user_id)}/{segment(change)}",
+            json=dict(body or {}),
         )
 
-    @_route("get", "/v1/roles", body=())
-    async def list_roles(self) -> Any:
-        return await self.request("GET", "/v1/roles")
+    @_route("get", "/v1/roles", body=(), answer=RoleList)
+    async def list_roles(self) -> RoleList:
+        return await self._call(RoleList, "GET", "/v1/roles")
 
-    @_route("put", "/v1/roles/{id}", body=("display_name", "description", "builtin"))
+    @_route(
+        "put",
+        "/v1/roles/{id}",
+        body=("display_name", "description", "builtin"),
+        answer=RoleWritten,
+    )
     async def put_role(
         self,
         role_id: str,
@@ -1432,8 +1481,9 @@ class Client:
         *,
         description: str | None = None,
         builtin: bool | None = None,
-    ) -> Any:
-        return await self.request(
+    ) -> RoleWritten:
+        return await self._call(
+            RoleWritten,
             "PUT",
             f"/v1/roles/{segment(role_id)}",
             json=_drop_none(
@@ -1441,17 +1491,24 @@ class Client:
             ),
         )
 
-    @_route("get", "/v1/directory-groups/{map}", body=())
-    async def group_map(self, which: str, *, groups: Sequence[str] | None = None) -> Any:
-        return await self.request(
+    @_route("get", "/v1/directory-groups/{map}", body=(), answer=GroupMap)
+    async def group_map(self, which: str, *, groups: Sequence[str] | None = None) -> GroupMap:
+        """The map ``which`` (``roles`` or ``channels``); with ``groups`` also what it gives
+        them (``values``)."""
+        return await self._call(
+            GroupMap,
             "GET",
             f"/v1/directory-groups/{segment(which)}",
             params=_drop_none({"groups": ",".join(groups) if groups is not None else None}),
         )
 
-    @_route("put", "/v1/directory-groups/{map}", body=("entries",))
-    async def put_group_map(self, which: str, entries: Sequence[tuple[str, str]]) -> Any:
-        return await self.request(
+    @_route("put", "/v1/directory-groups/{map}", body=("entries",), answer=GroupMapWritten)
+    async def put_group_map(
+        self, which: str, entries: Sequence[tuple[str, str]]
+    ) -> GroupMapWritten:
+        """Replace the map ``which`` whole with ``(group, value)`` entries."""
+        return await self._call(
+            GroupMapWritten,
             "PUT",
             f"/v1/directory-groups/{segment(which)}",
             json={"entries": [{"group": g, "value": v} for g, v in entries]},
@@ -1461,24 +1518,32 @@ class Client:
         "post",
         "/v1/sessions",
         body=("token_hash", "user_id", "expires_at", "client", "seed_reauth", "at"),
+        answer=SessionCreated,
     )
-    async def create_session(self, body: Mapping[str, Any]) -> Any:
-        return await self.request("POST", "/v1/sessions", json=dict(body))
+    async def create_session(self, body: Mapping[str, Any]) -> SessionCreated:
+        """A new session of a user (404 for an unknown user, 409 for a token hash in use)."""
+        return await self._call(SessionCreated, "POST", "/v1/sessions", json=dict(body))
 
-    @_route("post", "/v1/sessions/purge-expired", body=())
-    async def purge_expired_sessions(self) -> Any:
-        return await self.request("POST", "/v1/sessions/purge-expired", json={})
+    @_route("post", "/v1/sessions/purge-expired", body=(), answer=SessionsPurged)
+    async def purge_expired_sessions(self) -> SessionsPurged:
+        """Delete the sessions expired before the request's time."""
+        return await self._call(SessionsPurged, "POST", "/v1/sessions/purge-expired", json={})
 
-    @_route("get", "/v1/sessions/{token_hash}", body=())
-    async def get_session(self, token_hash: str) -> Any:
-        return await self.request("GET", f"/v1/sessions/{segment(token_hash)}")
+    @_route("get", "/v1/sessions/{token_hash}", body=(), answer=SessionView)
+    async def get_session(self, token_hash: str) -> SessionView:
+        return await self._call(SessionView, "GET", f"/v1/sessions/{segment(token_hash)}")
 
-    @_route("post", "/v1/sessions/{token_hash}/{change}", body=())
+    @_route("post", "/v1/sessions/{token_hash}/{change}", body=(), answer=SessionChanged)
     async def change_session(
         self, token_hash: str, change: str, body: Mapping[str, Any] | None = None
-    ) -> Any:
-        return await self.request(
-            "POST", f"/v1/sessions/{segment(token_hash)}/{segment(change)}", json=dict(body or {})
+    ) -> SessionChanged:
+        """``change``: ``touch``, ``reauth``, ``mfa-verified`` or ``revoke``; ``body``: its
+        ``at`` and (``reauth``) ``client``."""
+        return await self._call(
+            SessionChanged,
+            "POST",
+            f"/v1/sessions/{segment(token_hash)}/{segment(change)}",
+            json=dict(body or {}),
         )
 
     # --- audit ------------------------------------------------------------------------------
@@ -1536,12 +1601,13 @@ class Client:
             params.update(count=count, head=head)
         return await self._call(AuditVerification, "GET", "/v1/audit/verify", params=params)
 
-    @_route("get", "/v1/audit/search")
+    @_route("get", "/v1/audit/search", answer=AuditRows)
     async def audit_search(
         self, org: str, actor: str, *, action_prefix: str | None = None, limit: int = 100
-    ) -> Any:
-        """``actor``'s audit rows of ``org``, newest first: ``{org, rows}``."""
-        return await self.request(
+    ) -> AuditRows:
+        """``actor``'s audit rows of ``org``, newest first."""
+        return await self._call(
+            AuditRows,
             "GET",
             "/v1/audit/search",
             params=_drop_none(

@@ -43,6 +43,9 @@ __all__ = [
     "Event",
     "Failed",
     "FifoClaim",
+    "GroupEntry",
+    "GroupMap",
+    "GroupMapWritten",
     "HandedOff",
     "Handler",
     "Health",
@@ -64,7 +67,19 @@ __all__ = [
     "Requeued",
     "RetryPolicy",
     "Revoked",
+    "RoleAssignmentView",
+    "RoleList",
+    "RoleView",
+    "RoleWritten",
+    "RolesAssigned",
     "RowActionResult",
+    "RowDetail",
+    "SessionChanged",
+    "SessionCreated",
+    "SessionList",
+    "SessionView",
+    "SessionsPurged",
+    "SessionsRevoked",
     "Stage",
     "StateDigest",
     "StateEntry",
@@ -72,6 +87,13 @@ __all__ = [
     "Stats",
     "TokenCreated",
     "TokenList",
+    "UserChanged",
+    "UserCreated",
+    "UserDeleted",
+    "UserList",
+    "UserRoles",
+    "UserSecrets",
+    "UserView",
     "WorkRow",
     "decode",
 ]
@@ -169,8 +191,15 @@ class RowMeta:
 
 @dataclass(frozen=True)
 class WorkRow(RowMeta):
-    #: The payload: only in ``message(id, body=True)``.
+    #: The payload: in ``message(id, body=True)`` and ``row(id)``, not in plain reads.
     payload: str | None = None
+
+
+@dataclass(frozen=True)
+class RowDetail:
+    """``GET /v1/rows/{id}``: one work row as it is now, its payload decrypted."""
+
+    row: WorkRow
 
 
 @dataclass(frozen=True)
@@ -745,6 +774,214 @@ class Health:
 class Readiness:
     ready: bool
     reason: str | None = None
+
+
+# --- the engine's users, roles and sessions (docs/SPEC.md §13) ---------------------------------
+# Times are ms since the epoch; password, recovery-code and session-token values are the engine's
+# hashes, opaque here.
+
+
+@dataclass(frozen=True)
+class UserCreated:
+    """``POST /v1/users`` (201)."""
+
+    index: int
+    id: str
+
+
+@dataclass(frozen=True)
+class UserView:
+    """An engine user as the API shows it: everything but its second-factor secrets
+    (:class:`UserSecrets`)."""
+
+    id: str
+    username: str
+    #: ``local`` or ``ad``.
+    auth_provider: str
+    disabled: bool
+    created_at: int
+    updated_at: int
+    must_change_password: bool
+    failed_attempts: int
+    totp_enabled: bool
+    display_name: str | None = None
+    email: str | None = None
+    last_login_at: int | None = None
+    password_hash: str | None = None
+    password_changed_at: int | None = None
+    locked_until: int | None = None
+    #: JSON text listing the channels the user may see; ``None``: every channel.
+    channel_scope: str | None = None
+    totp_enrolled_at: int | None = None
+
+
+@dataclass(frozen=True)
+class UserList:
+    """``GET /v1/users``: users by username; ``count`` is how many match before the limit
+    (``limit=0`` answers only the count)."""
+
+    users: list[UserView]
+    count: int
+
+
+@dataclass(frozen=True)
+class UserSecrets:
+    """``GET /v1/users/{id}/secrets``: the second-factor values the user view leaves out."""
+
+    recovery_code_hashes: list[str]
+    totp_secret: str | None = None
+    last_totp_step: int | None = None
+
+
+@dataclass(frozen=True)
+class UserDeleted:
+    """``DELETE /v1/users/{id}``: ``deleted`` is false for an unknown user."""
+
+    index: int
+    deleted: bool
+
+
+@dataclass(frozen=True)
+class UserChanged:
+    """``POST /v1/users/{id}/{change}``: ``changed`` is false for an unknown user; a
+    ``consume`` also answers ``consumed`` (false: nothing consumed, or an unknown user)."""
+
+    index: int
+    changed: bool
+    consumed: bool | None = None
+
+
+@dataclass(frozen=True)
+class RoleView:
+    id: str
+    display_name: str
+    builtin: bool
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class RoleList:
+    """``GET /v1/roles``: every role, by id."""
+
+    roles: list[RoleView]
+
+
+@dataclass(frozen=True)
+class RoleWritten:
+    """``PUT /v1/roles/{id}``."""
+
+    index: int
+    id: str
+
+
+@dataclass(frozen=True)
+class RoleAssignmentView:
+    """One role given to a user: when and by whom."""
+
+    role_id: str
+    assigned_at: int
+    assigned_by: str | None = None
+
+
+@dataclass(frozen=True)
+class UserRoles:
+    """``GET /v1/users/{id}/roles``: the user's role ids, sorted, and their assignments (both
+    empty for an unknown user)."""
+
+    role_ids: list[str]
+    assignments: list[RoleAssignmentView]
+
+
+@dataclass(frozen=True)
+class RolesAssigned:
+    """``PUT /v1/users/{id}/roles``: how many roles the user now has."""
+
+    index: int
+    assigned: int
+
+
+@dataclass(frozen=True)
+class GroupEntry:
+    """A directory group and the role id (map ``roles``) or channel (map ``channels``) it
+    gives."""
+
+    group: str
+    value: str
+
+
+@dataclass(frozen=True)
+class GroupMap:
+    """``GET /v1/directory-groups/{map}``: the map's entries (groups normalised as stored,
+    sorted); asked with ``groups``, also ``values``: what the map gives any of them, sorted."""
+
+    map: str
+    entries: list[GroupEntry]
+    values: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class GroupMapWritten:
+    """``PUT /v1/directory-groups/{map}``: the entries stored after normalisation."""
+
+    index: int
+    stored: int
+
+
+@dataclass(frozen=True)
+class SessionCreated:
+    """``POST /v1/sessions`` (201)."""
+
+    index: int
+    token_hash: str
+
+
+@dataclass(frozen=True)
+class SessionView:
+    """An engine user's session, by its token's hash."""
+
+    token_hash: str
+    user_id: str
+    created_at: int
+    expires_at: int
+    last_used_at: int
+    revoked_at: int | None = None
+    client: str | None = None
+    reauth_at: int | None = None
+    mfa_verified_at: int | None = None
+
+
+@dataclass(frozen=True)
+class SessionList:
+    """``GET /v1/users/{id}/sessions``: the user's sessions neither revoked nor expired at the
+    request's time, most recently used first."""
+
+    sessions: list[SessionView]
+
+
+@dataclass(frozen=True)
+class SessionChanged:
+    """``POST /v1/sessions/{token_hash}/{change}``: ``changed`` is false for an unknown
+    session (or revoking a revoked one)."""
+
+    index: int
+    changed: bool
+
+
+@dataclass(frozen=True)
+class SessionsRevoked:
+    """``POST /v1/users/{id}/sessions/revoke`` and ``.../cap``: the sessions revoked."""
+
+    index: int
+    revoked: int
+
+
+@dataclass(frozen=True)
+class SessionsPurged:
+    """``POST /v1/sessions/purge-expired``: the sessions deleted (expired before the request's
+    time)."""
+
+    index: int
+    purged: int
 
 
 # --- decoding -------------------------------------------------------------------------------

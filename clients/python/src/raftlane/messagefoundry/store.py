@@ -61,7 +61,19 @@ from ..errors import (
     StaleFenceError,
     WrongStatusError,
 )
-from ..types import UNLIMITED_ATTEMPTS, Approval, AuditAnchor, FifoClaim, RetryPolicy, StateOp
+from ..types import (
+    UNLIMITED_ATTEMPTS,
+    Approval,
+    AuditAnchor,
+    FifoClaim,
+    GroupEntry,
+    RetryPolicy,
+    SessionView,
+    StateOp,
+    UserChanged,
+    UserSecrets,
+    UserView,
+)
 
 __all__ = [
     "AUDIT_ORG",
@@ -304,23 +316,17 @@ class RaftlaneStore:
         fence = self._fences.get(row_id)
         if fence is not None:
             return fence
-        row = await self._row(row_id)
-        claim = row.get("claim")
-        if isinstance(claim, dict) and isinstance(claim.get("fence"), int):
-            return int(claim["fence"])
-        last = row.get("last_fence")
-        if isinstance(last, int):
-            return last
+        row = (await self._client.row(row_id)).row
+        if row.claim is not None:
+            return row.claim.fence
+        if row.last_fence is not None:
+            return row.last_fence
         raise NeverClaimedError(
             f"row {row_id} has never been claimed: no fence to complete it with"
         )
 
     async def _row(self, row_id: int) -> dict[str, Any]:
-        answer = await self._client.row(row_id)
-        if not isinstance(answer, dict):
-            raise RaftlaneError(f"GET /v1/rows/{row_id}: not an object")
-        row = answer.get("row", answer)
-        return row if isinstance(row, dict) else {}
+        return dataclasses.asdict((await self._client.row(row_id)).row)
 
     async def _post(
         self, path: str, body: Mapping[str, Any] | None = None, *, now: float | None = None
@@ -1434,10 +1440,7 @@ class RaftlaneStore:
         answer = await self._client.audit_search(
             AUDIT_ORG, username, action_prefix="auth.", limit=limit
         )
-        return [
-            {"ts": _s0(r["ts"]), "action": r["action"], "detail": r.get("detail")}
-            for r in answer.get("rows", [])
-        ]
+        return [{"ts": _s0(r.ts), "action": r.action, "detail": r.detail} for r in answer.rows]
 
     @staticmethod
     def _approval_dict(a: Approval) -> dict[str, Any]:
@@ -1534,34 +1537,31 @@ class RaftlaneStore:
     # --- AuthStore: users ----------------------------------------------------------------------
 
     @staticmethod
-    def _user(u: Mapping[str, Any]) -> UserRecord:
+    def _user(u: UserView) -> UserRecord:
         return UserRecord(
-            id=u["id"],
-            username=u["username"],
-            auth_provider=u["auth_provider"],
-            display_name=u.get("display_name"),
-            email=u.get("email"),
-            disabled=bool(u.get("disabled", False)),
-            created_at=_s0(u["created_at"]),
-            updated_at=_s0(u["updated_at"]),
-            last_login_at=_s(u.get("last_login_at")),
-            password_hash=u.get("password_hash"),
-            password_changed_at=_s(u.get("password_changed_at")),
-            must_change_password=bool(u.get("must_change_password", False)),
-            failed_attempts=int(u.get("failed_attempts", 0)),
-            locked_until=_s(u.get("locked_until")),
-            channel_scope=u.get("channel_scope"),
-            totp_enabled=bool(u.get("totp_enabled", False)),
-            totp_enrolled_at=_s(u.get("totp_enrolled_at")),
+            id=u.id,
+            username=u.username,
+            auth_provider=u.auth_provider,
+            display_name=u.display_name,
+            email=u.email,
+            disabled=u.disabled,
+            created_at=_s0(u.created_at),
+            updated_at=_s0(u.updated_at),
+            last_login_at=_s(u.last_login_at),
+            password_hash=u.password_hash,
+            password_changed_at=_s(u.password_changed_at),
+            must_change_password=u.must_change_password,
+            failed_attempts=u.failed_attempts,
+            locked_until=_s(u.locked_until),
+            channel_scope=u.channel_scope,
+            totp_enabled=u.totp_enabled,
+            totp_enrolled_at=_s(u.totp_enrolled_at),
         )
-
-    def _user_path(self, user_id: str, *rest: str) -> str:
-        return "/".join([f"/v1/users/{segment(user_id)}", *rest])
 
     async def _user_change(
         self, user_id: str, change: str, body: Mapping[str, Any], now: float | None
-    ) -> dict[str, Any]:
-        return await self._post(self._user_path(user_id, change), body, now=now)
+    ) -> UserChanged:
+        return await self._at(now).change_user(user_id, change, body)
 
     async def create_user(
         self,
@@ -1584,27 +1584,25 @@ class RaftlaneStore:
             "password_hash": password_hash,
             "must_change_password": must_change_password,
         }
-        await self._post("/v1/users", _drop_none(body), now=now)
+        await self._at(now).create_user(_drop_none(body))
 
     async def get_user(self, user_id: str) -> UserRecord | None:
         try:
-            return self._user(await self._get(self._user_path(user_id)))
+            return self._user(await self._client.get_user(user_id))
         except NotFoundError as e:
             if is_missing_route(e):
                 raise
             return None
 
     async def get_user_by_username(self, username: str) -> UserRecord | None:
-        answer = await self._get("/v1/users", {"username": username})
-        users = answer.get("users", [])
+        users = (await self._client.list_users(username=username)).users
         return self._user(users[0]) if users else None
 
     async def list_users(self) -> list[UserRecord]:
-        answer = await self._get("/v1/users")
-        return [self._user(u) for u in answer.get("users", [])]
+        return [self._user(u) for u in (await self._client.list_users()).users]
 
     async def count_users(self) -> int:
-        return int((await self._get("/v1/users", {"limit": 0}))["count"])
+        return (await self._client.list_users(limit=0)).count
 
     async def set_password(
         self,
@@ -1639,7 +1637,7 @@ class RaftlaneStore:
         )
 
     async def delete_user(self, user_id: str) -> None:
-        await self._client.request("DELETE", self._user_path(user_id))
+        await self._client.delete_user(user_id)
 
     # --- AuthStore: second factor, sign-in ----------------------------------------------------
 
@@ -1648,17 +1646,16 @@ class RaftlaneStore:
     ) -> None:
         await self._user_change(user_id, "totp-secret", {"secret": secret}, now)
 
-    async def _secrets(self, user_id: str) -> dict[str, Any]:
-        return await self._get(self._user_path(user_id, "secrets"))
+    async def _secrets(self, user_id: str) -> UserSecrets:
+        return await self._client.user_secrets(user_id)
 
     async def get_totp_secret(self, user_id: str) -> str | None:
         try:
-            secret = (await self._secrets(user_id)).get("totp_secret")
+            return (await self._secrets(user_id)).totp_secret
         except NotFoundError as e:
             if is_missing_route(e):
                 raise
             return None
-        return secret if isinstance(secret, str) else None
 
     async def enable_totp(
         self, user_id: str, *, recovery_code_hashes: list[str], now: float | None = None
@@ -1672,22 +1669,21 @@ class RaftlaneStore:
 
     async def get_recovery_code_hashes(self, user_id: str) -> list[str]:
         try:
-            hashes = (await self._secrets(user_id)).get("recovery_code_hashes") or []
+            return list((await self._secrets(user_id)).recovery_code_hashes)
         except NotFoundError as e:
             if is_missing_route(e):
                 raise
             return []
-        return [str(h) for h in hashes]
 
     async def consume_recovery_code_hash(
         self, user_id: str, code_hash: str, *, now: float | None = None
     ) -> bool:
         answer = await self._user_change(user_id, "consume", {"recovery_code_hash": code_hash}, now)
-        return bool(answer.get("consumed"))
+        return bool(answer.consumed)
 
     async def consume_totp_step(self, user_id: str, step: int) -> bool:
         answer = await self._user_change(user_id, "consume", {"totp_step": step}, None)
-        return bool(answer.get("consumed"))
+        return bool(answer.consumed)
 
     async def record_login_success(self, user_id: str, *, now: float | None = None) -> None:
         await self._user_change(user_id, "login-success", {}, now)
@@ -1716,20 +1712,26 @@ class RaftlaneStore:
         description: str | None = None,
         builtin: bool = True,
     ) -> None:
-        body = {"display_name": display_name, "description": description, "builtin": builtin}
-        await self._client.request("PUT", f"/v1/roles/{segment(role_id)}", json=body)
+        await self._client.put_role(role_id, display_name, description=description, builtin=builtin)
 
     async def list_roles(self) -> list[dict[str, Any]]:
-        return list((await self._get("/v1/roles")).get("roles", []))
+        return [
+            {
+                "id": r.id,
+                "display_name": r.display_name,
+                "description": r.description,
+                "builtin": r.builtin,
+            }
+            for r in (await self._client.list_roles()).roles
+        ]
 
     async def get_user_role_ids(self, user_id: str) -> list[str]:
         try:
-            answer = await self._get(self._user_path(user_id, "roles"))
+            return list((await self._client.user_roles(user_id)).role_ids)
         except NotFoundError as e:
             if is_missing_route(e):
                 raise
             return []
-        return [str(r) for r in answer.get("role_ids", [])]
 
     async def set_user_roles(
         self,
@@ -1739,35 +1741,30 @@ class RaftlaneStore:
         assigned_by: str | None = None,
         now: float | None = None,
     ) -> None:
-        body = _drop_none({"role_ids": list(role_ids), "assigned_by": assigned_by})
-        await self._at(now).request("PUT", self._user_path(user_id, "roles"), json=body)
+        await self._at(now).set_user_roles(user_id, list(role_ids), assigned_by=assigned_by)
 
     async def set_user_channel_scope(
         self, user_id: str, scope_json: str | None, *, now: float | None = None
     ) -> None:
         await self._user_change(user_id, "channel-scope", {"scope": scope_json}, now)
 
-    async def _group_map(self, which: str) -> list[dict[str, Any]]:
-        answer = await self._get(f"/v1/directory-groups/{which}")
-        return list(answer.get("entries", []))
+    async def _group_map(self, which: str) -> list[GroupEntry]:
+        return (await self._client.group_map(which)).entries
 
     async def _set_group_map(self, which: str, entries: Iterable[tuple[str, str]]) -> None:
-        body = {"entries": [{"group": g, "value": v} for g, v in entries]}
-        await self._client.request("PUT", f"/v1/directory-groups/{which}", json=body)
+        await self._client.put_group_map(which, list(entries))
 
     async def _groups_to_values(self, which: str, groups: Iterable[str]) -> set[str]:
         wanted = {g.strip().lower() for g in groups if g.strip()}
         if not wanted:
             return set()
-        return {e["value"] for e in await self._group_map(which) if e["group"].lower() in wanted}
+        return {e.value for e in await self._group_map(which) if e.group.lower() in wanted}
 
     async def roles_for_ad_groups(self, groups: Iterable[str]) -> set[str]:
         return await self._groups_to_values("roles", groups)
 
     async def list_ad_group_role_map(self) -> list[dict[str, Any]]:
-        return [
-            {"ad_group": e["group"], "role_id": e["value"]} for e in await self._group_map("roles")
-        ]
+        return [{"ad_group": e.group, "role_id": e.value} for e in await self._group_map("roles")]
 
     async def set_ad_group_role_map(self, entries: Iterable[tuple[str, str]]) -> None:
         await self._set_group_map("roles", entries)
@@ -1777,8 +1774,7 @@ class RaftlaneStore:
 
     async def list_ad_group_scope_map(self) -> list[dict[str, Any]]:
         return [
-            {"ad_group": e["group"], "channel_id": e["value"]}
-            for e in await self._group_map("channels")
+            {"ad_group": e.group, "channel_id": e.value} for e in await self._group_map("channels")
         ]
 
     async def set_ad_group_scope_map(self, entries: Iterable[tuple[str, str]]) -> None:
@@ -1787,17 +1783,17 @@ class RaftlaneStore:
     # --- AuthStore: sessions -------------------------------------------------------------------
 
     @staticmethod
-    def _session(s: Mapping[str, Any]) -> SessionRecord:
+    def _session(s: SessionView) -> SessionRecord:
         return SessionRecord(
-            token_hash=s["token_hash"],
-            user_id=s["user_id"],
-            created_at=_s0(s["created_at"]),
-            expires_at=_s0(s["expires_at"]),
-            last_used_at=_s0(s["last_used_at"]),
-            revoked_at=_s(s.get("revoked_at")),
-            client=s.get("client"),
-            reauth_at=_s(s.get("reauth_at")),
-            mfa_verified_at=_s(s.get("mfa_verified_at")),
+            token_hash=s.token_hash,
+            user_id=s.user_id,
+            created_at=_s0(s.created_at),
+            expires_at=_s0(s.expires_at),
+            last_used_at=_s0(s.last_used_at),
+            revoked_at=_s(s.revoked_at),
+            client=s.client,
+            reauth_at=_s(s.reauth_at),
+            mfa_verified_at=_s(s.mfa_verified_at),
         )
 
     @staticmethod
@@ -1811,10 +1807,8 @@ class RaftlaneStore:
     async def _session_change(
         self, token_hash: str, change: str, body: Mapping[str, Any], now: float | None
     ) -> None:
-        await self._post(
-            f"/v1/sessions/{segment(token_hash)}/{change}",
-            {**body, "at": self._session_at(now)},
-            now=now,
+        await self._at(now).change_session(
+            token_hash, change, {**body, "at": self._session_at(now)}
         )
 
     async def create_session(
@@ -1835,19 +1829,19 @@ class RaftlaneStore:
             "seed_reauth": seed_reauth,
             "at": self._session_at(now),
         }
-        await self._post("/v1/sessions", _drop_none(body), now=now)
+        await self._at(now).create_session(_drop_none(body))
 
     async def get_session(self, token_hash: str) -> SessionRecord | None:
         try:
-            return self._session(await self._get(f"/v1/sessions/{segment(token_hash)}"))
+            return self._session(await self._client.get_session(token_hash))
         except NotFoundError as e:
             if is_missing_route(e):
                 raise
             return None
 
     async def list_sessions(self, user_id: str, *, now: float | None = None) -> list[SessionRecord]:
-        answer = await self._get(self._user_path(user_id, "sessions"), now=now)
-        return [self._session(s) for s in answer.get("sessions", [])]
+        answer = await self._at(now).user_sessions(user_id)
+        return [self._session(s) for s in answer.sessions]
 
     async def touch_session(self, token_hash: str, *, now: float | None = None) -> None:
         at = time.time() if now is None else now
@@ -1873,27 +1867,20 @@ class RaftlaneStore:
     async def revoke_user_sessions(
         self, user_id: str, *, except_token_hash: str | None = None, now: float | None = None
     ) -> int:
-        answer = await self._post(
-            self._user_path(user_id, "sessions", "revoke"),
-            _drop_none({"except_token_hash": except_token_hash, "at": self._session_at(now)}),
-            now=now,
+        answer = await self._at(now).revoke_user_sessions(
+            user_id, except_token_hash=except_token_hash, at=self._session_at(now)
         )
-        return int(answer["revoked"])
+        return answer.revoked
 
     async def enforce_session_cap(
         self, user_id: str, *, keep: int, now: float | None = None
     ) -> None:
         if keep <= 0:
             return  # the contract keeps every session then
-        await self._post(
-            self._user_path(user_id, "sessions", "cap"),
-            {"keep": keep, "at": self._session_at(now)},
-            now=now,
-        )
+        await self._at(now).cap_user_sessions(user_id, keep, at=self._session_at(now))
 
     async def purge_expired_sessions(self, *, now: float | None = None) -> int:
-        answer = await self._post("/v1/sessions/purge-expired", {}, now=now)
-        return int(answer["purged"])
+        return (await self._at(now).purge_expired_sessions()).purged
 
 
 class NeverClaimedError(RaftlaneError):
