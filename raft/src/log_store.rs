@@ -46,6 +46,26 @@ use std::time::Instant;
 
 const CF_LOGS: &str = "logs";
 const CF_META: &str = "meta";
+
+/// The vote a node starts with: its stored vote, uncommitted.
+///
+/// Why: openraft 0.9 restores a node whose stored vote is its own committed leadership as the
+/// leader of that term at once, without an election (`Engine::startup`). With eager replication
+/// ([`crate::eager_replication`]) its followers may hold entries of that term which it never
+/// wrote itself: it offered a batch and died before its own write. Back as leader of the same
+/// term it would write other entries under the same log ids, and a follower holding the old
+/// ones keeps them (same log id: nothing to replace) and applies them: two states from one log.
+/// Uncommitted, the vote still binds the node to its term (it votes for no one else in it), so
+/// nothing a vote guarantees is lost; leadership is won back only by an election in a new term,
+/// where voters refuse a log shorter than theirs, and a new leader's entries replace a stale
+/// term's. A follower's committed vote read back uncommitted changes nothing: its leader's
+/// appends carry the committed vote, which supersedes it.
+pub(crate) fn as_restarted(vote: Vote) -> Vote {
+    Vote {
+        committed: false,
+        ..vote
+    }
+}
 const KEY_VOTE: &[u8] = b"vote";
 const KEY_LAST_PURGED: &[u8] = b"last_purged";
 const KEY_COMMITTED: &[u8] = b"committed";
@@ -428,9 +448,13 @@ impl RaftLogStorage<TypeConfig> for LogStore {
             .map_err(|e| vote_err(ErrorVerb::Write, e))
     }
 
+    /// The stored vote, read back uncommitted ([`as_restarted`]): openraft reads it once, when
+    /// the node starts.
     async fn read_vote(&mut self) -> Result<Option<Vote>, StorageError> {
-        self.get_meta(KEY_VOTE)
-            .map_err(|e| vote_err(ErrorVerb::Read, e))
+        let vote: Option<Vote> = self
+            .get_meta(KEY_VOTE)
+            .map_err(|e| vote_err(ErrorVerb::Read, e))?;
+        Ok(vote.map(as_restarted))
     }
 
     /// Not synced: the committed index is an optimisation (it lets a restarted node re-apply

@@ -236,3 +236,32 @@ async fn replace_a_dead_node() {
     }
     c.shutdown().await;
 }
+
+/// A leader restarted at once wins its leadership back by an election, in a new term, instead
+/// of taking it up again in its old one (`log_store::as_restarted`): its followers may hold
+/// entries of the old term it never wrote (eager replication), which it would otherwise write
+/// over under the same log ids. Writes made before go on being there, and the nodes agree.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_restarted_leader_is_elected_again_in_a_new_term() {
+    init_tracing();
+    let mut c = RaftCluster::start(3, tuning()).await;
+    let writes = c.write_many("before", 20, 5).await;
+    let leader = c.leader().await;
+    let term = c.node(leader).metrics().current_term;
+    c.stop_node(leader).await;
+    let l = c.rebind(leader).await;
+    let cfg = c.config(leader, false);
+    c.start_node_with(cfg, l).await;
+    let now = c.leader().await;
+    let new_term = c.node(now).metrics().current_term;
+    assert!(
+        new_term > term,
+        "leader {now} leads in term {new_term}, the term {leader} led before its restart"
+    );
+    c.write_many("after", 5, 5).await;
+    c.converged_digest().await;
+    for id in 1..=3 {
+        assert_writes_present(c.node(id), &writes);
+    }
+    c.shutdown().await;
+}

@@ -346,3 +346,23 @@ async fn a_truncated_log_and_a_new_vote_reopen_as_whole() {
     let mut log = LogStore::open(dir.path()).expect("an emptied log is not damaged");
     assert!(indexes(&mut log).await.is_empty());
 }
+
+/// A leader's committed vote is read back uncommitted when its node starts again, so openraft
+/// does not restore it as the leader of that term without an election: its followers may hold
+/// entries of that term it never wrote (eager replication), which it would otherwise write over
+/// with others under the same log ids. The vote keeps its term and candidate.
+#[tokio::test]
+async fn a_committed_vote_is_read_back_uncommitted_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let mut log = LogStore::open(dir.path()).unwrap();
+        log.save_vote(&Vote::new_committed(5, 1)).await.unwrap();
+    }
+    let mut log = LogStore::open(dir.path()).unwrap();
+    let vote = log.read_vote().await.unwrap().expect("a vote");
+    assert!(!vote.is_committed(), "{vote:?}");
+    assert_eq!(vote, Vote::new(5, 1));
+    // An uncommitted vote reads back as it was.
+    log.save_vote(&Vote::new(6, 2)).await.unwrap();
+    assert_eq!(log.read_vote().await.unwrap(), Some(Vote::new(6, 2)));
+}

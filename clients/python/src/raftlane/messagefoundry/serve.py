@@ -14,6 +14,7 @@ and must not reset each other's in-flight rows at start-up.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -45,13 +46,19 @@ def install(
     node_id: str | None = None,
     lease_ttl_seconds: float = 30.0,
     claim_wait_seconds: float = CLAIM_WAIT_S,
+    log_level: str | None = None,
 ) -> None:
     """Make messagefoundry's service open a :class:`RaftlaneStore` on ``endpoints`` and coordinate
     through a :class:`RaftlaneCoordinator` (node id ``node_id``, else the store's owner id).
-    ``claim_wait_seconds``: how long the engine's worker claims wait at the node for work."""
+    ``claim_wait_seconds``: how long the engine's worker claims wait at the node for work.
+    ``log_level``: the level of raftlane's own loggers (the client's, the store's, the
+    coordinator's), whatever the engine's: ``DEBUG`` logs every call the store makes."""
     from messagefoundry.api import app
 
     async def open_store(_settings: Any) -> RaftlaneStore:
+        # messagefoundry has configured its logging by now; this narrows it for raftlane's own.
+        if log_level is not None:
+            logging.getLogger("raftlane").setLevel(log_level)
         return await RaftlaneStore.open(
             endpoints,
             token,
@@ -115,6 +122,13 @@ def _parser() -> argparse.ArgumentParser:
         help="how long a worker's claim waits at the node for work when there is none, "
         f"0 to 30; 0 answers at once (default {CLAIM_WAIT_S:g})",
     )
+    serve.add_argument(
+        "--raftlane-log-level",
+        default=None,
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="the level of raftlane's own loggers, whatever the engine's (--log-level): DEBUG "
+        "logs every call the store makes to the cluster, with its status and time",
+    )
     return parser
 
 
@@ -141,6 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         node_id=args.node_id,
         lease_ttl_seconds=args.lease_ttl,
         claim_wait_seconds=args.claim_wait,
+        log_level=args.raftlane_log_level,
     )
     os.environ.update(SETTINGS_ENV)
     from messagefoundry.__main__ import main as messagefoundry_main

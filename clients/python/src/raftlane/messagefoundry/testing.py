@@ -288,11 +288,9 @@ class EngineProcess:
             "--service-config",
             str(project / "messagefoundry.toml"),
         ]
-        # RAFTLANE_ENGINE_LOG_LEVEL=DEBUG: the engines log every store call (the client's
-        # per-request lines), for a look at what an engine did after a failure.
+        # RAFTLANE_ENGINE_LOG_LEVEL=DEBUG: an engine on raftlane logs every store call (the
+        # client's per-request lines), for a look at what it did after a failure.
         level = os.environ.get("RAFTLANE_ENGINE_LOG_LEVEL")
-        if level:
-            common += ["--log-level", level]
         if raftlane is not None:
             if token_file is None:
                 raise ValueError("an engine on raftlane needs its token file")
@@ -310,6 +308,7 @@ class EngineProcess:
                 "--lease-ttl",
                 str(lease_ttl),
                 *(["--claim-wait", str(claim_wait)] if claim_wait is not None else []),
+                *(["--raftlane-log-level", level] if level else []),
                 *common,
             ]
         else:
