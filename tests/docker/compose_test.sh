@@ -32,25 +32,10 @@ BASE="${RAFTLANE_CI_PORT_BASE:-17001}"
 TOKEN=ci-admin-token
 started=$SECONDS
 
-say() { printf '[compose-test +%3ss] %s\n' "$((SECONDS - started))" "$*"; }
-fail() { say "FAIL: $*"; exit 1; }
-
-# --- 1. is Docker usable? ---
-if ! command -v docker >/dev/null 2>&1; then
-  echo "SKIP: tests/docker/compose_test.sh: no docker command on this machine"; exit 0
-fi
-if ! timeout 30 docker info >/dev/null 2>&1; then
-  echo "SKIP: tests/docker/compose_test.sh: 'docker info' failed (no daemon or no permission)"; exit 0
-fi
-if command -v docker-compose >/dev/null 2>&1; then
-  COMPOSE=(docker-compose)
-elif docker compose version >/dev/null 2>&1; then
-  COMPOSE=(docker compose)
-else
-  echo "SKIP: tests/docker/compose_test.sh: neither docker-compose nor 'docker compose' is installed"; exit 0
-fi
-command -v curl >/dev/null 2>&1 || fail "curl is required"
-command -v python3 >/dev/null 2>&1 || fail "python3 is required (JSON parsing)"
+TAG=compose-test
+# --- 1. is Docker usable? (say, fail, COMPOSE; a SKIP and exit 0 where it is not) ---
+# shellcheck source=tests/docker/preflight.sh
+source tests/docker/preflight.sh   # the checkout's root is the working directory (above)
 
 # Everything the compose file reads from the environment, pinned for this run.
 export RAFTLANE_IMAGE="$IMAGE"
@@ -229,27 +214,7 @@ wait_healthy 90 1 2 3
 
 # --- 8. convergence ---
 say "waiting (up to 120 s) for one digest at one last_applied on all three nodes"
-deadline=$((SECONDS + 120))
-while :; do
-  line="" seen=""
-  for id in 1 2 3; do
-    code=$(api "$(port_of "$id")" GET /v1/cluster/digest)
-    if [ "$code" = 200 ]; then
-      la=$(json last_applied) dg=$(json digest)
-      line+="n$id=$la/${dg:0:12} "
-      seen+="$la/$dg"$'\n'
-    else
-      line+="n$id=http-$code "
-      seen+="error-$id"$'\n'
-    fi
-  done
-  if [ "$(printf '%s' "$seen" | sort -u | wc -l)" = 1 ]; then
-    say "converged: $line"
-    break
-  fi
-  [ "$SECONDS" -lt "$deadline" ] || fail "digests did not converge within 120 s: $line"
-  sleep 2
-done
+converge 120 1 2 3
 for m in "$id_a" "$id_b"; do
   code=$(api "$(port_of "$leader")" GET "/v1/messages/$m")
   [ "$code" = 200 ] || fail "restarted n$leader does not serve message $m: $code $(cat "$BODY")"

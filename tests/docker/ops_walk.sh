@@ -38,25 +38,10 @@ BASE="${RAFTLANE_OPSWALK_PORT_BASE:-27001}"
 TOKEN=ops-walk-admin-token
 started=$SECONDS
 
-say() { printf '[ops-walk +%3ss] %s\n' "$((SECONDS - started))" "$*"; }
-fail() { say "FAIL: $*"; exit 1; }
-
-# --- 1. is Docker usable? ---
-if ! command -v docker >/dev/null 2>&1; then
-  echo "SKIP: tests/docker/ops_walk.sh: no docker command on this machine"; exit 0
-fi
-if ! timeout 30 docker info >/dev/null 2>&1; then
-  echo "SKIP: tests/docker/ops_walk.sh: 'docker info' failed (no daemon or no permission)"; exit 0
-fi
-if command -v docker-compose >/dev/null 2>&1; then
-  COMPOSE=(docker-compose)
-elif docker compose version >/dev/null 2>&1; then
-  COMPOSE=(docker compose)
-else
-  echo "SKIP: tests/docker/ops_walk.sh: neither docker-compose nor 'docker compose' is installed"; exit 0
-fi
-command -v curl >/dev/null 2>&1 || fail "curl is required"
-command -v python3 >/dev/null 2>&1 || fail "python3 is required (JSON parsing)"
+TAG=ops-walk
+# --- 1. is Docker usable? (say, fail, COMPOSE; a SKIP and exit 0 where it is not) ---
+# shellcheck source=tests/docker/preflight.sh
+source tests/docker/preflight.sh   # the checkout's root is the working directory (above)
 
 # The guide's commands say `docker-compose`; with only `docker compose` (v2) here, a function of
 # that name in the blocks' shell stands for it.
@@ -197,36 +182,7 @@ enqueue() {
 }
 # read_message ID MSG: the status code of GET /v1/messages/MSG through node ID (linearizable).
 read_message() { api "$1" GET "/v1/messages/$2"; }
-# converge SECONDS ID...: until the listed nodes answer one digest at one last_applied. The
-# leader appends an entry every second (its housekeeping, stamped with the cluster's clock, which
-# the digest covers), so the nodes are asked at once, by one curl, and again until they agree.
-converge() {
-  local limit=$1; shift
-  local deadline=$((SECONDS + limit)) args=() urls=() id line
-  for id in "$@"; do
-    args+=(--connect-to "n$id:7001:127.0.0.1:$(port_of "$id")")
-    urls+=("https://n$id:7001/v1/cluster/digest")
-  done
-  while :; do
-    command curl -s --parallel --max-time 5 --cacert "$CERTS/ca.pem" -H "Authorization: Bearer $TOKEN" \
-      -w '\n' "${args[@]}" "${urls[@]}" >"$BODY" 2>/dev/null || true
-    line=$(python3 -c 'import json, sys
-want = sorted(int(a) for a in sys.argv[2:])
-got = {}
-for text in open(sys.argv[1]):
-    try:
-        d = json.loads(text)
-        got[d["node_id"]] = (d["last_applied"], d["digest"])
-    except Exception:
-        pass
-print(("same " if sorted(got) == want and len(set(got.values())) == 1 else "differ ")
-      + " ".join("n%d=%s" % (n, "%s/%s" % (got[n][0], got[n][1][:12]) if n in got else "none") for n in want))' \
-      "$BODY" "$@")
-    if [ "${line%% *}" = same ]; then say "converged: ${line#* }"; return 0; fi
-    [ "$SECONDS" -lt "$deadline" ] || fail "digests did not converge within ${limit}s: ${line#* }"
-    sleep 0.3
-  done
-}
+# converge SECONDS ID...: tests/docker/preflight.sh.
 
 # --- 2. image, certificates, cluster ---
 if [ "${RAFTLANE_CI_SKIP_BUILD:-0}" = 1 ]; then
