@@ -34,8 +34,8 @@ started=$SECONDS
 
 TAG=compose-test
 # --- 1. is Docker usable? (say, fail, COMPOSE; a SKIP and exit 0 where it is not) ---
-# shellcheck source=tests/docker/preflight.sh
-source tests/docker/preflight.sh   # the checkout's root is the working directory (above)
+# shellcheck source=tests/docker/lib.sh
+source tests/docker/lib.sh   # the checkout's root is the working directory (above)
 
 # Everything the compose file reads from the environment, pinned for this run.
 export RAFTLANE_IMAGE="$IMAGE"
@@ -43,7 +43,6 @@ export RAFTLANE_ADMIN_TOKEN="$TOKEN"
 export RAFTLANE_CLUSTER_SECRET=ci-cluster-secret
 export RAFTLANE_N1_PORT=$BASE RAFTLANE_N2_PORT=$((BASE + 1)) RAFTLANE_N3_PORT=$((BASE + 2))
 export RAFTLANE_LOG="${RAFTLANE_LOG:-info,openraft=error}"
-port_of() { echo $((BASE + $1 - 1)); }   # node id -> published host port
 
 dc() { timeout "${DC_TIMEOUT:-120}" "${COMPOSE[@]}" -p "$PROJECT" -f docker-compose.yml "$@"; }
 cid() { dc ps -a -q "n$1"; }             # node id -> container id (-a: a killed one too)
@@ -69,34 +68,12 @@ cleanup() {
 
 # --- HTTP and JSON helpers (curl + python3; jq is not required) ---
 BODY=$(mktemp)
-# api PORT METHOD PATH [JSON] [extra curl args...]: the status code on stdout, body in $BODY.
-# The node behind PORT is dialled by its own name (nK:7001, the only name its certificate
-# carries), connected to its published port on 127.0.0.1.
-api() {
-  local port=$1 method=$2 path=$3 data=${4:-}
-  shift 4 2>/dev/null || shift $#
-  local node="n$((port - BASE + 1))"
-  local args=(-sS --max-time 10 -o "$BODY" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $TOKEN")
-  if [ -n "$data" ]; then args+=(-H 'Content-Type: application/json' --data "$data"); fi
-  curl "${args[@]}" --cacert "$CERTS/ca.pem" --connect-to "$node:7001:127.0.0.1:$port" "$@" \
-    "https://$node:7001$path" 2>/dev/null || echo 000
-}
 # tls_code NAME PORT: what https://NAME:7001/readyz answers through 127.0.0.1:PORT with the CA
 # (000 when the certificate does not verify for NAME).
 tls_code() {
   curl -sS --max-time 5 -o /dev/null -w '%{http_code}' --cacert "$CERTS/ca.pem" \
     --connect-to "$1:7001:127.0.0.1:$2" "https://$1:7001/readyz" 2>/dev/null || true
 }
-# json KEY: a top-level field of $BODY ("null" when absent or null).
-json() {
-  python3 -c 'import json,sys
-try:
-    v = json.load(open(sys.argv[1])).get(sys.argv[2])
-except Exception:
-    v = None
-print("null" if v is None else v)' "$BODY" "$1"
-}
-health_of() { docker inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}' "$1" 2>/dev/null || echo gone; }
 
 # wait_healthy SECONDS ID...: until every listed node's container reports healthy.
 wait_healthy() {
@@ -116,28 +93,23 @@ wait_healthy() {
   done
 }
 
-# enqueue PORT KEY TEXT: POST to channel ci-orders until accepted (30 s; retried on 503 or no
-# answer while an election runs; the Idempotency-Key makes a repeat harmless). Prints the id.
+# enqueue ID KEY TEXT: POST to channel ci-orders through node ID until accepted (30 s; retried
+# on 503 or no answer while an election runs; the Idempotency-Key makes a repeat harmless).
+# Prints the id.
 enqueue() {
-  local port=$1 key=$2 text=$3 deadline=$((SECONDS + 30)) code
+  local id=$1 key=$2 text=$3 deadline=$((SECONDS + 30)) code
   while :; do
-    code=$(api "$port" POST /v1/channels/ci-orders/messages "{\"raw\":\"$text\",\"message_type\":\"ci.test\"}" -H "Idempotency-Key: $key")
+    code=$(api "$id" POST /v1/channels/ci-orders/messages "{\"raw\":\"$text\",\"message_type\":\"ci.test\"}" -H "Idempotency-Key: $key")
     case "$code" in
-      200|201) json message_id; return 0 ;;
+      200|201) json "v['message_id']"; return 0 ;;
     esac
-    [ "$SECONDS" -lt "$deadline" ] || { say "enqueue via :$port kept failing: $code $(cat "$BODY")" >&2; return 1; }
+    [ "$SECONDS" -lt "$deadline" ] || { say "enqueue via n$id kept failing: $code $(cat "$BODY")" >&2; return 1; }
     sleep 1
   done
 }
 
 # --- 2. image ---
-if [ "${RAFTLANE_CI_SKIP_BUILD:-0}" = 1 ]; then
-  say "RAFTLANE_CI_SKIP_BUILD=1: using the existing image $IMAGE"
-  docker image inspect "$IMAGE" >/dev/null 2>&1 || fail "image $IMAGE does not exist"
-else
-  say "building $IMAGE with scripts/build-image.sh (cargo release build + docker build)"
-  IMAGE="$IMAGE" timeout 3600 scripts/build-image.sh || fail "scripts/build-image.sh failed"
-fi
+ensure_image
 
 # --- 2b. certificates ---
 trap cleanup EXIT
@@ -164,7 +136,7 @@ dc up -d 2>&1 | sed 's/^/    /'
 wait_healthy 120 1 2 3
 plain=$(curl -sS --max-time 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$(port_of 1)/readyz" 2>/dev/null || true)
 case "$plain" in 2*|4*|5*) fail "n1 answered plain HTTP ($plain): TLS is not on" ;; esac
-say "n1 refuses plain HTTP; https with the CA works: $(api "$(port_of 1)" GET /readyz)"
+say "n1 refuses plain HTTP; https with the CA works: $(api 1 GET /readyz)"
 other=$(curl -sS --max-time 5 -o /dev/null -w '%{http_code}' "https://127.0.0.1:$(port_of 1)/readyz" 2>/dev/null || true)
 case "$other" in 2*|4*|5*) fail "n1 was trusted without its CA ($other)" ;; esac
 # Each node certificate names its node only (no shared localhost/127.0.0.1 by default): with
@@ -182,13 +154,13 @@ say "no shared names: 127.0.0.1 and localhost verify on no node, and each key an
 
 # --- 4. first write ---
 say "enqueue message A through n1 (127.0.0.1:$(port_of 1))"
-id_a=$(enqueue "$(port_of 1)" ci-a "message A before the failover") || fail "first write failed"
+id_a=$(enqueue 1 ci-a "message A before the failover") || fail "first write failed"
 say "message A has id $id_a"
 
 # --- 5. kill the leader ---
-code=$(api "$(port_of 1)" GET /v1/cluster)
+code=$(api 1 GET /v1/cluster)
 [ "$code" = 200 ] || fail "GET /v1/cluster: $code $(cat "$BODY")"
-leader=$(json leader_id) term=$(json term)
+leader=$(json "v['leader_id']") term=$(json "v['term']")
 case "$leader" in 1|2|3) ;; *) fail "no leader reported: $(cat "$BODY")" ;; esac
 say "leader is node $leader (term $term); docker kill $(cid "$leader" | cut -c1-12) (n$leader)"
 docker kill "$(cid "$leader")" >/dev/null
@@ -198,13 +170,13 @@ for id in 1 2 3; do [ "$id" = "$leader" ] || others+=("$id"); done
 # --- 6. write through a survivor, read it back from the other one ---
 w=${others[0]} r=${others[1]}
 say "enqueue message B through n$w (127.0.0.1:$(port_of "$w")) while n$leader is down"
-id_b=$(enqueue "$(port_of "$w")" ci-b "message B during the failover") || fail "write after the leader was killed failed"
+id_b=$(enqueue "$w" ci-b "message B during the failover") || fail "write after the leader was killed failed"
 say "message B has id $id_b"
-code=$(api "$(port_of "$r")" GET "/v1/messages/$id_b?consistency=linearizable")
-[ "$code" = 200 ] || code=$(api "$(port_of "$r")" GET "/v1/messages/$id_b")
+code=$(api "$r" GET "/v1/messages/$id_b?consistency=linearizable")
+[ "$code" = 200 ] || code=$(api "$r" GET "/v1/messages/$id_b")
 [ "$code" = 200 ] || fail "n$r cannot read message B: $code $(cat "$BODY")"
-code=$(api "$(port_of "$w")" GET /v1/cluster)
-say "n$r serves message B; new leader: node $(json leader_id) (term $(json term))"
+code=$(api "$w" GET /v1/cluster)
+say "n$r serves message B; new leader: node $(json "v['leader_id']") (term $(json "v['term']"))"
 say "killed container n$leader: $(docker inspect -f 'state={{.State.Status}} restarts={{.RestartCount}}' "$(cid "$leader")")"
 
 # --- 7. bring the killed node back ---
@@ -216,7 +188,7 @@ wait_healthy 90 1 2 3
 say "waiting (up to 120 s) for one digest at one last_applied on all three nodes"
 converge 120 1 2 3
 for m in "$id_a" "$id_b"; do
-  code=$(api "$(port_of "$leader")" GET "/v1/messages/$m")
+  code=$(api "$leader" GET "/v1/messages/$m")
   [ "$code" = 200 ] || fail "restarted n$leader does not serve message $m: $code $(cat "$BODY")"
 done
 say "restarted n$leader serves messages $id_a and $id_b"

@@ -40,8 +40,8 @@ started=$SECONDS
 
 TAG=ops-walk
 # --- 1. is Docker usable? (say, fail, COMPOSE; a SKIP and exit 0 where it is not) ---
-# shellcheck source=tests/docker/preflight.sh
-source tests/docker/preflight.sh   # the checkout's root is the working directory (above)
+# shellcheck source=tests/docker/lib.sh
+source tests/docker/lib.sh   # the checkout's root is the working directory (above)
 
 # The guide's commands say `docker-compose`; with only `docker compose` (v2) here, a function of
 # that name in the blocks' shell stands for it.
@@ -61,7 +61,6 @@ export RAFTLANE_LOG="${RAFTLANE_LOG:-info,openraft=error}"
 export RAFTLANE_ADMIN_TOKEN="$TOKEN"
 export RAFTLANE_N1_PORT=$BASE RAFTLANE_N2_PORT=$((BASE + 1)) RAFTLANE_N3_PORT=$((BASE + 2)) RAFTLANE_N4_PORT=$((BASE + 3))
 unset COMPOSE_PROJECT_NAME COMPOSE_FILE COMPOSE_PROFILES RAFTLANE_CTL_ENDPOINTS
-port_of() { echo $((BASE + $1 - 1)); }   # node id -> published host port
 
 # dc PROJECT ARGS...: this script's own compose calls.
 dc() { local p=$1; shift; timeout "${DC_TIMEOUT:-120}" "${COMPOSE[@]}" -p "$p" -f docker-compose.yml "$@"; }
@@ -148,27 +147,7 @@ run_block() {
 
 # --- HTTP and JSON helpers (curl + python3) ---
 BODY=""
-# api ID METHOD PATH [JSON] [extra curl args...]: status code on stdout, body in $BODY; node ID
-# is dialled by its own name at its published port, verified with the CA.
-api() {
-  local id=$1 method=$2 path=$3 data=${4:-}
-  shift 4 2>/dev/null || shift $#
-  local args=(-sS --max-time 10 -o "$BODY" -w '%{http_code}' -X "$method" -H "Authorization: Bearer $TOKEN")
-  if [ -n "$data" ]; then args+=(-H 'Content-Type: application/json' --data "$data"); fi
-  command curl "${args[@]}" --cacert "$CERTS/ca.pem" --connect-to "n$id:7001:127.0.0.1:$(port_of "$id")" "$@" \
-    "https://n$id:7001$path" 2>/dev/null || echo 000
-}
-# json EXPR: evaluate EXPR on the JSON of $BODY as `v` (e.g. "v['leader_id']"); "null" on error.
-json() {
-  python3 -c 'import json,sys
-try:
-    v = json.load(open(sys.argv[1]))
-    r = eval(sys.argv[2])
-except Exception:
-    r = None
-print("null" if r is None else r)' "$BODY" "$1"
-}
-health_of() { docker inspect -f '{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}' "$1" 2>/dev/null || echo gone; }
+# api, json, health_of: tests/docker/lib.sh.
 
 # enqueue ID KEY TEXT: POST to channel ops-walk through node ID until accepted (30 s). Prints the id.
 enqueue() {
@@ -182,16 +161,9 @@ enqueue() {
 }
 # read_message ID MSG: the status code of GET /v1/messages/MSG through node ID (linearizable).
 read_message() { api "$1" GET "/v1/messages/$2"; }
-# converge SECONDS ID...: tests/docker/preflight.sh.
 
 # --- 2. image, certificates, cluster ---
-if [ "${RAFTLANE_CI_SKIP_BUILD:-0}" = 1 ]; then
-  say "RAFTLANE_CI_SKIP_BUILD=1: using the existing image $IMAGE"
-  docker image inspect "$IMAGE" >/dev/null 2>&1 || fail "image $IMAGE does not exist"
-else
-  say "building $IMAGE with scripts/build-image.sh (cargo release build + docker build)"
-  IMAGE="$IMAGE" timeout 3600 scripts/build-image.sh || fail "scripts/build-image.sh failed"
-fi
+ensure_image
 
 trap cleanup EXIT
 trap 'exit 130' INT
