@@ -66,29 +66,6 @@ async fn exit_code(cluster: &mut LocalCluster, id: u64, within: Duration) -> Opt
     None
 }
 
-/// Every node's `(last_applied, digest)`, once all three agree (within `within`).
-async fn digests_agree(conn: &Conn, within: Duration) -> Result<(u64, String), String> {
-    let deadline = Instant::now() + within;
-    let mut last = String::new();
-    while Instant::now() < deadline {
-        let mut seen = Vec::new();
-        for i in 0..3 {
-            match conn.once(i, |c| async move { c.digest().await }).await {
-                Attempt::Ok(d) => seen.push(d),
-                other => last = format!("node {}: {other:?}", i + 1),
-            }
-        }
-        if seen.len() == 3 && seen.iter().all(|d| *d == seen[0]) {
-            return Ok(seen[0].clone());
-        }
-        if seen.len() == 3 {
-            last = format!("{seen:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
-    Err(last)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_damaged_state_refuses_to_start_and_rejoin_restores_it() {
     let Some((dir, mut cluster, addrs, conn)) =
@@ -102,7 +79,9 @@ async fn a_damaged_state_refuses_to_start_and_rejoin_restores_it() {
         .find(|id| *id != leader && *id != victim)
         .expect("another follower");
     enqueue_some(&conn, (leader - 1) as usize, "before", 300).await;
-    digests_agree(&conn, Duration::from_secs(30)).await.unwrap();
+    common::digests_agree(&conn, Duration::from_secs(30))
+        .await
+        .unwrap();
 
     // A clean stop flushes the state into SST files; damage the largest one.
     let status = cluster.stop(victim).await.unwrap();
@@ -178,7 +157,7 @@ async fn a_damaged_state_refuses_to_start_and_rejoin_restores_it() {
             panic!("{e}; the rejoined node's log:\n{log}")
         });
     enqueue_some(&conn, (victim - 1) as usize, "after", 20).await;
-    let agreed = digests_agree(&conn, Duration::from_secs(60)).await;
+    let agreed = common::digests_agree(&conn, Duration::from_secs(60)).await;
     assert!(agreed.is_ok(), "the rejoined node's digest: {agreed:?}");
     assert!(!target.exists(), "the damaged file is gone");
     cluster.shutdown().await;

@@ -30,16 +30,6 @@ struct Seen {
     eager_accepted: f64,
 }
 
-async fn last_log_index(conn: &Conn, id: u64) -> Option<u64> {
-    match conn
-        .once((id - 1) as usize, |c| async move { c.cluster().await })
-        .await
-    {
-        Attempt::Ok(s) => Some(s.last_log_index),
-        _ => None,
-    }
-}
-
 async fn metric(conn: &Conn, id: u64, name: &str) -> f64 {
     let Attempt::Ok(text) = conn
         .once((id - 1) as usize, |c| async move {
@@ -94,12 +84,12 @@ async fn one_write_with_the_leaders_disk_held(name: &str, extra: &[&str]) -> Opt
     assert!(matches!(warm, Attempt::Ok(_)), "{warm:?}");
     let settle = Instant::now() + Duration::from_secs(10);
     let before = loop {
-        let l = last_log_index(&conn, leader)
+        let l = common::last_log_index(&conn, leader)
             .await
             .expect("the leader's log");
         let mut behind = false;
         for f in &followers {
-            behind |= last_log_index(&conn, *f).await.unwrap_or(0) < l;
+            behind |= common::last_log_index(&conn, *f).await.unwrap_or(0) < l;
         }
         if !behind {
             break l;
@@ -127,7 +117,7 @@ async fn one_write_with_the_leaders_disk_held(name: &str, extra: &[&str]) -> Opt
     tokio::time::sleep(LOOK_AFTER).await;
     let mut followers_holding = 0;
     for f in &followers {
-        if last_log_index(&conn, *f).await.unwrap_or(0) > before {
+        if common::last_log_index(&conn, *f).await.unwrap_or(0) > before {
             followers_holding += 1;
         }
     }

@@ -12,33 +12,10 @@
 mod common;
 
 use raftlane_chaos::cluster::leader_of;
-use raftlane_chaos::conn::{Attempt, Conn};
+use raftlane_chaos::conn::Attempt;
 use std::time::{Duration, Instant};
 
 const TOKEN: &str = "leader-restart-admin-token";
-
-async fn digests(conn: &Conn) -> Vec<Option<(u64, String)>> {
-    let mut out = Vec::new();
-    for i in 0..3 {
-        out.push(
-            match conn.once(i, |c| async move { c.digest().await }).await {
-                Attempt::Ok(d) => Some(d),
-                _ => None,
-            },
-        );
-    }
-    out
-}
-
-async fn last_log_index(conn: &Conn, id: u64) -> u64 {
-    match conn
-        .once((id - 1) as usize, |c| async move { c.cluster().await })
-        .await
-    {
-        Attempt::Ok(s) => s.last_log_index,
-        _ => 0,
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_leader_restarted_at_once_leaves_one_state() {
@@ -56,7 +33,7 @@ async fn a_leader_restarted_at_once_leaves_one_state() {
             })
             .await;
         assert!(matches!(warm, Attempt::Ok(_)), "{warm:?}");
-        let before = last_log_index(&conn, leader).await;
+        let before = common::last_log_index(&conn, leader).await.unwrap_or(0);
 
         cluster
             .slow_fsync(leader, 3000)
@@ -75,7 +52,7 @@ async fn a_leader_restarted_at_once_leaves_one_state() {
         let mut held = false;
         while Instant::now() < deadline && !held {
             for f in &followers {
-                held |= last_log_index(&conn, *f).await > before;
+                held |= common::last_log_index(&conn, *f).await.unwrap_or(0) > before;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -108,17 +85,8 @@ async fn a_leader_restarted_at_once_leaves_one_state() {
         }
         // One digest at one applied index on all three (the leader's timers move the index
         // every second: asked again until three answers meet).
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let seen = digests(&conn).await;
-            if seen.iter().all(Option::is_some) && seen.windows(2).all(|w| w[0] == w[1]) {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "round {round}: the nodes never agreed on one state: {seen:?}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
+        if let Err(seen) = common::digests_agree(&conn, Duration::from_secs(60)).await {
+            panic!("round {round}: the nodes never agreed on one state: {seen}");
         }
     }
     cluster.shutdown().await;

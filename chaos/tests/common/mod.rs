@@ -87,3 +87,42 @@ pub async fn ready_cluster(
         .expect("the cluster is ready");
     Some((dir, cluster, addrs, conn))
 }
+
+/// Every node's `(last_applied, digest)`, once all three agree (within `within`).
+#[allow(dead_code)] // not every test crate that includes this module compares digests
+pub async fn digests_agree(
+    conn: &raftlane_chaos::conn::Conn,
+    within: std::time::Duration,
+) -> Result<(u64, String), String> {
+    let deadline = std::time::Instant::now() + within;
+    let mut last = String::new();
+    while std::time::Instant::now() < deadline {
+        let mut seen = Vec::new();
+        for i in 0..3 {
+            match conn.once(i, |c| async move { c.digest().await }).await {
+                raftlane_chaos::conn::Attempt::Ok(d) => seen.push(d),
+                other => last = format!("node {}: {other:?}", i + 1),
+            }
+        }
+        if seen.len() == 3 && seen.iter().all(|d| *d == seen[0]) {
+            return Ok(seen[0].clone());
+        }
+        if seen.len() == 3 {
+            last = format!("{seen:?}");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+    Err(last)
+}
+
+/// Node `id`'s last log index, `None` when it does not answer.
+#[allow(dead_code)] // not every test crate that includes this module reads log indexes
+pub async fn last_log_index(conn: &raftlane_chaos::conn::Conn, id: u64) -> Option<u64> {
+    match conn
+        .once((id - 1) as usize, |c| async move { c.cluster().await })
+        .await
+    {
+        raftlane_chaos::conn::Attempt::Ok(s) => Some(s.last_log_index),
+        _ => None,
+    }
+}
