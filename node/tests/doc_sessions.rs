@@ -59,6 +59,16 @@ fn blocks(text: &str) -> Vec<(String, Vec<String>)> {
     out
 }
 
+/// The lines of the first `sh` block under `heading` in the doc `name`.
+fn first_sh_block(name: &str, heading: &str) -> Vec<String> {
+    let text = doc(name);
+    blocks(&section(&text, heading))
+        .into_iter()
+        .find(|(lang, _)| lang == "sh")
+        .map(|(_, lines)| lines)
+        .unwrap_or_else(|| panic!("{name}: no sh block under {heading:?}"))
+}
+
 /// Shell lines joined where a line ends in `\`.
 fn joined(lines: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -343,12 +353,7 @@ fn run_sh_block(dev: &Dev, name: &str, env: &str, lines: &[String]) -> Vec<Value
 
 /// The README's first session: an enqueue, a claim of it and the audit chain's check.
 fn readme_first_session(dev: &Dev) {
-    let text = doc("README.md");
-    let sec = section(&text, "## A first session");
-    let (_, lines) = blocks(&sec)
-        .into_iter()
-        .find(|(l, _)| l == "sh")
-        .expect("sh");
+    let lines = first_sh_block("README.md", "## A first session");
     let answers = run_sh_block(
         dev,
         "README.md",
@@ -364,12 +369,7 @@ fn readme_first_session(dev: &Dev) {
 /// An engine token made as docs/MESSAGEFOUNDRY.md §2.2 and docs/OPERATIONS.md make it: the
 /// file written holds a token that reads the cluster.
 fn engine_token_sessions(dev: &Dev) {
-    let mf = doc("docs/MESSAGEFOUNDRY.md");
-    let sec = section(&mf, "### 2.2 A token for the engines");
-    let (_, lines) = blocks(&sec)
-        .into_iter()
-        .find(|(l, _)| l == "sh")
-        .expect("sh");
+    let lines = first_sh_block("docs/MESSAGEFOUNDRY.md", "### 2.2 A token for the engines");
     run_sh_block(
         dev,
         "MESSAGEFOUNDRY.md §2.2",
