@@ -3,7 +3,8 @@
 #   0. no committed secrets (scripts/check-secrets.sh);
 #   1. the fresh-machine test: scripts/ensure-deps.sh in a bare Debian root (tests/fresh_machine.sh);
 #   2. cargo fmt --check and cargo clippy on every target with warnings as errors;
-#   3. cargo test of the whole workspace, on the release profile, so one RocksDB build serves
+#   3. the previous version's binary built (scripts/previous-build.sh, in a build directory of
+#      its own, for the rolling-upgrade test), then cargo test of the whole workspace, on the release profile, so one RocksDB build serves
 #      tests, the demo and the benchmarks (clippy runs on the release profile for the same reason:
 #      it reuses the RocksDB build script's output instead of compiling RocksDB a second time);
 #   4. the Python client's tests, including messagefoundry 0.1.0's own PostgreSQL-store suite run
@@ -39,6 +40,9 @@ echo "==> cargo build (release; the first build compiles RocksDB, ~15 min on 2 c
 # Every binary: the chaos tests run `raftlane node` processes, and Cargo builds another
 # package's binary for no test (the demo test's own binary it does build).
 cargo build --release -p raftlane-node -p raftlane-demo -p raftlane-bench -p raftlane-chaos
+echo "==> the previous version's raftlane, for the rolling-upgrade test (scripts/previous-build.sh)"
+RAFTLANE_PREVIOUS_BIN="$(bash scripts/previous-build.sh)"
+export RAFTLANE_PREVIOUS_BIN
 echo "==> cargo clippy (every target, warnings are errors)"
 cargo clippy --release --workspace --all-targets -- -D warnings
 echo "==> cargo test (release profile)"

@@ -8,7 +8,9 @@ use crate::metrics::set::MetricSet;
 use raftlane_raft as raft;
 use raftlane_raft::NotLeader;
 use raftlane_statemachine::query::Reader;
-use raftlane_statemachine::{Envelope, MemStore, Response, StateMachine, StoreError};
+use raftlane_statemachine::wire::command::SetLogFormat;
+use raftlane_statemachine::wire::LogFormat;
+use raftlane_statemachine::{Command, Envelope, MemStore, Response, StateMachine, StoreError};
 use serde::Serialize;
 use std::future::Future;
 use std::pin::Pin;
@@ -158,6 +160,11 @@ pub enum MembershipChange {
     /// Hand leadership to voter `to` (`None`: the voter whose log reaches furthest). Appended
     /// last, so that older nodes still decode the variants above.
     TransferLeader { to: Option<u64> },
+    /// Raise the cluster's log format to `format` (docs/SPEC.md §2.8) once every member reads
+    /// it, recorded in the audit chain as `actor`'s. Appended last, like `TransferLeader`: a
+    /// node of a build before it refuses to decode it, and such a node is exactly one the
+    /// raise must wait for.
+    RaiseLogFormat { format: u32, actor: String },
 }
 
 impl MembershipChange {
@@ -167,6 +174,9 @@ impl MembershipChange {
             MembershipChange::AddLearner { id, addr } => backend.add_learner(id, addr).await,
             MembershipChange::SetVoters(voters) => backend.change_membership(voters).await,
             MembershipChange::TransferLeader { to } => backend.transfer_leader(to).await,
+            MembershipChange::RaiseLogFormat { format, actor } => {
+                backend.raise_log_format(format, actor).await
+            }
         }
     }
 }
@@ -256,6 +266,22 @@ pub trait Backend: Send + Sync + 'static {
         })
     }
 
+    /// Raise the cluster's log format to `format` for `actor` (docs/SPEC.md §2.8). Only the
+    /// leader can (`ForwardToLeader` elsewhere); a member whose build does not read it, or a
+    /// format the state machine refuses, is `MembershipRule` naming `format`.
+    fn raise_log_format(
+        &self,
+        format: u32,
+        actor: String,
+    ) -> BoxFuture<'_, Result<(), ProposeError>> {
+        let _ = (format, actor);
+        Box::pin(async {
+            Err(ProposeError::Refused(
+                "this node keeps no replicated log".into(),
+            ))
+        })
+    }
+
     /// `Err(reason)` while the node should not take traffic (no leader known, failed self-check).
     fn ready(&self) -> Result<(), String>;
 
@@ -339,9 +365,18 @@ impl Backend for LocalBackend {
         1
     }
 
-    fn propose(&self, envelope: Envelope) -> BoxFuture<'_, Result<(u64, Response), ProposeError>> {
+    fn propose(
+        &self,
+        mut envelope: Envelope,
+    ) -> BoxFuture<'_, Result<(u64, Response), ProposeError>> {
         Box::pin(async move {
             let mut sm = self.lock()?;
+            // Written, as a leader writes it, in the format the state names (docs/SPEC.md §2.8).
+            let format = sm
+                .read()
+                .log_format()
+                .map_err(|e| ProposeError::Fatal(e.to_string()))?;
+            envelope.set_format(LogFormat::from_number(format).unwrap_or(LogFormat::NEWEST));
             let index = sm.last_applied() + 1;
             let response = sm
                 .apply(index, &envelope)
@@ -353,6 +388,25 @@ impl Backend for LocalBackend {
 
     fn read_index(&self) -> BoxFuture<'_, Result<u64, ProposeError>> {
         Box::pin(async move { Ok(self.lock()?.last_applied()) })
+    }
+
+    /// One replica of this build: every member reads every format it knows.
+    fn raise_log_format(
+        &self,
+        format: u32,
+        actor: String,
+    ) -> BoxFuture<'_, Result<(), ProposeError>> {
+        Box::pin(async move {
+            let command = Command::SetLogFormat(SetLogFormat { format });
+            match self.propose(Envelope::new(0, actor, command)).await? {
+                (_, Ok(_)) => Ok(()),
+                (_, Err(rejection)) => Err(ProposeError::MembershipRule {
+                    field: "format".into(),
+                    reason: rejection.to_string(),
+                    invalid: true,
+                }),
+            }
+        })
     }
 
     fn wait_applied(

@@ -46,10 +46,20 @@ pub enum Action {
     SweepDeadLetters,
     /// `POST /v1/lanes/outbound/{dest}/cancel`
     CancelQueued,
+    /// `DELETE /v1/tokens/{name}`: a principal locked out
+    RevokeToken,
+    /// `PUT /v1/reference/{name}`: a reference set replaced
+    WriteReference,
+    /// `DELETE /v1/users/{id}`: an engine user deleted
+    DeleteUser,
+    /// `DELETE /v1/owners/{owner}`: a name's binding, and with it its claims, released
+    ReleaseOwner,
+    /// `POST /v1/destinations/{destination}/pause`: a destination's deliveries stopped
+    PauseDestination,
 }
 
 impl Action {
-    pub const ALL: [Action; 10] = [
+    pub const ALL: [Action; 15] = [
         Action::Purge,
         Action::ReplayDead,
         Action::RotateKey,
@@ -60,6 +70,11 @@ impl Action {
         Action::RecoverLeases,
         Action::SweepDeadLetters,
         Action::CancelQueued,
+        Action::RevokeToken,
+        Action::WriteReference,
+        Action::DeleteUser,
+        Action::ReleaseOwner,
+        Action::PauseDestination,
     ];
 
     /// The name an approval's `operation` and the config's `approvals_required` use.
@@ -75,6 +90,11 @@ impl Action {
             Action::RecoverLeases => "recover_leases",
             Action::SweepDeadLetters => "sweep_dead_letters",
             Action::CancelQueued => "cancel_queued",
+            Action::RevokeToken => "revoke_token",
+            Action::WriteReference => "write_reference",
+            Action::DeleteUser => "delete_user",
+            Action::ReleaseOwner => "release_owner",
+            Action::PauseDestination => "pause_destination",
         }
     }
 }

@@ -105,6 +105,8 @@ pub fn api_routes() -> Vec<ApiRoute> {
         r("get", "/v1/cluster/snapshot", "A backup: this node catches up with the leader's commit, takes a snapshot and streams its file (admin; the index in x-raftlane-snapshot-index)", get(cluster::download_snapshot)),
         r("post", "/v1/cluster/snapshot", "This node builds a snapshot covering everything it has applied, and answers its index", post(cluster::snapshot)).answers::<c::SnapshotTaken>(),
         r("post", "/v1/cluster/leader", "Hand leadership to a voter (to; none: the best placed one), through the leader", post(cluster::transfer_leader)).takes_optional::<c::LeaderTransferRequest>().answers::<c::LeaderTransferred>(),
+        r("get", "/v1/cluster/log-format", "The log format the cluster writes and the formats this node's build reads", get(cluster::log_format)).answers::<c::LogFormatStatus>(),
+        r("post", "/v1/cluster/log-format", "Raise the cluster's log format once every member reads it: the end of a rolling upgrade (admin)", post(cluster::raise_log_format)).takes::<c::LogFormatRequest>().answers::<c::LogFormatStatus>(),
         r("post", "/v1/cluster/learners", "Add a learner node", post(cluster::add_learner)).takes::<c::LearnerRequest>().answers::<c::Ack>(),
         r("post", "/v1/cluster/membership", "Change the voter set", post(cluster::change_membership)).takes::<c::MembershipRequest>().answers::<c::Ack>(),
         r("get", "/healthz", "Liveness", get(cluster::healthz)).answers::<c::Health>(),

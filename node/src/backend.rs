@@ -8,7 +8,7 @@ use raftlane_api::metrics::set::MetricSet;
 use raftlane_api::Backend;
 use raftlane_raft::RaftNode;
 use raftlane_statemachine::query::Reader;
-use raftlane_statemachine::{Envelope, Response, StoreError};
+use raftlane_statemachine::{Command, Envelope, Response, StoreError};
 use std::time::Duration;
 
 /// How long a leader that handed its leadership over on request stays out of elections: long
@@ -205,6 +205,34 @@ impl Backend for RaftBackend {
                 .await
                 .map(|_| ())
                 .map_err(ProposeError::from)
+        })
+    }
+
+    fn raise_log_format(
+        &self,
+        format: u32,
+        actor: String,
+    ) -> BoxFuture<'_, Result<(), ProposeError>> {
+        use raftlane_raft::log_format::LogFormatError;
+        use raftlane_statemachine::wire::command::SetLogFormat;
+        let envelope = Envelope::new(0, actor, Command::SetLogFormat(SetLogFormat { format }));
+        let refused = |reason: String| ProposeError::MembershipRule {
+            field: "format".into(),
+            reason,
+            invalid: false,
+        };
+        Box::pin(async move {
+            match self.node.raise_log_format(envelope).await {
+                Ok((_, Ok(_))) => Ok(()),
+                Ok((_, Err(rejection))) => Err(ProposeError::MembershipRule {
+                    field: "format".into(),
+                    reason: rejection.to_string(),
+                    invalid: true,
+                }),
+                Err(LogFormatError::NotLeader(not_leader)) => Err(not_leader.into()),
+                Err(e @ LogFormatError::MemberCannotRead { .. }) => Err(refused(e.to_string())),
+                Err(LogFormatError::Write(e)) => Err(e.into()),
+            }
         })
     }
 

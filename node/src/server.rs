@@ -52,7 +52,7 @@ pub struct NodeOptions {
 
 impl NodeOptions {
     /// The tuning the replica runs with: in test mode every leader timer that proposes with
-    /// the wall clock (lease reclaim, record expiry, retention purges) is off, since one such
+    /// the wall clock (lease reclaim, record expiry, retention purges, the log format's raise) is off, since one such
     /// proposal would move the state's clock past the times a test sets and expire its leases.
     pub fn effective_tuning(&self) -> Tuning {
         let mut tuning = self.tuning.clone();
@@ -60,6 +60,7 @@ impl NodeOptions {
             tuning.reclaim_interval_ms = 0;
             tuning.expire_interval_ms = 0;
             tuning.retention_interval_ms = 0;
+            tuning.log_format_watch_ms = 0;
         }
         tuning
     }

@@ -84,6 +84,10 @@ pub struct Tuning {
     /// they act on; PurgeState still scans its table, and retention periods are hours or days,
     /// so a minute of extra lateness does not matter.
     pub retention_interval_ms: u64,
+    /// How often the leader looks whether every member reads a newer log format than the
+    /// cluster's, and raises it when they do ([`crate::log_format`]); 0 disables (the format
+    /// then changes only by `POST /v1/cluster/log-format`).
+    pub log_format_watch_ms: u64,
     /// Delete messages that ended without error this many ms after they ended (docs/SPEC.md
     /// §8.6); 0 (the default) keeps them forever. A node setting, not part of the replicated
     /// config (whose encoding is pinned): give every node the same value, since whichever
@@ -147,6 +151,7 @@ impl Default for Tuning {
             reclaim_interval_ms: 1000,
             expire_interval_ms: 5_000,
             retention_interval_ms: DEFAULT_RETENTION_INTERVAL_MS,
+            log_format_watch_ms: 5_000,
             message_retention_ms: 0,
             dead_letter_retention_ms: 0,
             read_timeout_ms: 30_000,

@@ -29,7 +29,9 @@
 //! vote), [`restore`] (a new cluster's node laid down from a backup), [`storage_latency`] (the
 //! log's fsync times, slow ones logged), [`storage_health`] (how a node judges its log storage),
 //! [`slow_storage`] (a leader on a slow disk hands leadership to a healthy voter) and
-//! [`leader_transfer`] (how leadership is handed over, for it and for an operator).
+//! [`leader_transfer`] (how leadership is handed over, for it and for an operator), and
+//! [`log_format`] (the cluster's log format raised once every member reads it: the end of a
+//! rolling upgrade).
 
 // openraft's `StorageError` (224 bytes) is the error type its storage traits prescribe; boxing
 // it in our own helpers would only add conversions at every trait boundary.
@@ -45,6 +47,7 @@ mod leader_changes;
 pub mod leader_transfer;
 pub mod learner_removal;
 pub mod learners;
+pub mod log_format;
 pub mod log_store;
 pub mod membership_rules;
 pub mod network;

@@ -16,6 +16,7 @@ use crate::util::ReleaseProbe;
 use openraft::error::{CheckIsLeaderError, ClientWriteError, Fatal, RaftError};
 use raftlane_statemachine::machine::StateMachine;
 use raftlane_statemachine::rocks::RocksStore;
+use raftlane_statemachine::wire::LogFormat;
 use raftlane_statemachine::{Envelope, Response};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -267,6 +268,11 @@ impl RaftNode {
         &self.inner.config
     }
 
+    /// The log format this node writes as leader: the cluster's (docs/SPEC.md §2.8).
+    pub fn log_format(&self) -> LogFormat {
+        self.state().map(|s| s.log_format()).unwrap_or_default()
+    }
+
     fn state(&self) -> Result<StateHandle, NodeError> {
         self.inner
             .state
@@ -295,6 +301,7 @@ impl RaftNode {
             Lead::Leads { voters, term } => {
                 self.inner.clock.leading(term);
                 self.inner.clock.stamp(&voters, &mut envelope)?;
+                envelope.set_format(self.log_format());
             }
             lost @ Lead::Lost { .. } => {
                 return Err(WriteError::Refused(lost.reason().unwrap_or_default()))

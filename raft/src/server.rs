@@ -285,6 +285,10 @@ impl RaftHttpService {
                 Ok(rpc) => Ok(encoded::<ElectResponse>(&self.campaign(rpc).await)),
                 Err(r) => Err(r),
             },
+            wire::PATH_FORMATS => match decode::<crate::log_format::FormatsRequest>(&body) {
+                Ok(_) => Ok(encoded(&crate::log_format::FormatsResponse::of_this_build())),
+                Err(r) => Err(r),
+            },
             wire::PATH_SNAPSHOT => match decode::<InstallSnapshotRequest<TypeConfig>>(&body) {
                 Ok(rpc) => Ok(raft_result(self.raft.install_snapshot(rpc).await)),
                 Err(r) => Err(r),

@@ -30,10 +30,11 @@ use raftlane_statemachine::machine::{BatchItem, StateMachine};
 use raftlane_statemachine::rocks::{Mirroring, RocksStore};
 use raftlane_statemachine::storage::verify::{self, Damage};
 use raftlane_statemachine::storage::StoreError;
+use raftlane_statemachine::wire::LogFormat;
 use raftlane_statemachine::{Outcome, Response};
 use std::fs::{self, File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// `external` key of openraft's last applied log id (JSON `LogId`).
@@ -148,6 +149,9 @@ pub(crate) struct SmShared {
     current: Mutex<Option<CurrentSnapshot>>,
     stats: Arc<SmStats>,
     seq: AtomicU64,
+    /// The cluster's log format as the state last said (docs/SPEC.md §2.8): what this node
+    /// writes when it leads. Kept here so a proposal does not read the state for it.
+    log_format: AtomicU32,
 }
 
 fn meta_err(e: impl std::fmt::Display) -> SmError {
@@ -223,6 +227,13 @@ impl SmShared {
 
     fn write_sm(&self) -> Result<RwLockWriteGuard<'_, StateMachine<RocksStore>>, SmError> {
         self.sm.write().map_err(|_| SmError::Poisoned)
+    }
+
+    /// Take the cluster's log format from `sm` (after it opened, applied or installed).
+    fn note_log_format(&self, sm: &StateMachine<RocksStore>) -> Result<(), SmError> {
+        let format = sm.read().log_format()?;
+        self.log_format.store(format, Ordering::Relaxed);
+        Ok(())
     }
 
     /// A number unique within this process run and, with the time mixed in, across restarts
@@ -303,6 +314,7 @@ impl SmShared {
                 .applied_entries
                 .fetch_add(chunk.len() as u64, Ordering::Relaxed);
         }
+        self.note_log_format(&sm)?;
         Ok(out)
     }
 
@@ -408,6 +420,7 @@ impl SmShared {
             }
         });
         sm.install(records)?;
+        self.note_log_format(&sm)?;
         if let Some(e) = failure {
             // The state is now partial; the marker stays so the next start installs again.
             return Err(e.into());
@@ -496,6 +509,14 @@ impl StateHandle {
     pub(crate) fn release_probe(&self) -> ReleaseProbe {
         ReleaseProbe::of(&self.shared)
     }
+
+    /// The log format this node writes when it leads: the cluster's, as last applied here
+    /// (docs/SPEC.md §2.8). A number this build does not know cannot have been applied (the
+    /// state machine refuses it), so it reads as the newest this build writes.
+    pub fn log_format(&self) -> LogFormat {
+        LogFormat::from_number(self.shared.log_format.load(Ordering::Relaxed))
+            .unwrap_or(LogFormat::NEWEST)
+    }
 }
 
 /// The `RaftStateMachine` handed to openraft.
@@ -530,6 +551,7 @@ impl SmAdapter {
             current: Mutex::new(current.clone()),
             stats: Arc::new(SmStats::default()),
             seq: AtomicU64::new(0),
+            log_format: AtomicU32::new(1),
         });
 
         if shared.paths.install_marker.exists() {
@@ -554,6 +576,7 @@ impl SmAdapter {
                 shared.install_file(&c.meta, &c.path)?;
             }
         }
+        shared.note_log_format(&*shared.read_sm()?)?;
         Ok(Self { shared })
     }
 

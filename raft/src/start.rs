@@ -316,13 +316,18 @@ impl RaftNode {
         ));
         let storage_watch = tokio::spawn(crate::slow_storage::watch(
             Arc::downgrade(&node.inner),
+            learners_stop.clone(),
+        ));
+        let format_watch = tokio::spawn(crate::log_format::watch(
+            Arc::downgrade(&node.inner),
+            Duration::from_millis(config.tuning.log_format_watch_ms),
             learners_stop,
         ));
         node.inner
             .tasks
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .extend([learner_watch, storage_watch]);
+            .extend([learner_watch, storage_watch, format_watch]);
         tracing::info!(id = config.id, addr = %config.advertise_addr, ?local_addr, "raft node started");
 
         if config.bootstrap {

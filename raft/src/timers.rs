@@ -144,7 +144,8 @@ async fn propose(t: &Timers, command: Command) -> Option<Response> {
             return None;
         }
     };
-    let envelope = Envelope::new(now, TIMER_ACTOR, command);
+    let mut envelope = Envelope::new(now, TIMER_ACTOR, command);
+    envelope.set_format(t.state.log_format());
     match tokio::time::timeout(t.write_timeout, t.raft.client_write(envelope)).await {
         Ok(Ok(resp)) => {
             t.stats.proposals.fetch_add(1, Ordering::Relaxed);

@@ -17,6 +17,8 @@ pub const PATH_APPEND: &str = "/raft/append";
 pub const PATH_VOTE: &str = "/raft/vote";
 /// A leader on slow storage asks a voter to campaign ([`crate::slow_storage`]).
 pub const PATH_ELECT: &str = "/raft/elect";
+/// Which log formats the answering node's build reads ([`crate::log_format`]).
+pub const PATH_FORMATS: &str = "/raft/formats";
 /// InstallSnapshot (one chunk per request).
 pub const PATH_SNAPSHOT: &str = "/raft/snapshot";
 pub const CONTENT_TYPE: &str = "application/x-raftlane-bincode";

@@ -1096,3 +1096,64 @@ mod rocks {
         }
     }
 }
+
+/// Where the recorded old-format log lives (read by `tests/old_log.rs`).
+const OLD_LOG_FIXTURE: &str = "tests/fixtures/log-v1.txt";
+
+/// Writes `tests/fixtures/log-v1.txt`: a generated log (seed 7, 1,200 entries) followed by the
+/// envelope of every command variant pinned in `tests/golden/commands.hex`, each entry as the
+/// bytes this build writes to the Raft log, with the answer this build gave it and the digest
+/// at the end. Run once, on the build whose log format the fixture is to keep readable:
+/// `RAFTLANE_RECORD_OLD_LOG=1 cargo test --release -p raftlane-statemachine --test determinism
+/// record_old_log_fixture -- --ignored`. The fixture is then never rewritten: `tests/old_log.rs`
+/// replays it on every later build and must reach the same answers and the same digest.
+#[test]
+#[ignore = "records the old-log fixture; run by hand on the build being recorded"]
+fn record_old_log_fixture() {
+    use raftlane_statemachine::codec;
+    use std::fmt::Write as _;
+    if std::env::var_os("RAFTLANE_RECORD_OLD_LOG").is_none() {
+        return;
+    }
+    let generated = generate(7, 1200);
+    let mut sm = fresh_mem();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# Raft log entries as an earlier build wrote them (see tests/old_log.rs). Never edit.\n\
+         # `entry INDEX ENVELOPE-HEX RESPONSE-HEX`, `noop INDEX`, then `digest HEX`."
+    );
+    let mut entries: Vec<Entry> = generated.log.clone();
+    let golden = std::fs::read_to_string("tests/golden/commands.hex").expect("golden file");
+    for line in golden.lines().filter(|l| l.starts_with("Command.")) {
+        let Some((_, hex_bytes)) = line.split_once(' ') else {
+            continue;
+        };
+        let bytes = hex::decode(hex_bytes.trim()).expect("golden hex");
+        if let Ok(envelope) = codec::decode::<Envelope>(&bytes) {
+            entries.push(Entry::Command(Box::new(envelope)));
+        }
+    }
+    for (i, entry) in entries.iter().enumerate() {
+        let index = i as u64 + 1;
+        match entry {
+            Entry::Command(envelope) => {
+                let response = sm.apply(index, envelope).expect("store");
+                let _ = writeln!(
+                    out,
+                    "entry {index} {} {}",
+                    hex::encode(codec::encode(envelope.as_ref())),
+                    hex::encode(codec::encode(&response))
+                );
+            }
+            Entry::Noop => {
+                sm.apply_batch(&[BatchItem::Noop { index }], &[])
+                    .expect("store");
+                let _ = writeln!(out, "noop {index}");
+            }
+        }
+    }
+    let _ = writeln!(out, "digest {}", digest(&sm));
+    std::fs::create_dir_all("tests/fixtures").expect("fixtures dir");
+    std::fs::write(OLD_LOG_FIXTURE, out).expect("write fixture");
+}

@@ -101,7 +101,8 @@ use raftlane_statemachine::wire::command::AtClientTime;
 use raftlane_statemachine::wire::command::{AsOperator, ReserveOwner};
 // --- paused destinations ---
 use raftlane_statemachine::model::destination::PausedDestination;
-use raftlane_statemachine::wire::command::SetDestinationPaused;
+use raftlane_statemachine::wire::command::{SetDestinationPaused, SetLogFormat};
+use raftlane_statemachine::wire::LogFormat;
 // --- engine coordination ---
 use raftlane_statemachine::model::coordination::{LeaderLease, NodeRecord, NodeStatus};
 use raftlane_statemachine::wire::command::{
@@ -157,6 +158,7 @@ fn envelope(command: Command) -> Envelope {
         actor: s(ACTOR),
         request_id: some(REQUEST_ID),
         command,
+        format: LogFormat::V1,
     }
 }
 
@@ -324,6 +326,7 @@ fn command_variant(c: &Command) -> &'static str {
         Command::AsOperator(_) => "AsOperator",
         Command::ReserveOwner(_) => "ReserveOwner",
         Command::SetDestinationPaused(_) => "SetDestinationPaused",
+        Command::SetLogFormat(_) => "SetLogFormat",
     }
 }
 
@@ -759,12 +762,14 @@ fn command_examples() -> Vec<Command> {
                         row_id: RowId(351),
                         fence: Fence(352),
                     }),
+                    format: LogFormat::V1,
                 },
                 Envelope {
                     now_ms: NOW + 2,
                     actor: s("batch-actor-2"),
                     request_id: some("batch-request-2"),
                     command: Command::ExpireRecords,
+                    format: LogFormat::V1,
                 },
             ],
         }),
@@ -991,6 +996,7 @@ fn command_examples() -> Vec<Command> {
             paused: true,
             reason: some("maintenance 994"),
         }),
+        Command::SetLogFormat(SetLogFormat { format: 2 }),
     ]
 }
 
@@ -1342,21 +1348,24 @@ fn stored_cases(table: Table) -> Vec<Case> {
     let (_, cf) = table_name(table);
     let name = |ty: &str| format!("{cf}.{ty}");
     match table {
-        Table::Meta => vec![codec_case(
-            name("MetaState"),
-            MetaState {
-                clock: 1_700_000_000_999,
-                next_message_id: 601,
-                next_row_id: 602,
-                last_applied: 603,
-                row_counts: [
-                    [1, 2, 3, 4, 5],
-                    [6, 7, 8, 9, 10],
-                    [11, 12, 13, 14, 15],
-                    [16, 17, 18, 19, 20],
-                ],
-            },
-        )],
+        Table::Meta => vec![
+            codec_case(
+                name("MetaState"),
+                MetaState {
+                    clock: 1_700_000_000_999,
+                    next_message_id: 601,
+                    next_row_id: 602,
+                    last_applied: 603,
+                    row_counts: [
+                        [1, 2, 3, 4, 5],
+                        [6, 7, 8, 9, 10],
+                        [11, 12, 13, 14, 15],
+                        [16, 17, 18, 19, 20],
+                    ],
+                },
+            ),
+            codec_case(name("LogFormat"), 2u32),
+        ],
         Table::Messages => vec![codec_case(
             name("Message"),
             Message {
@@ -1655,6 +1664,8 @@ fn verify_live_value(table: Table, key: &[u8], value: &[u8]) -> Result<(), Strin
         Table::Meta => {
             if key == meta::STATE {
                 reencodes::<MetaState>(value)
+            } else if key == meta::LOG_FORMAT {
+                reencodes::<u32>(value)
             } else if key.starts_with(meta::EXTERNAL_PREFIX) {
                 Ok(()) // opaque bytes of the Raft adapter
             } else {
@@ -2250,6 +2261,26 @@ fn commands_match_golden() {
     check_golden("commands.hex", commands_cases());
 }
 
+/// Every command in a format 2 envelope (docs/SPEC.md §2.8), the batch's envelopes included.
+fn format_2_envelope(command: Command) -> Envelope {
+    let mut envelope = envelope(command);
+    envelope.set_format(LogFormat::V2);
+    envelope
+}
+
+#[test]
+fn format_2_envelopes_match_golden() {
+    check_golden(
+        "envelopes-v2.hex",
+        enum_cases(
+            "Format2",
+            command_examples(),
+            command_variant,
+            format_2_envelope,
+        ),
+    );
+}
+
 #[test]
 fn outcomes_match_golden() {
     check_golden("outcomes.hex", outcomes_cases());
@@ -2302,6 +2333,7 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
                 actor: s("scenario"),
                 request_id: request_id.map(str::to_string),
                 command,
+                format: LogFormat::V1,
             };
             self.sm.apply(self.index, &envelope).expect("store error")
         }

@@ -151,6 +151,25 @@ for id in 1 2 3; do
   case "$code" in 2*|4*|5*) fail "n$id's key answered as n$(( id % 3 + 1 )) ($code)" ;; esac
 done
 say "no shared names: 127.0.0.1 and localhost verify on no node, and each key answers for its own node only"
+# Each node sees its own key and certificate and the CA's certificate, nothing else: no CA key,
+# no other node's key (what a compromised node could otherwise use to pose as the cluster).
+for id in 1 2 3; do
+  certs_dir=$(docker inspect -f '{{range .Mounts}}{{if eq .Destination "/certs"}}{{.Source}}{{end}}{{end}}' "$(cid "$id")")
+  [ -n "$certs_dir" ] || fail "n$id mounts no /certs"
+  case "$certs_dir" in */n$id) ;; *) fail "n$id mounts $certs_dir at /certs, not its own folder" ;; esac
+  files=$(ls "$certs_dir" | sort | tr '\n' ' ')
+  [ "$files" = "ca.pem n$id.key n$id.pem " ] || fail "n$id sees $files at /certs (expected ca.pem n$id.key n$id.pem)"
+  mounts=$(docker inspect -f '{{len .Mounts}}' "$(cid "$id")")
+  [ "$mounts" = 2 ] || fail "n$id has $mounts mounts (expected its data volume and /certs)"
+done
+say "each node mounts only its own key and certificate and the CA's certificate"
+# /metrics needs a token on the compose cluster (it names channels and destinations).
+code=$(command curl -sS --max-time 5 -o /dev/null -w '%{http_code}' --cacert "$CERTS/ca.pem" \
+  --connect-to "n1:7001:127.0.0.1:$(port_of 1)" https://n1:7001/metrics 2>/dev/null || echo 000)
+[ "$code" = 401 ] || fail "GET /metrics without a token answered $code, not 401"
+code=$(api 1 GET /metrics)
+[ "$code" = 200 ] || fail "GET /metrics with the admin token answered $code"
+say "/metrics refuses a caller without a token (401) and serves one with it"
 
 # --- 4. first write ---
 say "enqueue message A through n1 (127.0.0.1:$(port_of 1))"

@@ -32,6 +32,26 @@ pub struct LeaderTransferred {
     pub leader_id: Option<u64>,
 }
 
+/// `POST /v1/cluster/log-format`: raise the cluster's log format (docs/SPEC.md §2.8), the last
+/// step of a rolling upgrade, once every member runs a build that reads it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LogFormatRequest {
+    /// The format to write from now on: higher than or equal to the current one.
+    pub format: u32,
+}
+
+/// `GET` and `POST /v1/cluster/log-format`: the format the cluster writes, as this node has
+/// applied it, and the formats this node's build reads.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct LogFormatStatus {
+    pub node_id: u64,
+    /// The cluster's log format: what its leader writes.
+    pub log_format: u32,
+    /// Every log format this node's build reads, oldest first.
+    pub reads: Vec<u32>,
+}
+
 /// Response header of `GET /v1/cluster/snapshot`: the last log index the backup reflects.
 pub const SNAPSHOT_INDEX_HEADER: &str = "x-raftlane-snapshot-index";
 /// Response header of `GET /v1/cluster/snapshot`: the node that served it.

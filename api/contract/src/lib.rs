@@ -44,9 +44,9 @@ pub use audit::{
     AuditVerification,
 };
 pub use cluster::{
-    Ack, ClusterStatus, Health, LeaderTransferRequest, LeaderTransferred, LearnerRequest, Member,
-    MembershipRequest, OpenApiDocument, Readiness, RemovedLearner, SnapshotTaken, StateDigest,
-    SNAPSHOT_INDEX_HEADER, SNAPSHOT_NODE_HEADER,
+    Ack, ClusterStatus, Health, LeaderTransferRequest, LeaderTransferred, LearnerRequest,
+    LogFormatRequest, LogFormatStatus, Member, MembershipRequest, OpenApiDocument, Readiness,
+    RemovedLearner, SnapshotTaken, StateDigest, SNAPSHOT_INDEX_HEADER, SNAPSHOT_NODE_HEADER,
 };
 pub use config::{ConfigAnswer, ConfigWritten};
 pub use coordination::{

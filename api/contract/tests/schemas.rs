@@ -1108,6 +1108,12 @@ fn examples_conform_to_their_schemas() {
         addr: "n4:7000".into(),
     });
     x.request(&MembershipRequest { voters: vec![1, 2] });
+    x.request(&LogFormatRequest { format: 2 });
+    x.answer(&LogFormatStatus {
+        node_id: 1,
+        log_format: 2,
+        reads: vec![1, 2],
+    });
     x.answer(&Ack { ok: true });
     x.answer(&Health {
         status: "ok".into(),

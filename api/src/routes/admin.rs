@@ -154,6 +154,8 @@ pub async fn put_reference(
 ) -> ApiResult<Json<ReferenceWritten>> {
     caller.require_global(Permission::WriteReference)?;
     check_name("name", &name)?;
+    let params = serde_json::json!({ "name": &name, "request": &b });
+    dual_control::authorize(&state, &caller, Action::WriteReference, &params).await?;
     let command = match b.version {
         ReferenceVersion::Number(version) => {
             Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
@@ -432,6 +434,8 @@ pub async fn revoke_token(
 ) -> ApiResult<Json<Revoked>> {
     caller.require_global(Permission::Admin)?;
     check_name("name", &name)?;
+    let params = serde_json::json!({ "name": &name });
+    dual_control::authorize(&state, &caller, Action::RevokeToken, &params).await?;
     match propose(
         &state,
         &caller,
@@ -490,6 +494,8 @@ pub async fn release_owner(
 ) -> ApiResult<Json<OwnerBinding>> {
     caller.require_global(Permission::Admin)?;
     check_name("owner", &owner)?;
+    let params = serde_json::json!({ "owner": &owner });
+    dual_control::authorize(&state, &caller, Action::ReleaseOwner, &params).await?;
     bind_owner(&state, &caller, owner, None).await
 }
 

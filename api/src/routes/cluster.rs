@@ -18,8 +18,8 @@ use axum::response::IntoResponse;
 use axum::Json;
 use raftlane_contract::{
     Ack, ClusterStatus, Health, LeaderTransferRequest, LeaderTransferred, LearnerRequest,
-    MembershipRequest, OpenApiDocument, Readiness, SnapshotTaken, StateDigest,
-    SNAPSHOT_INDEX_HEADER, SNAPSHOT_NODE_HEADER,
+    LogFormatRequest, LogFormatStatus, MembershipRequest, OpenApiDocument, Readiness,
+    SnapshotTaken, StateDigest, SNAPSHOT_INDEX_HEADER, SNAPSHOT_NODE_HEADER,
 };
 use std::sync::Arc;
 
@@ -153,6 +153,54 @@ pub async fn transfer_leader(
         leader_id = state.backend.status().leader_id;
     }
     Ok(Json(LeaderTransferred { leader_id }))
+}
+
+/// `GET /v1/cluster/log-format`: the cluster's log format as this node applied it.
+pub async fn log_format(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+) -> ApiResult<Json<LogFormatStatus>> {
+    caller.require(Permission::Read)?;
+    Ok(Json(log_format_status(&state)?))
+}
+
+/// `POST /v1/cluster/log-format`: raise it, through the leader, once every member reads it.
+/// Answered once this node has applied the change.
+pub async fn raise_log_format(
+    State(state): State<Arc<AppState>>,
+    caller: Caller,
+    JsonBody(b): JsonBody<LogFormatRequest>,
+) -> ApiResult<Json<LogFormatStatus>> {
+    caller.require_global(Permission::Admin)?;
+    dual_control::authorize(&state, &caller, Action::ChangeMembership, &b).await?;
+    state
+        .writes
+        .membership(MembershipChange::RaiseLogFormat {
+            format: b.format,
+            actor: caller.name.clone(),
+        })
+        .await?;
+    // The leader answered once the change applied there; this node may trail it a moment.
+    let deadline = tokio::time::Instant::now() + LEADER_SEEN_WITHIN;
+    let mut status = log_format_status(&state)?;
+    while status.log_format < b.format && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        status = log_format_status(&state)?;
+    }
+    Ok(Json(status))
+}
+
+fn log_format_status(state: &AppState) -> ApiResult<LogFormatStatus> {
+    let log_format = crate::backend::read(state.backend.as_ref(), |r| r.log_format())
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok(LogFormatStatus {
+        node_id: state.backend.node_id(),
+        log_format,
+        reads: raftlane_statemachine::wire::LogFormat::READ
+            .iter()
+            .map(|f| f.number())
+            .collect(),
+    })
 }
 
 /// How long the answer of a leader transfer waits for the answering node to see the new leader.

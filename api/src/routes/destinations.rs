@@ -46,6 +46,16 @@ async fn set_paused(
 ) -> ApiResult<Json<PauseState>> {
     caller.require_global(Permission::Requeue)?;
     check_name("destination", &destination)?;
+    if paused {
+        let params = serde_json::json!({ "destination": &destination, "reason": &reason });
+        crate::dual_control::authorize(
+            state,
+            caller,
+            crate::dual_control::Action::PauseDestination,
+            &params,
+        )
+        .await?;
+    }
     let command = Command::SetDestinationPaused(SetDestinationPaused {
         destination: destination.clone(),
         paused,

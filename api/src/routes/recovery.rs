@@ -122,6 +122,8 @@ pub async fn sweep(
             ))
         }
     };
-    let (index, dead) = count(&state, &caller, command).await?;
+    // An operator's sweep takes every claim back, anyone else's only its own principal's
+    // (docs/SPEC.md §9.8, from log format 2).
+    let (index, dead) = count(&state, &caller, caller.authority(command)).await?;
     Ok(Json(Swept { index, dead }))
 }

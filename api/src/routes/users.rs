@@ -155,6 +155,14 @@ pub async fn delete_user(
 ) -> ApiResult<Json<UserDeleted>> {
     caller.require_global(Permission::EngineUsers)?;
     check_name("id", &id)?;
+    let params = serde_json::json!({ "id": &id });
+    crate::dual_control::authorize(
+        &state,
+        &caller,
+        crate::dual_control::Action::DeleteUser,
+        &params,
+    )
+    .await?;
     let command = Command::DeleteUser(DeleteUser { user_id: id });
     let (index, n) = count(propose(&state, &caller, command).await?)?;
     Ok(Json(UserDeleted {

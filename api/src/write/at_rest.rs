@@ -119,6 +119,7 @@ impl Covered for Command {
             | Command::ReplayDead(_)
             | Command::CancelQueued(_)
             | Command::SetDestinationPaused(_)
+            | Command::SetLogFormat(_)
             | Command::PutConfig(_)
             | Command::PurgeMessageBodies(_)
             | Command::PurgeDeadLetters(_)

@@ -821,6 +821,22 @@ fn table(f: &Fixture) -> Vec<Route> {
             Global,
         ),
         route(
+            M::GET,
+            "/v1/cluster/log-format",
+            "/v1/cluster/log-format",
+            None,
+            Read,
+            Any,
+        ),
+        route(
+            M::POST,
+            "/v1/cluster/log-format",
+            "/v1/cluster/log-format",
+            Some(json!({ "format": 2 })),
+            Admin,
+            Global,
+        ),
+        route(
             M::POST,
             "/v1/cluster/learners",
             "/v1/cluster/learners",

@@ -320,6 +320,65 @@ async fn a_worker_recovers_only_its_own_principals_rows() {
     nothing_proposed(&api, &before, "sweeps and cancels by a worker").await;
 }
 
+/// A dead-letter sweep is a recovery too: an engine's sweep (an engine sweeps at start-up)
+/// dead-letters pending rows and its own principal's in-flight rows, and leaves another
+/// principal's claim alone; an operator's takes every claim (docs/SPEC.md §9.8). It took every
+/// claim before, handing any engine token another engine's in-flight rows.
+#[tokio::test]
+async fn a_sweep_takes_back_only_the_claims_its_caller_may() {
+    let api = start().await;
+    let a = api.token("engine-a", "engine", None).await;
+    let b = api.token("engine-b", "engine", None).await;
+    let ops = api.token("ops", "operator", None).await;
+    // The rule is log format 2's (a cluster of this build raises its format by itself).
+    let r = api
+        .post("/v1/cluster/log-format", json!({ "format": 2 }))
+        .await;
+    ok(&r, 200);
+    assert_eq!(r.body["log_format"], 2, "{}", r.text());
+    api.message_at("lab", "gone").await;
+    api.message_at("lab", "gone").await;
+    let r = api
+        .post_as(
+            &a,
+            "/v1/lanes/outbound/gone/claim",
+            json!({ "owner": "engine-a-1", "ttl_ms": LONG_TTL }),
+        )
+        .await;
+    ok(&r, 200);
+    let held = r.body["item"]["row_id"].as_u64().expect("A holds the head");
+
+    let r = api
+        .post_as(
+            &b,
+            "/v1/dead-letters/sweep",
+            json!({ "stage": "outbound", "keep": [] }),
+        )
+        .await;
+    ok(&r, 200);
+    assert_eq!(r.body["dead"], 1, "only the pending row: {}", r.text());
+    assert_eq!(
+        claim_owner(&api, held).await,
+        ("inflight".into(), json!("engine-a-1"))
+    );
+
+    let r = api
+        .post_as(
+            &ops,
+            "/v1/dead-letters/sweep",
+            json!({ "stage": "outbound", "keep": [] }),
+        )
+        .await;
+    ok(&r, 200);
+    assert_eq!(
+        r.body["dead"],
+        1,
+        "the operator's takes A's claim: {}",
+        r.text()
+    );
+    assert_eq!(claim_owner(&api, held).await.0, "dead");
+}
+
 #[tokio::test]
 async fn an_engines_lease_recovery_still_works() {
     let api = start_client_clock().await;
@@ -568,6 +627,11 @@ async fn every_listed_action_waits_for_its_approval() {
         "recover_leases",
         "sweep_dead_letters",
         "cancel_queued",
+        "revoke_token",
+        "write_reference",
+        "delete_user",
+        "release_owner",
+        "pause_destination",
     ];
     require_approvals(&api, &all).await;
     let config = api.get("/v1/config").await.body["config"].clone();
@@ -637,6 +701,36 @@ async fn every_listed_action_waits_for_its_approval() {
             "/v1/lanes/outbound/emr/cancel".into(),
             json!({}),
             "cancel_queued",
+        ),
+        (
+            Method::DELETE,
+            "/v1/tokens/someone".into(),
+            Value::Null,
+            "revoke_token",
+        ),
+        (
+            Method::PUT,
+            "/v1/reference/codes".into(),
+            json!({ "version": 1, "rows": {} }),
+            "write_reference",
+        ),
+        (
+            Method::DELETE,
+            "/v1/users/u-1".into(),
+            Value::Null,
+            "delete_user",
+        ),
+        (
+            Method::DELETE,
+            "/v1/owners/engine-1".into(),
+            Value::Null,
+            "release_owner",
+        ),
+        (
+            Method::POST,
+            "/v1/destinations/emr/pause".into(),
+            json!({}),
+            "pause_destination",
         ),
     ];
     let before = api.digest().await;

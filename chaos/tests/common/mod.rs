@@ -25,10 +25,14 @@ pub fn find_binary() -> Option<PathBuf> {
 /// A private copy of the binary in `dir` (a concurrent build may replace the original while
 /// nodes are being restarted from it).
 pub fn private_copy(dir: &std::path::Path) -> Option<PathBuf> {
-    let binary = find_binary()?;
+    private_copy_of(&find_binary()?, dir)
+}
+
+/// A private copy of `binary` in `dir`.
+pub fn private_copy_of(binary: &std::path::Path, dir: &std::path::Path) -> Option<PathBuf> {
     std::fs::create_dir_all(dir).ok()?;
     let copy = dir.join("raftlane");
-    std::fs::copy(&binary, &copy).ok()?;
+    std::fs::copy(binary, &copy).ok()?;
     Some(copy)
 }
 

@@ -6,7 +6,8 @@ use super::output::{self, opt, Table};
 use super::{Conn, CtlError};
 use clap::Subcommand;
 use raftlane_client::contract::{
-    ClusterStatus, LeaderTransferRequest, LearnerRequest, Member, MembershipRequest,
+    ClusterStatus, LeaderTransferRequest, LearnerRequest, LogFormatRequest, Member,
+    MembershipRequest,
 };
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -36,6 +37,13 @@ pub enum LeaderCommand {
         #[arg(long)]
         to: Option<u64>,
     },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum LogFormatCommand {
+    /// Write log format FORMAT from now on. Refused, naming the node, while any member runs a
+    /// build that does not read it; a format never goes back.
+    Raise { format: u32 },
 }
 
 /// What one endpoint answered.
@@ -438,6 +446,36 @@ pub async fn leader(conn: &Conn, command: LeaderCommand) -> Result<(), CtlError>
                 outln!("leadership handed over; no leader seen yet (see `raftlane ctl status`)")
             }
         }
+    }
+    Ok(())
+}
+
+/// `ctl log-format`: the cluster's format (and what the answering node reads), or raise it.
+pub async fn log_format(conn: &Conn, action: Option<LogFormatCommand>) -> Result<(), CtlError> {
+    let client = conn.client(Some(Duration::from_secs(30)));
+    let v = match action {
+        None => {
+            client
+                .request(hyper::Method::GET, "/v1/cluster/log-format", None)
+                .await?
+        }
+        Some(LogFormatCommand::Raise { format }) => {
+            let body = serde_json::to_value(LogFormatRequest { format })
+                .map_err(|e| CtlError::Usage(e.to_string()))?;
+            client
+                .request(hyper::Method::POST, "/v1/cluster/log-format", Some(body))
+                .await?
+        }
+    };
+    if conn.json {
+        output::print_json(&v);
+    } else {
+        outln!(
+            "log format {} (node {} reads {})",
+            v["log_format"],
+            v["node_id"],
+            v["reads"]
+        );
     }
     Ok(())
 }

@@ -120,6 +120,13 @@ pub enum CtlCommand {
     /// Hand leadership to another voter.
     #[command(subcommand)]
     Leader(cluster::LeaderCommand),
+    /// The log format the cluster writes; raise it once every node runs the new build (the
+    /// last step of a rolling upgrade, docs/OPERATIONS.md).
+    #[command(name = "log-format")]
+    LogFormat {
+        #[command(subcommand)]
+        action: Option<cluster::LogFormatCommand>,
+    },
     /// Channels: configured ones and those with traffic, with their counts.
     Channels,
     /// Destinations: configured ones and those with rows, with depth, dead letters and whether
@@ -397,6 +404,7 @@ async fn dispatch(conn: &Conn, command: CtlCommand) -> Result<(), CtlError> {
         CtlCommand::Status => cluster::status(conn).await,
         CtlCommand::Member(c) => cluster::member(conn, c).await,
         CtlCommand::Leader(c) => cluster::leader(conn, c).await,
+        CtlCommand::LogFormat { action } => cluster::log_format(conn, action).await,
         CtlCommand::Channels => pipeline::channels(conn).await,
         CtlCommand::Destinations { action } => pipeline::destinations(conn, action).await,
         CtlCommand::Lanes => pipeline::lanes(conn).await,

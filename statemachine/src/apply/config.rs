@@ -6,9 +6,10 @@ use crate::apply::complete::dead_letter;
 use crate::apply::{audit, Apply, ApplyResult, Ctx};
 use crate::model::config::{ConfigDoc, ConfigVersion};
 use crate::model::row::Stage;
-use crate::rules::{registry, retry};
+use crate::rules::{claim_owner, registry, retry};
 use crate::tables::{config, lanes, rows};
 use crate::wire::command::{DeadLetterMissingDestinations, DeadLetterMissingHandlers, PutConfig};
+use crate::wire::envelope::LogFormat;
 use crate::wire::outcome::Outcome;
 use crate::wire::rejection::Rejection;
 use std::collections::BTreeSet;
@@ -159,6 +160,15 @@ fn dead_letter_missing(
         }
         .unwrap_or_default();
         if !row.status.is_live() || known.contains(name.as_str()) {
+            continue;
+        }
+        // A sweep takes back only the claims the caller may take back (its own principal's,
+        // or anyone's for an operator), like a recovery (docs/SPEC.md §9.8): an engine's
+        // start-up sweep leaves another engine's in-flight rows to that engine. A rule of log
+        // format 2: format 1 entries swept every claim.
+        if cx.format >= LogFormat::V2
+            && !claim_owner::may_take_back(cx, &cx.acting("dead_letter_missing"), &row)?
+        {
             continue;
         }
         dead_letter(cx, &row, sweep_error)?;

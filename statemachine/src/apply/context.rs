@@ -5,6 +5,7 @@ use crate::model::message::Message;
 use crate::model::row::WorkRow;
 use crate::rules::claim_owner::Acting;
 use crate::tables::{messages, rows, Db};
+use crate::wire::envelope::LogFormat;
 use crate::wire::outcome::Outcome;
 use crate::wire::rejection::Rejection;
 use std::ops::{Deref, DerefMut};
@@ -23,6 +24,10 @@ pub(crate) struct Ctx<'t, 's> {
     pub index: u64,
     pub actor: &'t str,
     pub operator: bool,
+    /// The log format the entry was written in: a rule that changed with a format applies to
+    /// the entries of that format and later only (docs/SPEC.md §2.8), so a node replaying an
+    /// older entry reaches the state every node reached when it was new.
+    pub format: LogFormat,
 }
 
 impl<'t, 's> Deref for Ctx<'t, 's> {

@@ -79,5 +79,6 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::AsOperator(c) => c.apply(cx),
         Command::ReserveOwner(c) => c.apply(cx),
         Command::SetDestinationPaused(c) => c.apply(cx),
+        Command::SetLogFormat(c) => c.apply(cx),
     }
 }

@@ -26,6 +26,7 @@ pub(crate) mod destinations;
 pub(crate) mod dispatch;
 pub(crate) mod enqueue;
 pub(crate) mod handoff;
+mod log_format;
 pub(crate) mod principal;
 pub(crate) mod replay;
 pub mod request;

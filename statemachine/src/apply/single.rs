@@ -28,6 +28,7 @@ pub(crate) fn command<'s>(
             index: op,
             actor: &envelope.actor,
             operator: false,
+            format: envelope.format,
         };
         dispatch::dispatch(&mut cx, command)
     };

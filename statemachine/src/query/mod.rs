@@ -760,6 +760,11 @@ impl<'a> Reader<'a> {
 
     /// Every paused destination with who paused it, when and why, in name order
     /// (docs/SPEC.md §4.9).
+    /// The cluster's log format (docs/SPEC.md §2.8) as its number: what the leader writes.
+    pub fn log_format(&self) -> Result<u32, StoreError> {
+        crate::tables::meta::log_format(&self.txn)
+    }
+
     pub fn paused_destinations(
         &self,
     ) -> Result<Vec<(String, crate::model::destination::PausedDestination)>, StoreError> {

@@ -83,6 +83,8 @@ pub fn trailing_u64(bytes: &[u8]) -> Option<u64> {
 pub mod meta {
     pub const STATE: &[u8] = b"state";
     pub const LAST_APPLIED: &[u8] = b"last_applied";
+    /// The cluster's log format (docs/SPEC.md §2.8); absent: format 1.
+    pub const LOG_FORMAT: &[u8] = b"log_format";
     /// Prefix for opaque entries owned by the Raft adapter (membership, last log id).
     pub const EXTERNAL_PREFIX: &[u8] = b"ext/";
 }

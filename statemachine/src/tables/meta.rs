@@ -3,8 +3,9 @@
 //! loads them when it opens a store or installs a snapshot.
 
 use crate::model::meta::MetaState;
-use crate::storage::keys::meta::{EXTERNAL_PREFIX, STATE};
+use crate::storage::keys::meta::{EXTERNAL_PREFIX, LOG_FORMAT, STATE};
 use crate::storage::{Store, StoreError, Table, Txn};
+use crate::wire::envelope::LogFormat;
 
 fn external_key(key: &[u8]) -> Vec<u8> {
     let mut k = EXTERNAL_PREFIX.to_vec();
@@ -41,4 +42,14 @@ pub(crate) fn external<S: Store + ?Sized>(
     key: &[u8],
 ) -> Result<Option<Vec<u8>>, StoreError> {
     store.get(Table::Meta, &external_key(key))
+}
+
+/// The cluster's log format, as its number (absent: 1, the format of every build before it was
+/// kept). A number this build does not know is reported as it is: the caller says so.
+pub(crate) fn log_format<S: Store + ?Sized>(txn: &Txn<'_, S>) -> Result<u32, StoreError> {
+    Ok(txn.get::<u32>(Table::Meta, LOG_FORMAT)?.unwrap_or(1))
+}
+
+pub(crate) fn set_log_format<S: Store + ?Sized>(txn: &mut Txn<'_, S>, format: LogFormat) {
+    txn.put(Table::Meta, LOG_FORMAT.to_vec(), &format.number());
 }

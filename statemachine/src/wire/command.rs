@@ -16,40 +16,10 @@ use crate::model::ids::{ApprovalId, Fence, MessageId, Millis, RowId};
 use crate::model::principal::Role;
 use crate::model::row::Stage;
 use crate::model::user::{AdGroupMap, AuthProvider};
+pub use crate::wire::envelope::Envelope;
 use crate::wire::rewrite::Rewrite;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-/// A command as proposed: stamped with the proposer's wall clock and the acting principal.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Envelope {
-    /// The proposer's clock. The state machine clamps it monotonic: `t = max(now_ms, last_t)`.
-    pub now_ms: Millis,
-    /// Principal name recorded in audit rows and approvals.
-    pub actor: String,
-    /// Makes a retried write exactly-once: a second envelope with the same `(actor,
-    /// request_id)` gets the first one's answer back and changes nothing (see
-    /// [`crate::apply::request`]). The proposer sets it; `None` applies every time.
-    pub request_id: Option<String>,
-    pub command: Command,
-}
-
-impl Envelope {
-    pub fn new(now_ms: Millis, actor: impl Into<String>, command: Command) -> Self {
-        Self {
-            now_ms,
-            actor: actor.into(),
-            request_id: None,
-            command,
-        }
-    }
-
-    /// The same envelope, remembered under `request_id`.
-    pub fn with_request_id(mut self, request_id: impl Into<String>) -> Self {
-        self.request_id = Some(request_id.into());
-        self
-    }
-}
 
 /// The complete command set (docs/SPEC.md §2.7), one variant per command struct. Encoded by
 /// position: see the module docs.
@@ -152,6 +122,8 @@ pub enum Command {
     ReserveOwner(ReserveOwner),
     // --- a destination paused by an operator (docs/SPEC.md §4.9) ---
     SetDestinationPaused(SetDestinationPaused),
+    // --- the log itself (docs/SPEC.md §2.8) ---
+    SetLogFormat(SetLogFormat),
 }
 
 impl Command {
@@ -234,6 +206,7 @@ impl Command {
             Command::AsOperator(c) => c.command.name(),
             Command::ReserveOwner(_) => "reserve_owner",
             Command::SetDestinationPaused(_) => "set_destination_paused",
+            Command::SetLogFormat(_) => "set_log_format",
         }
     }
 }
@@ -1129,6 +1102,17 @@ pub struct SetDestinationPaused {
     pub destination: String,
     pub paused: bool,
     pub reason: Option<String>,
+}
+
+/// Raise the cluster's log format (docs/SPEC.md §2.8): from the next entry on, the leader
+/// writes envelopes in `format`. Proposed only once every member runs a build that reads it
+/// (the leader asks each, `raftlane_raft::log_format`); the state machine refuses a format this
+/// build does not know and a step back (entries of the higher format are in the log already).
+/// Answers `Count(1)` when the format changed, `Count(0)` when it already was `format`.
+/// Audited `cluster.log_format`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetLogFormat {
+    pub format: u32,
 }
 
 #[cfg(test)]

@@ -8,10 +8,14 @@
 
 pub mod codec;
 pub mod command;
+pub mod envelope;
+pub mod header;
+pub mod legacy;
 pub mod outcome;
 pub mod rejection;
 pub mod rewrite;
 
-pub use command::{Command, Envelope};
+pub use command::Command;
+pub use envelope::{Envelope, LogFormat};
 pub use outcome::{ClaimedRow, FifoEmpty, Outcome, Response};
 pub use rejection::Rejection;

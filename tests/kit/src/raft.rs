@@ -35,6 +35,7 @@ pub fn tuning() -> Tuning {
         reclaim_interval_ms: 0,
         expire_interval_ms: 0,
         retention_interval_ms: 0,
+        log_format_watch_ms: 0,
         heartbeat_ms: 200,
         election_timeout_min_ms: 1000,
         election_timeout_max_ms: 2000,

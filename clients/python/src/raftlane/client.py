@@ -46,6 +46,7 @@ from .types import (
     Ack,
     Backup,
     LeaderTransferred,
+    LogFormatStatus,
     Approval,
     ApprovalList,
     ApprovalCreated,
@@ -1985,6 +1986,21 @@ class Client:
         ``to``."""
         return await self._call(
             LeaderTransferred, "POST", "/v1/cluster/leader", json=_drop_none({"to": to})
+        )
+
+    @_route("get", "/v1/cluster/log-format", answer=LogFormatStatus)
+    async def log_format(self) -> LogFormatStatus:
+        """The log format the cluster writes, as the answering node applied it, and the formats
+        that node's build reads (a rolling upgrade is done once it says the newest)."""
+        return await self._call(LogFormatStatus, "GET", "/v1/cluster/log-format")
+
+    @_route("post", "/v1/cluster/log-format", body=("format",), answer=LogFormatStatus)
+    async def raise_log_format(self, format: int) -> LogFormatStatus:
+        """Raise the cluster's log format to ``format`` now (the leader does it by itself once
+        every node reads it). Admin tokens only; a 409 names a node whose build cannot read it,
+        a 400 refuses an unknown format or a step back."""
+        return await self._call(
+            LogFormatStatus, "POST", "/v1/cluster/log-format", json={"format": format}
         )
 
     @_route("post", "/v1/cluster/learners", body=("id", "addr"))

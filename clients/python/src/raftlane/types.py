@@ -746,6 +746,16 @@ class LeaderTransferred:
 
 
 @dataclass(frozen=True)
+class LogFormatStatus:
+    """``GET``/``POST /v1/cluster/log-format``: the cluster's log format as the answering node
+    applied it, and every format that node's build reads."""
+
+    node_id: int
+    log_format: int
+    reads: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class SnapshotTaken:
     node_id: int
     #: The last log index the node's snapshot covers.

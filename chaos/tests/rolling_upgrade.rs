@@ -1,0 +1,254 @@
+//! A rolling upgrade from the previous build to this one, with writes all along (docs/SPEC.md
+//! §2.8, docs/OPERATIONS.md "Rolling upgrade").
+//!
+//! Three real `raftlane node` processes start on the previous build (`$RAFTLANE_PREVIOUS_BIN`,
+//! built from the commit named in `tests/upgrade/previous-commit` by
+//! `scripts/previous-build.sh`; `scripts/test.sh` builds it and sets the variable). Each node
+//! in turn, the leader included, is stopped and started again on this build over its own data
+//! directory while a writer keeps enqueuing and a worker keeps claiming and completing, through
+//! whichever nodes answer. While the builds are mixed the cluster writes log format 1, which
+//! both read, and raising the format is refused, naming a node of the previous build. Once all
+//! three run this build the format is raised to 2; the writes go on, a node restarts and
+//! replays its log (entries of both formats), and at the end every node holds the same state
+//! and every acknowledged message is there.
+//!
+//! Without `$RAFTLANE_PREVIOUS_BIN` the test says so and passes without running: building the
+//! previous version takes minutes, which `cargo test` alone should not spend.
+
+mod common;
+
+use raftlane_chaos::conn::Conn;
+use raftlane_client::{Client, ClientError};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const TOKEN: &str = "rolling-upgrade-admin-token-0123456789";
+
+/// What the background traffic saw acknowledged.
+#[derive(Default)]
+struct Acked {
+    messages: Mutex<BTreeSet<u64>>,
+    completions: AtomicU64,
+}
+
+/// Enqueue one message after another (each with its own idempotency key, retried until
+/// answered), and claim and complete ingress rows, until `stop`; nothing while `hold`.
+async fn traffic(client: Client, acked: Arc<Acked>, stop: Arc<AtomicBool>, hold: Arc<AtomicBool>) {
+    let mut n = 0u64;
+    while !stop.load(Ordering::Relaxed) {
+        if hold.load(Ordering::Relaxed) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        }
+        n += 1;
+        let key = format!("upgrade-{n}");
+        let raw = format!("MSH|upgrade message {n}");
+        loop {
+            match client.enqueue("upgrade", &raw, Some(&key)).await {
+                Ok(e) => {
+                    acked
+                        .messages
+                        .lock()
+                        .map(|mut m| m.insert(e.message_id.0))
+                        .ok();
+                    break;
+                }
+                Err(_) if stop.load(Ordering::Relaxed) => return,
+                Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+        if n.is_multiple_of(3) {
+            if let Ok(rows) = client
+                .claim_ready("ingress", 5, "upgrade-worker", 30_000, None)
+                .await
+            {
+                for row in rows {
+                    if client.done(&row).await.is_ok() {
+                        acked.completions.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(15)).await;
+    }
+}
+
+/// `GET /v1/cluster/log-format` of node index `i`.
+async fn log_format(conn: &Conn, i: usize) -> Option<Value> {
+    let client = conn.node(i)?.clone().with_deadline(Duration::from_secs(5));
+    client
+        .request(hyper::Method::GET, "/v1/cluster/log-format", None)
+        .await
+        .ok()
+}
+
+/// Wait until all three nodes answer, are ready and agree on the state.
+async fn settled(conn: &Conn, addrs: &[String], what: &str) {
+    raftlane_chaos::collect::wait_ready(conn, addrs, TOKEN, Duration::from_secs(60))
+        .await
+        .unwrap_or_else(|e| panic!("{what}: the cluster did not become ready: {e}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_rolling_upgrade_from_the_previous_build_loses_nothing() {
+    let Some(previous) = std::env::var_os("RAFTLANE_PREVIOUS_BIN").map(PathBuf::from) else {
+        println!(
+            "note: RAFTLANE_PREVIOUS_BIN is not set (scripts/previous-build.sh builds it; \
+             scripts/test.sh sets it); skipping the rolling-upgrade test"
+        );
+        return;
+    };
+    assert!(
+        previous.is_file(),
+        "RAFTLANE_PREVIOUS_BIN={} is not a file",
+        previous.display()
+    );
+    let dir = std::env::temp_dir().join(format!("raftlane-upgrade-{}", std::process::id()));
+    let old = common::private_copy_of(&previous, &dir.join("previous"))
+        .expect("a copy of the previous build");
+    let new = common::private_copy(&dir.join("current")).expect("this build's binary");
+    let mut cluster = raftlane_chaos::local::LocalCluster::create(
+        &old,
+        &dir.join("data"),
+        3,
+        "rolling-upgrade-secret-0123456789",
+        TOKEN,
+    )
+    .await
+    .expect("a local cluster");
+    for id in 1..=3 {
+        cluster.start(id, None).expect("a node starts");
+    }
+    let addrs = cluster.api_addrs();
+    let conn = Conn::new(&addrs, TOKEN, Duration::from_secs(10));
+    settled(&conn, &addrs, "on the previous build").await;
+
+    let acked = Arc::new(Acked::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let hold = Arc::new(AtomicBool::new(false));
+    let client = Client::new(addrs.clone(), TOKEN).with_deadline(Duration::from_secs(60));
+    let writer = tokio::spawn(traffic(
+        client.clone(),
+        acked.clone(),
+        stop.clone(),
+        hold.clone(),
+    ));
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // The leader last, so that two leader changes happen on the way (followers first is the
+    // documented order; the leader's turn moves leadership to an upgraded node).
+    let leader = client.cluster().await.expect("cluster status").leader_id;
+    let mut order: Vec<u64> = (1..=3).filter(|id| Some(*id) != leader).collect();
+    order.extend(leader);
+    cluster.spec.binary = new.clone();
+    for (step, id) in order.iter().enumerate() {
+        let status = cluster.stop(*id).await.expect("a node stops");
+        println!("node {id} stopped ({status:?}); starting it on this build");
+        cluster
+            .start(*id, None)
+            .expect("the node starts on this build");
+        settled(&conn, &addrs, &format!("after upgrading node {id}")).await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        if step < 2 {
+            // Mixed builds: the cluster keeps writing format 1, the upgraded node says so, and
+            // raising the format is refused, naming a node that still runs the previous build.
+            // First, with the traffic held: a node of each build applied the same format 1
+            // entries to the same state.
+            hold.store(true, Ordering::Relaxed);
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let (applied, digest) = common::digests_agree(&conn, Duration::from_secs(30))
+                .await
+                .unwrap_or_else(|last| {
+                    panic!("nodes of the two builds disagree after upgrading node {id}: {last}")
+                });
+            println!("mixed builds agree: digest {digest} at {applied}");
+            hold.store(false, Ordering::Relaxed);
+            let i = (*id - 1) as usize;
+            let v = log_format(&conn, i)
+                .await
+                .expect("the upgraded node answers");
+            assert_eq!(v["log_format"], json!(1), "node {id}: {v}");
+            assert_eq!(v["reads"], json!([1, 2]), "node {id}: {v}");
+            let refused = client
+                .request(
+                    hyper::Method::POST,
+                    "/v1/cluster/log-format",
+                    Some(json!({ "format": 2 })),
+                )
+                .await;
+            match refused {
+                Err(ClientError::Api {
+                    status, message, ..
+                }) => {
+                    assert!(
+                        status == 409 || status == 400 || status == 404,
+                        "a mixed cluster refuses the raise: {status} {message}"
+                    );
+                }
+                other => panic!("a mixed cluster raised its log format: {other:?}"),
+            }
+        }
+    }
+
+    // Every node runs this build: raise the format.
+    let raised = client
+        .request(
+            hyper::Method::POST,
+            "/v1/cluster/log-format",
+            Some(json!({ "format": 2 })),
+        )
+        .await
+        .expect("the format is raised once every node reads it");
+    assert_eq!(raised["log_format"], json!(2), "{raised}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for i in 0..3 {
+        let v = log_format(&conn, i).await.expect("a node answers");
+        assert_eq!(v["log_format"], json!(2), "node {}: {v}", i + 1);
+    }
+    // A restart replays a log holding both formats.
+    let replayed = order[0];
+    cluster.stop(replayed).await.expect("a node stops");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    cluster
+        .start(replayed, None)
+        .expect("the node starts again");
+    settled(&conn, &addrs, "after the restart in format 2").await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stop.store(true, Ordering::Relaxed);
+    writer.await.expect("the traffic task");
+
+    let (applied, digest) = common::digests_agree(&conn, Duration::from_secs(60))
+        .await
+        .unwrap_or_else(|last| panic!("the nodes' states differ after the upgrade: {last}"));
+    let messages: Vec<u64> = acked
+        .messages
+        .lock()
+        .map(|m| m.iter().copied().collect())
+        .unwrap_or_default();
+    println!(
+        "upgraded node by node: {} messages and {} completions acknowledged; digest {digest} at \
+         {applied}",
+        messages.len(),
+        acked.completions.load(Ordering::Relaxed)
+    );
+    assert!(messages.len() > 50, "the traffic ran: {}", messages.len());
+    for (i, id) in messages.iter().enumerate() {
+        let node = i % 3;
+        let found = conn
+            .once(node, |c| async move {
+                c.message(raftlane_statemachine::MessageId(*id)).await
+            })
+            .await;
+        assert!(
+            matches!(found, raftlane_chaos::conn::Attempt::Ok(_)),
+            "acknowledged message {id} is not on node {}: {found:?}",
+            node + 1
+        );
+    }
+    cluster.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
