@@ -14,36 +14,16 @@
 use crate::node::{NodeInner, NotLeader, RaftNode, WriteError};
 use crate::quorum::Lead;
 use crate::types::NodeId;
-use crate::wire;
+use crate::wire::{self, FormatsRequest, FormatsResponse};
 use raftlane_statemachine::wire::command::SetLogFormat;
 use raftlane_statemachine::wire::LogFormat;
 use raftlane_statemachine::{Command, Envelope, Response};
-use serde::{Deserialize, Serialize};
 use std::sync::Weak;
 use std::time::Duration;
 use tokio::sync::watch;
 
 /// How long a member has to say which formats it reads.
 const ASK_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The `/raft/formats` request (it carries nothing: the answer is the build's).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct FormatsRequest {}
-
-/// The `/raft/formats` answer: every log format the answering node's build reads.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FormatsResponse {
-    pub reads: Vec<u32>,
-}
-
-impl FormatsResponse {
-    /// This build's answer.
-    pub fn of_this_build() -> Self {
-        Self {
-            reads: LogFormat::READ.iter().map(|f| f.number()).collect(),
-        }
-    }
-}
 
 /// Why the log format was not raised.
 #[derive(Debug, thiserror::Error)]

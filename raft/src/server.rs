@@ -285,8 +285,8 @@ impl RaftHttpService {
                 Ok(rpc) => Ok(encoded::<ElectResponse>(&self.campaign(rpc).await)),
                 Err(r) => Err(r),
             },
-            wire::PATH_FORMATS => match decode::<crate::log_format::FormatsRequest>(&body) {
-                Ok(_) => Ok(encoded(&crate::log_format::FormatsResponse::of_this_build())),
+            wire::PATH_FORMATS => match decode::<wire::FormatsRequest>(&body) {
+                Ok(_) => Ok(encoded(&wire::FormatsResponse::of_this_build())),
                 Err(r) => Err(r),
             },
             wire::PATH_SNAPSHOT => match decode::<InstallSnapshotRequest<TypeConfig>>(&body) {

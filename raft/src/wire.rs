@@ -7,7 +7,8 @@
 //! rather than an opaque HTTP failure.
 
 use raftlane_statemachine::codec;
-use serde::{de::DeserializeOwned, Serialize};
+use raftlane_statemachine::wire::LogFormat;
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 /// Prefix of every Raft endpoint (the API router delegates everything below it).
 pub const PREFIX: &str = "/raft/";
@@ -34,4 +35,24 @@ pub fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, codec::DecodeError> {
 
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, codec::DecodeError> {
     codec::decode(bytes)
+}
+
+/// The `/raft/formats` request ([`crate::log_format`]); it carries nothing: the answer is the
+/// build's.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct FormatsRequest {}
+
+/// The `/raft/formats` answer: every log format the answering node's build reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FormatsResponse {
+    pub reads: Vec<u32>,
+}
+
+impl FormatsResponse {
+    /// This build's answer.
+    pub fn of_this_build() -> Self {
+        Self {
+            reads: LogFormat::READ.iter().map(|f| f.number()).collect(),
+        }
+    }
 }

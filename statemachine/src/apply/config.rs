@@ -9,7 +9,7 @@ use crate::model::row::Stage;
 use crate::rules::{claim_owner, registry, retry};
 use crate::tables::{config, lanes, rows};
 use crate::wire::command::{DeadLetterMissingDestinations, DeadLetterMissingHandlers, PutConfig};
-use crate::wire::envelope::LogFormat;
+use crate::wire::log_format::LogFormat;
 use crate::wire::outcome::Outcome;
 use crate::wire::rejection::Rejection;
 use std::collections::BTreeSet;

@@ -5,7 +5,7 @@ use crate::model::message::Message;
 use crate::model::row::WorkRow;
 use crate::rules::claim_owner::Acting;
 use crate::tables::{messages, rows, Db};
-use crate::wire::envelope::LogFormat;
+use crate::wire::log_format::LogFormat;
 use crate::wire::outcome::Outcome;
 use crate::wire::rejection::Rejection;
 use std::ops::{Deref, DerefMut};

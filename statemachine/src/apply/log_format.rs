@@ -7,7 +7,7 @@ use crate::apply::audit;
 use crate::apply::{Apply, ApplyResult, Ctx};
 use crate::tables::meta;
 use crate::wire::command::SetLogFormat;
-use crate::wire::envelope::LogFormat;
+use crate::wire::log_format::LogFormat;
 use crate::wire::outcome::Outcome;
 use crate::wire::rejection::Rejection;
 

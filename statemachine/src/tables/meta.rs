@@ -5,7 +5,7 @@
 use crate::model::meta::MetaState;
 use crate::storage::keys::meta::{EXTERNAL_PREFIX, LOG_FORMAT, STATE};
 use crate::storage::{Store, StoreError, Table, Txn};
-use crate::wire::envelope::LogFormat;
+use crate::wire::log_format::LogFormat;
 
 fn external_key(key: &[u8]) -> Vec<u8> {
     let mut k = EXTERNAL_PREFIX.to_vec();

@@ -16,10 +16,57 @@ use crate::model::ids::{ApprovalId, Fence, MessageId, Millis, RowId};
 use crate::model::principal::Role;
 use crate::model::row::Stage;
 use crate::model::user::{AdGroupMap, AuthProvider};
-pub use crate::wire::envelope::Envelope;
+use crate::wire::log_format::LogFormat;
 use crate::wire::rewrite::Rewrite;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+
+/// A command as proposed: stamped with the proposer's wall clock and the acting principal.
+/// Its bytes: [`crate::wire::envelope`] (docs/SPEC.md §2.8).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Envelope {
+    /// The proposer's clock. The state machine clamps it monotonic: `t = max(now_ms, last_t)`.
+    pub now_ms: Millis,
+    /// Principal name recorded in audit rows and approvals.
+    pub actor: String,
+    /// Makes a retried write exactly-once: a second envelope with the same `(actor,
+    /// request_id)` gets the first one's answer back and changes nothing (see
+    /// [`crate::apply::request`]). The proposer sets it; `None` applies every time.
+    pub request_id: Option<String>,
+    pub command: Command,
+    /// The format the envelope is written in: what it was read in, else format 1 (the one
+    /// every build reads) until the leader sets the cluster's format with [`Self::set_format`].
+    /// It changes the bytes, never what the envelope means.
+    pub format: LogFormat,
+}
+
+impl Envelope {
+    pub fn new(now_ms: Millis, actor: impl Into<String>, command: Command) -> Self {
+        Self {
+            now_ms,
+            actor: actor.into(),
+            request_id: None,
+            command,
+            format: LogFormat::V1,
+        }
+    }
+
+    /// The same envelope, remembered under `request_id`.
+    pub fn with_request_id(mut self, request_id: impl Into<String>) -> Self {
+        self.request_id = Some(request_id.into());
+        self
+    }
+
+    /// Write this envelope, and every envelope a batch carries, in `format`.
+    pub fn set_format(&mut self, format: LogFormat) {
+        self.format = format;
+        if let Command::Batch(batch) = &mut self.command {
+            for inner in &mut batch.commands {
+                inner.set_format(format);
+            }
+        }
+    }
+}
 
 /// The complete command set (docs/SPEC.md §2.7), one variant per command struct. Encoded by
 /// position: see the module docs.

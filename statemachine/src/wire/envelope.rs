@@ -19,103 +19,13 @@
 //! format it ever wrote. An envelope remembers the format it was read in, so writing it again
 //! (openraft re-sends and re-stores entries) gives the same bytes.
 
-use crate::model::ids::Millis;
-use crate::wire::command::Command;
+use crate::wire::command::Envelope;
+use crate::wire::log_format::{LogFormat, FORMAT_2_MARK};
 use crate::wire::{header, legacy};
 use serde::de::{self, SeqAccess, Visitor};
 use serde::ser::SerializeTuple;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
-
-/// The formats an envelope is written in. Ordered: a cluster's format only ever goes up.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum LogFormat {
-    /// bincode of the envelope's fields in order (every build).
-    #[default]
-    V1,
-    /// A record of numbered header fields (this build onwards).
-    V2,
-}
-
-impl LogFormat {
-    /// The newest format this build writes and reads.
-    pub const NEWEST: LogFormat = LogFormat::V2;
-    /// Every format this build reads, oldest first.
-    pub const READ: [LogFormat; 2] = [LogFormat::V1, LogFormat::V2];
-
-    /// The format's number, as the state, the API and the node-to-node calls name it.
-    pub fn number(self) -> u32 {
-        match self {
-            LogFormat::V1 => 1,
-            LogFormat::V2 => 2,
-        }
-    }
-
-    /// The format numbered `n`, if this build knows it.
-    pub fn from_number(n: u32) -> Option<Self> {
-        match n {
-            1 => Some(LogFormat::V1),
-            2 => Some(LogFormat::V2),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for LogFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.number())
-    }
-}
-
-/// A command as proposed: stamped with the proposer's wall clock and the acting principal.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Envelope {
-    /// The proposer's clock. The state machine clamps it monotonic: `t = max(now_ms, last_t)`.
-    pub now_ms: Millis,
-    /// Principal name recorded in audit rows and approvals.
-    pub actor: String,
-    /// Makes a retried write exactly-once: a second envelope with the same `(actor,
-    /// request_id)` gets the first one's answer back and changes nothing (see
-    /// [`crate::apply::request`]). The proposer sets it; `None` applies every time.
-    pub request_id: Option<String>,
-    pub command: Command,
-    /// The format the envelope is written in: what it was read in, else format 1 (the one
-    /// every build reads) until the leader sets the cluster's format with [`Self::set_format`].
-    /// It changes the bytes, never what the envelope means.
-    pub format: LogFormat,
-}
-
-impl Envelope {
-    pub fn new(now_ms: Millis, actor: impl Into<String>, command: Command) -> Self {
-        Self {
-            now_ms,
-            actor: actor.into(),
-            request_id: None,
-            command,
-            format: LogFormat::V1,
-        }
-    }
-
-    /// The same envelope, remembered under `request_id`.
-    pub fn with_request_id(mut self, request_id: impl Into<String>) -> Self {
-        self.request_id = Some(request_id.into());
-        self
-    }
-
-    /// Write this envelope, and every envelope a batch carries, in `format`.
-    pub fn set_format(&mut self, format: LogFormat) {
-        self.format = format;
-        if let Command::Batch(batch) = &mut self.command {
-            for inner in &mut batch.commands {
-                inner.set_format(format);
-            }
-        }
-    }
-}
-
-/// The first word of a format 2 envelope, where format 1 has its `now_ms`: no clock reads it
-/// (it is 584 million years after 1970), and format 1 refuses to write it.
-pub(crate) const FORMAT_2_MARK: u64 = u64::MAX;
 
 /// Borrowed bytes written as one length-prefixed byte string.
 struct ByteStr<'a>(&'a [u8]);

@@ -18,8 +18,8 @@
 //! the command.
 
 use crate::wire::codec::{self, DecodeError};
-use crate::wire::command::Command;
-use crate::wire::envelope::{Envelope, LogFormat};
+use crate::wire::command::{Command, Envelope};
+use crate::wire::log_format::LogFormat;
 
 const FORMAT: u32 = 1;
 const NOW_MS: u32 = 2;

@@ -8,8 +8,8 @@
 //! added to it: bincode writes no field names or lengths, so a reader of one more field would
 //! misread every older entry.
 
-use crate::wire::command::Command;
-use crate::wire::envelope::{Envelope, LogFormat, FORMAT_2_MARK};
+use crate::wire::command::{Command, Envelope};
+use crate::wire::log_format::{LogFormat, FORMAT_2_MARK};
 use serde::de::{self, MapAccess, SeqAccess};
 use serde::ser::{self, SerializeStruct};
 use serde::Serializer;

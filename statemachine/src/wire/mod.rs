@@ -11,11 +11,12 @@ pub mod command;
 pub mod envelope;
 pub mod header;
 pub mod legacy;
+pub mod log_format;
 pub mod outcome;
 pub mod rejection;
 pub mod rewrite;
 
-pub use command::Command;
-pub use envelope::{Envelope, LogFormat};
+pub use command::{Command, Envelope};
+pub use log_format::LogFormat;
 pub use outcome::{ClaimedRow, FifoEmpty, Outcome, Response};
 pub use rejection::Rejection;

@@ -1,0 +1,50 @@
+//! The log formats an [`Envelope`](crate::wire::command::Envelope) is written in (docs/SPEC.md
+//! §2.8): what each is and how they are ordered. How each is written is
+//! [`crate::wire::legacy`] (format 1) and [`crate::wire::header`] (format 2); which one a
+//! reader faces, [`crate::wire::envelope`].
+
+use std::fmt;
+
+/// The formats an envelope is written in. Ordered: a cluster's format only ever goes up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LogFormat {
+    /// bincode of the envelope's fields in order (every build).
+    #[default]
+    V1,
+    /// A record of numbered header fields (this build onwards).
+    V2,
+}
+
+impl LogFormat {
+    /// The newest format this build writes and reads.
+    pub const NEWEST: LogFormat = LogFormat::V2;
+    /// Every format this build reads, oldest first.
+    pub const READ: [LogFormat; 2] = [LogFormat::V1, LogFormat::V2];
+
+    /// The format's number, as the state, the API and the node-to-node calls name it.
+    pub fn number(self) -> u32 {
+        match self {
+            LogFormat::V1 => 1,
+            LogFormat::V2 => 2,
+        }
+    }
+
+    /// The format numbered `n`, if this build knows it.
+    pub fn from_number(n: u32) -> Option<Self> {
+        match n {
+            1 => Some(LogFormat::V1),
+            2 => Some(LogFormat::V2),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for LogFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.number())
+    }
+}
+
+/// The first word of a format 2 envelope, where format 1 has its `now_ms`: no clock reads it
+/// (it is 584 million years after 1970), and format 1 refuses to write it.
+pub const FORMAT_2_MARK: u64 = u64::MAX;
