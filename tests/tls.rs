@@ -152,3 +152,45 @@ async fn certificate_keys_are_private() {
     }
     assert!(dir.path().join("n1.pem").exists());
 }
+
+/// A certificate's purpose is checked, not only its CA and its name (docs/SPEC.md §9.6): a
+/// client certificate (client authentication only) cannot serve, even one naming the very
+/// address it is served at, where a node certificate of the same CA and name can. Node 3 is
+/// restarted on each in turn; a client that trusts their CA asks it for `/healthz`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_client_certificate_cannot_serve() {
+    let mut cluster = start(TlsMode::Server).await;
+    let dir = cluster.certs_dir().expect("TLS is on");
+    let other = tempfile::tempdir().unwrap();
+    generate(&CertsArgs {
+        out: other.path().to_path_buf(),
+        nodes: vec!["n1".into()],
+        extra_names: vec!["127.0.0.1".into()],
+        client: Some("127.0.0.1".into()),
+        days: 1,
+    })
+    .expect("certificates");
+    let trusts_other = ClientTls::from_files(&other.path().join("ca.pem"), None).unwrap();
+    let node3 = cluster.addrs[2].clone();
+    for (certificate, serves) in [("n1", true), ("127.0.0.1", false)] {
+        cluster.stop(3).await;
+        for ext in ["pem", "key"] {
+            std::fs::copy(
+                other.path().join(format!("{certificate}.{ext}")),
+                dir.join(format!("n3.{ext}")),
+            )
+            .unwrap();
+        }
+        cluster.restart(3).await.unwrap();
+        let client = Client::new(vec![node3.clone()], cluster.admin_token.clone())
+            .with_deadline(Duration::from_secs(2))
+            .with_tls(&trusts_other);
+        let answer = client.request(hyper::Method::GET, "/healthz", None).await;
+        assert_eq!(
+            answer.is_ok(),
+            serves,
+            "node 3 serving the {certificate} certificate: {answer:?}"
+        );
+    }
+    cluster.shutdown().await;
+}

@@ -12,17 +12,9 @@ const WATCH_EVERY: Duration = Duration::from_secs(1);
 
 /// The leader's watch over its learners, until `stop`: see the module documentation. Holds the
 /// node weakly, so a node dropped without shutdown is not kept alive by it.
-pub(crate) async fn watch(node: Weak<NodeInner>, mut stop: Receiver<bool>) {
-    let mut tick = tokio::time::interval(WATCH_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = stop.changed() => return,
-        }
-        if *stop.borrow() {
-            return;
-        }
+pub(crate) async fn watch(node: Weak<NodeInner>, stop: Receiver<bool>) {
+    let mut ticks = crate::util::Ticks::new(WATCH_EVERY, stop);
+    while ticks.next().await {
         let Some(inner) = node.upgrade() else { return };
         RaftNode { inner }.watch_learners().await;
     }

@@ -46,20 +46,12 @@ pub enum LogFormatError {
 /// On the leader, every `every` (`Tuning::log_format_watch_ms`; zero: never): raise the cluster's format to the newest this build
 /// writes as soon as every member reads it, so a rolling upgrade needs no last step (and a new
 /// cluster of this build writes the newest format from its first seconds).
-pub(crate) async fn watch(node: Weak<NodeInner>, every: Duration, mut stop: watch::Receiver<bool>) {
+pub(crate) async fn watch(node: Weak<NodeInner>, every: Duration, stop: watch::Receiver<bool>) {
     if every.is_zero() {
         return;
     }
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = stop.changed() => return,
-        }
-        if *stop.borrow() {
-            return;
-        }
+    let mut ticks = crate::util::Ticks::after(every, stop);
+    while ticks.next().await {
         let Some(inner) = node.upgrade() else { return };
         RaftNode { inner }.raise_when_every_member_reads().await;
     }

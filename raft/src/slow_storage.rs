@@ -44,19 +44,11 @@ use tokio::sync::watch;
 
 /// Run on every node until `stop`: sample the storage, and hand leadership off when this node
 /// leads on slow storage.
-pub(crate) async fn watch(node: Weak<NodeInner>, mut stop: watch::Receiver<bool>) {
-    let mut tick = tokio::time::interval(SAMPLE_EVERY);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+pub(crate) async fn watch(node: Weak<NodeInner>, stop: watch::Receiver<bool>) {
+    let mut ticks = crate::util::Ticks::new(SAMPLE_EVERY, stop);
     let mut sampler = Sampler::default();
     let mut next_try = Instant::now();
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {}
-            _ = stop.changed() => return,
-        }
-        if *stop.borrow() {
-            return;
-        }
+    while ticks.next().await {
         let Some(inner) = node.upgrade() else { return };
         let node = RaftNode { inner };
         let stats = node.log_stats();

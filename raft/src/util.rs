@@ -3,6 +3,42 @@
 use std::any::Any;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::watch;
+use tokio::time::{Interval, MissedTickBehavior};
+
+/// The clock of a node's periodic watches (learners, slow storage, the log format): each
+/// [`Ticks::next`] waits for the next tick, and answers `false` once the node is stopping, so a
+/// watch is `while ticks.next().await { ... }`.
+pub(crate) struct Ticks {
+    tick: Interval,
+    stop: watch::Receiver<bool>,
+}
+
+impl Ticks {
+    /// Every `every`, the first tick at once.
+    pub(crate) fn new(every: Duration, stop: watch::Receiver<bool>) -> Self {
+        Self::starting(tokio::time::interval(every), stop)
+    }
+
+    /// Every `every`, the first tick one period from now.
+    pub(crate) fn after(every: Duration, stop: watch::Receiver<bool>) -> Self {
+        let first = tokio::time::Instant::now() + every;
+        Self::starting(tokio::time::interval_at(first, every), stop)
+    }
+
+    fn starting(mut tick: Interval, stop: watch::Receiver<bool>) -> Self {
+        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        Self { tick, stop }
+    }
+
+    /// Wait for the next tick; `false` once the stop signal changed (or its sender is gone).
+    pub(crate) async fn next(&mut self) -> bool {
+        tokio::select! {
+            _ = self.tick.tick() => !*self.stop.borrow(),
+            _ = self.stop.changed() => false,
+        }
+    }
+}
 
 /// Whole microseconds since `started` (saturating): for the time counters in `/metrics`, never
 /// for anything that reaches the state.

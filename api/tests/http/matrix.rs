@@ -1332,3 +1332,187 @@ async fn claim_held_row(api: &Api) -> (u64, u64) {
         item["fence"].as_u64().expect("fence"),
     )
 }
+
+// --- what a call does, by role (docs/SPEC.md §9.8): the answers above say who may call a
+// route; these cells say what the call then reaches, each expected value written from a rule ---
+
+/// Whether a caller of `role` takes back claims of other principals (a reset, a recovery, a
+/// dead-letter sweep): an operator's and an admin's proposals go as `AsOperator`; everyone
+/// else's reach its own principal's claims (and unclaimed rows) only.
+fn takes_every_claim(role: &str) -> bool {
+    matches!(role, "admin" | "operator")
+}
+
+/// A row's status as the admin reads it.
+async fn row_status(api: &Api, row: u64) -> String {
+    let r = api.get(&format!("/v1/rows/{row}")).await;
+    r.body["row"]["status"].as_str().unwrap_or("?").to_string()
+}
+
+/// An ingress row of [`OWN`] claimed by `token` under `owner`: its id.
+async fn claimed_by(api: &Api, token: &str, owner: &str) -> u64 {
+    api.enqueue(OWN, "MSH|effects").await;
+    let r = api
+        .post_as(
+            token,
+            "/v1/claims",
+            json!({ "stage": "ingress", "limit": 1, "owner": owner, "ttl_ms": LONG_TTL,
+                    "channel": OWN }),
+        )
+        .await;
+    r.body["items"][0]["row_id"].as_u64().unwrap_or(0)
+}
+
+/// Each role (unscoped), on a cluster of its own, against another principal's claims:
+/// - `POST /v1/leases/reset` and `/recover` and `POST /v1/dead-letters/sweep` take back the other
+///   principal's in-flight row exactly when [`takes_every_claim`], and the caller's own always;
+/// - `POST /v1/audit` with an `actor` records that actor with the caller's principal beside it;
+/// - `POST /v1/messages/{id}/viewed` with an `actor` records `actor (via principal)`.
+///
+/// Membership's rules need a real cluster of three: `tests/membership_api.rs`.
+#[tokio::test]
+async fn every_role_reaches_what_the_rules_give_it() {
+    let mut failures = Vec::new();
+    let mut cells = 0;
+    let mut check = |role: &str, what: &str, got: String, want: String| {
+        cells += 1;
+        if got != want {
+            failures.push(format!("{role}: {what}: {got}, expected {want}"));
+        }
+    };
+    for role in ROLES {
+        let api = start().await;
+        let me = api.token("me", role, None).await;
+        let holder = api.token("holder", "worker", None).await;
+        ok(
+            &api.post("/v1/cluster/log-format", json!({ "format": 2 }))
+                .await,
+            200,
+        );
+        let claims = role_may(role, Level::Work);
+        let status = |allowed: bool| if allowed { "200" } else { "403" }.to_string();
+
+        for (route, body) in [
+            ("/v1/leases/reset", json!({})),
+            ("/v1/leases/recover", json!({ "owner": "me-recovered" })),
+        ] {
+            let foreign = claimed_by(&api, &holder, "holder-1").await;
+            let own = if claims {
+                Some(claimed_by(&api, &me, "me-1").await)
+            } else {
+                None
+            };
+            let r = api.post_as(&me, route, body).await;
+            check(role, route, r.status.as_u16().to_string(), status(claims));
+            let taken = claims && takes_every_claim(role);
+            check(
+                role,
+                &format!("{route}: another principal's row"),
+                row_status(&api, foreign).await,
+                if taken { "pending" } else { "inflight" }.into(),
+            );
+            if let Some(own) = own {
+                check(
+                    role,
+                    &format!("{route}: its own row"),
+                    row_status(&api, own).await,
+                    "pending".into(),
+                );
+            }
+            // Leave nothing in flight for the next route.
+            ok(&api.post("/v1/leases/reset", json!({})).await, 200);
+        }
+
+        api.message_at("effects-sweep", "gone").await;
+        let r = api
+            .post_as(
+                &holder,
+                "/v1/lanes/outbound/gone/claim",
+                json!({ "owner": "holder-2", "ttl_ms": LONG_TTL }),
+            )
+            .await;
+        let held = r.body["item"]["row_id"].as_u64().unwrap_or(0);
+        let r = api
+            .post_as(
+                &me,
+                "/v1/dead-letters/sweep",
+                json!({ "stage": "outbound", "keep": [] }),
+            )
+            .await;
+        let sweeps = role_may(role, Level::Requeue);
+        check(role, "sweep", r.status.as_u16().to_string(), status(sweeps));
+        check(
+            role,
+            "sweep: another principal's in-flight row",
+            row_status(&api, held).await,
+            if sweeps && takes_every_claim(role) {
+                "dead"
+            } else {
+                "inflight"
+            }
+            .into(),
+        );
+
+        let appends = role_may(role, Level::AppendAudit);
+        let r = api
+            .post_as(
+                &me,
+                "/v1/audit",
+                json!({ "action": "effects.note", "actor": "dr-house" }),
+            )
+            .await;
+        check(
+            role,
+            "audit append",
+            r.status.as_u16().to_string(),
+            status(appends),
+        );
+        if appends {
+            let rows = api.get("/v1/audit?org=default").await.body["rows"].clone();
+            let row = rows
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|row| row["action"] == "effects.note")
+                .cloned()
+                .unwrap_or(Value::Null);
+            check(
+                role,
+                "audit row's actor and principal",
+                format!("{} / {}", row["actor"], row["principal"]),
+                "\"dr-house\" / \"me\"".into(),
+            );
+        }
+
+        let mid = api.enqueue(OWN, "MSH|viewed").await;
+        let r = api
+            .post_as(
+                &me,
+                &format!("/v1/messages/{mid}/viewed"),
+                json!({ "actor": "dr-house" }),
+            )
+            .await;
+        check(role, "viewed", r.status.as_u16().to_string(), "200".into());
+        let events = api.get(&format!("/v1/messages/{mid}")).await.body["events"].clone();
+        let detail = events
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|e| e["event"] == "viewed")
+            .map(|e| e["detail"].clone())
+            .unwrap_or(Value::Null);
+        check(
+            role,
+            "viewed event's detail",
+            detail.to_string(),
+            "\"dr-house (via me)\"".into(),
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {cells} effect cells wrong:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(cells >= 6 * 8, "the effect matrix ran {cells} cells");
+}

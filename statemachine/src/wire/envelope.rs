@@ -4,10 +4,10 @@
 //! reading, the acting principal, the request id that makes a retry exactly-once. Its bytes come
 //! in one of two [`LogFormat`]s:
 //!
-//! - **Format 1** ([`crate::wire::legacy`]): bincode of the four fields in order, as every
+//! - **Format 1** ([`crate::wire::format1`]): bincode of the four fields in order, as every
 //!   build before format 2 wrote it. A field cannot be added to it without making every older
 //!   entry undecodable, which is why the command vocabulary grew twins instead.
-//! - **Format 2** ([`crate::wire::header`]): a reserved first word, then one length-prefixed
+//! - **Format 2** ([`crate::wire::format2`]): a reserved first word, then one length-prefixed
 //!   record of numbered fields (protobuf's wire format: field number and type in a tag, unknown
 //!   fields skipped), the command's own bytes among them. A later build adds a header field by
 //!   giving it the next number; a build that does not know a field skips it.
@@ -21,7 +21,7 @@
 
 use crate::wire::command::Envelope;
 use crate::wire::log_format::{LogFormat, FORMAT_2_MARK};
-use crate::wire::{header, legacy};
+use crate::wire::{format1, format2};
 use serde::de::{self, SeqAccess, Visitor};
 use serde::ser::SerializeTuple;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -68,9 +68,9 @@ impl<'de> Deserialize<'de> for ByteBuf {
 impl Serialize for Envelope {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self.format {
-            LogFormat::V1 => legacy::serialize_v1(self, serializer),
+            LogFormat::V1 => format1::serialize_v1(self, serializer),
             LogFormat::V2 => {
-                let record = header::encode(self).map_err(serde::ser::Error::custom)?;
+                let record = format2::encode(self).map_err(serde::ser::Error::custom)?;
                 let mut tuple = serializer.serialize_tuple(2)?;
                 tuple.serialize_element(&FORMAT_2_MARK)?;
                 tuple.serialize_element(&ByteStr(&record))?;
@@ -82,7 +82,7 @@ impl Serialize for Envelope {
 
 impl<'de> Deserialize<'de> for Envelope {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_struct("Envelope", legacy::V1_FIELDS, EnvelopeVisitor)
+        deserializer.deserialize_struct("Envelope", format1::V1_FIELDS, EnvelopeVisitor)
     }
 }
 
@@ -102,15 +102,15 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
             .next_element()?
             .ok_or_else(|| de::Error::invalid_length(0, &self))?;
         if first != FORMAT_2_MARK {
-            return legacy::visit_v1_rest(first, seq);
+            return format1::visit_v1_rest(first, seq);
         }
         let ByteBuf(record) = seq
             .next_element()?
             .ok_or_else(|| de::Error::invalid_length(1, &self))?;
-        header::decode(&record).map_err(de::Error::custom)
+        format2::decode(&record).map_err(de::Error::custom)
     }
 
     fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Envelope, A::Error> {
-        legacy::visit_v1_map(map)
+        format1::visit_v1_map(map)
     }
 }

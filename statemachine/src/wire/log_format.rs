@@ -1,6 +1,6 @@
 //! The log formats an [`Envelope`](crate::wire::command::Envelope) is written in (docs/SPEC.md
 //! §2.8): what each is and how they are ordered. How each is written is
-//! [`crate::wire::legacy`] (format 1) and [`crate::wire::header`] (format 2); which one a
+//! [`crate::wire::format1`] (format 1) and [`crate::wire::format2`] (format 2); which one a
 //! reader faces, [`crate::wire::envelope`].
 
 use std::fmt;
