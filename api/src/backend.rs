@@ -94,6 +94,17 @@ impl From<raft::leader_transfer::TransferError> for ProposeError {
 
 /// A proposal Raft did not commit: a leader elsewhere is forwarded to, a refusal (a
 /// membership change in progress) is worth retrying shortly, a stopped node is fatal.
+/// A raise of the log format refused (docs/SPEC.md §2.8), naming the field `format`: by the
+/// state machine (`invalid`: an unknown format or a step back, 400) or by a member that cannot
+/// read it (409).
+pub fn log_format_refused(reason: impl std::fmt::Display, invalid: bool) -> ProposeError {
+    ProposeError::MembershipRule {
+        field: "format".into(),
+        reason: reason.to_string(),
+        invalid,
+    }
+}
+
 impl From<raft::WriteError> for ProposeError {
     fn from(e: raft::WriteError) -> Self {
         match e {
@@ -400,11 +411,7 @@ impl Backend for LocalBackend {
             let command = Command::SetLogFormat(SetLogFormat { format });
             match self.propose(Envelope::new(0, actor, command)).await? {
                 (_, Ok(_)) => Ok(()),
-                (_, Err(rejection)) => Err(ProposeError::MembershipRule {
-                    field: "format".into(),
-                    reason: rejection.to_string(),
-                    invalid: true,
-                }),
+                (_, Err(rejection)) => Err(log_format_refused(rejection, true)),
             }
         })
     }

@@ -2,13 +2,14 @@
 //! locally applied state, read indexes from the leader's quorum check.
 
 use raftlane_api::backend::{
-    BoxFuture, ClusterStatus, Member, ProposeError, RemovedLearner, SnapshotFile,
+    log_format_refused, BoxFuture, ClusterStatus, Member, ProposeError, RemovedLearner,
+    SnapshotFile,
 };
 use raftlane_api::metrics::set::MetricSet;
 use raftlane_api::Backend;
 use raftlane_raft::RaftNode;
 use raftlane_statemachine::query::Reader;
-use raftlane_statemachine::{Command, Envelope, Response, StoreError};
+use raftlane_statemachine::{Envelope, Response, StoreError};
 use std::time::Duration;
 
 /// How long a leader that handed its leadership over on request stays out of elections: long
@@ -214,23 +215,14 @@ impl Backend for RaftBackend {
         actor: String,
     ) -> BoxFuture<'_, Result<(), ProposeError>> {
         use raftlane_raft::log_format::LogFormatError;
-        use raftlane_statemachine::wire::command::SetLogFormat;
-        let envelope = Envelope::new(0, actor, Command::SetLogFormat(SetLogFormat { format }));
-        let refused = |reason: String| ProposeError::MembershipRule {
-            field: "format".into(),
-            reason,
-            invalid: false,
-        };
         Box::pin(async move {
-            match self.node.raise_log_format(envelope).await {
+            match self.node.raise_log_format(format, &actor).await {
                 Ok((_, Ok(_))) => Ok(()),
-                Ok((_, Err(rejection))) => Err(ProposeError::MembershipRule {
-                    field: "format".into(),
-                    reason: rejection.to_string(),
-                    invalid: true,
-                }),
+                Ok((_, Err(rejection))) => Err(log_format_refused(rejection, true)),
                 Err(LogFormatError::NotLeader(not_leader)) => Err(not_leader.into()),
-                Err(e @ LogFormatError::MemberCannotRead { .. }) => Err(refused(e.to_string())),
+                Err(e @ LogFormatError::MemberCannotRead { .. }) => {
+                    Err(log_format_refused(e, false))
+                }
                 Err(LogFormatError::Write(e)) => Err(e.into()),
             }
         })

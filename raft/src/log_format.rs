@@ -58,14 +58,13 @@ pub(crate) async fn watch(node: Weak<NodeInner>, every: Duration, stop: watch::R
 }
 
 impl RaftNode {
-    /// Raise the cluster's log format to `format` with `envelope` (a
-    /// [`Command::SetLogFormat`] naming it, stamped with its actor and request id by the
-    /// caller): on the leader, once every member reads it. Answers the entry's index and the
-    /// state machine's response (which refuses a format this build does not know, and a step
-    /// back).
+    /// Raise the cluster's log format to `format` for `actor`: on the leader, once every
+    /// member reads it. Answers the entry's index and the state machine's response (which
+    /// refuses a format this build does not know, and a step back).
     pub async fn raise_log_format(
         &self,
-        envelope: Envelope,
+        format: u32,
+        actor: &str,
     ) -> Result<(u64, Response), LogFormatError> {
         if !matches!(self.lead(), Lead::Leads { .. }) {
             return Err(self.not_leader().into());
@@ -73,19 +72,21 @@ impl RaftNode {
         // One change of the cluster's shape at a time: no member joins between the question
         // and the entry (`cluster.rs` and the leader transfer hold the same lock).
         let _one_change = self.inner.membership_lock.lock().await;
-        self.raise_locked(envelope).await
+        self.raise_locked(format, actor).await
     }
 
-    /// [`Self::raise_log_format`] with the membership lock held.
-    async fn raise_locked(&self, envelope: Envelope) -> Result<(u64, Response), LogFormatError> {
-        let format = match &envelope.command {
-            Command::SetLogFormat(SetLogFormat { format }) => *format,
-            _ => 0,
-        };
+    /// [`Self::raise_log_format`] with the membership lock held. A format this build does not
+    /// know is not asked about: the state machine refuses it.
+    async fn raise_locked(
+        &self,
+        format: u32,
+        actor: &str,
+    ) -> Result<(u64, Response), LogFormatError> {
         if LogFormat::from_number(format).is_some() {
             self.every_member_reads(format).await?;
         }
-        Ok(self.client_write(envelope).await?)
+        let command = Command::SetLogFormat(SetLogFormat { format });
+        Ok(self.client_write(Envelope::new(0, actor, command)).await?)
     }
 
     /// One look of the [`watch`]: nothing unless this node leads, the cluster writes an older
@@ -99,14 +100,10 @@ impl RaftNode {
         let Ok(_one_change) = self.inner.membership_lock.try_lock() else {
             return;
         };
-        let envelope = Envelope::new(
-            0,
-            crate::timers::TIMER_ACTOR,
-            Command::SetLogFormat(SetLogFormat {
-                format: newest.number(),
-            }),
-        );
-        match self.raise_locked(envelope).await {
+        let raised = self
+            .raise_locked(newest.number(), crate::timers::TIMER_ACTOR)
+            .await;
+        match raised {
             Ok((index, Ok(_))) => tracing::info!(
                 id = self.id(),
                 index,

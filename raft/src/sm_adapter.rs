@@ -314,7 +314,13 @@ impl SmShared {
                 .applied_entries
                 .fetch_add(chunk.len() as u64, Ordering::Relaxed);
         }
-        self.note_log_format(&sm)?;
+        let format_changes = entries.iter().any(|e| match &e.payload {
+            EntryPayload::Normal(envelope) => envelope.command.sets_log_format(),
+            _ => false,
+        });
+        if format_changes {
+            self.note_log_format(&sm)?;
+        }
         Ok(out)
     }
 

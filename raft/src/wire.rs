@@ -52,7 +52,7 @@ impl FormatsResponse {
     /// This build's answer.
     pub fn of_this_build() -> Self {
         Self {
-            reads: LogFormat::READ.iter().map(|f| f.number()).collect(),
+            reads: LogFormat::read_numbers(),
         }
     }
 }

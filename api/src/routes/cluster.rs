@@ -146,12 +146,11 @@ pub async fn transfer_leader(
         .writes
         .membership(MembershipChange::TransferLeader { to: b.to })
         .await?;
-    let deadline = tokio::time::Instant::now() + LEADER_SEEN_WITHIN;
-    let mut leader_id = state.backend.status().leader_id;
-    while (leader_id.is_none() || leader_id == before) && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        leader_id = state.backend.status().leader_id;
-    }
+    let leader_id = seen_within(
+        || Ok(state.backend.status().leader_id),
+        |leader| leader.is_some() && *leader != before,
+    )
+    .await?;
     Ok(Json(LeaderTransferred { leader_id }))
 }
 
@@ -180,13 +179,11 @@ pub async fn raise_log_format(
             actor: caller.name.clone(),
         })
         .await?;
-    // The leader answered once the change applied there; this node may trail it a moment.
-    let deadline = tokio::time::Instant::now() + LEADER_SEEN_WITHIN;
-    let mut status = log_format_status(&state)?;
-    while status.log_format < b.format && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        status = log_format_status(&state)?;
-    }
+    let status = seen_within(
+        || log_format_status(&state),
+        |status| status.log_format >= b.format,
+    )
+    .await?;
     Ok(Json(status))
 }
 
@@ -196,15 +193,29 @@ fn log_format_status(state: &AppState) -> ApiResult<LogFormatStatus> {
     Ok(LogFormatStatus {
         node_id: state.backend.node_id(),
         log_format,
-        reads: raftlane_statemachine::wire::LogFormat::READ
-            .iter()
-            .map(|f| f.number())
-            .collect(),
+        reads: raftlane_statemachine::wire::LogFormat::read_numbers(),
     })
 }
 
-/// How long the answer of a leader transfer waits for the answering node to see the new leader.
+/// How long the answer of a change made through the leader (a leader transfer, a raised log
+/// format) waits for the answering node to see it.
 const LEADER_SEEN_WITHIN: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// What `look` answers once `done` holds of it, looking again every 20 ms for at most
+/// [`LEADER_SEEN_WITHIN`] (then the last look): the leader answered once the change was made
+/// there, and this node may trail it a moment.
+async fn seen_within<T>(
+    mut look: impl FnMut() -> ApiResult<T>,
+    done: impl Fn(&T) -> bool,
+) -> ApiResult<T> {
+    let deadline = tokio::time::Instant::now() + LEADER_SEEN_WITHIN;
+    let mut seen = look()?;
+    while !done(&seen) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        seen = look()?;
+    }
+    Ok(seen)
+}
 
 pub async fn add_learner(
     State(state): State<Arc<AppState>>,

@@ -391,3 +391,38 @@ pub(crate) async fn nothing_proposed(api: &Api, before: &(u64, String), case: &s
         "{case}: nothing may be proposed or written"
     );
 }
+
+/// An ingress row of `channel` claimed by `token` under `owner`: `(message id, row id, fence)`.
+pub(crate) async fn claimed_ingress(
+    api: &Api,
+    token: &str,
+    channel: &str,
+    owner: &str,
+) -> (u64, u64, u64) {
+    let message = api.enqueue(channel, "MSH|claimed").await;
+    let r = api
+        .post_as(
+            token,
+            "/v1/claims",
+            json!({ "stage": "ingress", "limit": 1, "owner": owner, "ttl_ms": LONG_TTL,
+                    "channel": channel }),
+        )
+        .await;
+    ok(&r, 200);
+    let item = &r.body["items"][0];
+    (
+        message,
+        item["row_id"].as_u64().expect("row_id"),
+        item["fence"].as_u64().expect("fence"),
+    )
+}
+
+/// The status and owner of a row's claim, as the admin reads it.
+pub(crate) async fn claim_owner(api: &Api, row: u64) -> (String, Value) {
+    let r = api.get(&format!("/v1/rows/{row}")).await;
+    ok(&r, 200);
+    (
+        r.body["row"]["status"].as_str().unwrap_or("?").to_string(),
+        r.body["row"]["claim"]["owner"].clone(),
+    )
+}

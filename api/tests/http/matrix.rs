@@ -1343,26 +1343,6 @@ fn takes_every_claim(role: &str) -> bool {
     matches!(role, "admin" | "operator")
 }
 
-/// A row's status as the admin reads it.
-async fn row_status(api: &Api, row: u64) -> String {
-    let r = api.get(&format!("/v1/rows/{row}")).await;
-    r.body["row"]["status"].as_str().unwrap_or("?").to_string()
-}
-
-/// An ingress row of [`OWN`] claimed by `token` under `owner`: its id.
-async fn claimed_by(api: &Api, token: &str, owner: &str) -> u64 {
-    api.enqueue(OWN, "MSH|effects").await;
-    let r = api
-        .post_as(
-            token,
-            "/v1/claims",
-            json!({ "stage": "ingress", "limit": 1, "owner": owner, "ttl_ms": LONG_TTL,
-                    "channel": OWN }),
-        )
-        .await;
-    r.body["items"][0]["row_id"].as_u64().unwrap_or(0)
-}
-
 /// Each role (unscoped), on a cluster of its own, against another principal's claims:
 /// - `POST /v1/leases/reset` and `/recover` and `POST /v1/dead-letters/sweep` take back the other
 ///   principal's in-flight row exactly when [`takes_every_claim`], and the caller's own always;
@@ -1396,9 +1376,9 @@ async fn every_role_reaches_what_the_rules_give_it() {
             ("/v1/leases/reset", json!({})),
             ("/v1/leases/recover", json!({ "owner": "me-recovered" })),
         ] {
-            let foreign = claimed_by(&api, &holder, "holder-1").await;
+            let (_, foreign, _) = claimed_ingress(&api, &holder, OWN, "holder-1").await;
             let own = if claims {
-                Some(claimed_by(&api, &me, "me-1").await)
+                Some(claimed_ingress(&api, &me, OWN, "me-1").await.1)
             } else {
                 None
             };
@@ -1408,14 +1388,14 @@ async fn every_role_reaches_what_the_rules_give_it() {
             check(
                 role,
                 &format!("{route}: another principal's row"),
-                row_status(&api, foreign).await,
+                claim_owner(&api, foreign).await.0,
                 if taken { "pending" } else { "inflight" }.into(),
             );
             if let Some(own) = own {
                 check(
                     role,
                     &format!("{route}: its own row"),
-                    row_status(&api, own).await,
+                    claim_owner(&api, own).await.0,
                     "pending".into(),
                 );
             }
@@ -1444,7 +1424,7 @@ async fn every_role_reaches_what_the_rules_give_it() {
         check(
             role,
             "sweep: another principal's in-flight row",
-            row_status(&api, held).await,
+            claim_owner(&api, held).await.0,
             if sweeps && takes_every_claim(role) {
                 "dead"
             } else {

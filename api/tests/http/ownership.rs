@@ -133,26 +133,6 @@ async fn a_scoped_worker_writes_only_the_namespaces_of_its_channels() {
 
 // --- 2. a row's claim is its principal's: its fence shows to it, its actions are its own ---
 
-/// An ingress row of `channel` claimed by `token` under `owner`: `(message id, row id, fence)`.
-async fn claimed_ingress(api: &Api, token: &str, channel: &str, owner: &str) -> (u64, u64, u64) {
-    let message = api.enqueue(channel, "MSH|claimed").await;
-    let r = api
-        .post_as(
-            token,
-            "/v1/claims",
-            json!({ "stage": "ingress", "limit": 1, "owner": owner, "ttl_ms": LONG_TTL,
-                    "channel": channel }),
-        )
-        .await;
-    ok(&r, 200);
-    let item = &r.body["items"][0];
-    (
-        message,
-        item["row_id"].as_u64().expect("row_id"),
-        item["fence"].as_u64().expect("fence"),
-    )
-}
-
 #[tokio::test]
 async fn another_principals_claim_shows_no_fence_and_takes_no_action() {
     let api = start().await;
@@ -253,16 +233,6 @@ async fn another_principals_claim_shows_no_fence_and_takes_no_action() {
 }
 
 // --- 3. recovery: a worker takes back only its own principal's claims; operators everyone's ---
-
-/// The status and owner of a row's claim, as the admin reads it.
-async fn claim_owner(api: &Api, row: u64) -> (String, Value) {
-    let r = api.get(&format!("/v1/rows/{row}")).await;
-    ok(&r, 200);
-    (
-        r.body["row"]["status"].as_str().unwrap_or("?").to_string(),
-        r.body["row"]["claim"]["owner"].clone(),
-    )
-}
 
 #[tokio::test]
 async fn a_worker_recovers_only_its_own_principals_rows() {

@@ -21,6 +21,12 @@ impl LogFormat {
     /// Every format this build reads, oldest first.
     pub const READ: [LogFormat; 2] = [LogFormat::V1, LogFormat::V2];
 
+    /// The numbers of [`Self::READ`]: what a node says it reads (`/raft/formats`,
+    /// `GET /v1/cluster/log-format`).
+    pub fn read_numbers() -> Vec<u32> {
+        Self::READ.iter().map(|f| f.number()).collect()
+    }
+
     /// The format's number, as the state, the API and the node-to-node calls name it.
     pub fn number(self) -> u32 {
         match self {

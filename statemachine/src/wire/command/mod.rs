@@ -218,6 +218,20 @@ pub enum Command {
 }
 
 impl Command {
+    /// Whether applying this command may change the cluster's log format: a `SetLogFormat`,
+    /// alone, wrapped or in a batch. What the Raft adapter watches for, so it need not read the
+    /// format back after every batch.
+    pub fn sets_log_format(&self) -> bool {
+        match self {
+            Command::SetLogFormat(_) => true,
+            Command::Batch(batch) => batch.commands.iter().any(|e| e.command.sets_log_format()),
+            Command::AtClientTime(AtClientTime { command, .. })
+            | Command::Fingerprinted(Fingerprinted { command, .. })
+            | Command::AsOperator(AsOperator { command }) => command.sets_log_format(),
+            _ => false,
+        }
+    }
+
     /// Short name for logs and metrics.
     pub fn name(&self) -> &'static str {
         match self {
