@@ -14,6 +14,7 @@ use raftlane_api::write::signing::{
 };
 use raftlane_api::ProposeError;
 use raftlane_raft::auth::{ClusterAuth, AUTH_HEADER};
+use raftlane_statemachine::wire::command::AuditAuthor;
 use raftlane_statemachine::wire::command::RecordAudit;
 use raftlane_statemachine::{codec, Command, Envelope, Outcome, Response};
 use raftlane_testkit::api::LocalApi;
@@ -79,6 +80,7 @@ fn forged_audit(request_id: &str) -> Vec<u8> {
             channel: None,
             org: None,
             detail: None,
+            author: AuditAuthor::Principal,
         }),
     )
     .with_request_id(request_id);

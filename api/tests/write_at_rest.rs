@@ -13,6 +13,7 @@ use raftlane_api::{Backend, LocalBackend, Proposer};
 use raftlane_statemachine::model::config::RetryPolicy;
 use raftlane_statemachine::query::MessageFilter;
 use raftlane_statemachine::row::Stage;
+use raftlane_statemachine::wire::command::ReferenceVersion;
 use raftlane_statemachine::wire::command::{
     ClaimNextFifo, ClaimReady, CompleteWithResponse, DeadLetterNow, Delivery, EnqueueIngress,
     EnqueueMessage, HandlerWork, Handoff, HandoffDisposition, MarkFailed, MessageFields,
@@ -202,7 +203,7 @@ async fn each_covered_command_is_stored_sealed_and_read_back_plain() {
     // WriteReferenceSnapshot.
     node.propose(Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
         name: "ref".into(),
-        version: 1,
+        version: ReferenceVersion::Number(1),
         rows: BTreeMap::from([("k".to_string(), "SECRET-ref".to_string())]),
     }))
     .await;

@@ -7,6 +7,7 @@ use openraft::storage::{RaftLogStorage, RaftLogStorageExt};
 use openraft::{CommittedLeaderId, RaftLogReader};
 use raftlane_raft::log_store::{LogStore, OpenError};
 use raftlane_raft::types::{Entry, EntryPayload, LogId, Vote};
+use raftlane_statemachine::wire::command::AuditAuthor;
 use raftlane_statemachine::wire::command::RecordAudit;
 use raftlane_statemachine::{Command, Envelope};
 use std::io::{BufRead, BufReader};
@@ -34,6 +35,7 @@ fn entry_with(term: u64, index: u64, detail: usize) -> Entry {
                 channel: None,
                 org: None,
                 detail: Some("x".repeat(detail)),
+                author: AuditAuthor::Principal,
             }),
         )),
     }

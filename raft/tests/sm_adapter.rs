@@ -7,6 +7,7 @@ use openraft::{CommittedLeaderId, Membership, RaftSnapshotBuilder};
 use raftlane_raft::sm_adapter::SmAdapter;
 use raftlane_raft::snapshot::SnapshotReader;
 use raftlane_raft::types::{Entry, EntryPayload, LogId, StoredMembership};
+use raftlane_statemachine::wire::command::AuditAuthor;
 use raftlane_statemachine::wire::command::RecordAudit;
 use raftlane_statemachine::{Command, Envelope, Outcome};
 use std::collections::{BTreeMap, BTreeSet};
@@ -42,6 +43,7 @@ fn entries(n: u64) -> Vec<Entry> {
                     channel: None,
                     org: None,
                     detail: None,
+                    author: AuditAuthor::Principal,
                 }),
             )),
         });

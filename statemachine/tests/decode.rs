@@ -13,10 +13,12 @@ use raftlane_statemachine::model::row::Stage;
 use raftlane_statemachine::model::user::{AdGroupMap, AuthProvider};
 use raftlane_statemachine::wire::codec;
 use raftlane_statemachine::wire::command::{
-    AtClientTime, BumpCounter, CampaignLeadership, ClaimFifoHead, CreateApprovalAs,
-    DeadLetterMissingDestinations, DeadLetterMissingHandlers, DecideApprovalAs, Fingerprinted,
-    IngressHandoffKeyed, IssueToken, NodeHeartbeat, NodeLeave, RecordAuditAs, RecordView,
-    RecoverInflightOnPromotion, ResetStaleInflight, ResignLeadership, WriteReferenceSnapshotText,
+    ApprovalTerms, AuditAuthor, ChildKey, Decision, KeyedDecision, NamedApproval, ReferenceVersion,
+};
+use raftlane_statemachine::wire::command::{
+    BumpCounter, CampaignLeadership, ClaimFifoHead, DeadLetterMissingDestinations,
+    DeadLetterMissingHandlers, IssueToken, NodeHeartbeat, NodeLeave, RecordView,
+    RecoverInflightOnPromotion, ResetStaleInflight, ResignLeadership,
 };
 use raftlane_statemachine::wire::command::{
     CancelQueued, ClaimNextFifo, ClaimReady, CompleteWithResponse, CreateApproval, CreateSession,
@@ -29,6 +31,7 @@ use raftlane_statemachine::wire::command::{
     SetAdGroupMap, SetUserRoles, StateOp, TransformHandoff, UpdateSession, UpdateUser, UpsertRole,
     UserChange, WriteReferenceSnapshot,
 };
+use raftlane_statemachine::wire::LogFormat;
 use raftlane_statemachine::{
     ApprovalId, Command, Envelope, Fence, MemStore, MessageId, RowId, StateMachine,
 };
@@ -176,6 +179,7 @@ fn samples() -> Vec<Envelope> {
             fence: Fence(7),
             loopback_channel: "c3".into(),
             depth_cap: 2,
+            child: None,
         }),
         Command::MarkFailed(MarkFailed {
             row_id: RowId(3),
@@ -206,7 +210,7 @@ fn samples() -> Vec<Envelope> {
         }),
         Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
             name: "ref".into(),
-            version: 1,
+            version: ReferenceVersion::Number(1),
             rows: BTreeMap::from([("a".to_string(), "1".to_string())]),
         }),
         Command::PurgeMessageBodies(PurgeMessageBodies { older_than: 5000 }),
@@ -218,6 +222,7 @@ fn samples() -> Vec<Envelope> {
             channel: Some("c1".into()),
             org: Some("acme".into()),
             detail: Some("d".into()),
+            author: AuditAuthor::Principal,
         }),
         Command::SealAuditEpoch(SealAuditEpoch {
             org: "default".into(),
@@ -225,11 +230,13 @@ fn samples() -> Vec<Envelope> {
         Command::CreateApproval(CreateApproval {
             operation: "purge".into(),
             params: "{}".into(),
-            ttl_ms: 10_000,
+            terms: ApprovalTerms::Ttl(10_000),
         }),
         Command::DecideApproval(DecideApproval {
-            id: ApprovalId(28),
-            approve: true,
+            decision: Decision::ById {
+                id: ApprovalId(28),
+                approve: true,
+            },
         }),
         Command::PutPrincipal(PutPrincipal {
             name: "p1".into(),
@@ -322,50 +329,56 @@ fn samples() -> Vec<Envelope> {
         Command::DeadLetterMissingHandlers(DeadLetterMissingHandlers {
             handlers: vec!["h".into()],
         }),
-        Command::RecordAuditAs(RecordAuditAs {
+        Command::RecordAudit(RecordAudit {
             action: "auth.login_success".into(),
-            actor: Some("alice".into()),
             channel: None,
             org: Some("mf".into()),
             detail: None,
+            author: AuditAuthor::Named(Some("alice".into())),
         }),
         Command::RecordView(RecordView {
             message_id: MessageId(0),
             viewer: Some("alice".into()),
         }),
-        Command::IngressHandoffKeyed(IngressHandoffKeyed {
+        Command::IngressHandoff(IngressHandoff {
             row_id: RowId(3),
             fence: Fence(9),
             loopback_channel: "loop".into(),
             depth_cap: 4,
-            child_key: "k0123".into(),
-            control_id: Some("R1".into()),
-            message_type: None,
-            summary: None,
-            peek_failed: true,
+            child: Some(ChildKey {
+                key: "k0123".into(),
+                control_id: Some("R1".into()),
+                message_type: None,
+                summary: None,
+                peek_failed: true,
+            }),
         }),
-        Command::WriteReferenceSnapshotText(WriteReferenceSnapshotText {
+        Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
             name: "providers".into(),
-            version: "v1".into(),
+            version: ReferenceVersion::Label("v1".into()),
             rows: BTreeMap::from([("P1".to_string(), "{}".to_string())]),
         }),
         Command::RecoverInflightOnPromotion(RecoverInflightOnPromotion {
             owner: "node-b:1".into(),
             lane_owner: None,
         }),
-        Command::CreateApprovalAs(CreateApprovalAs {
-            key: "ap-1".into(),
+        Command::CreateApproval(CreateApproval {
             operation: "purge".into(),
             params: "{}".into(),
-            requester: "alice".into(),
-            requested_at: 900,
-            expires_at: None,
+            terms: ApprovalTerms::Named(NamedApproval {
+                key: "ap-1".into(),
+                requester: "alice".into(),
+                requested_at: 900,
+                expires_at: None,
+            }),
         }),
-        Command::DecideApprovalAs(DecideApprovalAs {
-            key: "ap-1".into(),
-            status: ApprovalStatus::Rejected,
-            approver: Some("bob".into()),
-            decided_at: 950,
+        Command::DecideApproval(DecideApproval {
+            decision: Decision::ByKey(KeyedDecision {
+                key: "ap-1".into(),
+                status: ApprovalStatus::Rejected,
+                approver: Some("bob".into()),
+                decided_at: 950,
+            }),
         }),
         // --- engine coordination (docs/SPEC.md §15) ---
         Command::NodeHeartbeat(NodeHeartbeat {
@@ -388,20 +401,12 @@ fn samples() -> Vec<Envelope> {
         Command::NodeLeave(NodeLeave {
             node_id: "engine-a".into(),
         }),
-        // --- test mode ---
-        Command::AtClientTime(AtClientTime {
-            now_ms: 10,
-            command: Box::new(Command::RecordView(RecordView {
-                message_id: MessageId(0),
-                viewer: None,
-            })),
+        Command::RecordView(RecordView {
+            message_id: MessageId(0),
+            viewer: None,
         }),
-        // --- Request-Id reuse and random tokens ---
-        Command::Fingerprinted(Fingerprinted {
-            fingerprint: [7; 32],
-            command: Box::new(Command::BumpCounter(BumpCounter {
-                name: "bound".into(),
-            })),
+        Command::BumpCounter(BumpCounter {
+            name: "bound".into(),
         }),
         Command::IssueToken(IssueToken {
             principal: PutPrincipal {
@@ -430,12 +435,20 @@ fn samples() -> Vec<Envelope> {
                 if i.is_multiple_of(2) { "alice" } else { "bob" },
                 c,
             );
-            // Every third one carries a request id, so both encodings are exercised.
-            if i % 3 == 0 {
+            // Every third one carries a request id, so both encodings are exercised; some
+            // carry the other header fields (test mode's time, a fingerprint, the operator's
+            // word); and the three log formats take turns.
+            let mut e = if i % 3 == 0 {
                 e.with_request_id(format!("req-{i}"))
             } else {
                 e
-            }
+            };
+            e = e
+                .at_client_time((i % 7 == 1).then_some(10))
+                .fingerprinted((i % 5 == 2).then_some([7; 32]))
+                .as_operator(i % 4 == 3);
+            e.set_format(LogFormat::READ[i % LogFormat::READ.len()]);
+            e
         })
         .collect()
 }

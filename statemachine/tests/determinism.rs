@@ -21,6 +21,9 @@ use raftlane_statemachine::model::principal::Role;
 use raftlane_statemachine::model::row::Stage;
 use raftlane_statemachine::model::user::{AdGroupMap, AuthProvider};
 use raftlane_statemachine::wire::command::{
+    ApprovalTerms, AuditAuthor, Decision, ReferenceVersion,
+};
+use raftlane_statemachine::wire::command::{
     CancelQueued, ClaimNextFifo, ClaimReady, CompleteWithResponse, CreateApproval, CreateSession,
     CreateUser, DeadLetterNow, DecideApproval, DeleteUser, Delivery, EnforceSessionCap,
     EnqueueIngress, EnqueueMessage, HandlerWork, Handoff, HandoffDisposition, IngressHandoff,
@@ -264,6 +267,7 @@ impl Generator {
                 fence,
                 loopback_channel: self.channel(),
                 depth_cap: self.rng.below(4) as u32,
+                child: None,
             }),
             _ if roll < 95 => Command::MarkFailed(MarkFailed {
                 row_id,
@@ -511,7 +515,7 @@ impl Generator {
                     .collect();
                 Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
                     name: self.rng.pick(&["ref1", "ref2"]).to_string(),
-                    version: self.rng.below(10),
+                    version: ReferenceVersion::Number(self.rng.below(10)),
                     rows,
                 })
             }
@@ -536,6 +540,7 @@ impl Generator {
                     .rng
                     .pct(50)
                     .then(|| format!("d{}", self.rng.below(100))),
+                author: AuditAuthor::Principal,
             }),
             895..=904 => Command::SealAuditEpoch(SealAuditEpoch {
                 org: self.rng.pick(&["default", "acme", "globex"]).to_string(),
@@ -543,15 +548,17 @@ impl Generator {
             905..=924 => Command::CreateApproval(CreateApproval {
                 operation: self.rng.pick(&["purge", "replay_dead"]).to_string(),
                 params: "{}".into(),
-                ttl_ms: 1000 + self.rng.below(100_000),
+                terms: ApprovalTerms::Ttl(1000 + self.rng.below(100_000)),
             }),
             925..=949 => Command::DecideApproval(DecideApproval {
-                id: if self.approvals.is_empty() || self.rng.pct(5) {
-                    ApprovalId(self.rng.below(1000))
-                } else {
-                    *self.rng.pick(&self.approvals)
+                decision: Decision::ById {
+                    id: if self.approvals.is_empty() || self.rng.pct(5) {
+                        ApprovalId(self.rng.below(1000))
+                    } else {
+                        *self.rng.pick(&self.approvals)
+                    },
+                    approve: self.rng.pct(60),
                 },
-                approve: self.rng.pct(60),
             }),
             950..=969 => {
                 let token_hash = if !self.token_hashes.is_empty() && self.rng.pct(15) {

@@ -79,26 +79,33 @@ use raftlane_statemachine::model::user::{
 use raftlane_statemachine::storage::keys::meta;
 use raftlane_statemachine::storage::store::Direction;
 use raftlane_statemachine::wire::command::{
+    ApprovalTerms, AuditAuthor, ChildKey, NamedApproval, ReferenceVersion,
+};
+use raftlane_statemachine::wire::command::{
     Batch, CancelQueued, ClaimNextFifo, ClaimReady, CompleteWithResponse, CreateApproval,
-    CreateSession, CreateUser, DeadLetterNow, DecideApproval, DeleteUser, Delivery,
-    DoneThenClaimNext, EnforceSessionCap, EnqueueIngress, EnqueueMessage, HandlerWork, Handoff,
-    HandoffDisposition, IngressHandoff, MarkDone, MarkFailed, MessageFields, PurgeDeadLetters,
-    PurgeExpiredSessions, PurgeMessageBodies, PurgeState, PutConfig, PutPrincipal, ReceivedStatus,
-    ReclaimExpired, RecordAudit, RecordReceived, ReleaseLane, RenewLeases, Replay, ReplayDead,
-    RevokePrincipal, RevokeUserSessions, RewriteValues, RouteDisposition, RouteHandoff,
-    SealAuditEpoch, SessionChange, SetAdGroupMap, SetUserRoles, StateOp, TransformHandoff,
-    UpdateSession, UpdateUser, UpsertRole, UserChange, WriteReferenceSnapshot,
+    CreateSession, CreateUser, DeadLetterNow, DeleteUser, Delivery, DoneThenClaimNext,
+    EnforceSessionCap, EnqueueIngress, EnqueueMessage, HandlerWork, Handoff, HandoffDisposition,
+    IngressHandoff, MarkDone, MarkFailed, MessageFields, PurgeDeadLetters, PurgeExpiredSessions,
+    PurgeMessageBodies, PurgeState, PutConfig, PutPrincipal, ReceivedStatus, ReclaimExpired,
+    RecordAudit, RecordReceived, ReleaseLane, RenewLeases, Replay, ReplayDead, RevokePrincipal,
+    RevokeUserSessions, RewriteValues, RouteDisposition, RouteHandoff, SealAuditEpoch,
+    SessionChange, SetAdGroupMap, SetUserRoles, StateOp, TransformHandoff, UpdateSession,
+    UpdateUser, UpsertRole, UserChange, WriteReferenceSnapshot,
 };
 // --- messagefoundry store: queue side ---
 use raftlane_statemachine::wire::command::{
-    ClaimFifoHead, CreateApprovalAs, DeadLetterMissingDestinations, DeadLetterMissingHandlers,
-    DecideApprovalAs, IngressHandoffKeyed, RecordAuditAs, RecordView, RecoverInflightOnPromotion,
-    ResetStaleInflight, WriteReferenceSnapshotText,
+    ClaimFifoHead, DeadLetterMissingDestinations, DeadLetterMissingHandlers, RecordView,
+    RecoverInflightOnPromotion, ResetStaleInflight,
 };
-// --- test mode ---
-use raftlane_statemachine::wire::command::AtClientTime;
+// --- formats 1 and 2: wrappers and twins ---
+use raftlane_statemachine::wire::command::Nested;
+use raftlane_statemachine::wire::layout_v1::{
+    self, AsOperator, AtClientTime, CommandV1, CreateApprovalAsV1, CreateApprovalV1,
+    DecideApprovalAsV1, DecideApprovalV1, Fingerprinted, IngressHandoffKeyedV1, IngressHandoffV1,
+    RecordAuditAsV1, RecordAuditV1, WriteReferenceSnapshotTextV1, WriteReferenceSnapshotV1,
+};
 // --- a principal acts only on what is its own ---
-use raftlane_statemachine::wire::command::{AsOperator, ReserveOwner};
+use raftlane_statemachine::wire::command::ReserveOwner;
 // --- paused destinations ---
 use raftlane_statemachine::model::destination::PausedDestination;
 use raftlane_statemachine::wire::command::{SetDestinationPaused, SetLogFormat};
@@ -111,9 +118,7 @@ use raftlane_statemachine::wire::command::{
 };
 // --- Request-Id reuse and random tokens ---
 use raftlane_statemachine::model::retention::{MessageEnd, RetentionCursor};
-use raftlane_statemachine::wire::command::{
-    Fingerprinted, IssueToken, RetentionPage, RetentionPass,
-};
+use raftlane_statemachine::wire::command::{IssueToken, RetentionPage, RetentionPass};
 // --- sessions dated by the caller ---
 use raftlane_statemachine::wire::command::{HandOn, HandOnThenClaimNext, SessionAt, SessionWrite};
 use raftlane_statemachine::wire::rewrite::{Rewrite, ValueRef};
@@ -152,14 +157,15 @@ fn bytes32(start: u8) -> [u8; 32] {
     std::array::from_fn(|i| start.wrapping_add(i as u8))
 }
 
-fn envelope(command: Command) -> Envelope {
-    Envelope {
-        now_ms: NOW,
-        actor: s(ACTOR),
-        request_id: some(REQUEST_ID),
-        command,
-        format: LogFormat::V1,
-    }
+/// The envelope a format 1/2 command stands for: its wrappers are the envelope's header fields
+/// (`layout_v1::split`), so writing it back in format 1 or 2 must give the golden bytes.
+fn envelope(command: CommandV1) -> Envelope {
+    let (wrappers, command) = layout_v1::split(command);
+    Envelope::new(NOW, ACTOR, command)
+        .with_request_id(REQUEST_ID)
+        .at_client_time(wrappers.client_time)
+        .fingerprinted(wrappers.fingerprint)
+        .as_operator(wrappers.as_operator)
 }
 
 fn fields() -> MessageFields {
@@ -251,6 +257,85 @@ fn claimed_row(n: u64) -> ClaimedRow {
 // build until it is named here (and then needs an example, see `enum_cases`).
 // ------------------------------------------------------------------------------------------
 
+fn command_v1_variant(c: &CommandV1) -> &'static str {
+    match c {
+        CommandV1::EnqueueIngress(_) => "EnqueueIngress",
+        CommandV1::RecordReceived(_) => "RecordReceived",
+        CommandV1::EnqueueMessage(_) => "EnqueueMessage",
+        CommandV1::ClaimReady(_) => "ClaimReady",
+        CommandV1::ClaimNextFifo(_) => "ClaimNextFifo",
+        CommandV1::RenewLeases(_) => "RenewLeases",
+        CommandV1::ReclaimExpired(_) => "ReclaimExpired",
+        CommandV1::ReleaseLane(_) => "ReleaseLane",
+        CommandV1::RouteHandoff(_) => "RouteHandoff",
+        CommandV1::Handoff(_) => "Handoff",
+        CommandV1::TransformHandoff(_) => "TransformHandoff",
+        CommandV1::MarkDone(_) => "MarkDone",
+        CommandV1::CompleteWithResponse(_) => "CompleteWithResponse",
+        CommandV1::IngressHandoff(_) => "IngressHandoff",
+        CommandV1::MarkFailed(_) => "MarkFailed",
+        CommandV1::DeadLetterNow(_) => "DeadLetterNow",
+        CommandV1::Replay(_) => "Replay",
+        CommandV1::ReplayDead(_) => "ReplayDead",
+        CommandV1::CancelQueued(_) => "CancelQueued",
+        CommandV1::PutConfig(_) => "PutConfig",
+        CommandV1::WriteReferenceSnapshot(_) => "WriteReferenceSnapshot",
+        CommandV1::PurgeMessageBodies(_) => "PurgeMessageBodies",
+        CommandV1::PurgeDeadLetters(_) => "PurgeDeadLetters",
+        CommandV1::PurgeState(_) => "PurgeState",
+        CommandV1::ExpireRecords => "ExpireRecords",
+        CommandV1::RecordAudit(_) => "RecordAudit",
+        CommandV1::SealAuditEpoch(_) => "SealAuditEpoch",
+        CommandV1::CreateApproval(_) => "CreateApproval",
+        CommandV1::DecideApproval(_) => "DecideApproval",
+        CommandV1::PutPrincipal(_) => "PutPrincipal",
+        CommandV1::RevokePrincipal(_) => "RevokePrincipal",
+        CommandV1::Batch(_) => "Batch",
+        CommandV1::RewriteValues(_) => "RewriteValues",
+        CommandV1::DoneThenClaimNext(_) => "DoneThenClaimNext",
+        CommandV1::CreateUser(_) => "CreateUser",
+        CommandV1::UpdateUser(_) => "UpdateUser",
+        CommandV1::DeleteUser(_) => "DeleteUser",
+        CommandV1::UpsertRole(_) => "UpsertRole",
+        CommandV1::SetUserRoles(_) => "SetUserRoles",
+        CommandV1::SetAdGroupMap(_) => "SetAdGroupMap",
+        CommandV1::CreateSession(_) => "CreateSession",
+        CommandV1::UpdateSession(_) => "UpdateSession",
+        CommandV1::RevokeUserSessions(_) => "RevokeUserSessions",
+        CommandV1::EnforceSessionCap(_) => "EnforceSessionCap",
+        CommandV1::PurgeExpiredSessions(_) => "PurgeExpiredSessions",
+        // --- messagefoundry store: queue side ---
+        CommandV1::ClaimFifoHead(_) => "ClaimFifoHead",
+        CommandV1::ResetStaleInflight(_) => "ResetStaleInflight",
+        CommandV1::DeadLetterMissingDestinations(_) => "DeadLetterMissingDestinations",
+        CommandV1::DeadLetterMissingHandlers(_) => "DeadLetterMissingHandlers",
+        CommandV1::RecordAuditAs(_) => "RecordAuditAs",
+        CommandV1::RecordView(_) => "RecordView",
+        CommandV1::IngressHandoffKeyed(_) => "IngressHandoffKeyed",
+        CommandV1::WriteReferenceSnapshotText(_) => "WriteReferenceSnapshotText",
+        CommandV1::RecoverInflightOnPromotion(_) => "RecoverInflightOnPromotion",
+        CommandV1::CreateApprovalAs(_) => "CreateApprovalAs",
+        CommandV1::DecideApprovalAs(_) => "DecideApprovalAs",
+        CommandV1::AtClientTime(_) => "AtClientTime",
+        CommandV1::NodeHeartbeat(_) => "NodeHeartbeat",
+        CommandV1::NodeLeave(_) => "NodeLeave",
+        CommandV1::CampaignLeadership(_) => "CampaignLeadership",
+        CommandV1::ResignLeadership(_) => "ResignLeadership",
+        CommandV1::BumpCounter(_) => "BumpCounter",
+        CommandV1::ConsumeApproval(_) => "ConsumeApproval",
+        CommandV1::SetPrincipalOrgs(_) => "SetPrincipalOrgs",
+        CommandV1::Fingerprinted(_) => "Fingerprinted",
+        CommandV1::IssueToken(_) => "IssueToken",
+        CommandV1::RetentionPage(_) => "RetentionPage",
+        CommandV1::SessionAt(_) => "SessionAt",
+        CommandV1::HandOnThenClaimNext(_) => "HandOnThenClaimNext",
+        CommandV1::AsOperator(_) => "AsOperator",
+        CommandV1::ReserveOwner(_) => "ReserveOwner",
+        CommandV1::SetDestinationPaused(_) => "SetDestinationPaused",
+        CommandV1::SetLogFormat(_) => "SetLogFormat",
+    }
+}
+
 fn command_variant(c: &Command) -> &'static str {
     match c {
         Command::EnqueueIngress(_) => "EnqueueIngress",
@@ -303,14 +388,8 @@ fn command_variant(c: &Command) -> &'static str {
         Command::ResetStaleInflight(_) => "ResetStaleInflight",
         Command::DeadLetterMissingDestinations(_) => "DeadLetterMissingDestinations",
         Command::DeadLetterMissingHandlers(_) => "DeadLetterMissingHandlers",
-        Command::RecordAuditAs(_) => "RecordAuditAs",
         Command::RecordView(_) => "RecordView",
-        Command::IngressHandoffKeyed(_) => "IngressHandoffKeyed",
-        Command::WriteReferenceSnapshotText(_) => "WriteReferenceSnapshotText",
         Command::RecoverInflightOnPromotion(_) => "RecoverInflightOnPromotion",
-        Command::CreateApprovalAs(_) => "CreateApprovalAs",
-        Command::DecideApprovalAs(_) => "DecideApprovalAs",
-        Command::AtClientTime(_) => "AtClientTime",
         Command::NodeHeartbeat(_) => "NodeHeartbeat",
         Command::NodeLeave(_) => "NodeLeave",
         Command::CampaignLeadership(_) => "CampaignLeadership",
@@ -318,15 +397,14 @@ fn command_variant(c: &Command) -> &'static str {
         Command::BumpCounter(_) => "BumpCounter",
         Command::ConsumeApproval(_) => "ConsumeApproval",
         Command::SetPrincipalOrgs(_) => "SetPrincipalOrgs",
-        Command::Fingerprinted(_) => "Fingerprinted",
         Command::IssueToken(_) => "IssueToken",
         Command::RetentionPage(_) => "RetentionPage",
         Command::SessionAt(_) => "SessionAt",
         Command::HandOnThenClaimNext(_) => "HandOnThenClaimNext",
-        Command::AsOperator(_) => "AsOperator",
         Command::ReserveOwner(_) => "ReserveOwner",
         Command::SetDestinationPaused(_) => "SetDestinationPaused",
         Command::SetLogFormat(_) => "SetLogFormat",
+        Command::Nested(_) => "Nested",
     }
 }
 
@@ -598,22 +676,22 @@ fn table_name(t: Table) -> (&'static str, &'static str) {
 // Examples, one per variant
 // ------------------------------------------------------------------------------------------
 
-fn command_examples() -> Vec<Command> {
+fn command_examples() -> Vec<CommandV1> {
     vec![
-        Command::EnqueueIngress(EnqueueIngress {
+        CommandV1::EnqueueIngress(EnqueueIngress {
             channel: s("orders"),
             raw: s("MSH|raw-1"),
             fields: fields(),
             idempotency_key: some("idem-1"),
         }),
-        Command::RecordReceived(RecordReceived {
+        CommandV1::RecordReceived(RecordReceived {
             channel: s("orders"),
             raw: s("MSH|raw-2"),
             fields: fields(),
             status: ReceivedStatus::Error,
             error: some("parse failed"),
         }),
-        Command::EnqueueMessage(EnqueueMessage {
+        CommandV1::EnqueueMessage(EnqueueMessage {
             channel: s("orders"),
             raw: s("MSH|raw-3"),
             fields: fields(),
@@ -623,7 +701,7 @@ fn command_examples() -> Vec<Command> {
             ],
             idempotency_key: some("idem-2"),
         }),
-        Command::ClaimReady(ClaimReady {
+        CommandV1::ClaimReady(ClaimReady {
             stage: Stage::Outbound,
             limit: 17,
             channel: some("orders"),
@@ -631,26 +709,26 @@ fn command_examples() -> Vec<Command> {
             owner: s("worker-1"),
             ttl_ms: 30_001,
         }),
-        Command::ClaimNextFifo(ClaimNextFifo {
+        CommandV1::ClaimNextFifo(ClaimNextFifo {
             stage: Stage::Routed,
             lane: s("lane-1"),
             owner: s("worker-2"),
             ttl_ms: 30_002,
         }),
-        Command::RenewLeases(RenewLeases {
+        CommandV1::RenewLeases(RenewLeases {
             ids: vec![RowId(101), RowId(102)],
             owner: s("worker-3"),
             ttl_ms: 30_003,
         }),
-        Command::ReclaimExpired(ReclaimExpired {
+        CommandV1::ReclaimExpired(ReclaimExpired {
             stage: Some(Stage::Response),
         }),
-        Command::ReleaseLane(ReleaseLane {
+        CommandV1::ReleaseLane(ReleaseLane {
             stage: Stage::Ingress,
             lane: s("lane-2"),
             owner: s("worker-4"),
         }),
-        Command::RouteHandoff(RouteHandoff {
+        CommandV1::RouteHandoff(RouteHandoff {
             row_id: RowId(201),
             fence: Fence(202),
             handlers: vec![HandlerWork {
@@ -659,13 +737,13 @@ fn command_examples() -> Vec<Command> {
             }],
             disposition: RouteDisposition::Unrouted,
         }),
-        Command::Handoff(Handoff {
+        CommandV1::Handoff(Handoff {
             row_id: RowId(211),
             fence: Fence(212),
             deliveries: vec![delivery("dest-c", "payload-c")],
             disposition: HandoffDisposition::Filtered,
         }),
-        Command::TransformHandoff(TransformHandoff {
+        CommandV1::TransformHandoff(TransformHandoff {
             row_id: RowId(221),
             fence: Fence(222),
             deliveries: vec![delivery("dest-d", "payload-d")],
@@ -675,11 +753,11 @@ fn command_examples() -> Vec<Command> {
                 value: s(r#"{"n":1}"#),
             }],
         }),
-        Command::MarkDone(MarkDone {
+        CommandV1::MarkDone(MarkDone {
             row_id: RowId(231),
             fence: Fence(232),
         }),
-        Command::CompleteWithResponse(CompleteWithResponse {
+        CommandV1::CompleteWithResponse(CompleteWithResponse {
             row_id: RowId(241),
             fence: Fence(242),
             body: s("response body"),
@@ -687,106 +765,99 @@ fn command_examples() -> Vec<Command> {
             detail: some("detail-1"),
             reingress_to: some("replies"),
         }),
-        Command::IngressHandoff(IngressHandoff {
+        CommandV1::IngressHandoff(IngressHandoffV1 {
             row_id: RowId(251),
             fence: Fence(252),
             loopback_channel: s("loopback"),
             depth_cap: 5,
         }),
-        Command::MarkFailed(MarkFailed {
+        CommandV1::MarkFailed(MarkFailed {
             row_id: RowId(261),
             fence: Fence(262),
             error: s("timeout"),
             retry: retry_policy(),
         }),
-        Command::DeadLetterNow(DeadLetterNow {
+        CommandV1::DeadLetterNow(DeadLetterNow {
             row_id: RowId(271),
             fence: Some(Fence(272)),
             error: s("poison"),
         }),
-        Command::Replay(Replay {
+        CommandV1::Replay(Replay {
             message_id: MessageId(281),
         }),
-        Command::ReplayDead(ReplayDead {
+        CommandV1::ReplayDead(ReplayDead {
             channel: some("orders"),
             destination: some("dest-e"),
         }),
-        Command::CancelQueued(CancelQueued {
+        CommandV1::CancelQueued(CancelQueued {
             destination: s("dest-f"),
             channel: some("orders"),
             top_only: true,
         }),
-        Command::PutConfig(PutConfig {
+        CommandV1::PutConfig(PutConfig {
             expected_version: 291,
             config: config_doc(),
         }),
-        Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
+        CommandV1::WriteReferenceSnapshot(WriteReferenceSnapshotV1 {
             name: s("ref-1"),
             version: 301,
             rows: reference_rows(),
         }),
-        Command::PurgeMessageBodies(PurgeMessageBodies { older_than: 311 }),
-        Command::PurgeDeadLetters(PurgeDeadLetters { older_than: 321 }),
-        Command::PurgeState(PurgeState { older_than: 331 }),
-        Command::ExpireRecords,
-        Command::RecordAudit(RecordAudit {
+        CommandV1::PurgeMessageBodies(PurgeMessageBodies { older_than: 311 }),
+        CommandV1::PurgeDeadLetters(PurgeDeadLetters { older_than: 321 }),
+        CommandV1::PurgeState(PurgeState { older_than: 331 }),
+        CommandV1::ExpireRecords,
+        CommandV1::RecordAudit(RecordAuditV1 {
             action: s("user.login"),
             channel: some("orders"),
             org: some("org-1"),
             detail: some("from 10.0.0.1"),
         }),
-        Command::SealAuditEpoch(SealAuditEpoch { org: s("org-2") }),
-        Command::CreateApproval(CreateApproval {
+        CommandV1::SealAuditEpoch(SealAuditEpoch { org: s("org-2") }),
+        CommandV1::CreateApproval(CreateApprovalV1 {
             operation: s("purge"),
             params: s(r#"{"older_than":1}"#),
             ttl_ms: 86_400_000,
         }),
-        Command::DecideApproval(DecideApproval {
+        CommandV1::DecideApproval(DecideApprovalV1 {
             id: ApprovalId(341),
             approve: true,
         }),
-        Command::PutPrincipal(PutPrincipal {
+        CommandV1::PutPrincipal(PutPrincipal {
             name: s("alice"),
             token_hash: s(TOKEN_HASH),
             role: Role::Operator,
             channels: Some(vec![s("orders"), s("billing")]),
         }),
-        Command::RevokePrincipal(RevokePrincipal { name: s("bob") }),
-        Command::Batch(Batch {
+        CommandV1::RevokePrincipal(RevokePrincipal { name: s("bob") }),
+        CommandV1::Batch(Batch {
             commands: vec![
-                Envelope {
-                    now_ms: NOW + 1,
-                    actor: s("batch-actor-1"),
-                    request_id: None,
-                    command: Command::MarkDone(MarkDone {
+                Envelope::new(
+                    NOW + 1,
+                    "batch-actor-1",
+                    Command::MarkDone(MarkDone {
                         row_id: RowId(351),
                         fence: Fence(352),
                     }),
-                    format: LogFormat::V1,
-                },
-                Envelope {
-                    now_ms: NOW + 2,
-                    actor: s("batch-actor-2"),
-                    request_id: some("batch-request-2"),
-                    command: Command::ExpireRecords,
-                    format: LogFormat::V1,
-                },
+                ),
+                Envelope::new(NOW + 2, "batch-actor-2", Command::ExpireRecords)
+                    .with_request_id("batch-request-2"),
             ],
         }),
-        Command::RewriteValues(RewriteValues {
+        CommandV1::RewriteValues(RewriteValues {
             items: vec![Rewrite {
                 target: ValueRef::RowPayload { row_id: RowId(361) },
                 expected: s("old-ciphertext"),
                 value: s("new-ciphertext"),
             }],
         }),
-        Command::DoneThenClaimNext(DoneThenClaimNext {
+        CommandV1::DoneThenClaimNext(DoneThenClaimNext {
             row_id: RowId(371),
             fence: Fence(372),
             owner: s("worker-5"),
             ttl_ms: 30_005,
         }),
-        Command::CreateUser(CreateUser {
+        CommandV1::CreateUser(CreateUser {
             user_id: s("user-801"),
             username: s("alice.801"),
             auth_provider: AuthProvider::Ad,
@@ -795,82 +866,82 @@ fn command_examples() -> Vec<Command> {
             password_hash: some("$argon2id$v=19$hash-801"),
             must_change_password: true,
         }),
-        Command::UpdateUser(UpdateUser {
+        CommandV1::UpdateUser(UpdateUser {
             user_id: s("user-802"),
             change: UserChange::LoginFailure {
                 failed_attempts: 803,
                 locked_until: Some(NOW + 804),
             },
         }),
-        Command::DeleteUser(DeleteUser {
+        CommandV1::DeleteUser(DeleteUser {
             user_id: s("user-805"),
         }),
-        Command::UpsertRole(UpsertRole {
+        CommandV1::UpsertRole(UpsertRole {
             role_id: s("role-806"),
             display_name: s("Role 806"),
             description: some("may do 806 things"),
             builtin: true,
         }),
-        Command::SetUserRoles(SetUserRoles {
+        CommandV1::SetUserRoles(SetUserRoles {
             user_id: s("user-807"),
             role_ids: vec![s("role-808"), s("role-809")],
             assigned_by: some("admin-810"),
         }),
-        Command::SetAdGroupMap(SetAdGroupMap {
+        CommandV1::SetAdGroupMap(SetAdGroupMap {
             map: AdGroupMap::Scope,
             entries: vec![(s("Group-811"), s("channel-812")), (s("g-813"), s("c-814"))],
         }),
-        Command::CreateSession(CreateSession {
+        CommandV1::CreateSession(CreateSession {
             token_hash: s(TOKEN_HASH),
             user_id: s("user-815"),
             expires_at: NOW + 816,
             client: some("10.0.8.17"),
             seed_reauth: true,
         }),
-        Command::UpdateSession(UpdateSession {
+        CommandV1::UpdateSession(UpdateSession {
             token_hash: s(TOKEN_HASH),
             change: SessionChange::Reauthed {
                 client: some("10.0.8.18"),
             },
         }),
-        Command::RevokeUserSessions(RevokeUserSessions {
+        CommandV1::RevokeUserSessions(RevokeUserSessions {
             user_id: s("user-819"),
             except_token_hash: some("hash-820"),
         }),
-        Command::EnforceSessionCap(EnforceSessionCap {
+        CommandV1::EnforceSessionCap(EnforceSessionCap {
             user_id: s("user-821"),
             keep: 822,
         }),
-        Command::PurgeExpiredSessions(PurgeExpiredSessions),
+        CommandV1::PurgeExpiredSessions(PurgeExpiredSessions),
         // --- messagefoundry store: queue side ---
-        Command::ClaimFifoHead(ClaimFifoHead {
+        CommandV1::ClaimFifoHead(ClaimFifoHead {
             stage: Stage::Routed,
             lane: s("lane-mf-1"),
             owner: s("store-owner-1"),
             lane_owner: some("node-1"),
             ttl_ms: 30_006,
         }),
-        Command::ResetStaleInflight(ResetStaleInflight {
+        CommandV1::ResetStaleInflight(ResetStaleInflight {
             stage: Some(Stage::Response),
         }),
-        Command::DeadLetterMissingDestinations(DeadLetterMissingDestinations {
+        CommandV1::DeadLetterMissingDestinations(DeadLetterMissingDestinations {
             destinations: vec![s("dest-mf-1"), s("dest-mf-2")],
         }),
-        Command::DeadLetterMissingHandlers(DeadLetterMissingHandlers {
+        CommandV1::DeadLetterMissingHandlers(DeadLetterMissingHandlers {
             handlers: vec![s("handler-mf-1")],
         }),
-        Command::RecordAuditAs(RecordAuditAs {
+        CommandV1::RecordAuditAs(RecordAuditAsV1 {
             action: s("auth.login"),
             actor: some("alice"),
             channel: some("chan-mf-1"),
             org: some("messagefoundry"),
             detail: some("from 10.0.0.1"),
         }),
-        Command::RecordView(RecordView {
+        CommandV1::RecordView(RecordView {
             message_id: MessageId(381),
             viewer: some("alice"),
         }),
-        Command::IngressHandoffKeyed(IngressHandoffKeyed {
+        CommandV1::IngressHandoffKeyed(IngressHandoffKeyedV1 {
             row_id: RowId(391),
             fence: Fence(392),
             loopback_channel: s("loop-mf-1"),
@@ -881,16 +952,16 @@ fn command_examples() -> Vec<Command> {
             summary: some("reply summary"),
             peek_failed: true,
         }),
-        Command::WriteReferenceSnapshotText(WriteReferenceSnapshotText {
+        CommandV1::WriteReferenceSnapshotText(WriteReferenceSnapshotTextV1 {
             name: s("ref-mf-1"),
             version: s("v7"),
             rows: reference_rows(),
         }),
-        Command::RecoverInflightOnPromotion(RecoverInflightOnPromotion {
+        CommandV1::RecoverInflightOnPromotion(RecoverInflightOnPromotion {
             owner: s("store-owner-2"),
             lane_owner: some("node-2"),
         }),
-        Command::CreateApprovalAs(CreateApprovalAs {
+        CommandV1::CreateApprovalAs(CreateApprovalAsV1 {
             key: s("approval-key-1"),
             operation: s("replay_dead"),
             params: s(r#"{"destination":"d"}"#),
@@ -898,56 +969,56 @@ fn command_examples() -> Vec<Command> {
             requested_at: 401,
             expires_at: Some(402),
         }),
-        Command::DecideApprovalAs(DecideApprovalAs {
+        CommandV1::DecideApprovalAs(DecideApprovalAsV1 {
             key: s("approval-key-1"),
             status: ApprovalStatus::Expired,
             approver: some("bob"),
             decided_at: 403,
         }),
-        Command::AtClientTime(AtClientTime {
+        CommandV1::AtClientTime(AtClientTime {
             now_ms: 404,
-            command: Box::new(Command::RecordView(RecordView {
+            command: Box::new(CommandV1::RecordView(RecordView {
                 message_id: MessageId(405),
                 viewer: some("carol"),
             })),
         }),
         // --- engine coordination ---
-        Command::NodeHeartbeat(NodeHeartbeat {
+        CommandV1::NodeHeartbeat(NodeHeartbeat {
             node_id: s("engine-1"),
             host: some("host-a"),
             pid: Some(406),
         }),
-        Command::NodeLeave(NodeLeave {
+        CommandV1::NodeLeave(NodeLeave {
             node_id: s("engine-1"),
         }),
-        Command::CampaignLeadership(CampaignLeadership {
+        CommandV1::CampaignLeadership(CampaignLeadership {
             group: s("messagefoundry"),
             node_id: s("engine-2"),
             ttl_ms: 407,
         }),
-        Command::ResignLeadership(ResignLeadership {
+        CommandV1::ResignLeadership(ResignLeadership {
             group: s("messagefoundry"),
             node_id: s("engine-2"),
         }),
-        Command::BumpCounter(BumpCounter {
+        CommandV1::BumpCounter(BumpCounter {
             name: s("config_version"),
         }),
-        Command::ConsumeApproval(ConsumeApproval {
+        CommandV1::ConsumeApproval(ConsumeApproval {
             id: ApprovalId(408),
             operation: s("purge"),
             params: s(r#"{"scope":"bodies","older_than_ms":409}"#),
         }),
-        Command::SetPrincipalOrgs(SetPrincipalOrgs {
+        CommandV1::SetPrincipalOrgs(SetPrincipalOrgs {
             name: s("auditor-410"),
             orgs: Some(vec![s("org-411")]),
         }),
-        Command::Fingerprinted(Fingerprinted {
+        CommandV1::Fingerprinted(Fingerprinted {
             fingerprint: bytes32(0x90),
-            command: Box::new(Command::BumpCounter(BumpCounter {
+            command: Box::new(CommandV1::BumpCounter(BumpCounter {
                 name: s("counter-911"),
             })),
         }),
-        Command::IssueToken(IssueToken {
+        CommandV1::IssueToken(IssueToken {
             principal: PutPrincipal {
                 name: s("alice-921"),
                 token_hash: s(TOKEN_HASH),
@@ -956,12 +1027,12 @@ fn command_examples() -> Vec<Command> {
             },
             nonce: s("0123456789abcdef0123456789abc922"),
         }),
-        Command::RetentionPage(RetentionPage {
+        CommandV1::RetentionPage(RetentionPage {
             pass: RetentionPass::DeleteFailed,
             older_than: NOW + 931,
             limit: 932,
         }),
-        Command::SessionAt(SessionAt {
+        CommandV1::SessionAt(SessionAt {
             at: NOW - 941,
             write: SessionWrite::Update(UpdateSession {
                 token_hash: s(TOKEN_HASH),
@@ -970,7 +1041,7 @@ fn command_examples() -> Vec<Command> {
                 },
             }),
         }),
-        Command::HandOnThenClaimNext(HandOnThenClaimNext {
+        CommandV1::HandOnThenClaimNext(HandOnThenClaimNext {
             action: HandOn::Handoff(Handoff {
                 row_id: RowId(961),
                 fence: Fence(962),
@@ -980,23 +1051,23 @@ fn command_examples() -> Vec<Command> {
             owner: s("worker-964"),
             ttl_ms: 965,
         }),
-        Command::AsOperator(AsOperator {
-            command: Box::new(Command::DeadLetterNow(DeadLetterNow {
+        CommandV1::AsOperator(AsOperator {
+            command: Box::new(CommandV1::DeadLetterNow(DeadLetterNow {
                 row_id: RowId(981),
                 fence: None,
                 error: s("operator override 982"),
             })),
         }),
-        Command::ReserveOwner(ReserveOwner {
+        CommandV1::ReserveOwner(ReserveOwner {
             owner: s("engine-992"),
             principal: some("engine-a"),
         }),
-        Command::SetDestinationPaused(SetDestinationPaused {
+        CommandV1::SetDestinationPaused(SetDestinationPaused {
             destination: s("dest-993"),
             paused: true,
             reason: some("maintenance 994"),
         }),
-        Command::SetLogFormat(SetLogFormat { format: 2 }),
+        CommandV1::SetLogFormat(SetLogFormat { format: 2 }),
     ]
 }
 
@@ -2040,7 +2111,7 @@ fn check_golden(file: &str, cases: Vec<Case>) {
 // ------------------------------------------------------------------------------------------
 
 fn commands_cases() -> Vec<Case> {
-    let mut cases = enum_cases("Command", command_examples(), command_variant, envelope);
+    let mut cases = enum_cases("Command", command_examples(), command_v1_variant, envelope);
     cases.extend(enum_cases(
         "Stage",
         vec![
@@ -2262,7 +2333,7 @@ fn commands_match_golden() {
 }
 
 /// Every command in a format 2 envelope (docs/SPEC.md §2.8), the batch's envelopes included.
-fn format_2_envelope(command: Command) -> Envelope {
+fn format_2_envelope(command: CommandV1) -> Envelope {
     let mut envelope = envelope(command);
     envelope.set_format(LogFormat::V2);
     envelope
@@ -2275,10 +2346,87 @@ fn format_2_envelopes_match_golden() {
         enum_cases(
             "Format2",
             command_examples(),
-            command_variant,
+            command_v1_variant,
             format_2_envelope,
         ),
     );
+}
+
+/// One example of every command of the one vocabulary (format 3), in its order: the format
+/// 1/2 examples without the wrappers and the twins (each twin is its command with the optional
+/// part, the first of the pair stands for both), then a decode-only `Nested`.
+fn live_command_examples() -> Vec<Command> {
+    let mut out: Vec<Command> = command_examples()
+        .into_iter()
+        .filter(|c| {
+            !matches!(
+                c,
+                CommandV1::RecordAuditAs(_)
+                    | CommandV1::IngressHandoffKeyed(_)
+                    | CommandV1::WriteReferenceSnapshotText(_)
+                    | CommandV1::CreateApprovalAs(_)
+                    | CommandV1::DecideApprovalAs(_)
+                    | CommandV1::AtClientTime(_)
+                    | CommandV1::Fingerprinted(_)
+                    | CommandV1::AsOperator(_)
+            )
+        })
+        .map(|c| layout_v1::split(c).1)
+        .collect();
+    out.push(Command::Nested(Nested(Box::new(CommandV1::AsOperator(
+        layout_v1::AsOperator {
+            command: Box::new(CommandV1::Fingerprinted(layout_v1::Fingerprinted {
+                fingerprint: bytes32(0xa0),
+                command: Box::new(CommandV1::ExpireRecords),
+            })),
+        },
+    )))));
+    out
+}
+
+/// Every command in a format 3 envelope, then the header fields that formats 1 and 2 wrote as
+/// wrappers, and the twins' second forms (each now its command with the optional part).
+fn format_3_cases() -> Vec<Case> {
+    let v3 = |mut envelope: Envelope| {
+        envelope.set_format(LogFormat::V3);
+        envelope
+    };
+    let mut cases = enum_cases("Format3", live_command_examples(), command_variant, |c| {
+        v3(Envelope::new(NOW, ACTOR, c).with_request_id(REQUEST_ID))
+    });
+    for example in command_examples() {
+        let name = command_v1_variant(&example);
+        if matches!(
+            example,
+            CommandV1::RecordAuditAs(_)
+                | CommandV1::IngressHandoffKeyed(_)
+                | CommandV1::WriteReferenceSnapshotText(_)
+                | CommandV1::CreateApprovalAs(_)
+                | CommandV1::DecideApprovalAs(_)
+                | CommandV1::AtClientTime(_)
+                | CommandV1::Fingerprinted(_)
+                | CommandV1::AsOperator(_)
+        ) {
+            cases.push(codec_case(
+                format!("Format3Header.{name}"),
+                v3(envelope(example)),
+            ));
+        }
+    }
+    cases.push(codec_case(
+        "Format3Header.Every",
+        v3(Envelope::new(NOW, ACTOR, Command::ExpireRecords)
+            .with_request_id(REQUEST_ID)
+            .at_client_time(Some(NOW - 5))
+            .fingerprinted(Some(bytes32(0xb0)))
+            .as_operator(true)),
+    ));
+    cases
+}
+
+#[test]
+fn format_3_envelopes_match_golden() {
+    check_golden("envelopes-v3.hex", format_3_cases());
 }
 
 #[test]
@@ -2327,14 +2475,19 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
 
     impl Live {
         fn run(&mut self, request_id: Option<&str>, command: Command) -> Response {
+            self.run_bound(request_id, None, command)
+        }
+
+        fn run_bound(
+            &mut self,
+            request_id: Option<&str>,
+            fingerprint: Option<[u8; 32]>,
+            command: Command,
+        ) -> Response {
             self.index += 1;
-            let envelope = Envelope {
-                now_ms: NOW + self.index * 1_000,
-                actor: s("scenario"),
-                request_id: request_id.map(str::to_string),
-                command,
-                format: LogFormat::V1,
-            };
+            let mut envelope = Envelope::new(NOW + self.index * 1_000, "scenario", command)
+                .fingerprinted(fingerprint);
+            envelope.request_id = request_id.map(str::to_string);
             self.sm.apply(self.index, &envelope).expect("store error")
         }
 
@@ -2369,16 +2522,14 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
     // A message with an idempotency key under a request id: Messages, Rows, Events, Lanes,
     // Idempotency, Requests and their indexes.
     // Bound to its request's fingerprint: RequestFingerprints.
-    let first = live.run(
+    let first = live.run_bound(
         Some("scenario-request-1"),
-        Command::Fingerprinted(Fingerprinted {
-            fingerprint: bytes32(0x30),
-            command: Box::new(Command::EnqueueIngress(EnqueueIngress {
-                channel: s("orders"),
-                raw: s("raw-1"),
-                fields: fields(),
-                idempotency_key: some("idem-1"),
-            })),
+        Some(bytes32(0x30)),
+        Command::EnqueueIngress(EnqueueIngress {
+            channel: s("orders"),
+            raw: s("raw-1"),
+            fields: fields(),
+            idempotency_key: some("idem-1"),
         }),
     );
     let Ok(Outcome::Enqueued {
@@ -2425,6 +2576,7 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
         fence: row.fence,
         loopback_channel: s("loopback"),
         depth_cap: 3,
+        child: None,
     }));
     // The same response re-sent and handed off under the caller's key: ChildKeys.
     live.ok(Command::Replay(Replay {
@@ -2436,16 +2588,18 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
         fence: outbound.fence,
     }));
     let row = live.claim(Stage::Response, "replies");
-    live.ok(Command::IngressHandoffKeyed(IngressHandoffKeyed {
+    live.ok(Command::IngressHandoff(IngressHandoff {
         row_id: row.row_id,
         fence: row.fence,
         loopback_channel: s("loopback"),
         depth_cap: 3,
-        child_key: s("caller-child-1"),
-        control_id: None,
-        message_type: None,
-        summary: None,
-        peek_failed: false,
+        child: Some(ChildKey {
+            key: s("caller-child-1"),
+            control_id: None,
+            message_type: None,
+            summary: None,
+            peek_failed: false,
+        }),
     }));
     // A dead letter.
     live.ok(Command::EnqueueIngress(EnqueueIngress {
@@ -2519,28 +2673,28 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
     live.ok(Command::CreateApproval(CreateApproval {
         operation: s("purge"),
         params: s("{}"),
-        ttl_ms: 60_000,
+        terms: ApprovalTerms::Ttl(60_000),
     }));
     live.ok(Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
         name: s("ref-1"),
-        version: 1,
+        version: ReferenceVersion::Number(1),
         rows: reference_rows(),
     }));
-    live.ok(Command::CreateApprovalAs(CreateApprovalAs {
-        key: s("ap-1"),
+    live.ok(Command::CreateApproval(CreateApproval {
         operation: s("purge"),
         params: s("{}"),
-        requester: s("alice"),
-        requested_at: NOW,
-        expires_at: None,
+        terms: ApprovalTerms::Named(NamedApproval {
+            key: s("ap-1"),
+            requester: s("alice"),
+            requested_at: NOW,
+            expires_at: None,
+        }),
     }));
-    live.ok(Command::WriteReferenceSnapshotText(
-        WriteReferenceSnapshotText {
-            name: s("ref-2"),
-            version: s("v1"),
-            rows: reference_rows(),
-        },
-    ));
+    live.ok(Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
+        name: s("ref-2"),
+        version: ReferenceVersion::Label(s("v1")),
+        rows: reference_rows(),
+    }));
     live.ok(Command::SealAuditEpoch(SealAuditEpoch { org: s("org-1") }));
     // The engine's users, roles, AD group maps and sessions.
     live.ok(Command::UpsertRole(UpsertRole {
@@ -2600,12 +2754,12 @@ fn stored_values_of_a_live_state_have_the_golden_types() {
     }));
     // An audit row an engine writes for its user: the principal beside the actor
     // (AuditPrincipals).
-    live.ok(Command::RecordAuditAs(RecordAuditAs {
+    live.ok(Command::RecordAudit(RecordAudit {
         action: s("auth.login"),
-        actor: some("alice"),
         channel: None,
         org: some("engine-org"),
         detail: None,
+        author: AuditAuthor::Named(some("alice")),
     }));
     // A destination paused by an operator (PausedDestinations).
     live.ok(Command::SetDestinationPaused(SetDestinationPaused {

@@ -37,6 +37,7 @@ use raftlane_statemachine::model::config::{
 };
 use raftlane_statemachine::model::message::{EventKind, MessageStatus};
 use raftlane_statemachine::model::row::{Claim, RowStatus, Stage, WorkRow};
+use raftlane_statemachine::wire::command::AuditAuthor;
 use raftlane_statemachine::wire::command::{
     CancelQueued, ClaimNextFifo, ClaimReady, DeadLetterNow, Delivery, DoneThenClaimNext,
     EnqueueIngress, HandlerWork, Handoff, HandoffDisposition, MarkDone, MarkFailed, MessageFields,
@@ -847,6 +848,7 @@ impl Model {
                 channel: channel.map(|c| CHANNELS[c].to_string()),
                 org: ORGS[*org].map(str::to_string),
                 detail: detail.then(|| format!("detail {index}")),
+                author: AuditAuthor::Principal,
             }),
             Op::Work {
                 live,
@@ -2120,6 +2122,7 @@ fn check_audit_response(
             channel,
             org,
             detail,
+            author: AuditAuthor::Principal,
         }),
         Ok(Outcome::Audit { seq, hash }),
     ) = (&envelope.command, actual)

@@ -12,6 +12,7 @@ use cmd_support::*;
 use raftlane_statemachine::apply::rewrite::ROTATE_ACTION;
 use raftlane_statemachine::model::audit::DEFAULT_ORG;
 use raftlane_statemachine::model::row::{RowStatus, Stage};
+use raftlane_statemachine::wire::command::ReferenceVersion;
 use raftlane_statemachine::wire::command::{
     CompleteWithResponse, DeadLetterNow, MarkFailed, MessageFields, ReceivedStatus, RecordReceived,
     Replay, RewriteValues, RouteDisposition, RouteHandoff, StateOp, TransformHandoff,
@@ -82,7 +83,7 @@ fn populate(h: &mut Harness) -> World {
         .id;
     h.ok(Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
         name: "ref".into(),
-        version: 1,
+        version: ReferenceVersion::Number(1),
         rows: BTreeMap::from([("a".into(), "ref-a".into()), ("b".into(), "ref-b".into())]),
     }));
     let m2 = enqueued(h.ok(Command::RecordReceived(RecordReceived {

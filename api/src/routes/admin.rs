@@ -21,8 +21,7 @@ use raftlane_statemachine::model::state::StateEntry;
 use raftlane_statemachine::rules::principal_name;
 use raftlane_statemachine::wire::command::{
     IssueToken, PurgeState, PutPrincipal, ReserveOwner, RetentionPage, RetentionPass,
-    RevokePrincipal, SetPrincipalOrgs, WriteReferenceSnapshot, WriteReferenceSnapshotText,
-    MAX_RETENTION_PAGE,
+    RevokePrincipal, SetPrincipalOrgs, WriteReferenceSnapshot, MAX_RETENTION_PAGE,
 };
 use raftlane_statemachine::{Command, Outcome};
 use rand::RngCore;
@@ -160,15 +159,15 @@ pub async fn put_reference(
         ReferenceVersion::Number(version) => {
             Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
                 name,
-                version,
+                version: ReferenceVersion::Number(version),
                 rows: b.rows,
             })
         }
         ReferenceVersion::Label(version) => {
             check_name("version", &version)?;
-            Command::WriteReferenceSnapshotText(WriteReferenceSnapshotText {
+            Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
                 name,
-                version,
+                version: ReferenceVersion::Label(version),
                 rows: b.rows,
             })
         }

@@ -16,9 +16,8 @@ use raftlane_contract::{
     KeyedApprovalRequest, KeyedDecideRequest, KeyedDecided,
 };
 use raftlane_statemachine::model::approval::ApprovalStatus;
-use raftlane_statemachine::wire::command::{
-    CreateApproval, CreateApprovalAs, DecideApproval, DecideApprovalAs,
-};
+use raftlane_statemachine::wire::command::{ApprovalTerms, Decision, KeyedDecision, NamedApproval};
+use raftlane_statemachine::wire::command::{CreateApproval, DecideApproval};
 use raftlane_statemachine::{ApprovalId, Command, Outcome};
 use serde::Deserialize;
 use std::sync::Arc;
@@ -33,7 +32,7 @@ pub async fn create_approval(
     let command = Command::CreateApproval(CreateApproval {
         operation: b.operation,
         params: b.params.to_string(),
-        ttl_ms: b.ttl_ms.unwrap_or(24 * 60 * 60 * 1000),
+        terms: ApprovalTerms::Ttl(b.ttl_ms.unwrap_or(24 * 60 * 60 * 1000)),
     });
     match propose(&state, &caller, command).await? {
         (index, Outcome::Approval(id)) => {
@@ -79,8 +78,10 @@ pub async fn decide_approval(
         &state,
         &caller,
         Command::DecideApproval(DecideApproval {
-            id,
-            approve: b.approve,
+            decision: Decision::ById {
+                id: id,
+                approve: b.approve,
+            },
         }),
     )
     .await?
@@ -104,13 +105,15 @@ pub async fn create_keyed(
     check_name("key", &b.key)?;
     check_name("operation", &b.operation)?;
     check_name("requester", &b.requester)?;
-    let command = Command::CreateApprovalAs(CreateApprovalAs {
-        key: b.key,
+    let command = Command::CreateApproval(CreateApproval {
         operation: b.operation,
         params: b.params,
-        requester: b.requester,
-        requested_at: b.requested_at,
-        expires_at: b.expires_at,
+        terms: ApprovalTerms::Named(NamedApproval {
+            key: b.key,
+            requester: b.requester,
+            requested_at: b.requested_at,
+            expires_at: b.expires_at,
+        }),
     });
     match propose(&state, &caller, command).await? {
         (index, Outcome::Approval(id)) => {
@@ -155,11 +158,13 @@ pub async fn decide_keyed(
     if let Some(approver) = &b.approver {
         check_name("approver", approver)?;
     }
-    let command = Command::DecideApprovalAs(DecideApprovalAs {
-        key: key.clone(),
-        status: b.status,
-        approver: b.approver,
-        decided_at: b.decided_at,
+    let command = Command::DecideApproval(DecideApproval {
+        decision: Decision::ByKey(KeyedDecision {
+            key: key.clone(),
+            status: b.status,
+            approver: b.approver,
+            decided_at: b.decided_at,
+        }),
     });
     match propose(&state, &caller, command).await? {
         (index, Outcome::Approval(id)) => Ok(Json(KeyedDecided {

@@ -14,7 +14,8 @@ use raftlane_contract::{
     AuditVerification,
 };
 use raftlane_statemachine::model::audit::DEFAULT_ORG;
-use raftlane_statemachine::wire::command::{RecordAudit, RecordAuditAs, SealAuditEpoch};
+use raftlane_statemachine::wire::command::AuditAuthor;
+use raftlane_statemachine::wire::command::{RecordAudit, SealAuditEpoch};
 use raftlane_statemachine::{Command, Outcome};
 use serde::Deserialize;
 use std::sync::Arc;
@@ -33,12 +34,12 @@ pub async fn append(
     let command = match b.actor {
         Some(actor) => {
             check_name("actor", &actor)?;
-            Command::RecordAuditAs(RecordAuditAs {
+            Command::RecordAudit(RecordAudit {
                 action: b.action,
-                actor: Some(actor),
                 channel: b.channel,
                 org: b.org,
                 detail: b.detail,
+                author: AuditAuthor::Named(Some(actor)),
             })
         }
         None => Command::RecordAudit(RecordAudit {
@@ -46,6 +47,7 @@ pub async fn append(
             channel: b.channel,
             org: b.org,
             detail: b.detail,
+            author: AuditAuthor::Principal,
         }),
     };
     match propose(&state, &caller, command).await? {

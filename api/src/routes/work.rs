@@ -23,11 +23,11 @@ use raftlane_contract::{
 use raftlane_statemachine::model::lane::LaneKey;
 use raftlane_statemachine::query::Reader;
 use raftlane_statemachine::row::{ClaimChance, Stage};
+use raftlane_statemachine::wire::command::ChildKey;
 use raftlane_statemachine::wire::command::{
     CancelQueued, ClaimFifoHead, ClaimNextFifo, ClaimReady, CompleteWithResponse, DeadLetterNow,
     Delivery, DoneThenClaimNext, HandOn, HandOnThenClaimNext, HandlerWork, Handoff, IngressHandoff,
-    IngressHandoffKeyed, MarkDone, MarkFailed, ReleaseLane, RenewLeases, RouteHandoff, StateOp,
-    TransformHandoff,
+    MarkDone, MarkFailed, ReleaseLane, RenewLeases, RouteHandoff, StateOp, TransformHandoff,
 };
 use raftlane_statemachine::{checks, Command, Fence, Millis, Outcome, RowId, StoreError};
 use serde::Deserialize;
@@ -894,16 +894,18 @@ async fn row_command(
                 // The caller names and describes the child (docs/SPEC.md §14.7).
                 Some(child_key) => {
                     check_name("child_key", &child_key)?;
-                    Command::IngressHandoffKeyed(IngressHandoffKeyed {
+                    Command::IngressHandoff(IngressHandoff {
                         row_id,
                         fence: b.fence,
                         loopback_channel: b.loopback_channel,
                         depth_cap: policy::depth_cap(b.depth_cap),
-                        child_key,
-                        control_id: b.control_id,
-                        message_type: b.message_type,
-                        summary: b.summary,
-                        peek_failed: b.peek_failed.unwrap_or(false),
+                        child: Some(ChildKey {
+                            key: child_key,
+                            control_id: b.control_id,
+                            message_type: b.message_type,
+                            summary: b.summary,
+                            peek_failed: b.peek_failed.unwrap_or(false),
+                        }),
                     })
                 }
                 None => {
@@ -925,6 +927,7 @@ async fn row_command(
                         fence: b.fence,
                         loopback_channel: b.loopback_channel,
                         depth_cap: policy::depth_cap(b.depth_cap),
+                        child: None,
                     })
                 }
             }

@@ -1,6 +1,7 @@
 //! The OpenAPI document against the router, probes and metrics, signed node-to-node calls, retention and stats.
 
 use crate::harness::*;
+use raftlane_statemachine::wire::command::AuditAuthor;
 use raftlane_statemachine::wire::command::{EnqueueIngress, RecordAudit};
 
 /// A plausible value for a path parameter.
@@ -168,6 +169,7 @@ async fn internal_routes_need_the_cluster_secret() {
             channel: None,
             org: None,
             detail: None,
+            author: AuditAuthor::Principal,
         }),
     );
     let body = codec::encode(&envelope);

@@ -7,7 +7,8 @@ use crate::model::ids::ApprovalId;
 use crate::rules::validate;
 use crate::tables::approvals;
 use crate::wire::command::{
-    ConsumeApproval, CreateApproval, CreateApprovalAs, DecideApproval, DecideApprovalAs,
+    ApprovalTerms, ConsumeApproval, CreateApproval, DecideApproval, Decision, KeyedDecision,
+    NamedApproval,
 };
 use crate::wire::outcome::Outcome;
 use crate::wire::rejection::Rejection;
@@ -17,16 +18,21 @@ impl Apply for CreateApproval {
         let CreateApproval {
             operation,
             params,
-            ttl_ms,
+            terms,
         } = self;
-        create(cx, operation, params, *ttl_ms)
+        match terms {
+            ApprovalTerms::Ttl(ttl_ms) => create(cx, operation, params, *ttl_ms),
+            ApprovalTerms::Named(named) => create_named(cx, operation, params, named),
+        }
     }
 }
 
 impl Apply for DecideApproval {
     fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
-        let DecideApproval { id, approve } = self;
-        decide(cx, *id, *approve)
+        match &self.decision {
+            Decision::ById { id, approve } => decide(cx, *id, *approve),
+            Decision::ByKey(keyed) => decide_by_key(cx, keyed),
+        }
     }
 }
 
@@ -88,86 +94,83 @@ fn decide(cx: &mut Ctx<'_, '_>, id: ApprovalId, approve: bool) -> ApplyResult<Ou
 
 /// docs/SPEC.md §14.10: an approval under the caller's key, requester, request time and expiry
 /// (`None`: never, stored as `Millis::MAX`); its id is still the operation id.
-impl Apply for CreateApprovalAs {
-    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
-        let CreateApprovalAs {
-            key,
-            operation,
-            params,
-            requester,
-            requested_at,
-            expires_at,
-        } = self;
-        validate::name("key", key)?;
-        validate::name("operation", operation)?;
-        validate::name("requester", requester)?;
-        if approvals::id_by_key(cx.txn, key)?.is_some() {
-            return Err(Rejection::invalid("key", "an approval with this key exists").into());
-        }
-        let id = ApprovalId(cx.index);
-        let approval = Approval {
-            id,
-            operation: operation.clone(),
-            params: params.clone(),
-            requester: requester.clone(),
-            requested_at: *requested_at,
-            status: ApprovalStatus::Pending,
-            approver: None,
-            decided_at: None,
-            expires_at: expires_at.unwrap_or(u64::MAX),
-        };
-        approvals::put(cx, &approval);
-        approvals::put_key(cx, key, id);
-        audit::record_default(
-            cx,
-            "approval.request",
-            None,
-            format!("approval {id} ({key}): {operation}"),
-        )?;
-        Ok(Outcome::Approval(id))
+fn create_named(
+    cx: &mut Ctx<'_, '_>,
+    operation: &str,
+    params: &str,
+    named: &NamedApproval,
+) -> ApplyResult<Outcome> {
+    let NamedApproval {
+        key,
+        requester,
+        requested_at,
+        expires_at,
+    } = named;
+    validate::name("key", key)?;
+    validate::name("operation", operation)?;
+    validate::name("requester", requester)?;
+    if approvals::id_by_key(cx.txn, key)?.is_some() {
+        return Err(Rejection::invalid("key", "an approval with this key exists").into());
     }
+    let id = ApprovalId(cx.index);
+    let approval = Approval {
+        id,
+        operation: operation.to_string(),
+        params: params.to_string(),
+        requester: requester.clone(),
+        requested_at: *requested_at,
+        status: ApprovalStatus::Pending,
+        approver: None,
+        decided_at: None,
+        expires_at: expires_at.unwrap_or(u64::MAX),
+    };
+    approvals::put(cx, &approval);
+    approvals::put_key(cx, key, id);
+    audit::record_default(
+        cx,
+        "approval.request",
+        None,
+        format!("approval {id} ({key}): {operation}"),
+    )?;
+    Ok(Outcome::Approval(id))
 }
 
 /// docs/SPEC.md §14.10: the caller decides (`approved`, `rejected` or `expired`) for the
 /// approver and at the time it gives; only a stored `pending` approval can be decided, once.
-impl Apply for DecideApprovalAs {
-    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
-        let DecideApprovalAs {
-            key,
-            status,
-            approver,
-            decided_at,
-        } = self;
-        validate::opt_name("approver", approver.as_deref())?;
-        if *status == ApprovalStatus::Pending {
-            return Err(
-                Rejection::invalid("status", "must be approved, rejected or expired").into(),
-            );
-        }
-        let id = approvals::id_by_key(cx.txn, key)?
-            .ok_or_else(|| Rejection::UnknownApprovalKey(key.clone()))?;
-        let mut approval: Approval = approvals::get(cx.txn, id)?
-            .ok_or_else(|| Rejection::UnknownApprovalKey(key.clone()))?;
-        if approval.status != ApprovalStatus::Pending {
-            return Err(Rejection::AlreadyDecided(id).into());
-        }
-        approval.status = *status;
-        approval.approver = approver.clone();
-        approval.decided_at = Some(*decided_at);
-        approvals::put(cx, &approval);
-        let verb = match status {
-            ApprovalStatus::Approved => "approved",
-            ApprovalStatus::Rejected => "rejected",
-            _ => "expired",
-        };
-        audit::record_default(
-            cx,
-            "approval.decide",
-            None,
-            format!("approval {id} ({key}) {verb}"),
-        )?;
-        Ok(Outcome::Approval(id))
+fn decide_by_key(cx: &mut Ctx<'_, '_>, keyed: &KeyedDecision) -> ApplyResult<Outcome> {
+    let KeyedDecision {
+        key,
+        status,
+        approver,
+        decided_at,
+    } = keyed;
+    validate::opt_name("approver", approver.as_deref())?;
+    if *status == ApprovalStatus::Pending {
+        return Err(Rejection::invalid("status", "must be approved, rejected or expired").into());
     }
+    let id = approvals::id_by_key(cx.txn, key)?
+        .ok_or_else(|| Rejection::UnknownApprovalKey(key.clone()))?;
+    let mut approval: Approval =
+        approvals::get(cx.txn, id)?.ok_or_else(|| Rejection::UnknownApprovalKey(key.clone()))?;
+    if approval.status != ApprovalStatus::Pending {
+        return Err(Rejection::AlreadyDecided(id).into());
+    }
+    approval.status = *status;
+    approval.approver = approver.clone();
+    approval.decided_at = Some(*decided_at);
+    approvals::put(cx, &approval);
+    let verb = match status {
+        ApprovalStatus::Approved => "approved",
+        ApprovalStatus::Rejected => "rejected",
+        _ => "expired",
+    };
+    audit::record_default(
+        cx,
+        "approval.decide",
+        None,
+        format!("approval {id} ({key}) {verb}"),
+    )?;
+    Ok(Outcome::Approval(id))
 }
 
 /// Dual control (docs/SPEC.md §9.5): the one place an approval is checked against the action it

@@ -8,7 +8,7 @@ use crate::model::message::EventKind;
 use crate::rules::validate;
 use crate::tables::audit;
 use crate::tables::messages;
-use crate::wire::command::{RecordAudit, RecordAuditAs, RecordView, SealAuditEpoch};
+use crate::wire::command::{AuditAuthor, RecordAudit, RecordView, SealAuditEpoch};
 use crate::wire::outcome::Outcome;
 
 impl Apply for RecordAudit {
@@ -18,26 +18,20 @@ impl Apply for RecordAudit {
             channel,
             org,
             detail,
+            author,
         } = self;
-        record(
-            cx,
-            action,
-            channel.as_deref(),
-            org.as_deref(),
-            detail.as_deref(),
-        )
-    }
-}
-
-impl Apply for RecordAuditAs {
-    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
-        let RecordAuditAs {
-            action,
-            actor,
-            channel,
-            org,
-            detail,
-        } = self;
+        let actor = match author {
+            AuditAuthor::Principal => {
+                return record(
+                    cx,
+                    action,
+                    channel.as_deref(),
+                    org.as_deref(),
+                    detail.as_deref(),
+                )
+            }
+            AuditAuthor::Named(actor) => actor,
+        };
         validate::opt_name("actor", actor.as_deref())?;
         // The caller names the actor; who wrote the row is the envelope's principal, recorded
         // beside it (docs/SPEC.md §9.8) unless they are one.

@@ -3,6 +3,7 @@
 use crate::apply::{Apply, ApplyResult, Ctx};
 use crate::wire::command::{Command, ExpireRecords};
 use crate::wire::outcome::Outcome;
+use crate::wire::rejection::Rejection;
 
 pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<Outcome> {
     match command {
@@ -56,14 +57,8 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::ResetStaleInflight(c) => c.apply(cx),
         Command::DeadLetterMissingDestinations(c) => c.apply(cx),
         Command::DeadLetterMissingHandlers(c) => c.apply(cx),
-        Command::RecordAuditAs(c) => c.apply(cx),
         Command::RecordView(c) => c.apply(cx),
-        Command::IngressHandoffKeyed(c) => c.apply(cx),
-        Command::WriteReferenceSnapshotText(c) => c.apply(cx),
         Command::RecoverInflightOnPromotion(c) => c.apply(cx),
-        Command::CreateApprovalAs(c) => c.apply(cx),
-        Command::DecideApprovalAs(c) => c.apply(cx),
-        Command::AtClientTime(c) => c.apply(cx),
         Command::NodeHeartbeat(c) => c.apply(cx),
         Command::NodeLeave(c) => c.apply(cx),
         Command::CampaignLeadership(c) => c.apply(cx),
@@ -71,14 +66,17 @@ pub(crate) fn dispatch(cx: &mut Ctx<'_, '_>, command: &Command) -> ApplyResult<O
         Command::BumpCounter(c) => c.apply(cx),
         Command::ConsumeApproval(c) => c.apply(cx),
         Command::SetPrincipalOrgs(c) => c.apply(cx),
-        Command::Fingerprinted(c) => c.apply(cx),
         Command::IssueToken(c) => c.apply(cx),
         Command::RetentionPage(c) => c.apply(cx),
         Command::SessionAt(c) => c.apply(cx),
         Command::HandOnThenClaimNext(c) => c.apply(cx),
-        Command::AsOperator(c) => c.apply(cx),
         Command::ReserveOwner(c) => c.apply(cx),
         Command::SetDestinationPaused(c) => c.apply(cx),
         Command::SetLogFormat(c) => c.apply(cx),
+        Command::Nested(_) => Err(Rejection::invalid(
+            "command",
+            "a wrapper command where no proposer puts one",
+        )
+        .into()),
     }
 }

@@ -14,8 +14,8 @@ use crate::rules::{channels, dedupe, fifo, registry, validate};
 use crate::tables::rows::{self, NewRow};
 use crate::tables::{children, config, messages, responses};
 use crate::wire::command::{
-    Delivery, HandlerWork, Handoff, HandoffDisposition, IngressHandoff, IngressHandoffKeyed,
-    RouteDisposition, RouteHandoff, StateOp, TransformHandoff,
+    Delivery, HandlerWork, Handoff, HandoffDisposition, IngressHandoff, RouteDisposition,
+    RouteHandoff, StateOp, TransformHandoff,
 };
 use crate::wire::outcome::Outcome;
 
@@ -62,31 +62,18 @@ impl Apply for IngressHandoff {
             fence,
             loopback_channel,
             depth_cap,
+            child,
         } = self;
-        ingress_handoff(cx, *row_id, *fence, loopback_channel, *depth_cap, None)
-    }
-}
-
-impl Apply for IngressHandoffKeyed {
-    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
-        let IngressHandoffKeyed {
-            row_id,
-            fence,
-            loopback_channel,
-            depth_cap,
-            child_key,
-            control_id,
-            message_type,
-            summary,
-            peek_failed,
-        } = self;
-        validate::name("child_key", child_key)?;
+        let Some(child) = child else {
+            return ingress_handoff(cx, *row_id, *fence, loopback_channel, *depth_cap, None);
+        };
+        validate::name("child_key", &child.key)?;
         let child = CallerChild {
-            key: child_key,
-            control_id: control_id.as_deref(),
-            message_type: message_type.as_deref(),
-            summary: summary.as_deref(),
-            peek_failed: *peek_failed,
+            key: &child.key,
+            control_id: child.control_id.as_deref(),
+            message_type: child.message_type.as_deref(),
+            summary: child.summary.as_deref(),
+            peek_failed: child.peek_failed,
         };
         ingress_handoff(
             cx,
@@ -99,7 +86,7 @@ impl Apply for IngressHandoffKeyed {
     }
 }
 
-/// The child as IngressHandoffKeyed's caller names and describes it.
+/// The child as the caller names and describes it ([`ChildKey`](crate::wire::command::ChildKey)).
 struct CallerChild<'a> {
     key: &'a str,
     control_id: Option<&'a str>,
@@ -227,7 +214,7 @@ fn transform_handoff(
     Ok(Outcome::HandedOff(true))
 }
 
-/// docs/SPEC.md §3.7 IngressHandoff, and §14.7 IngressHandoffKeyed when `caller` names and
+/// docs/SPEC.md §3.7 IngressHandoff, and §14.7 when `caller` names and
 /// describes the child: it is found by the caller's key first, then by the derived key (a child
 /// made by IngressHandoff), and a new one takes the caller's fields.
 fn ingress_handoff(

@@ -13,7 +13,6 @@
 //! AD group maps) and [`sessions`]. The invariants they rely on are [`crate::rules`].
 
 pub(crate) mod approval;
-mod as_operator;
 pub(crate) mod audit;
 pub(crate) mod batch;
 pub(crate) mod claim;
@@ -55,7 +54,9 @@ pub(crate) fn entry<'s>(
     envelope: &Envelope,
 ) -> Result<Response, StoreError> {
     match &envelope.command {
-        Command::Batch(batch) => batch::apply_group(txn, meta, index, &batch.commands),
+        Command::Batch(batch) if envelope.is_batch() => {
+            batch::apply_group(txn, meta, index, &batch.commands)
+        }
         _ => request::once(txn, meta, index, index, envelope),
     }
 }

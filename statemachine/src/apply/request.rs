@@ -9,20 +9,19 @@
 //! being applied again. `ExpireRecords` drops the records once their window is over. Rejections
 //! are not stored: they changed nothing, so their retry is simply judged again.
 //!
-//! A request id names one request, not any request: an answer proposed inside a
-//! [`Fingerprinted`] wrapper is stored with the fingerprint of the HTTP request it answers, and
+//! A request id names one request, not any request: the answer of an envelope with a
+//! [`Envelope::fingerprint`] is stored with the fingerprint of the HTTP request it answers, and
 //! an envelope that repeats the id with another fingerprint (another route, path, body) is
 //! refused with [`Rejection::RequestIdReused`] rather than handed an answer that is not its own
 //! (docs/SPEC.md §10.5). The fingerprint is computed by the proposer from the request, not from
 //! the command, because the command of a retry legitimately differs from the first one's (values
 //! encrypted at rest under a fresh nonce, a new random token, the node's clock).
 
-use crate::apply::{dispatch, Apply, ApplyResult, Ctx};
 use crate::model::ids::Millis;
 use crate::model::meta::MetaState;
 use crate::storage::{Store, StoreError, Txn};
 use crate::tables::requests::{self, RequestRecord};
-use crate::wire::command::{Command, Envelope, Fingerprinted};
+use crate::wire::command::Envelope;
 use crate::wire::outcome::{Outcome, Response};
 use crate::wire::rejection::Rejection;
 
@@ -63,7 +62,7 @@ pub(crate) fn once<'s>(
     if let Err(r) = check_id(id) {
         return Ok(Err(r));
     }
-    let fingerprint = fingerprint_of(&envelope.command);
+    let fingerprint = envelope.fingerprint.as_ref();
     if let Some(record) = requests::get(txn, &envelope.actor, id)? {
         // An answer bound to a request is given only to that request; one stored without a
         // fingerprint (by an older build) answers any repeat, as it always did.
@@ -89,32 +88,4 @@ pub(crate) fn once<'s>(
         requests::put(txn, &envelope.actor, id, &record, fingerprint);
     }
     Ok(response)
-}
-
-/// The fingerprint an envelope's command is bound to: a [`Fingerprinted`] command's, also
-/// inside test mode's `AtClientTime` (the one wrapper allowed around it).
-fn fingerprint_of(command: &Command) -> Option<&[u8; 32]> {
-    match command {
-        Command::Fingerprinted(f) => Some(&f.fingerprint),
-        Command::AtClientTime(at) => match at.command.as_ref() {
-            Command::Fingerprinted(f) => Some(&f.fingerprint),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// The fingerprint was read by [`once`] before the command applied; applying the wrapper applies
-/// the one plain command it carries. Anything else inside it (another wrapper, a batch) is
-/// refused: test mode's time goes around it, and a batch's envelopes carry their own.
-impl Apply for Fingerprinted {
-    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
-        match self.command.as_ref() {
-            Command::Fingerprinted(_) | Command::AtClientTime(_) | Command::Batch(_) => Err(
-                Rejection::invalid("command", "a fingerprinted command wraps one plain command")
-                    .into(),
-            ),
-            command => dispatch::dispatch(cx, command),
-        }
-    }
 }

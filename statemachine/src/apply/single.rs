@@ -21,16 +21,16 @@ pub(crate) fn command<'s>(
 ) -> Result<Response, StoreError> {
     let saved_meta = meta.clone();
     let cp = txn.checkpoint();
-    let (t, command) = client_clock::time_of(meta, envelope);
+    let t = client_clock::time_of(meta, envelope);
     let result = {
         let mut cx = Ctx {
             db: Db { txn, meta, t },
             index: op,
             actor: &envelope.actor,
-            operator: false,
+            operator: envelope.as_operator,
             format: envelope.format,
         };
-        dispatch::dispatch(&mut cx, command)
+        dispatch::dispatch(&mut cx, &envelope.command)
     };
     match result {
         Ok(outcome) => {

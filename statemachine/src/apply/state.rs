@@ -6,7 +6,7 @@ use crate::model::ids::MessageId;
 use crate::model::state::{ReferenceSnapshot, StateEntry};
 use crate::rules::validate;
 use crate::tables::{reference, state};
-use crate::wire::command::{StateOp, WriteReferenceSnapshot, WriteReferenceSnapshotText};
+use crate::wire::command::{ReferenceVersion, StateOp, WriteReferenceSnapshot};
 use crate::wire::outcome::Outcome;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -17,17 +17,10 @@ impl Apply for WriteReferenceSnapshot {
             version,
             rows,
         } = self;
-        write_reference(cx, name, *version, rows)
-    }
-}
-
-impl Apply for WriteReferenceSnapshotText {
-    fn apply(&self, cx: &mut Ctx<'_, '_>) -> ApplyResult<Outcome> {
-        let WriteReferenceSnapshotText {
-            name,
-            version,
-            rows,
-        } = self;
+        let version = match version {
+            ReferenceVersion::Number(version) => return write_reference(cx, name, *version, rows),
+            ReferenceVersion::Label(label) => label,
+        };
         validate::name("name", name)?;
         validate::name("version", version)?;
         let next = reference::get(cx.txn, name)?.map_or(1, |s| s.version.saturating_add(1));

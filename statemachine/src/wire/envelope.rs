@@ -1,27 +1,33 @@
 //! The envelope around every command in the Raft log, and the log formats it is written in.
 //!
 //! An [`Envelope`] carries what `apply` needs besides the command itself: the proposer's clock
-//! reading, the acting principal, the request id that makes a retry exactly-once. Its bytes come
-//! in one of two [`LogFormat`]s:
+//! reading, the acting principal, the request id that makes a retry exactly-once, and the rest
+//! of its header (test mode's client time, the request's fingerprint, the operator's word). Its
+//! bytes come in one of three [`LogFormat`]s:
 //!
 //! - **Format 1** ([`crate::wire::format1`]): bincode of the four fields in order, as every
 //!   build before format 2 wrote it. A field cannot be added to it without making every older
 //!   entry undecodable, which is why the command vocabulary grew twins instead.
 //! - **Format 2** ([`crate::wire::format2`]): a reserved first word, then one length-prefixed
-//!   record of numbered fields (protobuf's wire format: field number and type in a tag, unknown
-//!   fields skipped), the command's own bytes among them. A later build adds a header field by
-//!   giving it the next number; a build that does not know a field skips it.
+//!   [record](crate::wire::record) of numbered fields (protobuf's wire format: field number and
+//!   type in a tag, unknown fields skipped), the command's format 1 bytes among them.
+//! - **Format 3** ([`crate::wire::format3`]): the same first word and record, with every header
+//!   field a field of the record (format 1's wrapper commands among them, a batch's members as
+//!   records of their own) and the command in the one vocabulary, without twins.
+//!
+//! Formats 1 and 2 share the command layout of [`crate::wire::layout_v1`].
 //!
 //! Which format the leader writes is the cluster's choice, kept in the replicated state
 //! ([`SetLogFormat`](crate::wire::command::SetLogFormat), docs/SPEC.md §2.8): format 1 until an
-//! operator raises it once every node runs a build that reads format 2, so a node of the
+//! operator (or the leader's watch) raises it once every node runs a build that reads the next, so a node of the
 //! previous build can stay in the cluster through a rolling upgrade. Every build reads every
 //! format it ever wrote. An envelope remembers the format it was read in, so writing it again
 //! (openraft re-sends and re-stores entries) gives the same bytes.
 
 use crate::wire::command::Envelope;
 use crate::wire::log_format::{LogFormat, FORMAT_2_MARK};
-use crate::wire::{format1, format2};
+use crate::wire::record::{self, HeaderError};
+use crate::wire::{format1, format2, format3};
 use serde::de::{self, SeqAccess, Visitor};
 use serde::ser::SerializeTuple;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -69,8 +75,12 @@ impl Serialize for Envelope {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self.format {
             LogFormat::V1 => format1::serialize_v1(self, serializer),
-            LogFormat::V2 => {
-                let record = format2::encode(self).map_err(serde::ser::Error::custom)?;
+            LogFormat::V2 | LogFormat::V3 => {
+                let record = match self.format {
+                    LogFormat::V2 => format2::encode(self),
+                    _ => format3::encode(self),
+                }
+                .map_err(serde::ser::Error::custom)?;
                 let mut tuple = serializer.serialize_tuple(2)?;
                 tuple.serialize_element(&FORMAT_2_MARK)?;
                 tuple.serialize_element(&ByteStr(&record))?;
@@ -86,6 +96,17 @@ impl<'de> Deserialize<'de> for Envelope {
     }
 }
 
+/// The envelope of a format 2 or 3 record: its first field says which.
+fn decode_record(bytes: &[u8]) -> Result<Envelope, HeaderError> {
+    let fields = record::read(bytes)?;
+    match fields.format {
+        Some(2) => format2::decode(fields),
+        Some(3) => format3::decode(fields),
+        Some(other) => Err(HeaderError::Format(other)),
+        None => Err(HeaderError::Missing("format")),
+    }
+}
+
 /// Reads the first word, then the rest of the format it names. bincode hands a struct to
 /// `visit_seq` field by field, so the visitor may choose the second field's type by the first.
 struct EnvelopeVisitor;
@@ -94,7 +115,7 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
     type Value = Envelope;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a raftlane log envelope (format 1 or 2)")
+        f.write_str("a raftlane log envelope (format 1, 2 or 3)")
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Envelope, A::Error> {
@@ -107,7 +128,7 @@ impl<'de> Visitor<'de> for EnvelopeVisitor {
         let ByteBuf(record) = seq
             .next_element()?
             .ok_or_else(|| de::Error::invalid_length(1, &self))?;
-        format2::decode(&record).map_err(de::Error::custom)
+        decode_record(&record).map_err(de::Error::custom)
     }
 
     fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Envelope, A::Error> {

@@ -4,11 +4,13 @@
 //! raised (docs/SPEC.md §2.8).
 //!
 //! The layout is bincode of the fields in declaration order: `now_ms` (u64), `actor` (string),
-//! `request_id` (option of string), `command` (the [`Command`] by position). Nothing can be
-//! added to it: bincode writes no field names or lengths, so a reader of one more field would
-//! misread every older entry.
+//! `request_id` (option of string), `command` (a [`CommandV1`] by position, the rest of the
+//! header wrapped around it: [`crate::wire::layout_v1`]). Nothing can be added to it: bincode
+//! writes no field names or lengths, so a reader of one more field would misread every older
+//! entry.
 
-use crate::wire::command::{Command, Envelope};
+use crate::wire::command::Envelope;
+use crate::wire::layout_v1::{self, CommandV1};
 use crate::wire::log_format::{LogFormat, FORMAT_2_MARK};
 use serde::de::{self, MapAccess, SeqAccess};
 use serde::ser::{self, SerializeStruct};
@@ -31,7 +33,10 @@ pub(crate) fn serialize_v1<S: Serializer>(
     s.serialize_field("now_ms", &envelope.now_ms)?;
     s.serialize_field("actor", &envelope.actor)?;
     s.serialize_field("request_id", &envelope.request_id)?;
-    s.serialize_field("command", &envelope.command)?;
+    s.serialize_field(
+        "command",
+        &layout_v1::join(&envelope.wrappers(), &envelope.command),
+    )?;
     s.end()
 }
 
@@ -43,19 +48,34 @@ pub(crate) fn visit_v1_rest<'de, A: SeqAccess<'de>>(
     let missing = |i| de::Error::invalid_length(i, &"a format 1 envelope");
     let actor: String = seq.next_element()?.ok_or_else(|| missing(1))?;
     let request_id: Option<String> = seq.next_element()?.ok_or_else(|| missing(2))?;
-    let command: Command = seq.next_element()?.ok_or_else(|| missing(3))?;
-    Ok(Envelope {
+    let command: CommandV1 = seq.next_element()?.ok_or_else(|| missing(3))?;
+    Ok(envelope_v1(now_ms, actor, request_id, command))
+}
+
+/// The envelope a format 1 entry stands for: its wrappers become header fields.
+fn envelope_v1(
+    now_ms: u64,
+    actor: String,
+    request_id: Option<String>,
+    command: CommandV1,
+) -> Envelope {
+    let (wrappers, command) = layout_v1::split(command);
+    Envelope {
         now_ms,
         actor,
         request_id,
+        client_time: wrappers.client_time,
+        fingerprint: wrappers.fingerprint,
+        as_operator: wrappers.as_operator,
         command,
         format: LogFormat::V1,
-    })
+    }
 }
 
 /// A format 1 envelope from a self-describing format (field names as keys).
 pub(crate) fn visit_v1_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<Envelope, A::Error> {
-    let (mut now_ms, mut actor, mut request_id, mut command) = (None, None, None, None);
+    let (mut now_ms, mut actor, mut request_id, mut command) =
+        (None, None, None, None::<CommandV1>);
     while let Some(key) = map.next_key::<String>()? {
         match key.as_str() {
             "now_ms" => now_ms = Some(map.next_value()?),
@@ -65,11 +85,10 @@ pub(crate) fn visit_v1_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<Envelop
             other => return Err(de::Error::unknown_field(other, V1_FIELDS)),
         }
     }
-    Ok(Envelope {
-        now_ms: now_ms.ok_or_else(|| de::Error::missing_field("now_ms"))?,
-        actor: actor.ok_or_else(|| de::Error::missing_field("actor"))?,
-        request_id: request_id.unwrap_or(None),
-        command: command.ok_or_else(|| de::Error::missing_field("command"))?,
-        format: LogFormat::V1,
-    })
+    Ok(envelope_v1(
+        now_ms.ok_or_else(|| de::Error::missing_field("now_ms"))?,
+        actor.ok_or_else(|| de::Error::missing_field("actor"))?,
+        request_id.unwrap_or(None),
+        command.ok_or_else(|| de::Error::missing_field("command"))?,
+    ))
 }

@@ -1,5 +1,6 @@
 //! Commands that are decoded, not proposed: no build proposes them any more, and a log may
-//! still hold them, so every build applies them as their build did (`crate::apply::retention`).
+//! still hold them, so every build applies them as their build did (`crate::apply::retention`,
+//! `crate::apply::dispatch`).
 //! Their variants keep their places in [`Command`](crate::wire::command::Command) (variants are
 //! encoded by position), and their structs live here, apart from the live vocabulary, so that a
 //! reader of `command/` sees what is proposed today.
@@ -21,3 +22,14 @@ pub struct PurgeMessageBodies {
 pub struct PurgeDeadLetters {
     pub older_than: Millis,
 }
+
+/// A format 1/2 command found where no proposer put one: a wrapper ([`AtClientTime`],
+/// [`Fingerprinted`], [`AsOperator`]) nested in another order than the one proposers wrote, or
+/// around a batch. Kept whole, so the entry is written back byte for byte, and refused by
+/// `apply` as the misplaced wrapper itself was (`crate::apply::dispatch`).
+///
+/// [`AtClientTime`]: crate::wire::layout_v1::AtClientTime
+/// [`Fingerprinted`]: crate::wire::layout_v1::Fingerprinted
+/// [`AsOperator`]: crate::wire::layout_v1::AsOperator
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Nested(pub Box<crate::wire::layout_v1::CommandV1>);

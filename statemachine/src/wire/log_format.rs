@@ -1,7 +1,7 @@
 //! The log formats an [`Envelope`](crate::wire::command::Envelope) is written in (docs/SPEC.md
 //! §2.8): what each is and how they are ordered. How each is written is
-//! [`crate::wire::format1`] (format 1) and [`crate::wire::format2`] (format 2); which one a
-//! reader faces, [`crate::wire::envelope`].
+//! [`crate::wire::format1`] (format 1), [`crate::wire::format2`] (format 2) and
+//! [`crate::wire::format3`] (format 3); which one a reader faces, [`crate::wire::envelope`].
 
 use std::fmt;
 
@@ -11,15 +11,18 @@ pub enum LogFormat {
     /// bincode of the envelope's fields in order (every build).
     #[default]
     V1,
-    /// A record of numbered header fields (this build onwards).
+    /// A record of numbered header fields around a format 1 command.
     V2,
+    /// A record of numbered header fields around one vocabulary of commands: the wrappers of
+    /// formats 1 and 2 are header fields, twins are one command (this build onwards).
+    V3,
 }
 
 impl LogFormat {
     /// The newest format this build writes and reads.
-    pub const NEWEST: LogFormat = LogFormat::V2;
+    pub const NEWEST: LogFormat = LogFormat::V3;
     /// Every format this build reads, oldest first.
-    pub const READ: [LogFormat; 2] = [LogFormat::V1, LogFormat::V2];
+    pub const READ: [LogFormat; 3] = [LogFormat::V1, LogFormat::V2, LogFormat::V3];
 
     /// The numbers of [`Self::READ`]: what a node says it reads (`/raft/formats`,
     /// `GET /v1/cluster/log-format`).
@@ -32,6 +35,7 @@ impl LogFormat {
         match self {
             LogFormat::V1 => 1,
             LogFormat::V2 => 2,
+            LogFormat::V3 => 3,
         }
     }
 
@@ -40,6 +44,7 @@ impl LogFormat {
         match n {
             1 => Some(LogFormat::V1),
             2 => Some(LogFormat::V2),
+            3 => Some(LogFormat::V3),
             _ => None,
         }
     }
@@ -51,6 +56,6 @@ impl fmt::Display for LogFormat {
     }
 }
 
-/// The first word of a format 2 envelope, where format 1 has its `now_ms`: no clock reads it
-/// (it is 584 million years after 1970), and format 1 refuses to write it.
+/// The first word of a format 2 or 3 envelope, where format 1 has its `now_ms`: no clock reads it
+/// (it is 584 million years after 1970), and format 1 refuses to write it. The record that follows says which of the two it is.
 pub const FORMAT_2_MARK: u64 = u64::MAX;

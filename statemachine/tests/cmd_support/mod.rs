@@ -12,10 +12,77 @@ use raftlane_statemachine::wire::command::{
     ClaimNextFifo, ClaimReady, Delivery, EnqueueIngress, EnqueueMessage, HandlerWork, MarkDone,
     MessageFields, ReleaseLane,
 };
+use raftlane_statemachine::wire::layout_v1::{self, CommandV1};
 use raftlane_statemachine::{
     ClaimedRow, Command, Envelope, FifoEmpty, MemStore, MessageId, Millis, Outcome, Rejection,
     Response, RowId, StateMachine,
 };
+
+/// A command with the envelope's header fields a test sets (test mode's client time, the
+/// request's fingerprint, the operator's word). A plain [`Command`] is one with none.
+#[derive(Clone, Debug)]
+pub struct Proposal {
+    pub command: Command,
+    pub client_time: Option<Millis>,
+    pub fingerprint: Option<[u8; 32]>,
+    pub as_operator: bool,
+}
+
+impl From<Command> for Proposal {
+    fn from(command: Command) -> Self {
+        Self {
+            command,
+            client_time: None,
+            fingerprint: None,
+            as_operator: false,
+        }
+    }
+}
+
+impl Proposal {
+    fn envelope(self, now_ms: Millis, actor: &str) -> Envelope {
+        Envelope::new(now_ms, actor, self.command)
+            .at_client_time(self.client_time)
+            .fingerprinted(self.fingerprint)
+            .as_operator(self.as_operator)
+    }
+}
+
+/// `command` vouched for as an operator's.
+pub fn as_operator(command: impl Into<Proposal>) -> Proposal {
+    Proposal {
+        as_operator: true,
+        ..command.into()
+    }
+}
+
+/// `command` applied at exactly `now_ms` (test mode).
+pub fn at_client_time(now_ms: Millis, command: impl Into<Proposal>) -> Proposal {
+    Proposal {
+        client_time: Some(now_ms),
+        ..command.into()
+    }
+}
+
+/// `command` bound to a request whose fingerprint is 32 bytes of `fingerprint`.
+pub fn bound(fingerprint: u8, command: impl Into<Proposal>) -> Proposal {
+    Proposal {
+        fingerprint: Some([fingerprint; 32]),
+        ..command.into()
+    }
+}
+
+/// What a format 1/2 `command` stands for: its wrappers as header fields
+/// ([`layout_v1::split`]), what a node replaying such a log applies.
+pub fn legacy(command: CommandV1) -> Proposal {
+    let (wrappers, command) = layout_v1::split(command);
+    Proposal {
+        command,
+        client_time: wrappers.client_time,
+        fingerprint: wrappers.fingerprint,
+        as_operator: wrappers.as_operator,
+    }
+}
 
 /// The clock reading the harness starts at.
 pub const T0: Millis = 1_000_000;
@@ -55,39 +122,53 @@ impl Harness {
         self.sm.meta().clock
     }
 
-    pub fn run(&mut self, command: Command) -> Response {
+    pub fn run(&mut self, command: impl Into<Proposal>) -> Response {
         self.run_as(ACTOR, command)
     }
 
-    pub fn run_as(&mut self, actor: &str, command: Command) -> Response {
+    pub fn run_as(&mut self, actor: &str, command: impl Into<Proposal>) -> Response {
         let now = self.now;
         self.run_at(now, actor, command)
     }
 
     /// Apply with an explicit `now_ms` (which may be behind the clock).
-    pub fn run_at(&mut self, now_ms: Millis, actor: &str, command: Command) -> Response {
+    pub fn run_at(
+        &mut self,
+        now_ms: Millis,
+        actor: &str,
+        command: impl Into<Proposal>,
+    ) -> Response {
         self.index += 1;
         self.sm
-            .apply(self.index, &Envelope::new(now_ms, actor, command))
+            .apply(self.index, &command.into().envelope(now_ms, actor))
             .expect("store error")
     }
 
     /// Apply as `actor` under a request id (a retried write carries the same one).
-    pub fn run_request(&mut self, actor: &str, request_id: &str, command: Command) -> Response {
+    pub fn run_request(
+        &mut self,
+        actor: &str,
+        request_id: &str,
+        command: impl Into<Proposal>,
+    ) -> Response {
         self.index += 1;
-        let envelope = Envelope::new(self.now, actor, command).with_request_id(request_id);
+        let envelope = command
+            .into()
+            .envelope(self.now, actor)
+            .with_request_id(request_id);
         self.sm.apply(self.index, &envelope).expect("store error")
     }
 
     /// Apply a command that must succeed.
     #[track_caller]
-    pub fn ok(&mut self, command: Command) -> Outcome {
+    pub fn ok(&mut self, command: impl Into<Proposal>) -> Outcome {
         self.ok_as(ACTOR, command)
     }
 
     #[track_caller]
-    pub fn ok_as(&mut self, actor: &str, command: Command) -> Outcome {
-        let name = command.name();
+    pub fn ok_as(&mut self, actor: &str, command: impl Into<Proposal>) -> Outcome {
+        let command = command.into();
+        let name = command.command.name();
         match self.run_as(actor, command) {
             Ok(outcome) => outcome,
             Err(rejection) => panic!("{name} rejected: {rejection:?}"),
@@ -113,12 +194,12 @@ impl Harness {
     /// Apply a command that must be rejected with exactly `expected`, and check that the
     /// logical state (digest, counters, clock) is byte-identical before and after.
     #[track_caller]
-    pub fn reject(&mut self, command: Command, expected: Rejection) {
+    pub fn reject(&mut self, command: impl Into<Proposal>, expected: Rejection) {
         self.reject_as(ACTOR, command, expected);
     }
 
     #[track_caller]
-    pub fn reject_as(&mut self, actor: &str, command: Command, expected: Rejection) {
+    pub fn reject_as(&mut self, actor: &str, command: impl Into<Proposal>, expected: Rejection) {
         // Observe the current time first, so the only thing the rejected command could
         // change is state, not the clock.
         self.tick();

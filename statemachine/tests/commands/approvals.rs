@@ -1,7 +1,6 @@
 //! Approvals: create, decide, self-approval, expiry.
 
 use crate::harness::*;
-use raftlane_statemachine::wire::command::{CreateApprovalAs, DecideApprovalAs};
 
 #[test]
 fn approval_is_created_pending_and_decided_by_another_principal() {
@@ -107,7 +106,7 @@ fn purge_approval(h: &mut Harness, params: &str, ttl_ms: u64) -> ApprovalId {
         Command::CreateApproval(CreateApproval {
             operation: "purge".into(),
             params: params.into(),
-            ttl_ms,
+            terms: ApprovalTerms::Ttl(ttl_ms),
         }),
     ))
 }
@@ -196,22 +195,26 @@ fn a_keyed_approval_never_authorizes_an_action() {
     let mut h = Harness::new();
     let id = approval_id(h.ok_as(
         "alice",
-        Command::CreateApprovalAs(CreateApprovalAs {
-            key: "k-1".into(),
+        Command::CreateApproval(CreateApproval {
             operation: "purge".into(),
             params: "{}".into(),
-            requester: "alice".into(),
-            requested_at: T0,
-            expires_at: None,
+            terms: ApprovalTerms::Named(NamedApproval {
+                key: "k-1".into(),
+                requester: "alice".into(),
+                requested_at: T0,
+                expires_at: None,
+            }),
         }),
     ));
     h.ok_as(
         "alice",
-        Command::DecideApprovalAs(DecideApprovalAs {
-            key: "k-1".into(),
-            status: ApprovalStatus::Approved,
-            approver: Some("bob".into()),
-            decided_at: T0,
+        Command::DecideApproval(DecideApproval {
+            decision: Decision::ByKey(KeyedDecision {
+                key: "k-1".into(),
+                status: ApprovalStatus::Approved,
+                approver: Some("bob".into()),
+                decided_at: T0,
+            }),
         }),
     );
     h.reject_as(

@@ -2,25 +2,28 @@
 //! (messagefoundry's pending approvals), and the listing of open ones.
 
 use crate::harness::*;
-use raftlane_statemachine::wire::command::{CreateApprovalAs, DecideApprovalAs};
 
 fn create(key: &str, requested_at: u64, expires_at: Option<u64>) -> Command {
-    Command::CreateApprovalAs(CreateApprovalAs {
-        key: key.into(),
+    Command::CreateApproval(CreateApproval {
         operation: "replay_dead".into(),
         params: r#"{"destination":"OB1"}"#.into(),
-        requester: "alice".into(),
-        requested_at,
-        expires_at,
+        terms: ApprovalTerms::Named(NamedApproval {
+            key: key.into(),
+            requester: "alice".into(),
+            requested_at: requested_at,
+            expires_at: expires_at,
+        }),
     })
 }
 
 fn decide(key: &str, status: ApprovalStatus, approver: Option<&str>) -> Command {
-    Command::DecideApprovalAs(DecideApprovalAs {
-        key: key.into(),
-        status,
-        approver: approver.map(Into::into),
-        decided_at: 777,
+    Command::DecideApproval(DecideApproval {
+        decision: Decision::ByKey(KeyedDecision {
+            key: key.into(),
+            status: status,
+            approver: approver.map(Into::into),
+            decided_at: 777,
+        }),
     })
 }
 
@@ -119,7 +122,7 @@ fn open_approvals_are_listed_newest_request_first_without_the_expired_or_decided
     h.ok(Command::CreateApproval(CreateApproval {
         operation: "purge".into(),
         params: "{}".into(),
-        ttl_ms: 1_000,
+        terms: ApprovalTerms::Ttl(1_000),
     }));
     assert_eq!(pending_keys(&h, T0), vec!["", "new", "mid", "old"]);
     assert_eq!(pending_keys(&h, T0 + 50), vec!["", "new", "old"]);

@@ -9,6 +9,7 @@ fn record_audit(action: &str, org: Option<&str>, detail: Option<&str>) -> Comman
         channel: None,
         org: org.map(Into::into),
         detail: detail.map(Into::into),
+        author: AuditAuthor::Principal,
     })
 }
 
@@ -75,6 +76,7 @@ fn record_audit_rejects_invalid_names() {
             channel: Some(String::new()),
             org: None,
             detail: None,
+            author: AuditAuthor::Principal,
         }),
         invalid("channel", "must not be empty"),
     );

@@ -4,17 +4,16 @@
 use crate::harness::*;
 use raftlane_statemachine::model::audit::AuditRow;
 use raftlane_statemachine::storage::store::Direction;
-use raftlane_statemachine::wire::command::RecordAuditAs;
 
 const MF: &str = "messagefoundry";
 
 fn audit_as(action: &str, actor: Option<&str>, detail: &str) -> Command {
-    Command::RecordAuditAs(RecordAuditAs {
+    Command::RecordAudit(RecordAudit {
         action: action.into(),
-        actor: actor.map(Into::into),
         channel: None,
         org: Some(MF.into()),
         detail: Some(detail.into()),
+        author: AuditAuthor::Named(actor.map(Into::into)),
     })
 }
 
@@ -48,12 +47,12 @@ fn the_row_names_the_given_actor_and_hashes_like_any_other() {
     let v = h.sm.read().audit_verify(MF, None).unwrap();
     assert!(v.ok && v.count == 3, "{v:?}");
     // Without an org the row goes to the default chain, like RecordAudit.
-    h.ok(Command::RecordAuditAs(RecordAuditAs {
+    h.ok(Command::RecordAudit(RecordAudit {
         action: "a".into(),
-        actor: Some("carol".into()),
         channel: Some("IB".into()),
         org: None,
         detail: None,
+        author: AuditAuthor::Named(Some("carol".into())),
     }));
     let row = h.audit(DEFAULT_ORG).pop().expect("row");
     assert_eq!(
@@ -90,12 +89,12 @@ fn rows_by_actor_and_action_prefix_come_newest_first_up_to_the_limit() {
         h.ok(audit_as(action, Some(actor), detail));
     }
     // Another org's rows by the same actor are not the engine's.
-    h.ok(Command::RecordAuditAs(RecordAuditAs {
+    h.ok(Command::RecordAudit(RecordAudit {
         action: "auth.login".into(),
-        actor: Some("alice".into()),
         channel: None,
         org: Some("other".into()),
         detail: Some("elsewhere".into()),
+        author: AuditAuthor::Named(Some("alice".into())),
     }));
     assert_eq!(by_actor(&h, "alice", "auth.", 100), vec!["a4", "a3", "a1"]);
     assert_eq!(by_actor(&h, "alice", "auth.", 2), vec!["a4", "a3"]);
@@ -123,6 +122,7 @@ fn rows_appended_by_the_envelope_actor_are_indexed_too() {
             channel: None,
             org: None,
             detail: Some("by the principal".into()),
+            author: AuditAuthor::Principal,
         }),
     );
     let rows: Vec<AuditRow> =

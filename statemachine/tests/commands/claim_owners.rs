@@ -4,13 +4,7 @@
 //! `row.override` naming the claim's principal.
 
 use crate::harness::*;
-use raftlane_statemachine::wire::command::AsOperator;
-
-fn as_operator(command: Command) -> Command {
-    Command::AsOperator(AsOperator {
-        command: Box::new(command),
-    })
-}
+use raftlane_statemachine::wire::layout_v1::{self, CommandV1, RecordAuditV1};
 
 #[test]
 fn only_the_claims_principal_acts_on_it_and_an_operator_is_audited() {
@@ -121,17 +115,31 @@ fn the_claims_own_principal_and_an_operator_on_its_own_claim_leave_no_override()
         .any(|a| a == "row.override"));
 }
 
+/// Format 1 and 2 logs carried the operator's word as a wrapper command: one nested in another
+/// (which no proposer wrote) is kept as it was and refused, changing nothing.
 #[test]
-fn as_operator_wraps_one_plain_command() {
+fn a_format_1_operator_wrapper_in_a_wrapper_is_refused() {
     let mut h = Harness::new();
+    let wrap = |c| {
+        CommandV1::AsOperator(layout_v1::AsOperator {
+            command: Box::new(c),
+        })
+    };
+    let audit = CommandV1::RecordAudit(RecordAuditV1 {
+        action: "a".into(),
+        channel: None,
+        org: None,
+        detail: None,
+    });
+    let proposal = legacy(wrap(wrap(audit)));
+    assert!(proposal.as_operator);
+    assert!(
+        matches!(proposal.command, Command::Nested(_)),
+        "{proposal:?}"
+    );
     h.reject_as(
         "ops",
-        as_operator(as_operator(Command::RecordAudit(RecordAudit {
-            action: "a".into(),
-            channel: None,
-            org: None,
-            detail: None,
-        }))),
-        Rejection::invalid("command", "AsOperator wraps one plain command"),
+        proposal,
+        Rejection::invalid("command", "a wrapper command where no proposer puts one"),
     );
 }

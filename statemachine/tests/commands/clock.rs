@@ -1,7 +1,7 @@
 //! The state machine's clock: proposer timestamps are clamped, and a rejection leaves it alone.
 
 use crate::harness::*;
-use raftlane_statemachine::wire::command::AtClientTime;
+use raftlane_statemachine::wire::layout_v1::{self, CommandV1};
 
 #[test]
 fn earlier_now_ms_is_clamped_to_the_clock_and_fifo_order_is_kept() {
@@ -59,7 +59,7 @@ fn a_rejected_command_does_not_even_advance_the_clock() {
     assert_eq!(h.sm.meta().next_row_id, before.next_row_id);
 }
 
-/// Test mode's exact time (docs/SPEC.md §2.1): `AtClientTime` applies its command at the time
+/// Test mode's exact time (docs/SPEC.md §2.1): an envelope's client time applies its command at the time
 /// it names, even before the machine's clock, and leaves that clock where it was.
 #[test]
 fn a_client_time_command_applies_at_exactly_its_time_and_leaves_the_clock() {
@@ -68,12 +68,7 @@ fn a_client_time_command_applies_at_exactly_its_time_and_leaves_the_clock() {
     h.enqueue("orders", "first");
     let before = h.clock();
     assert_eq!(before, T0 + 5_000);
-    let at = |now_ms, command| {
-        Command::AtClientTime(AtClientTime {
-            now_ms,
-            command: Box::new(command),
-        })
-    };
+    let at = at_client_time;
     let out = h.run(at(
         T0 - 1_000,
         Command::EnqueueMessage(EnqueueMessage {
@@ -93,9 +88,16 @@ fn a_client_time_command_applies_at_exactly_its_time_and_leaves_the_clock() {
         Ok(Outcome::FifoClaimed(Ok(row))) => assert_eq!(row.lease_expires_at, T0 + 107),
         other => panic!("unexpected {other:?}"),
     }
-    // Nesting names no single time: refused, and nothing changes but the applied index.
+    // A format 1 log's client time nested in another names no single time: refused, and
+    // nothing changes but the applied index.
     let meta = h.sm.meta().clone();
-    let nested = h.run(at(T0, at(T0, Command::ExpireRecords)));
+    let wrap = |c| {
+        CommandV1::AtClientTime(layout_v1::AtClientTime {
+            now_ms: T0,
+            command: Box::new(c),
+        })
+    };
+    let nested = h.run(legacy(wrap(wrap(CommandV1::ExpireRecords))));
     assert!(
         matches!(nested, Err(Rejection::Invalid { ref field, .. }) if field == "command"),
         "{nested:?}"

@@ -148,11 +148,11 @@ fn counters_count_up_from_zero() {
 
 /// docs/SPEC.md §9.8: a node id is bound to the principal of its first heartbeat; another
 /// principal's heartbeat, campaign, resignation or leave under it is refused and changes
-/// nothing; an operator's (`AsOperator`) resignation and leave go through, audited; an admin's
+/// nothing; an operator's (the envelope's `as_operator`) resignation and leave go through, audited; an admin's
 /// reservation binds a name ahead of use, and its release frees it.
 #[test]
 fn a_node_id_is_its_principals_and_an_admin_reserves_one_ahead() {
-    use raftlane_statemachine::wire::command::{AsOperator, ReserveOwner};
+    use raftlane_statemachine::wire::command::ReserveOwner;
     let mut h = Harness::new();
     h.ok_as("engine-a", beat("node-a"));
     let led = h.ok_as("engine-a", campaign("node-a", 10_000));
@@ -178,11 +178,7 @@ fn a_node_id_is_its_principals_and_an_admin_reserves_one_ahead() {
     h.reject_as("engine-b", resign(), taken());
     h.reject_as("engine-b", leave(), taken());
     // An operator's override.
-    let as_op = |c: Command| {
-        Command::AsOperator(AsOperator {
-            command: Box::new(c),
-        })
-    };
+    let as_op = as_operator;
     assert_eq!(h.ok_as("ops", as_op(resign())), Outcome::Count(1));
     assert_eq!(h.ok_as("ops", as_op(leave())), Outcome::Count(1));
     let overrides =

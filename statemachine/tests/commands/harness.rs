@@ -20,6 +20,9 @@ pub(crate) use raftlane_statemachine::model::state::ReferenceSnapshot;
 pub(crate) use raftlane_statemachine::model::user::{AdGroupMap, AuthProvider, User};
 pub(crate) use raftlane_statemachine::storage::store::WriteBatch;
 pub(crate) use raftlane_statemachine::wire::command::{
+    ApprovalTerms, AuditAuthor, ChildKey, Decision, KeyedDecision, NamedApproval, ReferenceVersion,
+};
+pub(crate) use raftlane_statemachine::wire::command::{
     Batch, CancelQueued, ClaimReady, CompleteWithResponse, ConsumeApproval, CreateApproval,
     CreateSession, CreateUser, DeadLetterNow, DecideApproval, DeleteUser, DoneThenClaimNext,
     EnforceSessionCap, EnqueueIngress, EnqueueMessage, Handoff, HandoffDisposition, IngressHandoff,
@@ -139,6 +142,7 @@ pub(crate) fn ingress_handoff(row: &ClaimedRow, loopback: &str, depth_cap: u32) 
         fence: row.fence,
         loopback_channel: loopback.into(),
         depth_cap,
+        child: None,
     })
 }
 
@@ -197,12 +201,17 @@ pub(crate) fn create_approval(operation: &str, ttl_ms: u64) -> Command {
     Command::CreateApproval(CreateApproval {
         operation: operation.into(),
         params: "{}".into(),
-        ttl_ms,
+        terms: ApprovalTerms::Ttl(ttl_ms),
     })
 }
 
 pub(crate) fn decide(id: ApprovalId, approve: bool) -> Command {
-    Command::DecideApproval(DecideApproval { id, approve })
+    Command::DecideApproval(DecideApproval {
+        decision: Decision::ById {
+            id: id,
+            approve: approve,
+        },
+    })
 }
 
 pub(crate) fn approval_id(outcome: Outcome) -> ApprovalId {

@@ -239,7 +239,7 @@ fn namespaces_entries_and_reference_sets_are_listed_with_their_versions() {
     for (name, version) in [("providers", 2), ("codes", 7)] {
         h.ok(Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
             name: name.into(),
-            version,
+            version: ReferenceVersion::Number(version),
             rows: BTreeMap::from([("P1".to_string(), r#"{"n":1}"#.to_string())]),
         }));
     }

@@ -199,10 +199,9 @@ fn promotion_without_a_lane_owner_drops_every_lane_lease() {
 }
 
 /// docs/SPEC.md §9.8: a recovery takes back only its own principal's claims and lane leases,
-/// unless the proposer vouched for an operator (`AsOperator`), which takes back everyone's.
+/// unless the proposer vouched for an operator (the envelope's `as_operator`), which takes back everyone's.
 #[test]
 fn a_recovery_reaches_only_its_own_principals_claims_unless_an_operator_proposes_it() {
-    use raftlane_statemachine::wire::command::AsOperator;
     let mut h = Harness::new();
     h.enqueue_message("IB", &[("A", "p"), ("B", "q")]);
     let claim = |h: &mut Harness, actor: &str, lane: &str, owner: &str| match h.ok_as(
@@ -234,9 +233,7 @@ fn a_recovery_reaches_only_its_own_principals_claims_unless_an_operator_proposes
     assert_eq!(h.run_as("bob", reset(None)), Ok(Outcome::Count(0)));
     assert_eq!(h.row(alices.row_id).status, RowStatus::Inflight);
     // An operator's reset takes back everyone's.
-    let everyone = Command::AsOperator(AsOperator {
-        command: Box::new(reset(None)),
-    });
+    let everyone = as_operator(reset(None));
     assert_eq!(h.run_as("ops", everyone), Ok(Outcome::Count(1)));
     assert_eq!(h.row(alices.row_id).status, RowStatus::Pending);
     assert_eq!(h.sm.read().lane_lease(Stage::Outbound, "A").unwrap(), None);

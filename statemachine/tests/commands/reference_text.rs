@@ -1,12 +1,11 @@
 //! WriteReferenceSnapshotText: reference snapshots with the caller's text versions.
 
 use crate::harness::*;
-use raftlane_statemachine::wire::command::WriteReferenceSnapshotText;
 
 fn write_text(name: &str, version: &str, rows: &[(&str, &str)]) -> Command {
-    Command::WriteReferenceSnapshotText(WriteReferenceSnapshotText {
+    Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
         name: name.into(),
-        version: version.into(),
+        version: ReferenceVersion::Label(version.into()),
         rows: rows
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -79,7 +78,7 @@ fn a_numeric_write_after_a_text_one_clears_the_label() {
     h.ok(write_text("codes", "v1", &[("a", "1")]));
     h.ok(Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
         name: "codes".into(),
-        version: 40,
+        version: ReferenceVersion::Number(40),
         rows: BTreeMap::new(),
     }));
     assert_eq!(sets(&h), vec![("codes".into(), None, 40, vec![])]);

@@ -2,21 +2,22 @@
 //! the caller's fields (messagefoundry's `ingress_handoff`).
 
 use crate::harness::*;
-use raftlane_statemachine::wire::command::IngressHandoffKeyed;
 
 const KEY: &str = "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
 
 fn keyed(row: &ClaimedRow, key: &str, peek_failed: bool) -> Command {
-    Command::IngressHandoffKeyed(IngressHandoffKeyed {
+    Command::IngressHandoff(IngressHandoff {
         row_id: row.row_id,
         fence: row.fence,
         loopback_channel: "IB_LOOP".into(),
         depth_cap: 8,
-        child_key: key.into(),
-        control_id: Some("R1".into()),
-        message_type: Some("RSP^K11".into()),
-        summary: None,
-        peek_failed,
+        child: Some(ChildKey {
+            key: key.into(),
+            control_id: Some("R1".into()),
+            message_type: Some("RSP^K11".into()),
+            summary: None,
+            peek_failed: peek_failed,
+        }),
     })
 }
 
@@ -147,10 +148,10 @@ fn the_depth_cap_and_bad_keys_behave_as_for_the_plain_handoff() {
         keyed(&row, "", false),
         invalid("child_key", "must not be empty"),
     );
-    let capped = Command::IngressHandoffKeyed(IngressHandoffKeyed {
+    let capped = Command::IngressHandoff(IngressHandoff {
         depth_cap: 0,
         ..match keyed(&row, KEY, false) {
-            Command::IngressHandoffKeyed(c) => c,
+            Command::IngressHandoff(c) => c,
             _ => unreachable!(),
         }
     });

@@ -14,7 +14,7 @@ fn write_reference_snapshot_replaces_the_whole_set() {
     let write = |version: u64, r: BTreeMap<String, String>| {
         Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
             name: "codes".into(),
-            version,
+            version: ReferenceVersion::Number(version),
             rows: r,
         })
     };
@@ -37,7 +37,7 @@ fn write_reference_snapshot_replaces_the_whole_set() {
     h.reject(
         Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
             name: String::new(),
-            version: 3,
+            version: ReferenceVersion::Number(3),
             rows: BTreeMap::new(),
         }),
         invalid("name", "must not be empty"),

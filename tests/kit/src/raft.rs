@@ -18,6 +18,7 @@ use crate::wait::{bind, free_listener, WAIT};
 use futures::StreamExt;
 use raftlane_raft::types::RaftMetrics;
 use raftlane_raft::{now_ms, NotLeader, RaftNode, RaftNodeConfig, Tuning, WriteError};
+use raftlane_statemachine::wire::command::AuditAuthor;
 use raftlane_statemachine::wire::command::RecordAudit;
 use raftlane_statemachine::{Command, Envelope, Outcome, Response};
 use std::collections::BTreeMap;
@@ -54,6 +55,7 @@ pub fn audit(tag: &str) -> Envelope {
             channel: None,
             org: None,
             detail: None,
+            author: AuditAuthor::Principal,
         }),
     )
 }

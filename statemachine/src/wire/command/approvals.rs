@@ -9,32 +9,47 @@ use serde::{Deserialize, Serialize};
 pub struct CreateApproval {
     pub operation: String,
     pub params: String,
-    pub ttl_ms: u64,
+    pub terms: ApprovalTerms,
 }
 
-/// Approve or reject a pending approval.
+/// Who asks for an approval, when, and until when.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DecideApproval {
-    pub id: ApprovalId,
-    pub approve: bool,
+pub enum ApprovalTerms {
+    /// The envelope's principal, now, for this many milliseconds. Answers `Approval(id)`.
+    Ttl(u64),
+    /// Named and dated by the caller (docs/SPEC.md §14.10).
+    Named(NamedApproval),
 }
 
 /// An approval request the caller names and dates (docs/SPEC.md §14.10): its own `key`, the
 /// requester, the request time and the expiry (`None`: never). Answers `Approval(id)`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CreateApprovalAs {
+pub struct NamedApproval {
     pub key: String,
-    pub operation: String,
-    pub params: String,
     pub requester: String,
     pub requested_at: Millis,
     pub expires_at: Option<Millis>,
 }
 
-/// Decide a pending approval named by the caller's key (docs/SPEC.md §14.10), with the outcome,
-/// approver and time the caller gives. Succeeds only for the call that decides it.
+/// Approve or reject a pending approval.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DecideApprovalAs {
+pub struct DecideApproval {
+    pub decision: Decision,
+}
+
+/// Which approval a decision is about, and what it says.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Decision {
+    /// By id, by the envelope's principal, now.
+    ById { id: ApprovalId, approve: bool },
+    /// By the caller's key, with the outcome, approver and time the caller gives.
+    ByKey(KeyedDecision),
+}
+
+/// A decision on a pending approval named by the caller's key (docs/SPEC.md §14.10), with the
+/// outcome, approver and time the caller gives. Succeeds only for the call that decides it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyedDecision {
     pub key: String,
     pub status: ApprovalStatus,
     pub approver: Option<String>,

@@ -10,23 +10,24 @@ pub struct RecordAudit {
     pub channel: Option<String>,
     pub org: Option<String>,
     pub detail: Option<String>,
+    /// Whom the row names as its actor.
+    pub author: AuditAuthor,
+}
+
+/// Whom an audit row names as its actor.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AuditAuthor {
+    /// The envelope's principal.
+    Principal,
+    /// Someone the caller names (absent when `None`), not the envelope's principal
+    /// (docs/SPEC.md §14.5): the engine records its own users' actions.
+    Named(Option<String>),
 }
 
 /// Close the current era of an org's chain with a seal row.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SealAuditEpoch {
     pub org: String,
-}
-
-/// RecordAudit on behalf of someone else: the row's actor is `actor` (absent when `None`), not
-/// the envelope's principal (docs/SPEC.md §14.5). The engine records its own users' actions.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RecordAuditAs {
-    pub action: String,
-    pub actor: Option<String>,
-    pub channel: Option<String>,
-    pub org: Option<String>,
-    pub detail: Option<String>,
 }
 
 /// Someone opened a message's body: its history gets the event `viewed`, with the viewer as

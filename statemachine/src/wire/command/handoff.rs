@@ -90,6 +90,8 @@ pub struct IngressHandoff {
     pub fence: Fence,
     pub loopback_channel: String,
     pub depth_cap: u32,
+    /// The child message's key and fields, when the caller names them (see [`ChildKey`]).
+    pub child: Option<ChildKey>,
 }
 
 /// An attempt failed: retry after the policy's backoff, or dead-letter the row.
@@ -138,17 +140,13 @@ pub enum HandoffDisposition {
     Unrouted,
 }
 
-/// IngressHandoff with the child named and described by the caller (docs/SPEC.md §14.7): the
-/// child is found again by `child_key` (the engine's own derived id), carries the caller's
+/// The child of an [`IngressHandoff`] named and described by the caller (docs/SPEC.md §14.7):
+/// the child is found again by `key` (the engine's own derived id), carries the caller's
 /// `control_id`, `message_type` and `summary`, and with `peek_failed` is recorded in `error`
-/// without an ingress row. Answers `Reingressed`.
+/// without an ingress row. The handoff then answers `Reingressed`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IngressHandoffKeyed {
-    pub row_id: RowId,
-    pub fence: Fence,
-    pub loopback_channel: String,
-    pub depth_cap: u32,
-    pub child_key: String,
+pub struct ChildKey {
+    pub key: String,
     pub control_id: Option<String>,
     pub message_type: Option<String>,
     pub summary: Option<String>,

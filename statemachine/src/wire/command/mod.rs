@@ -5,16 +5,21 @@
 //! its own, carried by the [`Command`] variant of the same name; what it does is its `Apply`
 //! implementation, next to the rest of its family in [`crate::apply`].
 //!
-//! The encoding is pinned by `tests/golden_wire.rs` (golden bytes in `tests/golden/*.hex`):
-//! bincode writes a variant as its position followed by its fields in declaration order, so a
-//! new command goes at the end of [`Command`], and a struct's fields are never reordered. A
-//! newtype variant holding a struct encodes exactly like the struct variant it replaced.
+//! What belongs to the envelope rather than to one command (the proposer's clock, the actor,
+//! the request id, test mode's client time, the request's fingerprint, the operator's word) is
+//! a field of the [`Envelope`], written as a numbered header field by log format 3
+//! ([`crate::wire::format3`]). Formats 1 and 2 carried some of them as wrapper commands and
+//! some commands as twins; [`crate::wire::layout_v1`] still reads and writes that layout.
+//!
+//! The encoding is pinned by `tests/golden_wire.rs` (golden bytes in `tests/golden/*.hex`): in
+//! format 3 bincode writes a variant as its position followed by its fields in declaration
+//! order, so a new command goes at the end of [`Command`], and a struct's fields are never
+//! reordered; a change of a command's fields needs a new log format.
 //!
 //! The command structs live by family, one module each ([`produce`], [`claim`], [`handoff`],
 //! [`recovery`], [`stored`], [`audit`], [`approvals`], [`principals`], [`users`],
 //! [`coordination`]), like `crate::apply`; this module holds the [`Envelope`], the [`Command`]
-//! set and the wrappers that carry another command ([`Batch`], [`AtClientTime`],
-//! [`Fingerprinted`], [`AsOperator`]), and re-exports the rest.
+//! set and the [`Batch`] of envelopes, and re-exports the rest.
 
 mod approvals;
 mod audit;
@@ -28,12 +33,13 @@ mod stored;
 mod users;
 
 use crate::model::ids::Millis;
-pub use crate::wire::legacy::{PurgeDeadLetters, PurgeMessageBodies};
+pub use crate::wire::legacy::{Nested, PurgeDeadLetters, PurgeMessageBodies};
 use crate::wire::log_format::LogFormat;
 pub use approvals::{
-    ConsumeApproval, CreateApproval, CreateApprovalAs, DecideApproval, DecideApprovalAs,
+    ApprovalTerms, ConsumeApproval, CreateApproval, DecideApproval, Decision, KeyedDecision,
+    NamedApproval,
 };
-pub use audit::{RecordAudit, RecordAuditAs, RecordView, SealAuditEpoch};
+pub use audit::{AuditAuthor, RecordAudit, RecordView, SealAuditEpoch};
 pub use claim::{
     ClaimFifoHead, ClaimNextFifo, ClaimReady, DoneThenClaimNext, ReclaimExpired, ReleaseLane,
     RenewLeases,
@@ -42,9 +48,9 @@ pub use coordination::{
     BumpCounter, CampaignLeadership, NodeHeartbeat, NodeLeave, ResignLeadership,
 };
 pub use handoff::{
-    CompleteWithResponse, DeadLetterNow, HandOn, HandOnThenClaimNext, HandlerWork, Handoff,
-    HandoffDisposition, IngressHandoff, IngressHandoffKeyed, MarkDone, MarkFailed,
-    RouteDisposition, RouteHandoff, StateOp, TransformHandoff,
+    ChildKey, CompleteWithResponse, DeadLetterNow, HandOn, HandOnThenClaimNext, HandlerWork,
+    Handoff, HandoffDisposition, IngressHandoff, MarkDone, MarkFailed, RouteDisposition,
+    RouteHandoff, StateOp, TransformHandoff,
 };
 pub use principals::{IssueToken, PutPrincipal, ReserveOwner, RevokePrincipal, SetPrincipalOrgs};
 pub use produce::{
@@ -56,8 +62,8 @@ pub use recovery::{
 };
 use serde::{Deserialize, Serialize};
 pub use stored::{
-    ExpireRecords, PurgeState, PutConfig, RetentionPage, RetentionPass, RewriteValues,
-    WriteReferenceSnapshot, WriteReferenceSnapshotText, MAX_RETENTION_PAGE,
+    ExpireRecords, PurgeState, PutConfig, ReferenceVersion, RetentionPage, RetentionPass,
+    RewriteValues, WriteReferenceSnapshot, MAX_RETENTION_PAGE,
 };
 pub use users::{
     CreateSession, CreateUser, DeleteUser, EnforceSessionCap, PurgeExpiredSessions,
@@ -77,6 +83,24 @@ pub struct Envelope {
     /// request_id)` gets the first one's answer back and changes nothing (see
     /// [`crate::apply::request`]). The proposer sets it; `None` applies every time.
     pub request_id: Option<String>,
+    /// Test mode only (docs/SPEC.md §2.1): the command applies at exactly this time, the one a
+    /// test client named, instead of at the clamped clock, and leaves the machine's clock where
+    /// it was. Only a node started with `--test-client-clock` proposes it: messagefoundry's
+    /// store suite moves its clock backwards between calls and checks the times it named.
+    pub client_time: Option<Millis>,
+    /// The SHA-256 the API computed over the HTTP request that proposed the command (method,
+    /// path and query, the headers that feed commands, the body; docs/SPEC.md §10.5). It is
+    /// stored beside the remembered answer of `request_id`, and a later envelope with the same
+    /// `(actor, request_id)` but another fingerprint is refused
+    /// ([`Rejection::RequestIdReused`](crate::wire::rejection::Rejection)) instead of being
+    /// answered the first request's outcome. Set only for a client-chosen `Request-Id`.
+    pub fingerprint: Option<[u8; 32]>,
+    /// The proposer's word that the caller holds the operator role (docs/SPEC.md §9.8): the
+    /// command may act on what belongs to other principals (a fenced row action on a row
+    /// another principal claimed, audited `row.override`; a recovery of every principal's
+    /// rows). Without it a command acts on the actor's own claims only. The state machine knows
+    /// principals by name, not their roles, so the proposer stamps it.
+    pub as_operator: bool,
     pub command: Command,
     /// The format the envelope is written in: what it was read in, else format 1 (the one
     /// every build reads) until the leader sets the cluster's format with [`Self::set_format`].
@@ -90,6 +114,9 @@ impl Envelope {
             now_ms,
             actor: actor.into(),
             request_id: None,
+            client_time: None,
+            fingerprint: None,
+            as_operator: false,
             command,
             format: LogFormat::V1,
         }
@@ -99,6 +126,42 @@ impl Envelope {
     pub fn with_request_id(mut self, request_id: impl Into<String>) -> Self {
         self.request_id = Some(request_id.into());
         self
+    }
+
+    /// The same envelope, applied at exactly `now_ms` (test mode: [`Self::client_time`]).
+    pub fn at_client_time(mut self, now_ms: Option<Millis>) -> Self {
+        self.client_time = now_ms;
+        self
+    }
+
+    /// The same envelope, bound to its request's fingerprint ([`Self::fingerprint`]).
+    pub fn fingerprinted(mut self, fingerprint: Option<[u8; 32]>) -> Self {
+        self.fingerprint = fingerprint;
+        self
+    }
+
+    /// The same envelope, vouched for as an operator's ([`Self::as_operator`]).
+    pub fn as_operator(mut self, as_operator: bool) -> Self {
+        self.as_operator = as_operator;
+        self
+    }
+
+    /// The header fields formats 1 and 2 write as wrappers around the command.
+    pub(crate) fn wrappers(&self) -> crate::wire::layout_v1::Wrappers {
+        crate::wire::layout_v1::Wrappers {
+            client_time: self.client_time,
+            fingerprint: self.fingerprint,
+            as_operator: self.as_operator,
+        }
+    }
+
+    /// Whether the envelope carries a batch to apply member by member: a [`Command::Batch`]
+    /// with no header field that belongs to one command (a batch's members carry their own).
+    pub fn is_batch(&self) -> bool {
+        matches!(self.command, Command::Batch(_))
+            && self.client_time.is_none()
+            && self.fingerprint.is_none()
+            && !self.as_operator
     }
 
     /// Write this envelope, and every envelope a batch carries, in `format`.
@@ -179,15 +242,8 @@ pub enum Command {
     ResetStaleInflight(ResetStaleInflight),
     DeadLetterMissingDestinations(DeadLetterMissingDestinations),
     DeadLetterMissingHandlers(DeadLetterMissingHandlers),
-    RecordAuditAs(RecordAuditAs),
     RecordView(RecordView),
-    IngressHandoffKeyed(IngressHandoffKeyed),
-    WriteReferenceSnapshotText(WriteReferenceSnapshotText),
     RecoverInflightOnPromotion(RecoverInflightOnPromotion),
-    CreateApprovalAs(CreateApprovalAs),
-    DecideApprovalAs(DecideApprovalAs),
-    // --- test mode (docs/SPEC.md §2.1) ---
-    AtClientTime(AtClientTime),
     // --- engine coordination (docs/SPEC.md §15) ---
     NodeHeartbeat(NodeHeartbeat),
     NodeLeave(NodeLeave),
@@ -198,8 +254,7 @@ pub enum Command {
     ConsumeApproval(ConsumeApproval),
     // --- security (docs/SPEC.md §9.4) ---
     SetPrincipalOrgs(SetPrincipalOrgs),
-    // --- Request-Id reuse and random tokens (docs/SPEC.md §10.5, §9.1) ---
-    Fingerprinted(Fingerprinted),
+    // --- random tokens (docs/SPEC.md §9.1) ---
     IssueToken(IssueToken),
     // --- paged retention (docs/SPEC.md §8.6) ---
     RetentionPage(RetentionPage),
@@ -207,27 +262,24 @@ pub enum Command {
     SessionAt(SessionAt),
     // --- a handoff and the lane's next claim in one entry (docs/SPEC.md §4.4a) ---
     HandOnThenClaimNext(HandOnThenClaimNext),
-    // --- a principal acts only on what is its own (docs/SPEC.md §9.8) ---
-    AsOperator(AsOperator),
     // --- names bound to principals: an admin's reservation (docs/SPEC.md §9.8) ---
     ReserveOwner(ReserveOwner),
     // --- a destination paused by an operator (docs/SPEC.md §4.9) ---
     SetDestinationPaused(SetDestinationPaused),
     // --- the log itself (docs/SPEC.md §2.8) ---
     SetLogFormat(SetLogFormat),
+    // --- decode-only: a format 1/2 command in a place no proposer puts one ---
+    Nested(Nested),
 }
 
 impl Command {
     /// Whether applying this command may change the cluster's log format: a `SetLogFormat`,
-    /// alone, wrapped or in a batch. What the Raft adapter watches for, so it need not read the
+    /// alone or in a batch. What the Raft adapter watches for, so it need not read the
     /// format back after every batch.
     pub fn sets_log_format(&self) -> bool {
         match self {
             Command::SetLogFormat(_) => true,
             Command::Batch(batch) => batch.commands.iter().any(|e| e.command.sets_log_format()),
-            Command::AtClientTime(AtClientTime { command, .. })
-            | Command::Fingerprinted(Fingerprinted { command, .. })
-            | Command::AsOperator(AsOperator { command }) => command.sets_log_format(),
             _ => false,
         }
     }
@@ -248,6 +300,8 @@ impl Command {
             Command::TransformHandoff(_) => "transform_handoff",
             Command::MarkDone(_) => "mark_done",
             Command::CompleteWithResponse(_) => "complete_with_response",
+            // A twin of formats 1 and 2 keeps its name in metrics and logs.
+            Command::IngressHandoff(c) if c.child.is_some() => "ingress_handoff_keyed",
             Command::IngressHandoff(_) => "ingress_handoff",
             Command::MarkFailed(_) => "mark_failed",
             Command::DeadLetterNow(_) => "dead_letter_now",
@@ -255,14 +309,29 @@ impl Command {
             Command::ReplayDead(_) => "replay_dead",
             Command::CancelQueued(_) => "cancel_queued",
             Command::PutConfig(_) => "put_config",
+            Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
+                version: ReferenceVersion::Label(_),
+                ..
+            }) => "write_reference_snapshot_text",
             Command::WriteReferenceSnapshot(_) => "write_reference_snapshot",
             Command::PurgeMessageBodies(_) => "purge_message_bodies",
             Command::PurgeDeadLetters(_) => "purge_dead_letters",
             Command::PurgeState(_) => "purge_state",
             Command::ExpireRecords => "expire_records",
+            Command::RecordAudit(RecordAudit {
+                author: AuditAuthor::Named(_),
+                ..
+            }) => "record_audit_as",
             Command::RecordAudit(_) => "record_audit",
             Command::SealAuditEpoch(_) => "seal_audit_epoch",
+            Command::CreateApproval(CreateApproval {
+                terms: ApprovalTerms::Named(_),
+                ..
+            }) => "create_approval_as",
             Command::CreateApproval(_) => "create_approval",
+            Command::DecideApproval(DecideApproval {
+                decision: Decision::ByKey(_),
+            }) => "decide_approval_as",
             Command::DecideApproval(_) => "decide_approval",
             Command::PutPrincipal(_) => "put_principal",
             Command::RevokePrincipal(_) => "revoke_principal",
@@ -285,14 +354,8 @@ impl Command {
             Command::ResetStaleInflight(_) => "reset_stale_inflight",
             Command::DeadLetterMissingDestinations(_) => "dead_letter_missing_destinations",
             Command::DeadLetterMissingHandlers(_) => "dead_letter_missing_handlers",
-            Command::RecordAuditAs(_) => "record_audit_as",
             Command::RecordView(_) => "record_view",
-            Command::IngressHandoffKeyed(_) => "ingress_handoff_keyed",
-            Command::WriteReferenceSnapshotText(_) => "write_reference_snapshot_text",
             Command::RecoverInflightOnPromotion(_) => "recover_inflight_on_promotion",
-            Command::CreateApprovalAs(_) => "create_approval_as",
-            Command::DecideApprovalAs(_) => "decide_approval_as",
-            Command::AtClientTime(_) => "at_client_time",
             Command::NodeHeartbeat(_) => "node_heartbeat",
             Command::NodeLeave(_) => "node_leave",
             Command::CampaignLeadership(_) => "campaign_leadership",
@@ -300,18 +363,15 @@ impl Command {
             Command::BumpCounter(_) => "bump_counter",
             Command::ConsumeApproval(_) => "consume_approval",
             Command::SetPrincipalOrgs(_) => "set_principal_orgs",
-            // A wrapper, not a command of its own: metrics and logs count what it carries.
-            Command::Fingerprinted(c) => c.command.name(),
             Command::IssueToken(_) => "issue_token",
             Command::RetentionPage(_) => "retention_page",
             // The caller's time is data of the session write: counted as the write it dates.
             Command::SessionAt(c) => c.write.name(),
             Command::HandOnThenClaimNext(_) => "hand_on_then_claim_next",
-            // The proposer's word on the caller's role: counted as the command it carries.
-            Command::AsOperator(c) => c.command.name(),
             Command::ReserveOwner(_) => "reserve_owner",
             Command::SetDestinationPaused(_) => "set_destination_paused",
             Command::SetLogFormat(_) => "set_log_format",
+            Command::Nested(_) => "nested",
         }
     }
 }
@@ -349,43 +409,6 @@ pub fn op_order(op: u64) -> (u64, u64) {
         Some(r) => (r / MAX_BATCH as u64, r % MAX_BATCH as u64 + 1),
         None => (op, 0),
     }
-}
-
-/// `command` applied at exactly `now_ms`, the time a test client named, instead of at the
-/// envelope's clamped clock (docs/SPEC.md §2.1). Only a node started with
-/// `--test-client-clock` proposes it: messagefoundry's store suite moves its clock backwards
-/// between calls (a login "at 20 s" after a user created "at 1000 s") and checks the times it
-/// named, which no monotonic clock can give. It does not move the machine's clock.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AtClientTime {
-    pub now_ms: Millis,
-    pub command: Box<Command>,
-}
-
-/// `command`, bound to the HTTP request that proposed it (docs/SPEC.md §10.5). `fingerprint`
-/// is the SHA-256 the API computed over that request (method, path and query, the headers that
-/// feed commands, the body); it is stored beside the remembered answer of the envelope's request
-/// id, and a later envelope with the same `(actor, request id)` but another fingerprint is
-/// refused with [`Rejection::RequestIdReused`](crate::wire::rejection::Rejection) instead of
-/// being answered the first request's outcome. The API proposes it only for a client-chosen
-/// `Request-Id` (a node-drawn id cannot be reused by anyone). In test mode it sits inside
-/// [`AtClientTime`], never around it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Fingerprinted {
-    pub fingerprint: [u8; 32],
-    pub command: Box<Command>,
-}
-
-/// `command`, proposed for a caller the API found to hold the operator role (docs/SPEC.md §9.8):
-/// it may act on what belongs to other principals. A fenced row action may act on a row another
-/// principal claimed, and every such override is audited (`row.override`); a recovery
-/// (ResetStaleInflight, RecoverInflightOnPromotion) takes back every principal's rows, not only
-/// the caller's own. Without it a command acts on the actor's own claims only. The proposer
-/// stamps it (the state machine knows principals by name, not their roles); it wraps one plain
-/// command, inside [`Fingerprinted`] and [`AtClientTime`], never around them.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AsOperator {
-    pub command: Box<Command>,
 }
 
 /// Raise the cluster's log format (docs/SPEC.md §2.8): from the next entry on, the leader

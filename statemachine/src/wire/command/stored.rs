@@ -17,18 +17,18 @@ pub struct PutConfig {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WriteReferenceSnapshot {
     pub name: String,
-    pub version: u64,
+    pub version: ReferenceVersion,
     pub rows: BTreeMap<String, String>,
 }
 
-/// WriteReferenceSnapshot with a text version (`"v1"`): the set is replaced whole, its numeric
-/// version becomes the previous one plus one, and `version` is kept as its label (docs/SPEC.md
-/// §14.8). Answers `Count(rows)`.
+/// The version a reference write names.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WriteReferenceSnapshotText {
-    pub name: String,
-    pub version: String,
-    pub rows: BTreeMap<String, String>,
+pub enum ReferenceVersion {
+    /// The set's version, as given.
+    Number(u64),
+    /// A text label (`"v1"`): the set's numeric version becomes the previous one plus one, and
+    /// the text is kept as its label (docs/SPEC.md §14.8). The write answers `Count(rows)`.
+    Label(String),
 }
 
 /// Delete transform state set before `older_than`.
