@@ -11,7 +11,6 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use raftlane_statemachine::model::ids::ApprovalId;
 use raftlane_statemachine::model::principal::Role;
-use raftlane_statemachine::wire::command::AsOperator;
 use raftlane_statemachine::Command;
 use raftlane_statemachine::Envelope;
 use std::sync::Arc;
@@ -124,25 +123,40 @@ pub struct Caller {
     pub approval: Option<raftlane_statemachine::model::ids::ApprovalId>,
 }
 
+/// A command as a caller proposes it, before it is put in its envelope: with or without the
+/// operator's word ([`Caller::authority`]). A plain command is one without.
+#[derive(Clone, Debug)]
+pub struct Proposal {
+    pub command: Command,
+    pub as_operator: bool,
+}
+
+impl From<Command> for Proposal {
+    fn from(command: Command) -> Self {
+        Self {
+            command,
+            as_operator: false,
+        }
+    }
+}
+
 impl Caller {
-    /// Wrap a command with the proposer's clock, the caller's name and the request id of this
-    /// proposal, bound to the request's fingerprint when the client chose the id
-    /// ([`crate::request_id`]). In test mode a request that names its time
-    /// (`Raftlane-Client-Time-Ms`, see [`Caller::client_time`]) has its command
-    /// applied at exactly that time (`AtClientTime`, docs/SPEC.md §2.1), around the binding.
-    pub fn envelope(&self, command: raftlane_statemachine::Command) -> Envelope {
-        let command = self.requests.bind(command);
-        let command = match self.client_time {
-            Some(now_ms) => raftlane_statemachine::Command::AtClientTime(
-                raftlane_statemachine::wire::command::AtClientTime {
-                    now_ms,
-                    command: Box::new(command),
-                },
-            ),
-            None => command,
-        };
+    /// Put a command in its envelope: the proposer's clock, the caller's name, the request id
+    /// of this proposal, bound to the request's fingerprint when the client chose the id
+    /// ([`crate::request_id`]), and the operator's word when [`Caller::authority`] gave it. In
+    /// test mode a request that names its time (`Raftlane-Client-Time-Ms`, see
+    /// [`Caller::client_time`]) has its command applied at exactly that time (the envelope's
+    /// `client_time`, docs/SPEC.md §2.1).
+    pub fn envelope(&self, proposal: impl Into<Proposal>) -> Envelope {
+        let Proposal {
+            command,
+            as_operator,
+        } = proposal.into();
         Envelope::new(self.now_ms(), self.name.as_str(), command)
             .with_request_id(self.requests.next())
+            .fingerprinted(self.requests.fingerprint())
+            .at_client_time(self.client_time)
+            .as_operator(as_operator)
     }
 
     /// The time this request's time-dependent reads and cutoffs use: the client's (test mode,
@@ -170,17 +184,15 @@ impl Caller {
         role_allows(self.role, Permission::Operate)
     }
 
-    /// `command` as this caller proposes it: wrapped in `AsOperator` when the caller is an
-    /// operator, the one place the proposer vouches for a role to the state machine, which then
-    /// lets the command act on other principals' claims (and audits it) or recover every
-    /// principal's rows; anyone else's command acts on its own claims only.
-    pub fn authority(&self, command: Command) -> Command {
-        if self.is_operator() {
-            Command::AsOperator(AsOperator {
-                command: Box::new(command),
-            })
-        } else {
-            command
+    /// `command` as this caller proposes it: with the operator's word (the envelope's
+    /// `as_operator`) when the caller is an operator, the one place the proposer vouches for a
+    /// role to the state machine, which then lets the command act on other principals' claims
+    /// (and audits it) or recover every principal's rows; anyone else's command acts on its own
+    /// claims only.
+    pub fn authority(&self, command: Command) -> Proposal {
+        Proposal {
+            command,
+            as_operator: self.is_operator(),
         }
     }
 

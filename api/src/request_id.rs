@@ -12,8 +12,8 @@
 //!
 //! A client-chosen id names one request, not whatever request reuses it: [`bind`] (a middleware)
 //! fingerprints every write that carries a `Request-Id` (method, path and query, the headers
-//! that feed commands, the body), and each proposal of that request is wrapped in a
-//! `Fingerprinted` command, so the state machine answers a repeat only when it is the same
+//! that feed commands, the body), and each proposal of that request carries it as its
+//! envelope's `fingerprint`, so the state machine answers a repeat only when it is the same
 //! request and refuses any other with `409 request_id_reused` (docs/SPEC.md §10.5). The
 //! fingerprint is taken from the request and not from the commands it proposes because a true
 //! retry's commands differ (values sealed under a fresh nonce, a new random token, the node's
@@ -27,8 +27,6 @@ use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use raftlane_statemachine::wire::command::Fingerprinted;
-use raftlane_statemachine::Command;
 use sha2::{Digest, Sha256};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -175,15 +173,9 @@ impl RequestIds {
         format!("{}/{n}", self.base)
     }
 
-    /// `command` bound to this request's fingerprint, when it has one.
-    pub fn bind(&self, command: Command) -> Command {
-        match self.fingerprint {
-            Some(Fingerprint(fingerprint)) => Command::Fingerprinted(Fingerprinted {
-                fingerprint,
-                command: Box::new(command),
-            }),
-            None => command,
-        }
+    /// The fingerprint this request's proposals are bound to, when the client chose the id.
+    pub fn fingerprint(&self) -> Option<[u8; 32]> {
+        self.fingerprint.map(|Fingerprint(f)| f)
     }
 }
 
@@ -235,8 +227,7 @@ mod tests {
         }
         // Only a client's id is bound.
         let ids = RequestIds::from_headers(&h).unwrap();
-        let bare = Command::ExpireRecords;
-        assert_eq!(ids.bind(bare.clone()), bare);
+        assert_eq!(ids.fingerprint(), None);
     }
 
     #[test]

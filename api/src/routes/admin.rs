@@ -20,8 +20,8 @@ use raftlane_statemachine::model::principal::Role;
 use raftlane_statemachine::model::state::StateEntry;
 use raftlane_statemachine::rules::principal_name;
 use raftlane_statemachine::wire::command::{
-    IssueToken, PurgeState, PutPrincipal, ReserveOwner, RetentionPage, RetentionPass,
-    RevokePrincipal, SetPrincipalOrgs, WriteReferenceSnapshot, MAX_RETENTION_PAGE,
+    self as command, IssueToken, PurgeState, PutPrincipal, ReserveOwner, RetentionPage,
+    RetentionPass, RevokePrincipal, SetPrincipalOrgs, WriteReferenceSnapshot, MAX_RETENTION_PAGE,
 };
 use raftlane_statemachine::{Command, Outcome};
 use rand::RngCore;
@@ -155,23 +155,18 @@ pub async fn put_reference(
     check_name("name", &name)?;
     let params = serde_json::json!({ "name": &name, "request": &b });
     dual_control::authorize(&state, &caller, Action::WriteReference, &params).await?;
-    let command = match b.version {
-        ReferenceVersion::Number(version) => {
-            Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
-                name,
-                version: ReferenceVersion::Number(version),
-                rows: b.rows,
-            })
-        }
-        ReferenceVersion::Label(version) => {
-            check_name("version", &version)?;
-            Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
-                name,
-                version: ReferenceVersion::Label(version),
-                rows: b.rows,
-            })
+    let version = match b.version {
+        ReferenceVersion::Number(version) => command::ReferenceVersion::Number(version),
+        ReferenceVersion::Label(label) => {
+            check_name("version", &label)?;
+            command::ReferenceVersion::Label(label)
         }
     };
+    let command = Command::WriteReferenceSnapshot(WriteReferenceSnapshot {
+        name,
+        version,
+        rows: b.rows,
+    });
     match propose(&state, &caller, command).await? {
         (index, Outcome::Count(n)) => Ok(Json(ReferenceWritten {
             index,

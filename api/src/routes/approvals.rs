@@ -79,7 +79,7 @@ pub async fn decide_approval(
         &caller,
         Command::DecideApproval(DecideApproval {
             decision: Decision::ById {
-                id: id,
+                id,
                 approve: b.approve,
             },
         }),

@@ -18,7 +18,7 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use raftlane_statemachine::row::Stage;
-use raftlane_statemachine::{Command, Outcome};
+use raftlane_statemachine::Outcome;
 use serde::Deserialize;
 
 /// `?consistency=stale` serves from local state; anything else is linearizable.
@@ -67,7 +67,7 @@ pub async fn read_covered<T: crate::write::at_rest::Covered>(
 pub async fn propose(
     state: &AppState,
     caller: &Caller,
-    command: Command,
+    command: impl Into<crate::auth::Proposal>,
 ) -> ApiResult<(u64, Outcome)> {
     let envelope = caller.envelope(command);
     let (index, response) = state.writes.write(envelope).await?;

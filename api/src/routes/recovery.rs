@@ -33,7 +33,11 @@ fn stage_scope(body: &[u8]) -> ApiResult<Option<Stage>> {
 }
 
 /// Propose `command` and read its `Count`.
-async fn count(state: &AppState, caller: &Caller, command: Command) -> ApiResult<(u64, u64)> {
+async fn count(
+    state: &AppState,
+    caller: &Caller,
+    command: impl Into<crate::auth::Proposal>,
+) -> ApiResult<(u64, u64)> {
     match propose(state, caller, command).await? {
         (index, Outcome::Count(n)) => Ok((index, n)),
         (_, other) => Err(unexpected(other)),

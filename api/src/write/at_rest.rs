@@ -120,6 +120,8 @@ impl Covered for Command {
             | Command::CancelQueued(_)
             | Command::SetDestinationPaused(_)
             | Command::SetLogFormat(_)
+            // A format 1/2 command no proposer writes; refused by apply.
+            | Command::Nested(_)
             | Command::PutConfig(_)
             | Command::PurgeMessageBodies(_)
             | Command::PurgeDeadLetters(_)
@@ -152,18 +154,11 @@ impl Covered for Command {
             // an event's detail and reference values are covered like WriteReferenceSnapshot's;
             // the rest carries names, ids, owners, audit rows and approvals.
             Command::RecordView(c) => each_opt(&mut c.viewer, f),
-            Command::WriteReferenceSnapshotText(c) => c.rows.values_mut().try_for_each(f),
             Command::ClaimFifoHead(_)
             | Command::ResetStaleInflight(_)
             | Command::DeadLetterMissingDestinations(_)
             | Command::DeadLetterMissingHandlers(_)
-            | Command::RecordAuditAs(_)
-            | Command::IngressHandoffKeyed(_)
-            | Command::RecoverInflightOnPromotion(_)
-            | Command::CreateApprovalAs(_)
-            | Command::DecideApprovalAs(_) => Ok(()),
-            // Test mode's exact time: the wrapped command says what it carries.
-            Command::AtClientTime(at) => at.command.each_covered(f),
+            | Command::RecoverInflightOnPromotion(_) => Ok(()),
             // Engine coordination: names, times and counters, nothing covered.
             Command::NodeHeartbeat(_)
             | Command::NodeLeave(_)
@@ -172,11 +167,8 @@ impl Covered for Command {
             | Command::BumpCounter(_)
             | Command::ConsumeApproval(_)
             | Command::SetPrincipalOrgs(_) => Ok(()),
-            // A request's fingerprint: the wrapped command says what it carries. A token is
-            // stored as its hash, and its nonce is useless without the nodes' token key.
-            Command::Fingerprinted(c) => c.command.each_covered(f),
-            // The proposer's word on the caller's role: the wrapped command says what it carries.
-            Command::AsOperator(c) => c.command.each_covered(f),
+            // A token is stored as its hash, and its nonce is useless without the nodes' token
+            // key.
             Command::IssueToken(_) => Ok(()),
             // A pass, a cutoff and a page size: nothing a client wrote.
             Command::RetentionPage(_) => Ok(()),

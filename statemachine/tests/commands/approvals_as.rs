@@ -10,8 +10,8 @@ fn create(key: &str, requested_at: u64, expires_at: Option<u64>) -> Command {
         terms: ApprovalTerms::Named(NamedApproval {
             key: key.into(),
             requester: "alice".into(),
-            requested_at: requested_at,
-            expires_at: expires_at,
+            requested_at,
+            expires_at,
         }),
     })
 }
@@ -20,7 +20,7 @@ fn decide(key: &str, status: ApprovalStatus, approver: Option<&str>) -> Command 
     Command::DecideApproval(DecideApproval {
         decision: Decision::ByKey(KeyedDecision {
             key: key.into(),
-            status: status,
+            status,
             approver: approver.map(Into::into),
             decided_at: 777,
         }),

@@ -207,10 +207,7 @@ pub(crate) fn create_approval(operation: &str, ttl_ms: u64) -> Command {
 
 pub(crate) fn decide(id: ApprovalId, approve: bool) -> Command {
     Command::DecideApproval(DecideApproval {
-        decision: Decision::ById {
-            id: id,
-            approve: approve,
-        },
+        decision: Decision::ById { id, approve },
     })
 }
 

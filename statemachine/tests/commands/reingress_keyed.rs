@@ -16,7 +16,7 @@ fn keyed(row: &ClaimedRow, key: &str, peek_failed: bool) -> Command {
             control_id: Some("R1".into()),
             message_type: Some("RSP^K11".into()),
             summary: None,
-            peek_failed: peek_failed,
+            peek_failed,
         }),
     })
 }
