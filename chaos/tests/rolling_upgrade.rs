@@ -8,9 +8,10 @@
 //! directory while a writer keeps enqueuing and a worker keeps claiming and completing, through
 //! whichever nodes answer. While the builds are mixed the cluster writes log format 1, which
 //! both read, and raising the format is refused, naming a node of the previous build. Once all
-//! three run this build the format is raised to 2; the writes go on, a node restarts and
-//! replays its log (entries of both formats), and at the end every node holds the same state
-//! and every acknowledged message is there.
+//! three run this build the format is raised to 2 and then to 3 (the newest: header fields
+//! instead of wrapper commands); the writes go on, a node restarts and replays its log (entries
+//! of all three formats), and at the end every node holds the same state and every acknowledged
+//! message is there.
 //!
 //! Without `$RAFTLANE_PREVIOUS_BIN` the test runs `scripts/previous-build.sh` itself (minutes
 //! the first time on a machine, then its cached binary).
@@ -189,7 +190,7 @@ async fn a_rolling_upgrade_from_the_previous_build_loses_nothing() {
                 .await
                 .expect("the upgraded node answers");
             assert_eq!(v["log_format"], json!(1), "node {id}: {v}");
-            assert_eq!(v["reads"], json!([1, 2]), "node {id}: {v}");
+            assert_eq!(v["reads"], json!([1, 2, 3]), "node {id}: {v}");
             let refused = client
                 .request(
                     hyper::Method::POST,
@@ -211,29 +212,31 @@ async fn a_rolling_upgrade_from_the_previous_build_loses_nothing() {
         }
     }
 
-    // Every node runs this build: raise the format.
-    let raised = client
-        .request(
-            hyper::Method::POST,
-            "/v1/cluster/log-format",
-            Some(json!({ "format": 2 })),
-        )
-        .await
-        .expect("the format is raised once every node reads it");
-    assert_eq!(raised["log_format"], json!(2), "{raised}");
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    for i in 0..3 {
-        let v = log_format(&conn, i).await.expect("a node answers");
-        assert_eq!(v["log_format"], json!(2), "node {}: {v}", i + 1);
+    // Every node runs this build: raise the format, a step at a time, with traffic between.
+    for format in [2, 3] {
+        let raised = client
+            .request(
+                hyper::Method::POST,
+                "/v1/cluster/log-format",
+                Some(json!({ "format": format })),
+            )
+            .await
+            .expect("the format is raised once every node reads it");
+        assert_eq!(raised["log_format"], json!(format), "{raised}");
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        for i in 0..3 {
+            let v = log_format(&conn, i).await.expect("a node answers");
+            assert_eq!(v["log_format"], json!(format), "node {}: {v}", i + 1);
+        }
     }
-    // A restart replays a log holding both formats.
+    // A restart replays a log holding all three formats.
     let replayed = order[0];
     cluster.stop(replayed).await.expect("a node stops");
     tokio::time::sleep(Duration::from_secs(1)).await;
     cluster
         .start(replayed, None)
         .expect("the node starts again");
-    settled(&conn, &addrs, "after the restart in format 2").await;
+    settled(&conn, &addrs, "after the restart in format 3").await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     stop.store(true, Ordering::Relaxed);
     writer.await.expect("the traffic task");

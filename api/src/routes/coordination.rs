@@ -2,7 +2,7 @@
 //! one leadership lease per group, shared counters, and the lanes a node holds. A node id is
 //! its principal's (docs/SPEC.md §9.8): the state machine binds it at its first heartbeat or
 //! campaign and refuses it to every other principal; an operator's leave or resignation of
-//! another principal's node goes through `AsOperator`.
+//! another principal's node goes through the envelope's `as_operator`.
 
 use super::{check_name, prepare_read, propose, unexpected, ReadOpts};
 use crate::auth::{Caller, Permission};

@@ -4,7 +4,7 @@
 //!
 //! Whose work (§9.8): `reclaim` takes back only leases that ran out, as the leader's timer does,
 //! so any worker may call it. `reset` and `recover` take back live claims: an operator's
-//! (proposed as `AsOperator`, under dual control when listed) reach every principal's rows and
+//! (proposed as the envelope's `as_operator`, under dual control when listed) reach every principal's rows and
 //! lane leases, anyone else's only its own principal's. The sweeps are operators'.
 
 use super::{check_name, parse_stage, propose, unexpected};

@@ -1,5 +1,5 @@
 //! Client-clock test mode (`--test-client-clock`, docs/SPEC.md §2.1): a request's
-//! `Raftlane-Client-Time-Ms` is its proposals' exact time (AtClientTime); without the mode the
+//! `Raftlane-Client-Time-Ms` is its proposals' exact time (the envelope's `client_time`); without the mode the
 //! header is refused before anything is proposed.
 
 use crate::harness::*;

@@ -76,7 +76,7 @@ enum Reach {
     /// new (a heartbeat, a campaign, a renewal): refused to every caller (docs/SPEC.md §9.8).
     TakenName,
     /// Acts on what a name bound to another principal holds (a resignation, a leave), a route
-    /// spanning every channel: only operators and admins may, as `AsOperator`.
+    /// spanning every channel: only operators and admins may, as the envelope's `as_operator`.
     ForeignName,
     /// [`Reach::ForeignName`] on a lane of channel [`OWN`] (a lane release): the "other" scope
     /// is answered as [`Reach::Channel`].
@@ -1006,7 +1006,7 @@ fn rule_rows(f: &Fixture) -> Vec<Route> {
         // §9.8 names bound to principals: the bootstrap admin's engine node id (bound by its
         // heartbeat), and an owner name an admin reserved for another principal. Nobody else
         // heartbeats, campaigns or renews under them; only operators resign, leave or release
-        // under them (AsOperator, audited).
+        // under them (the envelope's `as_operator`, audited).
         route(
             M::PUT,
             "/v1/engine/nodes/{node_id}",
@@ -1337,7 +1337,7 @@ async fn claim_held_row(api: &Api) -> (u64, u64) {
 // route; these cells say what the call then reaches, each expected value written from a rule ---
 
 /// Whether a caller of `role` takes back claims of other principals (a reset, a recovery, a
-/// dead-letter sweep): an operator's and an admin's proposals go as `AsOperator`; everyone
+/// dead-letter sweep): an operator's and an admin's proposals go as the envelope's `as_operator`; everyone
 /// else's reach its own principal's claims (and unclaimed rows) only.
 fn takes_every_claim(role: &str) -> bool {
     matches!(role, "admin" | "operator")

@@ -189,7 +189,7 @@ impl Apply for ConsumeApproval {
         let mut approval: Approval =
             approvals::get(cx.txn, *id)?.ok_or(Rejection::UnknownApproval(*id))?;
         // A keyed approval's requester and approver are whatever its caller stated
-        // (`CreateApprovalAs`, `DecideApprovalAs`: an engine's own records), so it proves
+        // (named approvals and decisions by key: an engine's own records), so it proves
         // nothing about two people: only approvals requested and decided under their own
         // principals authorize an action.
         if approvals::key_of(cx.txn, *id)?.is_some() {

@@ -17,7 +17,7 @@ pub use crate::rules::{ApplyError, ApplyResult};
 /// overlay, the counters, and the clamped time `t`), the operation id `index` (what fences and
 /// approval ids are made of: the log index, or a batched envelope's own id), the acting
 /// principal and whether the proposer vouched for it as an operator
-/// ([`AsOperator`](crate::wire::command::AsOperator)). Derefs to its [`Db`], so rules and
+/// (the envelope's [`as_operator`](crate::wire::command::Envelope::as_operator)). Derefs to its [`Db`], so rules and
 /// tables take a `Ctx` as they are.
 pub(crate) struct Ctx<'t, 's> {
     pub db: Db<'t, 's>,

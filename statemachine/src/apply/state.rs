@@ -70,7 +70,7 @@ fn write_reference(
         row_count: rows.len() as u64,
     };
     reference::put(cx, name, &snapshot);
-    // A numeric write replaces a text version given before (WriteReferenceSnapshotText).
+    // A numeric write replaces a text version given before (a WriteReferenceSnapshot with a text label).
     reference::set_label(cx, name, None)?;
     Ok(Outcome::Count(snapshot.row_count))
 }

@@ -35,7 +35,7 @@ pub struct AuditRow {
     pub prev_hash: [u8; 32],
     pub hash: [u8; 32],
     /// The authenticated principal that wrote the row, when the caller named its `actor`
-    /// (RecordAuditAs): the row reads "actor via principal", and the actor is never recorded
+    /// (RecordAudit naming its actor): the row reads "actor via principal", and the actor is never recorded
     /// instead of who wrote it. `None`: the actor is the principal. Kept beside the row
     /// (`AuditPrincipals`), so the stored row's encoding is unchanged; covered by the hash.
     #[serde(skip)]

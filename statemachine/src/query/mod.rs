@@ -142,7 +142,7 @@ pub struct DeadLetter {
     pub summary: Option<String>,
 }
 
-/// An approval with the key its creator gave it (CreateApprovalAs; `None` for CreateApproval).
+/// An approval with the key its creator gave it (CreateApproval with named terms; `None` for one with a time to live).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyedApproval {
     pub key: Option<String>,
@@ -269,7 +269,7 @@ impl<'a> Reader<'a> {
         Ok(page)
     }
 
-    /// The id of the child message IngressHandoffKeyed made under the caller's `key`.
+    /// The id of the child message an IngressHandoff with a child key made under the caller's `key`.
     pub fn message_by_child_key(&self, key: &str) -> Result<Option<MessageId>, StoreError> {
         children::by_caller_key(&self.txn, key)
     }
@@ -636,7 +636,7 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
-    /// The text version WriteReferenceSnapshotText gave a snapshot (`None`: none, or the set
+    /// The text version a WriteReferenceSnapshot with a text label gave a snapshot (`None`: none, or the set
     /// was last written with a numeric version).
     pub fn reference_label(&self, name: &str) -> Result<Option<String>, StoreError> {
         reference::label(&self.txn, name)
@@ -699,7 +699,7 @@ impl<'a> Reader<'a> {
         approvals::get(&self.txn, id)
     }
 
-    /// The approval the caller created under `key` (CreateApprovalAs).
+    /// The approval the caller created under `key` (CreateApproval with named terms).
     pub fn approval_by_key(&self, key: &str) -> Result<Option<KeyedApproval>, StoreError> {
         let Some(id) = approvals::id_by_key(&self.txn, key)? else {
             return Ok(None);

@@ -4,7 +4,7 @@
 //! log indexes, and a row read once showed them to anyone, so a worker could hand another
 //! principal's in-flight row on with a payload of its own, or dead-letter it. So the claim
 //! itself names its principal, and only that principal acts on it, unless the proposer vouched
-//! for the caller as an operator ([`AsOperator`](crate::wire::command::AsOperator)); every such
+//! for the caller as an operator (the envelope's [`as_operator`](crate::wire::command::Envelope::as_operator)); every such
 //! override is an audit row of its own.
 //!
 //! The claiming principal is recorded with the claim through its owner name: a claim binds its

@@ -21,7 +21,7 @@
 //! admin may bind a name to a principal ahead of use, and release a binding
 //! ([`crate::wire::command::ReserveOwner`]). Acts on what a name already holds (a lane
 //! release, a resignation, a leave) are also open to an operator through
-//! [`AsOperator`](crate::wire::command::AsOperator), each audited (`owner.override`); taking
+//! the envelope's [`as_operator`](crate::wire::command::Envelope::as_operator), each audited (`owner.override`); taking
 //! new work (claims, heartbeats, campaigns) under another principal's name is open to nobody.
 
 use crate::model::audit::DEFAULT_ORG;

@@ -88,11 +88,11 @@ pub enum Table {
     /// org → u64: the first seq of the org's chain `AuditActors` covers (rows before it were
     /// appended by a build without the index, and are scanned instead).
     AuditIndexFrom,
-    /// the caller's child key → child message id (IngressHandoffKeyed, docs/SPEC.md §14.7).
+    /// the caller's child key → child message id (an IngressHandoff with a child key, docs/SPEC.md §14.7).
     ChildKeys,
-    /// reference snapshot name → its text version (WriteReferenceSnapshotText, §14.8).
+    /// reference snapshot name → its text version (a WriteReferenceSnapshot with a text label, §14.8).
     ReferenceLabels,
-    /// the caller's approval key → ApprovalId (CreateApprovalAs, §14.10).
+    /// the caller's approval key → ApprovalId (CreateApproval with named terms, §14.10).
     ApprovalKeys,
     /// ApprovalId → the caller's approval key (the reverse of `ApprovalKeys`).
     ApprovalKeyOf,
@@ -132,7 +132,7 @@ pub enum Table {
     RowRetry,
     // --- a principal acts only on what is its own (docs/SPEC.md §9.8) ---
     /// org ‖ seq → String: the authenticated principal that wrote an audit row whose actor the
-    /// caller named (RecordAuditAs): the row reads "actor via principal" (`tables::audit`).
+    /// caller named (RecordAudit naming its actor): the row reads "actor via principal" (`tables::audit`).
     AuditPrincipals,
     // --- paused destinations (docs/SPEC.md §4.9) ---
     /// destination → PausedDestination: destinations whose rows are handed to no one.

@@ -1,5 +1,5 @@
 //! `Approvals`: approval id → [`Approval`]; `ApprovalKeys` (the caller's key → id) and
-//! `ApprovalKeyOf` (id → key) for approvals a caller named (CreateApprovalAs).
+//! `ApprovalKeyOf` (id → key) for approvals a caller named (CreateApproval with named terms).
 
 use crate::model::approval::Approval;
 use crate::model::ids::ApprovalId;

@@ -1,6 +1,6 @@
 //! `Children`: derived child key → child message id, so that re-ingesting the same captured
 //! response twice (a retried IngressHandoff) finds the child it made the first time; and
-//! `ChildKeys`: the caller's own key for a child → its id (IngressHandoffKeyed), so the caller
+//! `ChildKeys`: the caller's own key for a child → its id (an IngressHandoff with a child key), so the caller
 //! finds the child by the id it derived itself.
 
 use crate::model::ids::MessageId;

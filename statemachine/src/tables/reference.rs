@@ -1,5 +1,5 @@
 //! `Reference`: name → [`ReferenceSnapshot`]; `ReferenceLabels`: name → the text version a
-//! caller gave the snapshot (WriteReferenceSnapshotText).
+//! caller gave the snapshot (a WriteReferenceSnapshot with a text label).
 
 use crate::model::state::ReferenceSnapshot;
 use crate::storage::keys::{read_str, Key};

@@ -76,7 +76,7 @@ pub enum Rejection {
     RequestIdReused { request_id: String },
     // --- a principal acts only on what is its own (docs/SPEC.md §9.8) ---
     /// A row action on a row whose current claim another principal made, by a caller the
-    /// proposer did not vouch for as an operator ([`AsOperator`](crate::wire::command::AsOperator)).
+    /// proposer did not vouch for as an operator (the envelope's [`as_operator`](crate::wire::command::Envelope::as_operator)).
     #[error("row {row} is claimed by another principal; acting on it needs the operator role")]
     ClaimOfAnother { row: RowId },
     /// A name bound to another principal (`rules::lease_owner`, docs/SPEC.md §9.8): a lease

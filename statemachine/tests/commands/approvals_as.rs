@@ -1,4 +1,4 @@
-//! CreateApprovalAs and DecideApprovalAs: approvals the caller names, dates and decides
+//! Named approvals (CreateApproval with named terms, DecideApproval by key): approvals the caller names, dates and decides
 //! (messagefoundry's pending approvals), and the listing of open ones.
 
 use crate::harness::*;

@@ -1,4 +1,4 @@
-//! RecordAuditAs (an audit row on behalf of the engine's own user) and the audit reads by actor
+//! RecordAudit naming its actor (an audit row on behalf of the engine's own user) and the audit reads by actor
 //! and action prefix, newest first, through the actor index.
 
 use crate::harness::*;

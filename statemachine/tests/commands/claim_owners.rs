@@ -1,5 +1,5 @@
 //! docs/SPEC.md §9.8: a row's claim is its principal's. A fenced action by another principal
-//! is refused and changes nothing, whatever fence it presents; under `AsOperator` (the
+//! is refused and changes nothing, whatever fence it presents; under the envelope's `as_operator` (the
 //! proposer's word that the caller is an operator) it applies, and leaves an audit row
 //! `row.override` naming the claim's principal.
 

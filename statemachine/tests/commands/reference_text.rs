@@ -1,4 +1,4 @@
-//! WriteReferenceSnapshotText: reference snapshots with the caller's text versions.
+//! WriteReferenceSnapshot with a text label: reference snapshots with the caller's text versions.
 
 use crate::harness::*;
 

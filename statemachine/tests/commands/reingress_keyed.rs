@@ -1,4 +1,4 @@
-//! IngressHandoffKeyed: the re-ingested child named by the caller's own key and described by
+//! IngressHandoff with a child key: the re-ingested child named by the caller's own key and described by
 //! the caller's fields (messagefoundry's `ingress_handoff`).
 
 use crate::harness::*;
