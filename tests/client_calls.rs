@@ -7,12 +7,12 @@ use raftlane_client::contract::{
     ApprovalRequest, AuditAppendRequest, CancelRequest, ClaimRequest, CreateSessionRequest,
     CreateUserRequest, DeadBody, DeliveryBody, EnqueueRequest, FifoClaimRequest, GroupEntry,
     HeartbeatRequest, KeyedApprovalRequest, KeyedDecideRequest, PasswordChange, PurgeRequest,
-    ReauthChange, ReferenceRequest, ReferenceVersion, RenewRequest, ReplayDeadRequest,
-    RoleRequest, RouteBody, RouteHandler, RowStatus, Stage, StateOpBody, TokenRequest,
-    TransformBody, UserRolesRequest,
+    ReauthChange, ReferenceRequest, ReferenceVersion, RenewRequest, ReplayDeadRequest, RoleRequest,
+    RouteBody, RouteHandler, RowStatus, Stage, StateOpBody, TokenRequest, TransformBody,
+    UserRolesRequest,
 };
 use raftlane_client::{
-    ApprovalStatus, AuditSearch, Client, ClientError, ClaimedRow, Consistency, DeadLetterFilter,
+    ApprovalStatus, AuditSearch, ClaimedRow, Client, ClientError, Consistency, DeadLetterFilter,
     DeadStage, LanePage, MessageFilter, MessageRead, MessageStatus, RowAction, RowAnswer,
 };
 use raftlane_testkit::node::NodeCluster;
@@ -124,7 +124,10 @@ async fn messages_dead_letters_and_the_dashboard() {
         error: "unparseable".into(),
     });
     let answer = c.row(ingress.row_id.0, dead).await.unwrap();
-    assert!(matches!(answer, RowAnswer::Done { ok: true, .. }), "{answer:?}");
+    assert!(
+        matches!(answer, RowAnswer::Done { ok: true, .. }),
+        "{answer:?}"
+    );
     assert_eq!(c.replay(id).await.unwrap().requeued, 1);
     let row = c.row_detail(ingress.row_id).await.unwrap().row;
     assert_eq!(row.status, RowStatus::Pending);
@@ -172,7 +175,11 @@ async fn messages_dead_letters_and_the_dashboard() {
     assert_eq!(stats.messages, 2);
     assert_eq!(stats.rows["ingress"]["pending"], 1, "{stats:?}");
     assert_eq!(stats.rows["outbound"]["pending"], 1, "{stats:?}");
-    let stale = c.with_consistency(Consistency::Stale).stats().await.unwrap();
+    let stale = c
+        .with_consistency(Consistency::Stale)
+        .stats()
+        .await
+        .unwrap();
     assert!(stale.last_applied <= c.stats().await.unwrap().last_applied);
     let storage = c.storage_stats().await.unwrap();
     assert_eq!(storage.messages, 2);
@@ -241,11 +248,12 @@ async fn claims_lanes_leases_recovery_and_pauses() {
     let held = row.claim.expect("claimed");
     assert_eq!(held.owner, "w1");
     assert!(held.lease_expires_at > head.lease_expires_at, "renewed");
-    assert!(c
-        .release_lane(Stage::Ingress, "lab", "w1")
-        .await
-        .unwrap()
-        .released);
+    assert!(
+        c.release_lane(Stage::Ingress, "lab", "w1")
+            .await
+            .unwrap()
+            .released
+    );
     assert!(c.held_lanes("w1").await.unwrap().lanes.is_empty());
 
     // Taking work back: a reset, an expired lease reclaimed, a new leader's recovery.
@@ -291,7 +299,12 @@ async fn claims_lanes_leases_recovery_and_pauses() {
     assert!(none.items.is_empty(), "{none:?}");
     let resumed = c.resume_destination("emr").await.unwrap();
     assert!(!resumed.paused && resumed.changed);
-    assert!(c.paused_destinations().await.unwrap().destinations.is_empty());
+    assert!(c
+        .paused_destinations()
+        .await
+        .unwrap()
+        .destinations
+        .is_empty());
 
     // The head cancelled, the other row swept: emr is not among the names kept.
     let cancelled = c
@@ -413,7 +426,10 @@ async fn config_audit_state_reference_and_retention() {
     assert_eq!(entries[0].value, json!({ "n": 1 }));
     assert_eq!(c.namespace("lab", false).await.unwrap().entries, None);
     let entry = c.state_entry("lab", "last").await.unwrap();
-    assert_eq!((entry.key.as_str(), entry.value.clone()), ("last", json!({ "n": 1 })));
+    assert_eq!(
+        (entry.key.as_str(), entry.value.clone()),
+        ("last", json!({ "n": 1 }))
+    );
 
     // A reference set under a text label.
     let set = ReferenceRequest {
@@ -454,7 +470,10 @@ async fn approvals_tokens_owner_names_and_keys() {
     };
     let alice = admin.create_token(&operator("alice")).await.unwrap();
     let bob = admin.create_token(&operator("bob")).await.unwrap();
-    assert_eq!((alice.name.as_str(), alice.role.as_str()), ("alice", "operator"));
+    assert_eq!(
+        (alice.name.as_str(), alice.role.as_str()),
+        ("alice", "operator")
+    );
     let names: Vec<String> = admin
         .tokens()
         .await
@@ -520,7 +539,10 @@ async fn approvals_tokens_owner_names_and_keys() {
         .decide_keyed_approval("exp-1", &decision)
         .await
         .unwrap();
-    assert_eq!((decided.id, decided.status), (created.id, ApprovalStatus::Approved));
+    assert_eq!(
+        (decided.id, decided.status),
+        (created.id, ApprovalStatus::Approved)
+    );
     let twice = admin
         .decide_keyed_approval("exp-1", &decision)
         .await
@@ -594,7 +616,12 @@ async fn users_roles_groups_and_sessions() {
         password_hash: "h2".into(),
         must_change_password: true,
     };
-    assert!(c.change_user("u1", "password", &change).await.unwrap().changed);
+    assert!(
+        c.change_user("u1", "password", &change)
+            .await
+            .unwrap()
+            .changed
+    );
     let ann = c.user("u1").await.unwrap();
     assert_eq!(ann.password_hash.as_deref(), Some("h2"));
     assert!(ann.must_change_password);
@@ -654,13 +681,18 @@ async fn users_roles_groups_and_sessions() {
             .unwrap()
             .changed
     );
-    assert_eq!(c.session("th-1").await.unwrap().client.as_deref(), Some("cli"));
+    assert_eq!(
+        c.session("th-1").await.unwrap().client.as_deref(),
+        Some("cli")
+    );
     c.create_session(&session("th-2", day)).await.unwrap();
     assert_eq!(c.user_sessions("u1").await.unwrap().sessions.len(), 2);
     assert_eq!(c.cap_user_sessions("u1", 1).await.unwrap().revoked, 1);
     assert_eq!(c.revoke_user_sessions("u1", None).await.unwrap().revoked, 1);
     assert!(c.user_sessions("u1").await.unwrap().sessions.is_empty());
-    c.create_session(&session("th-3", clock + 300)).await.unwrap();
+    c.create_session(&session("th-3", clock + 300))
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(800)).await;
     assert_eq!(c.purge_expired_sessions().await.unwrap().purged, 1);
     assert_eq!(code(&c.session("th-3").await.unwrap_err()).0, Some(404));
@@ -728,7 +760,10 @@ async fn cluster_administration_and_probes() {
     let mut file = Vec::new();
     let backup = c.backup(&mut file).await.unwrap();
     assert_eq!(backup.bytes, file.len() as u64);
-    assert!(backup.bytes > 0 && backup.index >= taken.index, "{backup:?} {taken:?}");
+    assert!(
+        backup.bytes > 0 && backup.index >= taken.index,
+        "{backup:?} {taken:?}"
+    );
     assert!((1..=3).contains(&backup.node_id));
 
     // The log format: raising it to the one it has already is accepted and changes nothing.

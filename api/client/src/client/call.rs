@@ -244,3 +244,57 @@ pub(crate) fn decode<T: DeserializeOwned>(what: &str, body: &[u8]) -> Result<T, 
     let body: &[u8] = if body.is_empty() { b"null" } else { body };
     serde_json::from_slice(body).map_err(|e| ClientError::Decode(format!("{what}: {e}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::Consistency;
+    use crate::routes;
+    use raftlane_contract::ApprovalId;
+
+    fn client() -> Client {
+        Client::new(vec!["127.0.0.1:1".into()], "t")
+    }
+
+    #[test]
+    fn an_approval_goes_with_writes_only() {
+        let c = client().with_approval(ApprovalId(9));
+        let write = c.common_headers(true);
+        assert!(write.contains(&(headers::APPROVAL, "9".to_string())));
+        assert!(write.contains(&("authorization", "Bearer t".to_string())));
+        assert!(!c
+            .common_headers(false)
+            .iter()
+            .any(|(k, _)| *k == headers::APPROVAL));
+    }
+
+    #[test]
+    fn a_read_of_the_state_carries_the_handles_consistency() {
+        let c = client();
+        let call = c.call(&routes::LANE, ["outbound", "a b"]).reads_state();
+        assert_eq!(call.path, "/v1/lanes/outbound/a%20b");
+        assert_eq!(call.query.render(), "");
+        let stale = c.with_consistency(Consistency::Stale);
+        let call = stale
+            .call(&routes::MESSAGES, [])
+            .query(Query::new().set("limit", 5))
+            .reads_state();
+        assert_eq!(call.query.render(), "?limit=5&consistency=stale");
+        assert_eq!(call.method, Method::GET);
+    }
+
+    #[test]
+    fn a_handle_keeps_one_request_id() {
+        let c = client().for_request("r-1");
+        assert_eq!((c.write_id(), c.write_id()), ("r-1".into(), "r-1".into()));
+        let fresh = client();
+        assert_ne!(fresh.write_id(), fresh.write_id());
+    }
+
+    #[test]
+    fn an_empty_body_decodes_as_null() {
+        assert_eq!(decode::<Value>("x", b"").unwrap(), Value::Null);
+        let e = decode::<u64>("GET /v1/x", b"{").unwrap_err();
+        assert!(e.to_string().contains("GET /v1/x"), "{e}");
+    }
+}
