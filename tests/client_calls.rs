@@ -113,7 +113,7 @@ async fn messages_dead_letters_and_the_dashboard() {
     let views = detail
         .events
         .iter()
-        .filter(|e| serde_json::to_value(&e.event).ok() == Some(json!("viewed")))
+        .filter(|e| serde_json::to_value(e.event).ok() == Some(json!("viewed")))
         .count();
     assert_eq!(views, 2, "{:?}", detail.events);
 
