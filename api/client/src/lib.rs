@@ -6,17 +6,34 @@
 //!
 //! [`Client`] knows every node, follows whichever answers, moves on after a connection error, a
 //! timeout or a 503, and sends every retry of a write under the same `Request-Id`, so the
-//! cluster applies it once. [`transport`] is the HTTP layer it shares with node-to-node calls,
-//! [`tls`] how both dial over TLS ([`Client::with_tls`]); both are the `raftlane-transport`
-//! crate's, re-exported.
+//! cluster applies it once. It has a method for every route of the API, each sending the
+//! contract's request type and decoding its answer type; [`routes`] lists those routes, once
+//! each, and `tests/client_routes.rs` holds the list against the server's route table and the
+//! Python client's. [`transport`] is the HTTP layer it shares with node-to-node calls, [`tls`]
+//! how both dial over TLS ([`Client::with_tls`]); both are the `raftlane-transport` crate's,
+//! re-exported.
 
 mod client;
+mod error;
+mod query;
+pub mod route;
+pub mod routes;
 
 pub use raftlane_transport::http as transport;
 pub use raftlane_transport::tls;
 
-pub use client::{Client, ClientError};
+pub use client::audit::AuditSearch;
+pub use client::backup::Backup;
+pub use client::messages::{DeadLetterFilter, DeadStage, MessageFilter, MessageRead};
+pub use client::work::LanePage;
+pub use client::{Client, Consistency};
+pub use error::ClientError;
 pub use raftlane_contract as contract;
 pub use raftlane_contract::{
     ClaimedRow, Enqueued, FifoClaim, RowAction, RowActionItem, RowActionResult, RowAnswer,
+};
+/// The state machine's enums some requests and filters name, which the contract does not
+/// re-export: a message's status, a principal's role, an approval's status.
+pub use raftlane_statemachine::model::{
+    approval::ApprovalStatus, message::MessageStatus, principal::Role,
 };
