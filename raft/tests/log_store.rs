@@ -136,8 +136,9 @@ fn wal_files(dir: &std::path::Path) -> usize {
 }
 
 /// The log's WAL files are freed once the memtable they back is flushed, and then reused, so
-/// the disk they hold stays bounded however long the node runs (the `meta` family's few small
-/// writes no longer pin every WAL until the total reaches RocksDB's `max_total_wal_size`).
+/// the disk they hold stays bounded however long the node runs (the two column families are
+/// flushed together, so the `meta` family's few small writes cannot pin every WAL until the
+/// total reaches RocksDB's `max_total_wal_size`).
 #[tokio::test]
 async fn wal_files_are_freed_and_reused() {
     let dir = tempfile::tempdir().unwrap();

@@ -2488,11 +2488,11 @@ fn harness_clamps_a_backwards_clock() {
 // Regressions: the bugs this property test found, each as its shortest scenario. Model and
 // machine are driven together, so these also pin the model's reading of the rules.
 
-/// Found by this test (fixed in lane.rs `LaneLease::is_live`): a lane lease used to count as
-/// expired at `t == expires_at` while a row lease is only reclaimed once `lease_expires_at < t`.
-/// A claim stamps both with the same `t + ttl`, so at exactly that instant a second owner took
-/// the lane, step 2 left the first owner's row inflight, and the second owner was handed the
-/// *next* row while the older head was still out: two owners in one lane, FIFO overtaken.
+/// Guards lane.rs `LaneLease::is_live`: a lane lease is live up to and including its
+/// `expires_at`, as a row lease is reclaimed only once `lease_expires_at < t`. A claim stamps
+/// both with the same `t + ttl`; were the lane lease expired at exactly that instant, a second
+/// owner would take the lane while step 2 left the first owner's row inflight, and be handed the
+/// *next* row while the older head is still out: two owners in one lane, FIFO overtaken.
 #[test]
 fn regression_lane_takeover_at_the_exact_expiry_instant() {
     let mut h = Harness::new();
@@ -2513,11 +2513,11 @@ fn regression_lane_takeover_at_the_exact_expiry_instant() {
     assert_eq!((c.row_id, c.attempts), (RowId(0), 2));
 }
 
-/// Found by this test (fixed in lane.rs `acquire`): re-acquiring a lane one already holds used
-/// to set `expires_at = t + ttl` unconditionally, so a second `ClaimNextFifo` by the same owner
-/// with a shorter ttl shortened the lane lease below the lease of a row it still held; once the
-/// lane lease lapsed another owner entered and was handed a younger row while the older one was
-/// still inflight under the first owner.
+/// Guards lane.rs `acquire`: re-acquiring a lane one already holds never shortens its lease.
+/// Were `expires_at = t + ttl` set unconditionally, a second `ClaimNextFifo` by the same owner
+/// with a shorter ttl would shorten the lane lease below the lease of a row it still holds; once
+/// the lane lease lapsed another owner would enter and be handed a younger row while the older
+/// one is still inflight under the first owner.
 #[test]
 fn regression_reacquiring_a_lane_never_shortens_its_lease() {
     let mut h = Harness::new();
@@ -2541,11 +2541,11 @@ fn regression_reacquiring_a_lane_never_shortens_its_lease() {
     );
 }
 
-/// Found by this test (fixed in enqueue.rs `new_message`): when an idempotency key whose window
-/// had passed was reused, the old record's `IdempotencyExpiry` entry stayed behind, and the next
-/// `ExpireRecords` followed it and deleted the *new* record although its message was still in
-/// flight: a producer retry was then accepted as a second message (docs/SPEC.md §3.6: "The record
-/// has no expiry while its message is non-terminal").
+/// Guards enqueue.rs `new_message`: reusing an idempotency key whose window has passed removes
+/// the old record's `IdempotencyExpiry` entry. Left behind, the next `ExpireRecords` would follow
+/// it and delete the *new* record although its message is still in flight, and a producer retry
+/// would be accepted as a second message (docs/SPEC.md §3.6: "The record has no expiry while its
+/// message is non-terminal").
 #[test]
 fn regression_expire_records_keeps_a_reused_key_of_an_inflight_message() {
     let mut h = Harness::new();

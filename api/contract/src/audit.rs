@@ -45,8 +45,8 @@ pub struct AuditRows {
     pub rows: Vec<AuditEntry>,
 }
 
-/// One audit row. Members in the order the server has always sent them (alphabetical: rows
-/// used to be built as JSON maps); absent values are `null`.
+/// One audit row. Members in alphabetical order, the order clients read on the wire; absent
+/// values are `null`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct AuditEntry {
     pub action: String,

@@ -68,8 +68,7 @@ pub struct SnapshotTaken {
 
 /// `GET /v1/cluster`: what this node knows of the cluster (also how a client finds the leader).
 ///
-/// Members in the order the server has always sent them (alphabetical: this answer used to be
-/// built as a JSON map).
+/// Members in alphabetical order, the order clients read on the wire.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ClusterStatus {
     pub last_applied: u64,

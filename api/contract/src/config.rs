@@ -9,8 +9,7 @@ use serde::{Deserialize, Serialize};
 ///
 /// `GET /v1/config` and `GET /v1/config/versions/{v}`: a configuration version.
 ///
-/// Members in the order the server has always sent them (alphabetical: this answer used to be
-/// built as a JSON map).
+/// Members in alphabetical order, the order clients read on the wire.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ConfigAnswer {
     #[schemars(with = "model::ConfigDoc")]

@@ -192,8 +192,7 @@ impl From<raftlane_statemachine::query::ListedMessage> for ListedMessage {
 /// (`message.raw`, `rows[].payload`, `responses[].body`) only with `?body=true`, a read that
 /// records a `viewed` event (its index in `viewed_index`).
 ///
-/// Members in the order the server has always sent them (alphabetical: this answer used to be
-/// built as a JSON map).
+/// Members in alphabetical order, the order clients read on the wire.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct MessageDetail {
     #[schemars(with = "Vec<model::Event>")]
@@ -352,8 +351,7 @@ pub struct Viewed {
 
 /// `GET /v1/stats`: row counts by stage and status, for every channel.
 ///
-/// Members in the order the server has always sent them (alphabetical: this answer used to be
-/// built as a JSON map).
+/// Members in alphabetical order, the order clients read on the wire.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Stats {
     /// The state machine's clock (ms since the epoch).

@@ -387,8 +387,7 @@ pub struct RowActionsRequest {
 }
 
 /// The answer of a row action that took effect. Untagged: the kinds are told apart by their
-/// members, each answer's members in the order the server has always sent them (alphabetical:
-/// they used to be built as JSON maps).
+/// members, each answer's members in alphabetical order, the order clients read on the wire.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum RowAnswer {

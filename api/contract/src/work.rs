@@ -169,8 +169,8 @@ pub struct Renewed {
 /// `GET /v1/lanes/{stage}/{name}`: the lane's depth, oldest row and holder; one item of
 /// `GET /v1/lanes`.
 ///
-/// Members in alphabetical order (this answer used to be built as a JSON map); absent values
-/// are `null`.
+/// Members in alphabetical order, the order clients read on the wire; absent values are
+/// `null`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct LaneStatus {
     /// Pending rows.
@@ -240,8 +240,7 @@ mod tests {
         }
     }
 
-    /// The exact JSON each kind of answer has on the wire (what the server sent before this
-    /// type existed, so older clients keep reading it).
+    /// The exact JSON each kind of answer has on the wire, which clients read as it is.
     #[test]
     fn each_answer_has_its_wire_shape() {
         let claimed = serde_json::to_value(FifoClaim::from(Ok(row()))).unwrap();

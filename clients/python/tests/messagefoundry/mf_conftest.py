@@ -9,7 +9,7 @@
   (a "follower" or "other owner") gets another ``RaftlaneStore`` on the same cluster, with its
   own ``_owner`` and empty caches loaded from the cluster.
 - ``journal_mode="postgres"``: the label ``db_status`` reports, because the suite asserts the
-  label of the backend it was written for (a label, not behaviour; docs/MESSAGEFOUNDRY.md §3).
+  label of the backend it was written for (a label, not behaviour; docs/MESSAGEFOUNDRY.md §7).
 """
 
 from __future__ import annotations

@@ -541,11 +541,10 @@ def test_sqlite_script_answers(sqlite_transcript: dict[str, Any]) -> None:
 
 
 #: Steps whose raftlane answer is known to differ, with why (strict xfail: a step that starts
-#: matching must leave this list). Empty: the six causes found first (the opening events of
-#: enqueue_message and record_received, the event details of a captured-response delivery, of
-#: the dead-letter after exhausted retries and of a purge, the row purge scope=top cancels, and
-#: so the event count in /status) were fixed in raftlane's state machine, which writes
-#: messagefoundry's events (docs/SPEC.md §3.2).
+#: matching must leave this list). Empty: raftlane's state machine writes messagefoundry's events
+#: (docs/SPEC.md §3.2), so the opening events of enqueue_message and record_received, the event
+#: details of a captured-response delivery, of the dead-letter after exhausted retries and of a
+#: purge, the rows a purge with scope=top cancels, and the event count in /status all match.
 KNOWN_DIFFERENCES: dict[str, str] = {}
 
 
