@@ -133,6 +133,30 @@ fn request_fits_the_document(method: &Method, path: &str, headers: &[(&str, Stri
     }
 }
 
+/// The request check is not vacuous: a query parameter the route does not document, or a body
+/// member its schema does not declare, fails it; what the document describes passes.
+#[test]
+fn a_request_the_document_does_not_describe_fails_the_check() {
+    let json = [("content-type", "application/json".to_string())];
+    request_fits_the_document(&Method::GET, "/v1/messages?limit=5&channel=a", &[], b"");
+    request_fits_the_document(&Method::POST, "/v1/rows/7/done", &json, br#"{"fence":3}"#);
+    request_fits_the_document(&Method::POST, "/v1/leases/reclaim", &json, b"");
+    let undescribed: [(Method, &str, &[u8]); 3] = [
+        (Method::GET, "/v1/messages?surprise=1", b""),
+        (Method::GET, "/v1/stats?limit=5", b""),
+        (
+            Method::POST,
+            "/v1/rows/7/done",
+            br#"{"fence":3,"surprise":1}"#,
+        ),
+    ];
+    for (method, path, body) in undescribed {
+        let caught =
+            std::panic::catch_unwind(|| request_fits_the_document(&method, path, &json, body));
+        assert!(caught.is_err(), "{method} {path} passed the check");
+    }
+}
+
 /// A running API over a fresh in-memory single node.
 pub(crate) struct Api {
     pub(crate) base: String,
