@@ -400,6 +400,33 @@ mod tests {
         assert!(typed.is_err(), "a typed body named again");
     }
 
+    /// The extractors that hand a handler the whole request or its head (`Request`, `Parts`:
+    /// the enqueue route, `/metrics`) document no query, which holds only while no handler
+    /// reads the URI itself: every query goes through `extract::Query`, whose type is
+    /// documented. (Any other way to the URI, `Uri`, `RawQuery`, `OriginalUri`, has no `Reads`
+    /// and does not compile into the table.)
+    #[test]
+    fn no_handler_reads_the_query_but_through_the_query_extractor() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(src.join("routes"))
+            .expect("src/routes")
+            .map(|e| e.expect("an entry").path())
+            .collect();
+        files.push(src.join("ui.rs"));
+        assert!(files.len() > 10, "{files:?}");
+        for file in files {
+            let code = std::fs::read_to_string(&file).expect("readable");
+            for reads_the_uri in [".uri", "into_parts("] {
+                assert!(
+                    !code.contains(reads_the_uri),
+                    "{} calls {reads_the_uri}: parse the query with extract::Query instead, so \
+                     the document names it",
+                    file.display()
+                );
+            }
+        }
+    }
+
     /// A body the server refuses is refused by the schema too: unknown members, missing
     /// required ones.
     #[test]
