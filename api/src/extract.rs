@@ -1,6 +1,6 @@
 //! Extractors whose rejections are the API's JSON errors naming the field: a JSON body
-//! ([`JsonBody`]), a raw body ([`RawBody`]), the query ([`Query`]) and the path ([`Path`]); and
-//! the parsing they share.
+//! ([`JsonBody`]), a JSON body that may be empty ([`OptionalJson`]), a raw body ([`RawBody`]),
+//! the query ([`Query`]) and the path ([`Path`]); and the parsing they share.
 
 use crate::error::{ApiError, ApiResult};
 use axum::body::Bytes;
@@ -34,6 +34,34 @@ impl<S: Send + Sync> FromRequest<S> for RawBody {
             .await
             .map(RawBody)
             .map_err(body_error)
+    }
+}
+
+/// A body that is JSON of type `T` or empty (every member's default), read by the extractor
+/// but parsed only when the handler asks ([`OptionalJson::parse`]): after its permission
+/// checks, so a caller without the permission hears `403` whatever it sent. Naming `T` in the
+/// handler's signature is also what documents the body (`crate::route_spec::Reads`).
+pub struct OptionalJson<T> {
+    bytes: Bytes,
+    wants: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: DeserializeOwned + Default> OptionalJson<T> {
+    /// The body as a `T` (`400 {field, reason}` when it is not one).
+    pub fn parse(&self) -> ApiResult<T> {
+        parse_json_or_default(&self.bytes)
+    }
+}
+
+impl<T, S: Send + Sync> FromRequest<S> for OptionalJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let RawBody(bytes) = RawBody::from_request(req, state).await?;
+        Ok(OptionalJson {
+            bytes,
+            wants: std::marker::PhantomData,
+        })
     }
 }
 

@@ -35,6 +35,28 @@ impl<'de, const DEFAULT: usize> Deserialize<'de> for PageLimit<DEFAULT> {
     }
 }
 
+/// A page size as the document describes it: an integer whose absence means `DEFAULT`.
+impl<const DEFAULT: usize> schemars::JsonSchema for PageLimit<DEFAULT> {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        format!("PageLimit{DEFAULT}").into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let default = Self::default().get();
+        schemars::json_schema!({
+            "type": "integer",
+            "format": "uint",
+            "minimum": 0,
+            "default": default,
+            "description": format!("Items per page: 0 is 1, more than {MAX_PAGE} is {MAX_PAGE}."),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

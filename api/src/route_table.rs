@@ -1,9 +1,10 @@
 //! The route table: every public route of the API with the contract types it reads and
 //! answers ([`api_routes`]), and the OpenAPI document built from it ([`openapi_document`]).
+//! A route's query and body are read off its handler's signature (`crate::route_spec::Reads`);
+//! only the raw bodies a handler parses itself are named here (`takes…`).
 
-use crate::route_spec::{r, ApiRoute};
+use crate::route_spec::{r, ApiRoute, Verb::*};
 use crate::routes;
-use axum::routing::{delete, get, post, put};
 
 /// Every public route of the API, with the contract types it reads and answers.
 pub fn api_routes() -> Vec<ApiRoute> {
@@ -13,113 +14,118 @@ pub fn api_routes() -> Vec<ApiRoute> {
         recovery, sessions, users, work,
     };
     vec![
-        r("post", "/v1/channels/{channel}/messages", "Enqueue a message (JSON body or raw body with X- headers; Idempotency-Key)", post(messages::enqueue)).takes_json_or_text::<c::EnqueueRequest>().answers::<c::Enqueued>(),
-        r("get", "/v1/messages", "List messages, newest first (channel, status, message_type, control_id, allowed_channels, limit, offset)", get(messages::list)).answers::<c::MessageList>(),
-        r("get", "/v1/messages/count", "Count messages (the list's filters, without limit and offset)", get(messages::count)).answers::<c::Count>(),
-        r("get", "/v1/messages/{id}", "A message with its events, rows and captured responses (by id, or by a re-ingested child's key)", get(messages::get_one)).answers::<c::MessageDetail>(),
-        r("post", "/v1/messages/{id}/viewed", "Record that someone viewed a message (event viewed)", post(messages::viewed)).takes_optional::<c::ViewedRequest>().answers::<c::Viewed>(),
-        r("post", "/v1/messages/{id}/replay", "Replay a message (recover stuck rows, else re-send done rows)", post(messages::replay)).answers::<c::Requeued>(),
-        r("get", "/v1/dead-letters", "Dead rows with their messages' fields (stage=outbound|ingress|routed|response|all, default outbound; channel, destination, allowed_channels, limit, offset, order=row_id|newest_failed)", get(messages::dead_letters)).answers::<c::DeadLetters>(),
-        r("get", "/v1/dead-letters/count", "Count dead rows (stage, default outbound; channel, destination, allowed_channels)", get(messages::dead_count)).answers::<c::Count>(),
-        r("post", "/v1/dead-letters/sweep", "Dead-letter live rows whose destination (outbound) or handler (routed) is not in keep", post(recovery::sweep)).takes::<c::SweepRequest>().answers::<c::Swept>(),
-        r("post", "/v1/dead-letters/replay", "Requeue dead outbound rows", post(messages::replay_dead)).takes_optional::<c::ReplayDeadRequest>().answers::<c::Requeued>(),
-        r("get", "/v1/stats", "Row counts by stage and status", get(messages::stats)).answers::<c::Stats>(),
-        r("get", "/v1/stats/storage", "Messages, events and the state's logical size (scans the state)", get(messages::storage)).answers::<c::StorageStats>(),
-        r("get", "/v1/metrics/connections", "Inbound traffic per channel and outbound per destination (since, rate_window_ms; scans the state)", get(messages::connections)).answers::<c::ConnectionMetrics>(),
-        r("get", "/v1/lanes", "Every lane with its depth, oldest row and holder, a page at a time (stage, limit, cursor)", get(work::lanes)).answers::<c::LaneList>(),
-        r("get", "/v1/lanes/{stage}/{name}", "Lane depth, oldest row and holder", get(work::lane)).answers::<c::LaneStatus>(),
-        r("post", "/v1/lanes/{stage}/{name}/claim", "Claim a lane's head (strict FIFO, lane lease)", post(work::claim_fifo)).takes::<c::FifoClaimRequest>().answers::<c::FifoClaim>(),
-        r("post", "/v1/lanes/{stage}/{name}/release", "Give a lane lease back", post(work::release)).takes::<c::ReleaseRequest>().answers::<c::Released>(),
-        r("post", "/v1/destinations/{destination}/pause", "Pause a destination: its rows stay, none is handed out (reason)", post(destinations::pause)).takes_optional::<c::PauseRequest>().answers::<c::PauseState>(),
-        r("post", "/v1/destinations/{destination}/resume", "Resume a paused destination", post(destinations::resume)).answers::<c::PauseState>(),
-        r("get", "/v1/destinations/paused", "Every paused destination, who paused it, when and why", get(destinations::paused)).answers::<c::PausedDestinations>(),
-        r("post", "/v1/lanes/outbound/{dest}/cancel", "Cancel pending outbound rows of a destination", post(work::cancel)).takes_optional::<c::CancelRequest>().answers::<c::Cancelled>(),
-        r("post", "/v1/claims", "Claim due rows of a stage (unordered)", post(work::claim_ready)).takes::<c::ClaimRequest>().answers::<c::Claimed>(),
-        r("post", "/v1/leases/renew", "Renew an owner's row and lane leases", post(work::renew)).takes::<c::RenewRequest>().answers::<c::Renewed>(),
-        r("post", "/v1/leases/reclaim", "In-flight rows whose lease expired back to pending (stage)", post(recovery::reclaim)).takes_optional::<c::StageScope>().answers::<c::Reclaimed>(),
-        r("post", "/v1/leases/reset", "Every in-flight row back to pending, whatever its lease (stage; single-process start-up)", post(recovery::reset)).takes_optional::<c::StageScope>().answers::<c::ResetRows>(),
-        r("post", "/v1/leases/recover", "A new leader takes back other owners' in-flight rows and lane leases", post(recovery::recover)).takes::<c::RecoverRequest>().answers::<c::Recovered>(),
-        r("get", "/v1/rows/{id}", "A work row as it is now", get(work::get_row)).answers::<c::RowDetail>(),
-        r("post", "/v1/rows/actions", "Many fenced row actions in one request ({actions: [{row, action, body}]}), answered one by one in order", post(work::row_actions)).takes::<c::RowActionsRequest>().answers::<c::RowActionResults>(),
-        r("post", "/v1/rows/{id}/{action}", "Fenced row action: route, handoff, transform, done (with claim_next: also claim the lane's next row), response, fail, dead, reingress", post(work::row_action)).takes::<c::RowActionBody>().answers::<c::RowAnswer>(),
-        r("get", "/v1/config", "The current configuration and its version", get(config::get_current)).answers::<c::ConfigAnswer>(),
-        r("put", "/v1/config", "Replace the configuration (If-Match: version; 412 on mismatch)", put(config::put_config)).takes::<c::config::ConfigRequest>().answers::<c::ConfigWritten>(),
-        r("get", "/v1/config/versions/{v}", "A configuration version", get(config::get_version)).answers::<c::ConfigAnswer>(),
-        r("post", "/v1/audit", "Append an audit row", post(audit::append)).takes::<c::AuditAppendRequest>().answers::<c::AuditAppended>(),
-        r("get", "/v1/audit", "List an org's audit rows (org required)", get(audit::list)).answers::<c::AuditRows>(),
-        r("get", "/v1/audit/anchor", "An org's chain anchor (count, head)", get(audit::anchor)).answers::<c::AuditAnchor>(),
-        r("get", "/v1/audit/verify", "Verify an org's chain, optionally against an anchor (count, head)", get(audit::verify)).answers::<c::AuditVerification>(),
-        r("get", "/v1/audit/search", "An actor's audit rows, newest first (org, actor, action_prefix, limit)", get(audit::search)).answers::<c::AuditRows>(),
-        r("post", "/v1/audit/seal", "Seal an org's audit era", post(audit::seal)).takes::<c::AuditSealRequest>().answers::<c::AuditAppended>(),
-        r("get", "/v1/state", "Every transform-state namespace with its version", get(admin::namespaces)).answers::<c::NamespaceList>(),
-        r("get", "/v1/state/{namespace}", "A transform-state namespace's version (entries=true: with its entries)", get(admin::namespace)).answers::<c::NamespaceVersion>(),
-        r("get", "/v1/state/{namespace}/{key}", "A transform-state entry", get(admin::state_entry)).answers::<c::StateValue>(),
-        r("get", "/v1/reference", "Every reference set's version, label, time and size", get(admin::references)).answers::<c::ReferenceList>(),
-        r("put", "/v1/reference/{name}", "Replace a reference snapshot (version: a number, or a text label)", put(admin::put_reference)).takes::<c::ReferenceRequest>().answers::<c::ReferenceWritten>(),
-        r("get", "/v1/reference/{name}", "A reference snapshot", get(admin::get_reference)).answers::<c::Reference>(),
-        r("post", "/v1/retention/purge", "Purge bodies, dead letters or state older than an age (older_than_ms) or a cutoff (older_than)", post(admin::purge)).takes::<c::PurgeRequest>().answers::<c::Purged>(),
-        r("post", "/v1/approvals", "Request an approval", post(approvals::create_approval)).takes::<c::ApprovalRequest>().answers::<c::ApprovalCreated>(),
-        r("get", "/v1/approvals/{id}", "An approval", get(approvals::get_approval)).answers::<c::ApprovalView>(),
-        r("post", "/v1/approvals/{id}/decide", "Approve or reject (once, by another principal)", post(approvals::decide_approval)).takes::<c::DecideRequest>().answers::<c::ApprovalDecided>(),
-        r("get", "/v1/approvals", "Approvals pending and unexpired at the request's time, newest first (status=pending, limit)", get(approvals::list)).answers::<c::ApprovalList>(),
-        r("post", "/v1/approvals/keyed", "Record an approval under the caller's key, requester and times", post(approvals::create_keyed)).takes::<c::KeyedApprovalRequest>().answers::<c::ApprovalCreated>(),
-        r("get", "/v1/approvals/keyed/{key}", "An approval by the caller's key (status as stored)", get(approvals::get_keyed)).answers::<c::ApprovalView>(),
-        r("post", "/v1/approvals/keyed/{key}/decide", "Decide an approval by key: approved, rejected or expired (409 already_decided)", post(approvals::decide_keyed)).takes::<c::KeyedDecideRequest>().answers::<c::KeyedDecided>(),
-        r("get", "/v1/tokens", "List API principals", get(admin::list_tokens)).answers::<c::TokenList>(),
-        r("post", "/v1/tokens", "Create or rotate a principal's token (shown once)", post(admin::create_token)).takes::<c::TokenRequest>().answers::<c::TokenCreated>(),
-        r("delete", "/v1/tokens/{name}", "Revoke a principal", delete(admin::revoke_token)).answers::<c::Revoked>(),
-        r("get", "/v1/owners/{owner}", "The principal a lease owner name or engine node id is bound to (null: nobody's yet)", get(admin::get_owner)).answers::<c::OwnerBinding>(),
-        r("put", "/v1/owners/{owner}", "Bind an owner name or engine node id to a principal ahead of its first use (admin; 409 when bound to another)", put(admin::reserve_owner)).takes::<c::OwnerReservation>().answers::<c::OwnerBinding>(),
-        r("delete", "/v1/owners/{owner}", "Release an owner name's or engine node id's binding (admin)", delete(admin::release_owner)).answers::<c::OwnerBinding>(),
-        r("post", "/v1/users", "Create an engine user (admin; 409 already_exists when the id or username is taken)", post(users::create_user)).takes::<c::CreateUserRequest>().answers::<c::UserCreated>(),
-        r("get", "/v1/users", "Engine users by username (username, limit; count = matches before the limit)", get(users::list_users)).answers::<c::UserList>(),
-        r("get", "/v1/users/{id}", "An engine user (without its second-factor secrets)", get(users::get_user)).answers::<c::UserView>(),
-        r("delete", "/v1/users/{id}", "Delete an engine user with its role assignments and sessions", delete(users::delete_user)).answers::<c::UserDeleted>(),
-        r("get", "/v1/users/{id}/secrets", "An engine user's TOTP secret and recovery-code hashes", get(users::user_secrets)).answers::<c::UserSecrets>(),
-        r("get", "/v1/users/{id}/roles", "An engine user's roles", get(users::user_roles)).answers::<c::UserRoles>(),
-        r("put", "/v1/users/{id}/roles", "Replace an engine user's roles (404 for an unknown user or role)", put(users::set_user_roles)).takes::<c::UserRolesRequest>().answers::<c::RolesAssigned>(),
-        r("get", "/v1/users/{id}/sessions", "An engine user's live sessions at the request's time", get(sessions::of_user)).answers::<c::SessionList>(),
-        r("post", "/v1/users/{id}/sessions/revoke", "Revoke an engine user's sessions, all or all but one (except_token_hash)", post(sessions::revoke_of_user)).takes_optional::<c::RevokeSessionsRequest>().answers::<c::SessionsRevoked>(),
-        r("post", "/v1/users/{id}/sessions/cap", "Revoke all but an engine user's newest keep sessions", post(sessions::cap)).takes::<c::SessionCapRequest>().answers::<c::SessionsRevoked>(),
-        r("post", "/v1/users/{id}/{change}", "Change an engine user: password, disabled, profile, totp-secret, totp-enable, totp-disable, login-success, login-failure, channel-scope, consume", post(users::change_user)).takes::<c::UserChangeBody>().answers::<c::UserChanged>(),
-        r("get", "/v1/roles", "The engine's roles", get(users::list_roles)).answers::<c::RoleList>(),
-        r("put", "/v1/roles/{id}", "Create or replace an engine role", put(users::put_role)).takes::<c::RoleRequest>().answers::<c::RoleWritten>(),
-        r("get", "/v1/directory-groups/{map}", "A directory-group map (roles or channels); groups=a,b also resolves groups", get(users::group_map)).answers::<c::GroupMap>(),
-        r("put", "/v1/directory-groups/{map}", "Replace a directory-group map (roles or channels)", put(users::put_group_map)).takes::<c::GroupMapRequest>().answers::<c::GroupMapWritten>(),
-        r("post", "/v1/sessions", "Create an engine session (by token hash; 404 unknown user, 409 hash in use)", post(sessions::create)).takes::<c::CreateSessionRequest>().answers::<c::SessionCreated>(),
-        r("post", "/v1/sessions/purge-expired", "Delete the sessions expired before the request's time", post(sessions::purge_expired)).takes_optional::<c::NoChangeBody>().answers::<c::SessionsPurged>(),
-        r("get", "/v1/sessions/{token_hash}", "An engine session", get(sessions::get_one)).answers::<c::SessionView>(),
-        r("post", "/v1/sessions/{token_hash}/{change}", "Change a session: touch, reauth, mfa-verified, revoke", post(sessions::change)).takes::<c::SessionChangeBody>().answers::<c::SessionChanged>(),
-        r("get", "/v1/engine/nodes", "The engine processes' registry, with the time of the read", get(coordination::nodes)).answers::<c::EngineNodes>(),
-        r("put", "/v1/engine/nodes/{node_id}", "An engine process's heartbeat (registers it)", put(coordination::heartbeat)).takes_optional::<c::HeartbeatRequest>().answers::<c::HeartbeatAck>(),
-        r("delete", "/v1/engine/nodes/{node_id}", "An engine process stops cleanly (left; gives up its leadership)", delete(coordination::leave)).answers::<c::NodeLeft>(),
-        r("get", "/v1/engine/leadership/{group}", "A group's leadership lease", get(coordination::leadership)).answers::<c::Leadership>(),
-        r("post", "/v1/engine/leadership/{group}", "Take or renew a group's leadership lease; answers the lease, whoever holds it", post(coordination::campaign)).takes::<c::CampaignRequest>().answers::<c::Leadership>(),
-        r("post", "/v1/engine/leadership/{group}/resign", "Give a group's leadership up", post(coordination::resign)).takes::<c::ResignRequest>().answers::<c::Resigned>(),
-        r("get", "/v1/engine/counters/{name}", "A shared counter", get(coordination::counter)).answers::<c::CounterValue>(),
-        r("post", "/v1/engine/counters/{name}", "Add one to a shared counter", post(coordination::bump)).answers::<c::CounterValue>(),
-        r("get", "/v1/engine/lanes/{owner}", "The lanes whose lease owner holds now", get(coordination::held_lanes)).answers::<c::HeldLanes>(),
-        r("post", "/v1/keys/rotate", "Re-encrypt every covered value under the active key (admin; 409 names an undecryptable value)", post(keys::rotate)).takes_optional::<c::RotateRequest>().answers::<c::Rotated>(),
-        r("get", "/v1/cluster", "Cluster status: leader, term, indexes, membership", get(cluster::status)).answers::<c::ClusterStatus>(),
-        r("get", "/v1/cluster/digest", "This node's state digest and applied index", get(cluster::digest)).answers::<c::StateDigest>(),
-        r("get", "/v1/cluster/snapshot", "A backup: this node catches up with the leader's commit, takes a snapshot and streams its file (admin; the index in x-raftlane-snapshot-index)", get(cluster::download_snapshot)),
-        r("post", "/v1/cluster/snapshot", "This node builds a snapshot covering everything it has applied, and answers its index", post(cluster::snapshot)).answers::<c::SnapshotTaken>(),
-        r("post", "/v1/cluster/leader", "Hand leadership to a voter (to; none: the best placed one), through the leader", post(cluster::transfer_leader)).takes_optional::<c::LeaderTransferRequest>().answers::<c::LeaderTransferred>(),
-        r("get", "/v1/cluster/log-format", "The log format the cluster writes and the formats this node's build reads", get(cluster::log_format)).answers::<c::LogFormatStatus>(),
-        r("post", "/v1/cluster/log-format", "Raise the cluster's log format once every member reads it: the end of a rolling upgrade (admin)", post(cluster::raise_log_format)).takes::<c::LogFormatRequest>().answers::<c::LogFormatStatus>(),
-        r("post", "/v1/cluster/learners", "Add a learner node", post(cluster::add_learner)).takes::<c::LearnerRequest>().answers::<c::Ack>(),
-        r("post", "/v1/cluster/membership", "Change the voter set", post(cluster::change_membership)).takes::<c::MembershipRequest>().answers::<c::Ack>(),
-        r("get", "/healthz", "Liveness", get(cluster::healthz)).answers::<c::Health>(),
-        r("get", "/readyz", "Readiness (leader known, self-checks passed)", get(cluster::readyz)).answers::<c::Readiness>(),
-        r("get", "/metrics", "Prometheus metrics", get(cluster::metrics)),
-        r("get", "/openapi.json", "This document", get(cluster::openapi)).answers::<c::OpenApiDocument>(),
-        r("get", "/ui", "The operator's page: HTML whose script reads this API with the token typed into it", get(crate::ui::page)),
+        r(Post, "/v1/channels/{channel}/messages", "Enqueue a message (JSON body or raw body with X- headers; Idempotency-Key)", messages::enqueue).takes_json_or_text::<c::EnqueueRequest>().answers::<c::Enqueued>(),
+        r(Get, "/v1/messages", "List messages, newest first (channel, status, message_type, control_id, allowed_channels, limit, offset)", messages::list).answers::<c::MessageList>(),
+        r(Get, "/v1/messages/count", "Count messages (the list's filters, without limit and offset)", messages::count).answers::<c::Count>(),
+        r(Get, "/v1/messages/{id}", "A message with its events, rows and captured responses (by id, or by a re-ingested child's key)", messages::get_one).answers::<c::MessageDetail>(),
+        r(Post, "/v1/messages/{id}/viewed", "Record that someone viewed a message (event viewed)", messages::viewed).answers::<c::Viewed>(),
+        r(Post, "/v1/messages/{id}/replay", "Replay a message (recover stuck rows, else re-send done rows)", messages::replay).answers::<c::Requeued>(),
+        r(Get, "/v1/dead-letters", "Dead rows with their messages' fields (stage=outbound|ingress|routed|response|all, default outbound; channel, destination, allowed_channels, limit, offset, order=row_id|newest_failed)", messages::dead_letters).answers::<c::DeadLetters>(),
+        r(Get, "/v1/dead-letters/count", "Count dead rows (stage, default outbound; channel, destination, allowed_channels)", messages::dead_count).answers::<c::Count>(),
+        r(Post, "/v1/dead-letters/sweep", "Dead-letter live rows whose destination (outbound) or handler (routed) is not in keep", recovery::sweep).answers::<c::Swept>(),
+        r(Post, "/v1/dead-letters/replay", "Requeue dead outbound rows", messages::replay_dead).answers::<c::Requeued>(),
+        r(Get, "/v1/stats", "Row counts by stage and status", messages::stats).answers::<c::Stats>(),
+        r(Get, "/v1/stats/storage", "Messages, events and the state's logical size (scans the state)", messages::storage).answers::<c::StorageStats>(),
+        r(Get, "/v1/metrics/connections", "Inbound traffic per channel and outbound per destination (since, rate_window_ms; scans the state)", messages::connections).answers::<c::ConnectionMetrics>(),
+        r(Get, "/v1/lanes", "Every lane with its depth, oldest row and holder, a page at a time (stage, limit, cursor)", work::lanes).answers::<c::LaneList>(),
+        r(Get, "/v1/lanes/{stage}/{name}", "Lane depth, oldest row and holder", work::lane).answers::<c::LaneStatus>(),
+        r(Post, "/v1/lanes/{stage}/{name}/claim", "Claim a lane's head (strict FIFO, lane lease)", work::claim_fifo).answers::<c::FifoClaim>(),
+        r(Post, "/v1/lanes/{stage}/{name}/release", "Give a lane lease back", work::release).answers::<c::Released>(),
+        r(Post, "/v1/destinations/{destination}/pause", "Pause a destination: its rows stay, none is handed out (reason)", destinations::pause).answers::<c::PauseState>(),
+        r(Post, "/v1/destinations/{destination}/resume", "Resume a paused destination", destinations::resume).answers::<c::PauseState>(),
+        r(Get, "/v1/destinations/paused", "Every paused destination, who paused it, when and why", destinations::paused).answers::<c::PausedDestinations>(),
+        r(Post, "/v1/lanes/outbound/{dest}/cancel", "Cancel pending outbound rows of a destination", work::cancel).answers::<c::Cancelled>(),
+        r(Post, "/v1/claims", "Claim due rows of a stage (unordered)", work::claim_ready).answers::<c::Claimed>(),
+        r(Post, "/v1/leases/renew", "Renew an owner's row and lane leases", work::renew).answers::<c::Renewed>(),
+        r(Post, "/v1/leases/reclaim", "In-flight rows whose lease expired back to pending (stage)", recovery::reclaim).answers::<c::Reclaimed>(),
+        r(Post, "/v1/leases/reset", "Every in-flight row back to pending, whatever its lease (stage; single-process start-up)", recovery::reset).answers::<c::ResetRows>(),
+        r(Post, "/v1/leases/recover", "A new leader takes back other owners' in-flight rows and lane leases", recovery::recover).answers::<c::Recovered>(),
+        r(Get, "/v1/rows/{id}", "A work row as it is now", work::get_row).answers::<c::RowDetail>(),
+        r(Post, "/v1/rows/actions", "Many fenced row actions in one request ({actions: [{row, action, body}]}), answered one by one in order", work::row_actions).takes::<c::RowActionsRequest>().answers::<c::RowActionResults>(),
+        r(Post, "/v1/rows/{id}/{action}", "Fenced row action: route, handoff, transform, done (with claim_next: also claim the lane's next row), response, fail, dead, reingress", work::row_action).takes::<c::RowActionBody>().answers::<c::RowAnswer>(),
+        r(Get, "/v1/config", "The current configuration and its version", config::get_current).answers::<c::ConfigAnswer>(),
+        r(Put, "/v1/config", "Replace the configuration (If-Match: version; 412 on mismatch)", config::put_config).answers::<c::ConfigWritten>(),
+        r(Get, "/v1/config/versions/{v}", "A configuration version", config::get_version).answers::<c::ConfigAnswer>(),
+        r(Post, "/v1/audit", "Append an audit row", audit::append).answers::<c::AuditAppended>(),
+        r(Get, "/v1/audit", "List an org's audit rows (org required)", audit::list).answers::<c::AuditRows>(),
+        r(Get, "/v1/audit/anchor", "An org's chain anchor (count, head)", audit::anchor).answers::<c::AuditAnchor>(),
+        r(Get, "/v1/audit/verify", "Verify an org's chain, optionally against an anchor (count, head)", audit::verify).answers::<c::AuditVerification>(),
+        r(Get, "/v1/audit/search", "An actor's audit rows, newest first (org, actor, action_prefix, limit)", audit::search).answers::<c::AuditRows>(),
+        r(Post, "/v1/audit/seal", "Seal an org's audit era", audit::seal).answers::<c::AuditAppended>(),
+        r(Get, "/v1/state", "Every transform-state namespace with its version", admin::namespaces).answers::<c::NamespaceList>(),
+        r(Get, "/v1/state/{namespace}", "A transform-state namespace's version (entries=true: with its entries)", admin::namespace).answers::<c::NamespaceVersion>(),
+        r(Get, "/v1/state/{namespace}/{key}", "A transform-state entry", admin::state_entry).answers::<c::StateValue>(),
+        r(Get, "/v1/reference", "Every reference set's version, label, time and size", admin::references).answers::<c::ReferenceList>(),
+        r(Put, "/v1/reference/{name}", "Replace a reference snapshot (version: a number, or a text label)", admin::put_reference).answers::<c::ReferenceWritten>(),
+        r(Get, "/v1/reference/{name}", "A reference snapshot", admin::get_reference).answers::<c::Reference>(),
+        r(Post, "/v1/retention/purge", "Purge bodies, dead letters or state older than an age (older_than_ms) or a cutoff (older_than)", admin::purge).answers::<c::Purged>(),
+        r(Post, "/v1/approvals", "Request an approval", approvals::create_approval).answers::<c::ApprovalCreated>(),
+        r(Get, "/v1/approvals/{id}", "An approval", approvals::get_approval).answers::<c::ApprovalView>(),
+        r(Post, "/v1/approvals/{id}/decide", "Approve or reject (once, by another principal)", approvals::decide_approval).answers::<c::ApprovalDecided>(),
+        r(Get, "/v1/approvals", "Approvals pending and unexpired at the request's time, newest first (status=pending, limit)", approvals::list).answers::<c::ApprovalList>(),
+        r(Post, "/v1/approvals/keyed", "Record an approval under the caller's key, requester and times", approvals::create_keyed).answers::<c::ApprovalCreated>(),
+        r(Get, "/v1/approvals/keyed/{key}", "An approval by the caller's key (status as stored)", approvals::get_keyed).answers::<c::ApprovalView>(),
+        r(Post, "/v1/approvals/keyed/{key}/decide", "Decide an approval by key: approved, rejected or expired (409 already_decided)", approvals::decide_keyed).answers::<c::KeyedDecided>(),
+        r(Get, "/v1/tokens", "List API principals", admin::list_tokens).answers::<c::TokenList>(),
+        r(Post, "/v1/tokens", "Create or rotate a principal's token (shown once)", admin::create_token).answers::<c::TokenCreated>(),
+        r(Delete, "/v1/tokens/{name}", "Revoke a principal", admin::revoke_token).answers::<c::Revoked>(),
+        r(Get, "/v1/owners/{owner}", "The principal a lease owner name or engine node id is bound to (null: nobody's yet)", admin::get_owner).answers::<c::OwnerBinding>(),
+        r(Put, "/v1/owners/{owner}", "Bind an owner name or engine node id to a principal ahead of its first use (admin; 409 when bound to another)", admin::reserve_owner).answers::<c::OwnerBinding>(),
+        r(Delete, "/v1/owners/{owner}", "Release an owner name's or engine node id's binding (admin)", admin::release_owner).answers::<c::OwnerBinding>(),
+        r(Post, "/v1/users", "Create an engine user (admin; 409 already_exists when the id or username is taken)", users::create_user).answers::<c::UserCreated>(),
+        r(Get, "/v1/users", "Engine users by username (username, limit; count = matches before the limit)", users::list_users).answers::<c::UserList>(),
+        r(Get, "/v1/users/{id}", "An engine user (without its second-factor secrets)", users::get_user).answers::<c::UserView>(),
+        r(Delete, "/v1/users/{id}", "Delete an engine user with its role assignments and sessions", users::delete_user).answers::<c::UserDeleted>(),
+        r(Get, "/v1/users/{id}/secrets", "An engine user's TOTP secret and recovery-code hashes", users::user_secrets).answers::<c::UserSecrets>(),
+        r(Get, "/v1/users/{id}/roles", "An engine user's roles", users::user_roles).answers::<c::UserRoles>(),
+        r(Put, "/v1/users/{id}/roles", "Replace an engine user's roles (404 for an unknown user or role)", users::set_user_roles).answers::<c::RolesAssigned>(),
+        r(Get, "/v1/users/{id}/sessions", "An engine user's live sessions at the request's time", sessions::of_user).answers::<c::SessionList>(),
+        r(Post, "/v1/users/{id}/sessions/revoke", "Revoke an engine user's sessions, all or all but one (except_token_hash)", sessions::revoke_of_user).answers::<c::SessionsRevoked>(),
+        r(Post, "/v1/users/{id}/sessions/cap", "Revoke all but an engine user's newest keep sessions", sessions::cap).answers::<c::SessionsRevoked>(),
+        r(Post, "/v1/users/{id}/{change}", "Change an engine user: password, disabled, profile, totp-secret, totp-enable, totp-disable, login-success, login-failure, channel-scope, consume", users::change_user).takes::<c::UserChangeBody>().answers::<c::UserChanged>(),
+        r(Get, "/v1/roles", "The engine's roles", users::list_roles).answers::<c::RoleList>(),
+        r(Put, "/v1/roles/{id}", "Create or replace an engine role", users::put_role).answers::<c::RoleWritten>(),
+        r(Get, "/v1/directory-groups/{map}", "A directory-group map (roles or channels); groups=a,b also resolves groups", users::group_map).answers::<c::GroupMap>(),
+        r(Put, "/v1/directory-groups/{map}", "Replace a directory-group map (roles or channels)", users::put_group_map).answers::<c::GroupMapWritten>(),
+        r(Post, "/v1/sessions", "Create an engine session (by token hash; 404 unknown user, 409 hash in use)", sessions::create).answers::<c::SessionCreated>(),
+        r(Post, "/v1/sessions/purge-expired", "Delete the sessions expired before the request's time", sessions::purge_expired).answers::<c::SessionsPurged>(),
+        r(Get, "/v1/sessions/{token_hash}", "An engine session", sessions::get_one).answers::<c::SessionView>(),
+        r(Post, "/v1/sessions/{token_hash}/{change}", "Change a session: touch, reauth, mfa-verified, revoke", sessions::change).takes::<c::SessionChangeBody>().answers::<c::SessionChanged>(),
+        r(Get, "/v1/engine/nodes", "The engine processes' registry, with the time of the read", coordination::nodes).answers::<c::EngineNodes>(),
+        r(Put, "/v1/engine/nodes/{node_id}", "An engine process's heartbeat (registers it)", coordination::heartbeat).answers::<c::HeartbeatAck>(),
+        r(Delete, "/v1/engine/nodes/{node_id}", "An engine process stops cleanly (left; gives up its leadership)", coordination::leave).answers::<c::NodeLeft>(),
+        r(Get, "/v1/engine/leadership/{group}", "A group's leadership lease", coordination::leadership).answers::<c::Leadership>(),
+        r(Post, "/v1/engine/leadership/{group}", "Take or renew a group's leadership lease; answers the lease, whoever holds it", coordination::campaign).answers::<c::Leadership>(),
+        r(Post, "/v1/engine/leadership/{group}/resign", "Give a group's leadership up", coordination::resign).answers::<c::Resigned>(),
+        r(Get, "/v1/engine/counters/{name}", "A shared counter", coordination::counter).answers::<c::CounterValue>(),
+        r(Post, "/v1/engine/counters/{name}", "Add one to a shared counter", coordination::bump).answers::<c::CounterValue>(),
+        r(Get, "/v1/engine/lanes/{owner}", "The lanes whose lease owner holds now", coordination::held_lanes).answers::<c::HeldLanes>(),
+        r(Post, "/v1/keys/rotate", "Re-encrypt every covered value under the active key (admin; 409 names an undecryptable value)", keys::rotate).answers::<c::Rotated>(),
+        r(Get, "/v1/cluster", "Cluster status: leader, term, indexes, membership", cluster::status).answers::<c::ClusterStatus>(),
+        r(Get, "/v1/cluster/digest", "This node's state digest and applied index", cluster::digest).answers::<c::StateDigest>(),
+        r(Get, "/v1/cluster/snapshot", "A backup: this node catches up with the leader's commit, takes a snapshot and streams its file (admin; the index in x-raftlane-snapshot-index)", cluster::download_snapshot),
+        r(Post, "/v1/cluster/snapshot", "This node builds a snapshot covering everything it has applied, and answers its index", cluster::snapshot).answers::<c::SnapshotTaken>(),
+        r(Post, "/v1/cluster/leader", "Hand leadership to a voter (to; none: the best placed one), through the leader", cluster::transfer_leader).answers::<c::LeaderTransferred>(),
+        r(Get, "/v1/cluster/log-format", "The log format the cluster writes and the formats this node's build reads", cluster::log_format).answers::<c::LogFormatStatus>(),
+        r(Post, "/v1/cluster/log-format", "Raise the cluster's log format once every member reads it: the end of a rolling upgrade (admin)", cluster::raise_log_format).answers::<c::LogFormatStatus>(),
+        r(Post, "/v1/cluster/learners", "Add a learner node", cluster::add_learner).answers::<c::Ack>(),
+        r(Post, "/v1/cluster/membership", "Change the voter set", cluster::change_membership).answers::<c::Ack>(),
+        r(Get, "/healthz", "Liveness", cluster::healthz).answers::<c::Health>(),
+        r(Get, "/readyz", "Readiness (leader known, self-checks passed)", cluster::readyz).answers::<c::Readiness>(),
+        r(Get, "/metrics", "Prometheus metrics", cluster::metrics),
+        r(Get, "/openapi.json", "This document", cluster::openapi).answers::<c::OpenApiDocument>(),
+        r(Get, "/ui", "The operator's page: HTML whose script reads this API with the token typed into it", crate::ui::page),
     ]
 }
 
 /// The OpenAPI document of [`api_routes`].
+///
+/// # Panics
+/// When the table cannot be documented (a handler reading a raw body whose entry names no
+/// type, a query type that is not a struct): a fault of this file, which every test that starts
+/// the API meets before any node could.
 pub fn openapi_document() -> serde_json::Value {
-    crate::openapi::document(&api_routes())
+    crate::openapi::document(&api_routes()).unwrap_or_else(|e| panic!("the route table: {e}"))
 }
 
 #[cfg(test)]
@@ -127,6 +133,7 @@ mod tests {
     use super::*;
     use crate::route_spec::RouteBody;
     use serde_json::{json, Value};
+    use std::collections::BTreeMap;
 
     fn document() -> Value {
         openapi_document()
@@ -199,6 +206,7 @@ mod tests {
             let at = format!("{} {}", route.method, route.path);
             match route.body {
                 RouteBody::None => assert!(op.get("requestBody").is_none(), "{at}"),
+                RouteBody::Raw => panic!("{at}: a raw body the table does not name"),
                 _ => {
                     let schema = &op["requestBody"]["content"]["application/json"]["schema"];
                     let name = resolves(&doc, schema).unwrap_or_else(|e| panic!("{at}: {e}"));
@@ -256,6 +264,167 @@ mod tests {
         // The request schemas were all moved into the components.
         assert!(doc["components"].get("requestSchemas").is_none());
         assert!(doc["components"]["schemas"]["Error"].is_object());
+    }
+
+    /// The query parameters of `method path`, by name.
+    fn query_parameters(doc: &Value, method: &str, path: &str) -> BTreeMap<String, Value> {
+        doc["paths"][path][method]["parameters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["in"] == "query")
+            .map(|p| (p["name"].as_str().unwrap_or("").to_string(), p.clone()))
+            .collect()
+    }
+
+    /// A route documents query parameters exactly when its handler parses a query, one per
+    /// member of the type it parses, none of them `null`able (an absent parameter is "none").
+    #[test]
+    fn every_query_a_handler_parses_is_documented_and_no_other() {
+        let doc = document();
+        let mut with_query = 0;
+        for route in api_routes() {
+            let at = format!("{} {}", route.method, route.path);
+            let params = query_parameters(&doc, route.method, route.path);
+            assert_eq!(
+                route.query.is_some(),
+                !params.is_empty(),
+                "{at}: {params:?}"
+            );
+            with_query += usize::from(route.query.is_some());
+            for (name, p) in &params {
+                assert!(p["schema"].is_object(), "{at} {name}");
+                assert!(p["schema"].get("nullable").is_none(), "{at} {name}");
+                assert!(p["required"].is_boolean(), "{at} {name}");
+            }
+        }
+        // Every read of the state takes `consistency` at least.
+        assert!(with_query >= 40, "only {with_query} routes read a query");
+
+        let list = query_parameters(&doc, "get", "/v1/messages");
+        for name in [
+            "channel",
+            "status",
+            "message_type",
+            "control_id",
+            "allowed_channels",
+            "limit",
+            "offset",
+            "cursor",
+            "consistency",
+        ] {
+            assert!(list.contains_key(name), "GET /v1/messages lacks {name}");
+        }
+        assert_eq!(list["limit"]["schema"]["default"], 50);
+        assert_eq!(list["limit"]["required"], false);
+        assert_eq!(list["cursor"]["schema"]["type"], "integer");
+        let lanes = query_parameters(&doc, "get", "/v1/lanes");
+        assert_eq!(lanes["limit"]["schema"]["default"], 100);
+        assert!(lanes["cursor"]["description"]
+            .as_str()
+            .is_some_and(|d| d.contains("next_cursor")));
+        let detail = query_parameters(&doc, "get", "/v1/messages/{id}");
+        assert_eq!(detail["body"]["schema"]["type"], "boolean");
+        let state = query_parameters(&doc, "get", "/v1/state/{namespace}");
+        assert_eq!(state["entries"]["schema"]["type"], "boolean");
+        assert!(query_parameters(&doc, "post", "/v1/claims").is_empty());
+    }
+
+    /// A body whose type the handler's signature names is documented as that type, an
+    /// `OptionalJson` one as optional; the raw bodies the table names are the only others.
+    #[test]
+    fn bodies_are_the_types_the_handlers_parse() {
+        let doc = document();
+        let body = |method: &str, path: &str| doc["paths"][path][method]["requestBody"].clone();
+        let component = |b: &Value| {
+            b["content"]["application/json"]["schema"]["$ref"]
+                .as_str()
+                .unwrap_or("")
+                .rsplit('/')
+                .next()
+                .unwrap_or("")
+                .to_string()
+        };
+        let config = body("put", "/v1/config");
+        assert_eq!(config["required"], true);
+        assert_eq!(component(&config), "ConfigDocInput");
+        let reclaim = body("post", "/v1/leases/reclaim");
+        assert_eq!(reclaim["required"], false);
+        assert_eq!(component(&reclaim), "StageScope");
+        let rotate = body("post", "/v1/keys/rotate");
+        assert_eq!(rotate["required"], false);
+        assert_eq!(component(&rotate), "RotateRequest");
+        assert_eq!(
+            component(&body("post", "/v1/lanes/{stage}/{name}/claim")),
+            "FifoClaimRequest"
+        );
+        let raw: Vec<String> = api_routes()
+            .iter()
+            .filter(|r| matches!(r.body, RouteBody::JsonOrText(_)))
+            .map(|r| r.path.to_string())
+            .collect();
+        assert_eq!(raw, ["/v1/channels/{channel}/messages"]);
+    }
+
+    async fn reads_json(_: crate::extract::JsonBody<raftlane_contract::Ack>) -> &'static str {
+        ""
+    }
+
+    async fn reads_raw(_: crate::extract::RawBody) -> &'static str {
+        ""
+    }
+
+    async fn reads_a_query(
+        _: crate::extract::Query<crate::routes::ReadOpts>,
+        _: crate::extract::RawBody,
+    ) -> &'static str {
+        ""
+    }
+
+    /// A raw body the table does not name cannot be documented, and a body the handler's
+    /// signature names cannot be named again.
+    #[test]
+    fn a_raw_body_must_be_named_and_a_typed_one_must_not() {
+        use crate::route_spec::{r, Verb};
+        let unnamed = r(Verb::Post, "/v1/x", "x", reads_raw);
+        assert!(matches!(unnamed.body, RouteBody::Raw));
+        let e = crate::openapi::document(&[unnamed]).expect_err("a raw body without a type");
+        assert!(e.to_string().contains(".takes"), "{e}");
+        let named = r(Verb::Post, "/v1/x", "x", reads_raw).takes::<raftlane_contract::Ack>();
+        assert!(crate::openapi::document(&[named]).is_ok());
+        let both = r(Verb::Post, "/v1/x", "x", reads_a_query).takes::<raftlane_contract::Ack>();
+        assert!(both.query.is_some());
+        let typed = std::panic::catch_unwind(|| {
+            r(Verb::Post, "/v1/x", "x", reads_json).takes::<raftlane_contract::Ack>()
+        });
+        assert!(typed.is_err(), "a typed body named again");
+    }
+
+    /// The extractors that hand a handler the whole request or its head (`Request`, `Parts`:
+    /// the enqueue route, `/metrics`) document no query, which holds only while no handler
+    /// reads the URI itself: every query goes through `extract::Query`, whose type is
+    /// documented. (Any other way to the URI, `Uri`, `RawQuery`, `OriginalUri`, has no `Reads`
+    /// and does not compile into the table.)
+    #[test]
+    fn no_handler_reads_the_query_but_through_the_query_extractor() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(src.join("routes"))
+            .expect("src/routes")
+            .map(|e| e.expect("an entry").path())
+            .collect();
+        files.push(src.join("ui.rs"));
+        assert!(files.len() > 10, "{files:?}");
+        for file in files {
+            let code = std::fs::read_to_string(&file).expect("readable");
+            for reads_the_uri in [".uri", "into_parts("] {
+                assert!(
+                    !code.contains(reads_the_uri),
+                    "{} calls {reads_the_uri}: parse the query with extract::Query instead, so \
+                     the document names it",
+                    file.display()
+                );
+            }
+        }
     }
 
     /// A body the server refuses is refused by the schema too: unknown members, missing

@@ -1,6 +1,5 @@
 //! Administration: transform state, reference snapshots, retention, approvals.
 
-use crate::model;
 use raftlane_statemachine::model::approval::{Approval, ApprovalStatus};
 use raftlane_statemachine::model::ids::{ApprovalId, MessageId};
 use schemars::JsonSchema;
@@ -32,7 +31,6 @@ pub struct NamespaceList {
 pub struct StateValue {
     pub key: String,
     /// The message whose transform wrote it.
-    #[schemars(with = "u64")]
     pub message_id: MessageId,
     pub namespace: String,
     pub set_at: u64,
@@ -156,7 +154,6 @@ pub struct ApprovalRequest {
 /// `POST /v1/approvals` (201): the approval's id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ApprovalCreated {
-    #[schemars(with = "u64")]
     pub id: ApprovalId,
     pub index: u64,
 }
@@ -172,14 +169,12 @@ pub struct ApprovalView {
     pub approver: Option<String>,
     pub decided_at: Option<u64>,
     pub expires_at: u64,
-    #[schemars(with = "u64")]
     pub id: ApprovalId,
     pub operation: String,
     /// The request's `params`, as JSON text.
     pub params: String,
     pub requested_at: u64,
     pub requester: String,
-    #[schemars(with = "model::ApprovalStatus")]
     pub status: ApprovalStatus,
 }
 
@@ -236,7 +231,6 @@ pub struct KeyedApprovalRequest {
 #[serde(deny_unknown_fields)]
 pub struct KeyedDecideRequest {
     /// `approved`, `rejected` or `expired`.
-    #[schemars(with = "model::ApprovalStatus")]
     pub status: ApprovalStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approver: Option<String>,
@@ -248,9 +242,7 @@ pub struct KeyedDecideRequest {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct KeyedDecided {
     pub key: String,
-    #[schemars(with = "u64")]
     pub id: ApprovalId,
-    #[schemars(with = "model::ApprovalStatus")]
     pub status: ApprovalStatus,
     pub index: u64,
 }
@@ -274,7 +266,6 @@ pub struct DecideRequest {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ApprovalDecided {
     pub approved: bool,
-    #[schemars(with = "u64")]
     pub id: ApprovalId,
     pub index: u64,
 }

@@ -1,6 +1,5 @@
 //! The versioned configuration: read the current or any version, replace it with `If-Match`.
 
-use crate::model;
 use raftlane_statemachine::model::config::{ConfigDoc, ConfigVersion};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -12,7 +11,6 @@ use serde::{Deserialize, Serialize};
 /// Members in alphabetical order, the order clients read on the wire.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ConfigAnswer {
-    #[schemars(with = "model::ConfigDoc")]
     pub config: ConfigDoc,
     /// When it was written (ms since the epoch).
     pub set_at: u64,
@@ -38,7 +36,3 @@ pub struct ConfigWritten {
     pub version: u64,
     pub index: u64,
 }
-
-/// The request schema of `PUT /v1/config` (the server parses the state machine's own
-/// [`ConfigDoc`], which has no schema derive).
-pub type ConfigRequest = model::ConfigDoc;

@@ -9,9 +9,10 @@
 //! time.
 //!
 //! Answers may carry the state machine's plain types as they are (a claimed row, a message, a
-//! work row, the configuration document); their schemas are in [`model`]. The crate depends
-//! only on those plain types, not on storage or Raft, so a program that only calls the API
-//! never compiles RocksDB.
+//! work row, the configuration document); their schemas are derived where those types are
+//! declared (`raftlane-statemachine`'s `schema` feature), so there is one declaration of each.
+//! The crate depends only on those plain types, not on storage or Raft, so a program that only
+//! calls the API never compiles RocksDB.
 
 pub mod admin;
 pub mod audit;
@@ -24,7 +25,6 @@ pub mod error;
 pub mod headers;
 pub mod keys;
 pub mod messages;
-pub mod model;
 pub mod path;
 pub mod recovery;
 pub mod rows;

@@ -1,7 +1,6 @@
 //! Producing and reading messages: enqueue, the message list and one message, replay, dead
 //! letters, the counts.
 
-use crate::model;
 use raftlane_statemachine::model::ids::{Fence, MessageId, RowId};
 use raftlane_statemachine::model::message::{Correlation, Event, Message, MessageStatus};
 use raftlane_statemachine::model::response::CapturedResponse;
@@ -38,7 +37,6 @@ pub struct EnqueueRequest {
     /// A message recorded as `filtered` or `error` on receipt, with no row (RecordReceived);
     /// not with `deliveries`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<model::ReceivedStatus>")]
     pub status: Option<ReceivedStatus>,
     /// The reason of an `error` message; only with `status`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -59,7 +57,6 @@ impl EnqueueRequest {
 /// earlier idempotency key (then `message_id` is the first message's).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Enqueued {
-    #[schemars(with = "u64")]
     pub message_id: MessageId,
     pub duplicate: bool,
     /// The log index the enqueue was applied at.
@@ -80,20 +77,17 @@ pub struct MessageList {
 /// A message's members without its body (`raw`): what lists and body-less reads carry.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct MessageMeta {
-    #[schemars(with = "u64")]
     pub id: MessageId,
     pub channel_id: String,
     pub received_at: u64,
     pub source_type: Option<String>,
     pub control_id: Option<String>,
     pub message_type: Option<String>,
-    #[schemars(with = "model::MessageStatus")]
     pub status: MessageStatus,
     pub error: Option<String>,
     pub summary: Option<String>,
     /// A JSON object, as its text.
     pub metadata: Option<String>,
-    #[schemars(with = "Option<model::Correlation>")]
     pub correlation: Option<Correlation>,
     /// The producer's idempotency key.
     pub idempotency_key: Option<String>,
@@ -125,25 +119,19 @@ impl MessageMeta {
 /// A work row's members without its payload.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RowMeta {
-    #[schemars(with = "u64")]
     pub id: RowId,
-    #[schemars(with = "u64")]
     pub message_id: MessageId,
-    #[schemars(with = "model::Stage")]
     pub stage: Stage,
     pub channel_id: String,
     pub destination_name: Option<String>,
     pub handler_name: Option<String>,
-    #[schemars(with = "model::RowStatus")]
     pub status: RowStatus,
     pub attempts: u32,
     pub next_attempt_at: u64,
     pub last_error: Option<String>,
     pub created_at: u64,
     pub updated_at: u64,
-    #[schemars(with = "Option<model::Claim>")]
     pub claim: Option<Claim>,
-    #[schemars(with = "Option<u64>")]
     pub last_fence: Option<Fence>,
 }
 
@@ -175,7 +163,6 @@ impl RowMeta {
 pub struct ListedMessage {
     #[serde(flatten)]
     pub message: MessageMeta,
-    #[schemars(with = "Option<model::EventKind>")]
     pub last_event: Option<raftlane_statemachine::model::message::EventKind>,
 }
 
@@ -195,7 +182,6 @@ impl From<raftlane_statemachine::query::ListedMessage> for ListedMessage {
 /// Members in alphabetical order, the order clients read on the wire.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct MessageDetail {
-    #[schemars(with = "Vec<model::Event>")]
     pub events: Vec<Event>,
     pub message: DetailMessage,
     pub responses: Vec<DetailResponse>,
@@ -226,7 +212,6 @@ pub struct DetailRow {
 /// A captured response of [`MessageDetail`]: its body only when bodies were asked for.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct DetailResponse {
-    #[schemars(with = "u64")]
     pub message_id: MessageId,
     pub destination: String,
     pub response_seq: u32,

@@ -5,7 +5,6 @@
 //! Optional members that are absent are not sent; the server's default then applies (said on
 //! each member).
 
-use crate::model;
 use crate::{ErrorDetail, FifoClaim};
 use raftlane_statemachine::model::ids::Fence;
 use raftlane_statemachine::model::ids::{MessageId, Millis};
@@ -19,12 +18,10 @@ use serde_json::Value;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RouteBody {
-    #[schemars(with = "u64")]
     pub fence: Fence,
     pub handlers: Vec<RouteHandler>,
     /// Absent: `routed` when there are handlers, else `unrouted`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<model::RouteDisposition>")]
     pub disposition: Option<RouteDisposition>,
     /// Also claim the row's lane's next row for `owner` in the same command (only in
     /// `POST /v1/rows/{id}/route`, not in a batch); the answer's `next` is that claim.
@@ -56,12 +53,10 @@ pub struct DeliveryBody {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HandoffBody {
-    #[schemars(with = "u64")]
     pub fence: Fence,
     pub deliveries: Vec<DeliveryBody>,
     /// Absent: `routed` when there are deliveries, else `unrouted`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<model::HandoffDisposition>")]
     pub disposition: Option<HandoffDisposition>,
     /// As a `route`'s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -82,7 +77,6 @@ pub struct StateOpBody {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TransformBody {
-    #[schemars(with = "u64")]
     pub fence: Fence,
     pub deliveries: Vec<DeliveryBody>,
     /// Absent: none.
@@ -107,7 +101,6 @@ pub struct ClaimNext {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DoneBody {
-    #[schemars(with = "u64")]
     pub fence: Fence,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claim_next: Option<ClaimNext>,
@@ -127,7 +120,6 @@ impl DoneBody {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResponseBody {
-    #[schemars(with = "u64")]
     pub fence: Fence,
     pub body: String,
     pub outcome: String,
@@ -246,7 +238,6 @@ impl JsonSchema for RetryBody {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FailBody {
-    #[schemars(with = "u64")]
     pub fence: Fence,
     pub error: String,
     /// Absent: the destination's policy, else the server's default.
@@ -260,7 +251,6 @@ pub struct FailBody {
 pub struct DeadBody {
     /// Absent: the row need not be claimed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<u64>")]
     pub fence: Option<Fence>,
     pub error: String,
 }
@@ -269,7 +259,6 @@ pub struct DeadBody {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReingressBody {
-    #[schemars(with = "u64")]
     pub fence: Fence,
     pub loopback_channel: String,
     /// Absent: 5.
@@ -295,7 +284,6 @@ pub struct ReingressBody {
 /// `GET /v1/rows/{id}`: one work row as it is now (payload decrypted).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RowDetail {
-    #[schemars(with = "model::WorkRow")]
     pub row: raftlane_statemachine::row::WorkRow,
 }
 
@@ -415,7 +403,6 @@ pub enum RowAnswer {
     },
     /// `reingress`: the child message, or `null` when the depth cap dead-lettered the row.
     Reingressed {
-        #[schemars(with = "Option<u64>")]
         child_message_id: Option<MessageId>,
         index: u64,
     },

@@ -61,6 +61,59 @@ impl Schemas {
         self.requests.subschema_for::<T>().to_value()
     }
 
+    /// The OpenAPI `parameters` (`in: query`) of a query string parsed as `T`: one per member of
+    /// `T`, with its name, whether it is required, its schema and its doc comment. `T` is a
+    /// struct of plain members (what a query string can spell); anything else is
+    /// [`NotAQuery`]. Schemas the members refer to are request schemas, named by
+    /// [`Schemas::finish`] like a body's.
+    pub fn query<T: JsonSchema>(&mut self) -> Result<Vec<Value>, NotAQuery> {
+        let not_a_query = || NotAQuery(T::schema_name().into_owned());
+        // The type's own schema rather than a `$ref` to it: a query type is no component.
+        let mut schema = T::json_schema(&mut self.requests);
+        for transform in self.requests.transforms_mut() {
+            transform.transform(&mut schema);
+        }
+        let schema = schema.to_value();
+        if schema.get("type").and_then(Value::as_str) != Some("object")
+            || COMPOSITIONS.iter().any(|k| schema.get(*k).is_some())
+        {
+            return Err(not_a_query());
+        }
+        let required: Vec<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let Some(members) = schema.get("properties").and_then(Value::as_object) else {
+            return Err(not_a_query());
+        };
+        Ok(members
+            .iter()
+            .map(|(name, member)| {
+                let mut member = member.clone();
+                let description = member
+                    .as_object_mut()
+                    .and_then(|m| {
+                        // An absent parameter is how a query says "none": never `null`.
+                        m.remove("nullable");
+                        m.remove("description")
+                    })
+                    .unwrap_or(Value::Null);
+                let mut parameter = Map::new();
+                parameter.insert("name".into(), name.as_str().into());
+                parameter.insert("in".into(), "query".into());
+                parameter.insert("required".into(), required.contains(&name.as_str()).into());
+                if !description.is_null() {
+                    parameter.insert("description".into(), description);
+                }
+                parameter.insert("schema".into(), member);
+                Value::Object(parameter)
+            })
+            .collect())
+    }
+
     /// Put every collected schema into `doc["components"]["schemas"]` and point the `$ref`s of
     /// request schemas anywhere in `doc` at their final names.
     pub fn finish(mut self, doc: &mut Value) {
@@ -93,6 +146,11 @@ impl Schemas {
         }
     }
 }
+
+/// A type named as a route's query whose schema is not a struct of members.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0} is not a struct of members, so it cannot be a query")]
+pub struct NotAQuery(pub String);
 
 fn rewrite_refs(v: &mut Value, renames: &[(String, String)]) {
     match v {

@@ -1,6 +1,5 @@
 //! API principals and their tokens.
 
-use crate::model;
 use raftlane_statemachine::model::principal::{Principal, Role};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -18,7 +17,6 @@ pub struct TokenInfo {
     pub channels: Option<Vec<String>>,
     pub created_at: u64,
     pub name: String,
-    #[schemars(with = "model::Role")]
     pub role: Role,
 }
 
@@ -38,7 +36,7 @@ impl From<Principal> for TokenInfo {
 #[serde(deny_unknown_fields)]
 pub struct TokenRequest {
     pub name: String,
-    #[schemars(with = "model::Role")]
+    #[schemars(with = "Role")]
     pub role: String,
     /// Absent: every channel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -54,7 +52,7 @@ pub struct TokenRequest {
 pub struct TokenCreated {
     pub index: u64,
     pub name: String,
-    #[schemars(with = "model::Role")]
+    #[schemars(with = "Role")]
     pub role: String,
     pub token: String,
 }

@@ -1,7 +1,7 @@
 //! Workers' routes: FIFO and unordered claims, lanes, leases.
 
-use crate::model;
 use raftlane_statemachine::model::ids::Millis;
+use raftlane_statemachine::row::Stage;
 use raftlane_statemachine::{ClaimedRow, FifoEmpty};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -46,7 +46,6 @@ pub enum FifoEmptyReason {
 /// "lane_busy", "holder": ..., "expires_at": ...}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct FifoClaim {
-    #[schemars(with = "Option<model::ClaimedRow>")]
     pub item: Option<ClaimedRow>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<FifoEmptyReason>,
@@ -127,7 +126,7 @@ pub struct Cancelled {
 #[serde(deny_unknown_fields)]
 pub struct ClaimRequest {
     /// A stage name (`ingress`, `routed`, `outbound`, `response`).
-    #[schemars(with = "model::Stage")]
+    #[schemars(with = "Stage")]
     pub stage: String,
     /// 1 to the server's claim limit.
     pub limit: u32,
@@ -146,7 +145,6 @@ pub struct ClaimRequest {
 /// `POST /v1/claims`: the rows claimed, payloads decrypted (possibly none).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Claimed {
-    #[schemars(with = "Vec<model::ClaimedRow>")]
     pub items: Vec<ClaimedRow>,
 }
 
@@ -176,7 +174,6 @@ pub struct LaneStatus {
     /// Pending rows.
     pub depth: u64,
     /// The lane's lease while it is live.
-    #[schemars(with = "Option<model::LaneLease>")]
     pub holder: Option<raftlane_statemachine::model::lane::LaneLease>,
     /// Inflight rows.
     pub inflight: u64,

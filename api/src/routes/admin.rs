@@ -25,15 +25,18 @@ use raftlane_statemachine::wire::command::{
 };
 use raftlane_statemachine::{Command, Outcome};
 use rand::RngCore;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
 
 /// `?entries=true` on `GET /v1/state/{namespace}`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 pub struct NamespaceQuery {
     #[serde(default)]
     entries: bool,
+    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
+    /// catching up with the leader's commit.
     consistency: Option<String>,
 }
 

@@ -19,6 +19,7 @@ use raftlane_statemachine::model::approval::ApprovalStatus;
 use raftlane_statemachine::wire::command::{ApprovalTerms, Decision, KeyedDecision, NamedApproval};
 use raftlane_statemachine::wire::command::{CreateApproval, DecideApproval};
 use raftlane_statemachine::{ApprovalId, Command, Outcome};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use std::sync::Arc;
 
@@ -177,12 +178,14 @@ pub async fn decide_keyed(
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub struct ListQuery {
     /// Only `pending` is listed.
     status: Option<String>,
     #[serde(default)]
     limit: PageLimit<100>,
+    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
+    /// catching up with the leader's commit.
     consistency: Option<String>,
 }
 

@@ -17,6 +17,7 @@ use raftlane_statemachine::model::audit::DEFAULT_ORG;
 use raftlane_statemachine::wire::command::AuditAuthor;
 use raftlane_statemachine::wire::command::{RecordAudit, SealAuditEpoch};
 use raftlane_statemachine::{Command, Outcome};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use std::sync::Arc;
 
@@ -56,7 +57,7 @@ pub async fn append(
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub struct AuditQuery {
     org: Option<String>,
     from: Option<u64>,
@@ -64,6 +65,8 @@ pub struct AuditQuery {
     limit: PageLimit<100>,
     count: Option<u64>,
     head: Option<String>,
+    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
+    /// catching up with the leader's commit.
     consistency: Option<String>,
     /// `search`: the rows of this actor.
     actor: Option<String>,

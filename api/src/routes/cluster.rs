@@ -7,7 +7,7 @@ use crate::auth::{Caller, Permission};
 use crate::backend::MembershipChange;
 use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{parse_json_or_default, JsonBody, RawBody};
+use crate::extract::{JsonBody, OptionalJson};
 use crate::metrics::exposition::Format;
 use crate::metrics::set::MetricSet;
 use crate::metrics::{cluster_figures, state_figures};
@@ -137,10 +137,10 @@ pub async fn download_snapshot(
 pub async fn transfer_leader(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    RawBody(body): RawBody,
+    body: OptionalJson<LeaderTransferRequest>,
 ) -> ApiResult<Json<LeaderTransferred>> {
     caller.require_global(Permission::Admin)?;
-    let b: LeaderTransferRequest = parse_json_or_default(&body)?;
+    let b = body.parse()?;
     let before = state.backend.status().leader_id;
     state
         .writes

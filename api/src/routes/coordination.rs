@@ -8,7 +8,7 @@ use super::{check_name, prepare_read, propose, unexpected, ReadOpts};
 use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::error::ApiResult;
-use crate::extract::{parse_json_or_default, JsonBody, Path, Query, RawBody};
+use crate::extract::{JsonBody, OptionalJson, Path, Query};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::Json;
@@ -26,11 +26,11 @@ pub async fn heartbeat(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(node_id): Path<String>,
-    RawBody(body): RawBody,
+    body: OptionalJson<HeartbeatRequest>,
 ) -> ApiResult<Json<HeartbeatAck>> {
     caller.require_global(Permission::Work)?;
     check_name("node_id", &node_id)?;
-    let b: HeartbeatRequest = parse_json_or_default(&body)?;
+    let b = body.parse()?;
     checks::opt_name("host", b.host.as_deref())?;
     let command = Command::NodeHeartbeat(NodeHeartbeat {
         node_id,

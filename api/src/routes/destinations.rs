@@ -8,7 +8,7 @@ use super::{check_name, prepare_read, propose, unexpected, ReadOpts};
 use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::error::ApiResult;
-use crate::extract::{parse_json_or_default, Path, Query, RawBody};
+use crate::extract::{OptionalJson, Path, Query};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::Json;
@@ -22,9 +22,9 @@ pub async fn pause(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(destination): Path<String>,
-    RawBody(body): RawBody,
+    body: OptionalJson<PauseRequest>,
 ) -> ApiResult<Json<PauseState>> {
-    let body: PauseRequest = parse_json_or_default(&body)?;
+    let body = body.parse()?;
     set_paused(&state, &caller, destination, true, body.reason).await
 }
 

@@ -7,7 +7,7 @@ use crate::backend;
 use crate::crypto::{self, Keyring};
 use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{parse_json, RawBody};
+use crate::extract::OptionalJson;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -84,14 +84,10 @@ async fn preflight(state: &AppState, keyring: &Keyring, size: usize) -> ApiResul
 pub async fn rotate(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    RawBody(body): RawBody,
+    body: OptionalJson<RotateRequest>,
 ) -> ApiResult<Json<Rotated>> {
     caller.require_global(Permission::Admin)?;
-    let body: RotateRequest = if body.is_empty() {
-        RotateRequest::default()
-    } else {
-        parse_json(&body)?
-    };
+    let body = body.parse()?;
     let size = body.batch_size.unwrap_or(ROTATE_BATCH);
     if size == 0 || size > MAX_ROTATE_BATCH {
         return Err(ApiError::invalid(

@@ -6,7 +6,7 @@ use crate::backend;
 use crate::by_id::ById;
 use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{body_error, parse_json, parse_json_or_default, Path, Query, RawBody};
+use crate::extract::{body_error, parse_json, OptionalJson, Path, Query};
 use crate::page::PageLimit;
 use crate::state::AppState;
 use axum::body::Bytes;
@@ -26,6 +26,7 @@ use raftlane_statemachine::wire::command::{
     Replay, ReplayDead,
 };
 use raftlane_statemachine::{Command, MessageId, Outcome};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
@@ -184,7 +185,7 @@ fn enqueue_command(
 }
 
 /// The filters of `GET /v1/messages` and `GET /v1/messages/count`.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub struct ListQuery {
     channel: Option<String>,
     status: Option<String>,
@@ -197,6 +198,8 @@ pub struct ListQuery {
     offset: Option<usize>,
     /// The previous page's `next_cursor`: the list goes on below it (docs/SPEC.md §10).
     cursor: Option<u64>,
+    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
+    /// catching up with the leader's commit.
     consistency: Option<String>,
 }
 
@@ -298,8 +301,10 @@ pub async fn count(
 }
 
 /// The query of `GET /v1/messages/{id}`.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub struct DetailQuery {
+    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
+    /// catching up with the leader's commit.
     consistency: Option<String>,
     /// `true`: the answer carries the bodies, and the read is recorded as a `viewed` event.
     body: Option<bool>,
@@ -431,7 +436,7 @@ pub async fn replay(
 }
 
 /// The filters of `GET /v1/dead-letters` and `GET /v1/dead-letters/count`.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub struct DeadQuery {
     /// `outbound` (the default: messagefoundry's dead letters), another stage, or `all`.
     stage: Option<String>,
@@ -444,6 +449,8 @@ pub struct DeadQuery {
     offset: Option<usize>,
     /// `newest_failed`: newest dead first (then row id, descending); absent: row-id order.
     order: Option<String>,
+    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
+    /// catching up with the leader's commit.
     consistency: Option<String>,
 }
 
@@ -525,11 +532,11 @@ pub async fn viewed(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(id): Path<String>,
-    RawBody(body): RawBody,
+    body: OptionalJson<ViewedRequest>,
 ) -> ApiResult<Json<Viewed>> {
     caller.require(Permission::Read)?;
     let id = parse_message_id(&id)?;
-    let body: ViewedRequest = parse_json_or_default(&body)?;
+    let body = body.parse()?;
     require_message(&state, &caller, id)?;
     // Who viewed is always recorded: the caller's principal, with the person it names beside it.
     let command = Command::RecordView(RecordView {
@@ -543,10 +550,10 @@ pub async fn viewed(
 pub async fn replay_dead(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    RawBody(body): RawBody,
+    body: OptionalJson<ReplayDeadRequest>,
 ) -> ApiResult<Json<Requeued>> {
     caller.require(Permission::Requeue)?;
-    let body: ReplayDeadRequest = parse_json_or_default(&body)?;
+    let body = body.parse()?;
     caller.require_channel_filter(body.channel.as_deref())?;
     dual_control::authorize(&state, &caller, Action::ReplayDead, &body).await?;
     let command = Command::ReplayDead(ReplayDead {
@@ -587,13 +594,15 @@ pub async fn storage(
     }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 pub struct TrafficQuery {
     /// Count what happened at or after this time (ms); absent: everything.
     since: Option<u64>,
     /// `recent_done` counts rows done within this window before the request's time (ms);
     /// absent: one minute.
     rate_window_ms: Option<u64>,
+    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
+    /// catching up with the leader's commit.
     consistency: Option<String>,
 }
 

@@ -19,11 +19,14 @@ use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 use raftlane_statemachine::row::Stage;
 use raftlane_statemachine::Outcome;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// `?consistency=stale` serves from local state; anything else is linearizable.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 pub struct ReadOpts {
+    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
+    /// catching up with the leader's commit.
     pub consistency: Option<String>,
 }
 

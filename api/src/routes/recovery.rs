@@ -11,7 +11,7 @@ use super::{check_name, parse_stage, propose, unexpected};
 use crate::auth::{Caller, Permission};
 use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{parse_json_or_default, JsonBody, RawBody};
+use crate::extract::{JsonBody, OptionalJson};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::Json;
@@ -27,8 +27,8 @@ use raftlane_statemachine::{Command, Outcome};
 use std::sync::Arc;
 
 /// A body of `{stage?}` (an empty body: every stage).
-fn stage_scope(body: &[u8]) -> ApiResult<Option<Stage>> {
-    let scope: StageScope = parse_json_or_default(body)?;
+fn stage_scope(body: &OptionalJson<StageScope>) -> ApiResult<Option<Stage>> {
+    let scope = body.parse()?;
     scope.stage.as_deref().map(parse_stage).transpose()
 }
 
@@ -47,7 +47,7 @@ async fn count(
 pub async fn reclaim(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    RawBody(body): RawBody,
+    body: OptionalJson<StageScope>,
 ) -> ApiResult<Json<Reclaimed>> {
     caller.require_global(Permission::Work)?;
     let stage = stage_scope(&body)?;
@@ -63,10 +63,10 @@ pub async fn reclaim(
 pub async fn reset(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    RawBody(body): RawBody,
+    body: OptionalJson<StageScope>,
 ) -> ApiResult<Json<ResetRows>> {
     caller.require_global(Permission::Work)?;
-    let scope: StageScope = parse_json_or_default(&body)?;
+    let scope = body.parse()?;
     let stage = scope.stage.as_deref().map(parse_stage).transpose()?;
     if caller.is_operator() {
         dual_control::authorize(&state, &caller, Action::ResetLeases, &scope).await?;

@@ -10,7 +10,7 @@ use super::users::{change_body, count, done};
 use super::{check_name, propose, read_state, ReadOpts};
 use crate::auth::{Caller, Permission};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{parse_json_or_default, JsonBody, Path, Query, RawBody};
+use crate::extract::{parse_json_or_default, JsonBody, OptionalJson, Path, Query, RawBody};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -142,11 +142,11 @@ pub async fn revoke_of_user(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(user_id): Path<String>,
-    RawBody(body): RawBody,
+    body: OptionalJson<RevokeSessionsRequest>,
 ) -> ApiResult<Json<SessionsRevoked>> {
     caller.require_global(Permission::EngineUsers)?;
     check_name("id", &user_id)?;
-    let b: RevokeSessionsRequest = parse_json_or_default(&body)?;
+    let b = body.parse()?;
     let command = session_write(
         b.at,
         SessionWrite::RevokeUser(RevokeUserSessions {
@@ -181,10 +181,10 @@ pub async fn cap(
 pub async fn purge_expired(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    RawBody(body): RawBody,
+    body: OptionalJson<NoChangeBody>,
 ) -> ApiResult<Json<SessionsPurged>> {
     caller.require_global(Permission::EngineUsers)?;
-    let NoChangeBody {} = parse_json_or_default(&body)?;
+    let NoChangeBody {} = body.parse()?;
     let command = Command::PurgeExpiredSessions(PurgeExpiredSessions);
     let (index, purged) = count(propose(&state, &caller, command).await?)?;
     Ok(Json(SessionsPurged { index, purged }))

@@ -23,6 +23,7 @@ use raftlane_statemachine::wire::command::{
     CreateUser, DeleteUser, SetAdGroupMap, SetUserRoles, UpdateUser, UpsertRole, UserChange,
 };
 use raftlane_statemachine::{Command, Outcome};
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use std::sync::Arc;
@@ -82,11 +83,13 @@ pub async fn create_user(
     Ok((StatusCode::CREATED, Json(UserCreated { index, id: b.id })))
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UserQuery {
     pub username: Option<String>,
     pub limit: Option<usize>,
+    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
+    /// catching up with the leader's commit.
     pub consistency: Option<String>,
 }
 
@@ -352,11 +355,13 @@ fn parse_map(map: &str) -> ApiResult<AdGroupMap> {
     }
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GroupQuery {
     /// Comma-separated groups to resolve through the map.
     pub groups: Option<String>,
+    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
+    /// catching up with the leader's commit.
     pub consistency: Option<String>,
 }
 

@@ -8,7 +8,7 @@ use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::by_id::ById;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{parse_json, parse_json_or_default, JsonBody, Path, Query, RawBody};
+use crate::extract::{parse_json, JsonBody, OptionalJson, Path, Query, RawBody};
 use crate::page::PageLimit;
 use crate::state::AppState;
 use crate::wait::{self, Seat};
@@ -30,6 +30,7 @@ use raftlane_statemachine::wire::command::{
     MarkDone, MarkFailed, ReleaseLane, RenewLeases, RouteHandoff, StateOp, TransformHandoff,
 };
 use raftlane_statemachine::{checks, Command, Fence, Millis, Outcome, RowId, StoreError};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
@@ -216,7 +217,7 @@ pub async fn lane(
     Ok(Json(LaneStatus::at(view, state.backend.cluster_now_ms())))
 }
 
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LaneListQuery {
     /// Only lanes of this stage.
@@ -226,6 +227,8 @@ pub struct LaneListQuery {
     limit: PageLimit<100>,
     /// The previous page's `next_cursor`: the list goes on after that lane.
     cursor: Option<String>,
+    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
+    /// catching up with the leader's commit.
     consistency: Option<String>,
 }
 
@@ -302,11 +305,11 @@ pub async fn cancel(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(dest): Path<String>,
-    RawBody(body): RawBody,
+    body: OptionalJson<CancelRequest>,
 ) -> ApiResult<Json<Cancelled>> {
     caller.require(Permission::Requeue)?;
     check_name("destination", &dest)?;
-    let body: CancelRequest = parse_json_or_default(&body)?;
+    let body = body.parse()?;
     caller.require_channel_filter(body.channel.as_deref())?;
     let params = serde_json::json!({ "destination": &dest, "request": &body });
     crate::dual_control::authorize(

@@ -25,17 +25,21 @@ pub(crate) const LONG_TTL: u64 = 120_000;
 // Harness
 // ---------------------------------------------------------------------------------------------
 
-/// Every 2xx JSON answer any test gets is checked against the schema the OpenAPI document gives
-/// its route, so a route that answers another type than the one its entry in the route list
-/// names (or a schema that forgot a member) fails whichever test calls it.
-fn answer_fits_the_document(method: &Method, path: &str, body: &Value) {
+/// The document every check below reads (the one the route table builds, which the API serves).
+fn document() -> &'static Value {
     static DOC: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
-    let doc = DOC.get_or_init(raftlane_api::route_table::openapi_document);
+    DOC.get_or_init(raftlane_api::route_table::openapi_document)
+}
+
+/// The documented operation `method path` (a concrete path, query included) is an instance of:
+/// the template with the most literal segments that matches (`/v1/rows/actions` over
+/// `/v1/rows/{id}/{action}`), with the template. `None`: not a documented route (the internal
+/// ones).
+fn operation(method: &Method, path: &str) -> Option<(String, &'static Value)> {
+    let doc = document();
     let path = path.split('?').next().unwrap_or(path);
     let segments: Vec<&str> = path.split('/').collect();
     let method = method.as_str().to_ascii_lowercase();
-    // The template with the most literal segments that matches (`/v1/rows/actions` over
-    // `/v1/rows/{id}/{action}`).
     let template = doc["paths"]
         .as_object()
         .into_iter()
@@ -51,12 +55,19 @@ fn answer_fits_the_document(method: &Method, path: &str, body: &Value) {
             fits.then(|| (parts.iter().filter(|p| !p.starts_with('{')).count(), t))
         })
         .max_by_key(|(literal, _)| *literal)
-        .map(|(_, t)| t.clone());
-    let Some(template) = template else {
-        return; // Not a documented route (the internal ones).
+        .map(|(_, t)| t.clone())?;
+    let op = &doc["paths"][&template][&method];
+    Some((template, op))
+}
+
+/// Every 2xx JSON answer any test gets is checked against the schema the OpenAPI document gives
+/// its route, so a route that answers another type than the one its entry in the route list
+/// names (or a schema that forgot a member) fails whichever test calls it.
+fn answer_fits_the_document(method: &Method, path: &str, body: &Value) {
+    let Some((template, op)) = operation(method, path) else {
+        return;
     };
-    let responses = &doc["paths"][&template][&method]["responses"];
-    let Some(schema) = responses
+    let Some(schema) = op["responses"]
         .as_object()
         .into_iter()
         .flatten()
@@ -65,9 +76,84 @@ fn answer_fits_the_document(method: &Method, path: &str, body: &Value) {
     else {
         panic!("{method} {template} answered JSON but documents no JSON answer: {body}");
     };
-    if let Err(e) = raftlane_contract::schema::conforms(body, schema, &doc["components"]["schemas"])
+    if let Err(e) =
+        raftlane_contract::schema::conforms(body, schema, &document()["components"]["schemas"])
     {
         panic!("{method} {path} ({template}) answered what its schema does not say: {e}\n{body}");
+    }
+}
+
+/// Every request any test sends that the API answers with a 2xx is checked against the
+/// document too: each query parameter it names is one its route documents, and a JSON body
+/// fits the route's request schema. A route's query and body types are read off its handler's
+/// signature, so they are the ones it parses; the exceptions are the raw bodies a handler
+/// parses itself (by a path segment, by content type), whose type the route table names, and
+/// this is what holds those names to what the handlers accept.
+fn request_fits_the_document(method: &Method, path: &str, headers: &[(&str, String)], body: &[u8]) {
+    let Some((template, op)) = operation(method, path) else {
+        return;
+    };
+    let documented: Vec<&str> = op["parameters"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["in"] == "query")
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    let query = path.split_once('?').map_or("", |(_, q)| q);
+    for name in query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.split('=').next().unwrap_or(p))
+    {
+        assert!(
+            documented.contains(&name),
+            "{method} {path} ({template}) was answered with a 2xx, but its query parameter \
+             '{name}' is not documented (documented: {documented:?})"
+        );
+    }
+    let json = headers.iter().any(|(name, value)| {
+        name.eq_ignore_ascii_case("content-type") && value.starts_with("application/json")
+    });
+    let Some(schema) = op["requestBody"]["content"]["application/json"].get("schema") else {
+        return;
+    };
+    if !json || body.is_empty() {
+        return;
+    }
+    let Ok(value) = serde_json::from_slice::<Value>(body) else {
+        panic!("{method} {path} ({template}) accepted a body that is not JSON as JSON");
+    };
+    if let Err(e) =
+        raftlane_contract::schema::conforms(&value, schema, &document()["components"]["schemas"])
+    {
+        panic!(
+            "{method} {path} ({template}) accepted a body its request schema refuses: {e}\n{value}"
+        );
+    }
+}
+
+/// The request check is not vacuous: a query parameter the route does not document, or a body
+/// member its schema does not declare, fails it; what the document describes passes.
+#[test]
+fn a_request_the_document_does_not_describe_fails_the_check() {
+    let json = [("content-type", "application/json".to_string())];
+    request_fits_the_document(&Method::GET, "/v1/messages?limit=5&channel=a", &[], b"");
+    request_fits_the_document(&Method::POST, "/v1/rows/7/done", &json, br#"{"fence":3}"#);
+    request_fits_the_document(&Method::POST, "/v1/leases/reclaim", &json, b"");
+    let undescribed: [(Method, &str, &[u8]); 3] = [
+        (Method::GET, "/v1/messages?surprise=1", b""),
+        (Method::GET, "/v1/stats?limit=5", b""),
+        (
+            Method::POST,
+            "/v1/rows/7/done",
+            br#"{"fence":3,"surprise":1}"#,
+        ),
+    ];
+    for (method, path, body) in undescribed {
+        let caught =
+            std::panic::catch_unwind(|| request_fits_the_document(&method, path, &json, body));
+        assert!(caught.is_err(), "{method} {path} passed the check");
     }
 }
 
@@ -142,11 +228,16 @@ impl Api {
         body: Vec<u8>,
     ) -> Resp {
         let url = format!("{}{}", self.base, path);
-        let (status, headers, raw) = self
+        let sent = body.clone();
+        let (status, answer_headers, raw) = self
             .http
             .call(method.clone(), &url, headers, body)
             .await
             .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+        if status.is_success() {
+            request_fits_the_document(&method, path, headers, &sent);
+        }
+        let headers = answer_headers;
         let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
         if status.is_success() && !body.is_null() {
             answer_fits_the_document(&method, path, &body);

@@ -23,6 +23,7 @@ mod least_privilege;
 mod matrix;
 mod names;
 mod node_to_node;
+mod openapi_file;
 mod oracle;
 mod ownership;
 mod pipeline;

@@ -5,7 +5,9 @@
 use crate::model::ids::{ApprovalId, Millis};
 use serde::{Deserialize, Serialize};
 
+/// An approval's status at the time of the read (`expired` once past `expires_at`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalStatus {
     Pending,
@@ -13,7 +15,8 @@ pub enum ApprovalStatus {
     Rejected,
     Expired,
     /// Approved and then used by the action it named (`ConsumeApproval`): it cannot be used
-    /// again. Appended last: statuses are encoded by position.
+    /// again.
+    // Appended last: statuses are encoded by position.
     Consumed,
 }
 

@@ -10,38 +10,49 @@ pub const DEFAULT_DEDUPE_WINDOW_MS: u64 = 24 * 60 * 60 * 1000;
 /// Longest dedupe window accepted: thirty days.
 pub const MAX_DEDUPE_WINDOW_MS: u64 = 30 * 24 * 60 * 60 * 1000;
 
-/// Retry policy carried by MarkFailed (the worker reads it from the config it works under).
+/// A retry policy: a destination's in the configuration, and the one MarkFailed carries (the
+/// worker reads it from the configuration it works under).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct RetryPolicy {
-    /// `None` = retry forever.
+    /// Absent: retry forever.
     pub max_attempts: Option<u32>,
     pub backoff_ms: u64,
-    /// Fixed-point multiplier in thousandths (1500 = ×1.5): no floats in `apply`.
+    /// The backoff's multiplier in thousandths (1500 = ×1.5).
+    // Fixed-point: no floats in `apply`.
     pub multiplier_milli: u32,
     pub max_backoff_ms: u64,
 }
 
+/// A channel's configuration.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct ChannelConfig {
     pub description: Option<String>,
 }
 
+/// A destination's configuration.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct DestinationConfig {
     pub url: Option<String>,
     pub retry: Option<RetryPolicy>,
 }
 
+/// A handler's configuration.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct HandlerConfig {
     pub channel: Option<String>,
 }
 
-/// Retention periods in ms (`None` = keep forever); the leader proposes purges from these.
+/// Retention periods in ms (absent: keep forever; the dedupe window: a day); the leader
+/// proposes purges from these.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct RetentionConfig {
     pub message_bodies_ms: Option<u64>,
@@ -50,8 +61,10 @@ pub struct RetentionConfig {
     pub dedupe_window_ms: Option<u64>,
 }
 
-/// The configuration document. Every section may be omitted (empty).
+/// The configuration document (`PUT /v1/config` replaces it whole). Every section may be
+/// omitted (empty).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct ConfigDoc {
     pub channels: BTreeMap<String, ChannelConfig>,

@@ -20,6 +20,24 @@ macro_rules! id_type {
             }
         }
 
+        /// The schema of the bare integer the id serializes as (`#[serde(transparent)]`),
+        /// inlined wherever an id appears: a named component per id type would add nothing a
+        /// client can check.
+        #[cfg(feature = "schema")]
+        impl schemars::JsonSchema for $name {
+            fn inline_schema() -> bool {
+                true
+            }
+
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                <u64 as schemars::JsonSchema>::schema_name()
+            }
+
+            fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                <u64 as schemars::JsonSchema>::json_schema(generator)
+            }
+        }
+
         impl fmt::Display for $name {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 write!(f, "{}", self.0)

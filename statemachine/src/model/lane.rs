@@ -58,9 +58,10 @@ pub struct LaneTally {
     pub count: u64,
 }
 
-/// Who owns a lane until when (live through `expires_at` inclusive: see
-/// [`crate::rules::fifo::lease_is_live`]).
+/// Who owns a lane until when (live through `expires_at` inclusive).
+// The rule: `crate::rules::fifo::lease_is_live`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct LaneLease {
     pub owner: String,
     pub expires_at: Millis,

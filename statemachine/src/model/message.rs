@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// Where a message is in its life. Terminal statuses are set only by handoffs or the finalizer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum MessageStatus {
     Received,
@@ -48,6 +49,7 @@ impl MessageStatus {
 
 /// Correlation of a message created by re-ingesting a captured response.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Correlation {
     /// The message whose response produced this one.
     pub correlation_id: MessageId,
@@ -59,7 +61,9 @@ pub struct Correlation {
     pub reingress_of_seq: u32,
 }
 
+/// A message as stored.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Message {
     pub id: MessageId,
     pub channel_id: String,
@@ -83,6 +87,7 @@ pub struct Message {
 
 /// Kinds of message events (docs/SPEC.md §3.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum EventKind {
     Received,
@@ -100,7 +105,9 @@ pub enum EventKind {
     Error,
 }
 
+/// One event of a message's history.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Event {
     pub ts: Millis,
     pub event: EventKind,

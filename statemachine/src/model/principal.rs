@@ -4,19 +4,21 @@
 use crate::model::ids::Millis;
 use serde::{Deserialize, Serialize};
 
+/// A principal's role: what its token may do (docs/SPEC.md §9).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     Admin,
     Operator,
     Worker,
     Viewer,
-    /// Reads everything a viewer reads except bodies (docs/SPEC.md §9.7). Appended last: roles
-    /// are encoded by position.
+    /// Reads everything a viewer reads except bodies (docs/SPEC.md §9.7).
+    // Appended last: roles are encoded by position.
     Metadata,
     /// messagefoundry's engine (docs/SPEC.md §9.3): exactly the routes its store and cluster
     /// coordinator call, and no power over other principals' claims, names or engines.
-    /// Appended last: roles are encoded by position.
+    // Appended last: roles are encoded by position.
     Engine,
 }
 

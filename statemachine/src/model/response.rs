@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// A captured response of a destination.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct CapturedResponse {
     pub message_id: MessageId,
     pub destination: String,

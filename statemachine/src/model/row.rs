@@ -21,7 +21,9 @@ pub enum ClaimChance {
     Unknown,
 }
 
+/// A work row's status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RowStatus {
     Pending,
@@ -59,13 +61,16 @@ impl RowStatus {
 /// Who holds an inflight row, until when, under which fence. Present exactly when the row is
 /// inflight, so a pending row with an owner cannot be represented.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Claim {
     pub owner: String,
     pub lease_expires_at: Millis,
     pub fence: Fence,
 }
 
+/// A work row: one unit of a message's work in one stage.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct WorkRow {
     /// Also the global insertion `seq`.
     pub id: RowId,
@@ -81,7 +86,7 @@ pub struct WorkRow {
     pub last_error: Option<String>,
     pub created_at: Millis,
     pub updated_at: Millis,
-    /// The current claim; `Some` iff `status == Inflight`.
+    /// The current claim: present exactly when the row is `inflight`.
     pub claim: Option<Claim>,
     /// The fence of the most recent claim, kept after completion so a late duplicate
     /// completion can be told apart from a stale one.

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// The four pipeline stages a work row can sit in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
     Ingress,

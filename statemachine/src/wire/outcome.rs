@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 /// A claimed row as handed to a worker.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct ClaimedRow {
     pub row_id: RowId,
     pub message_id: MessageId,

@@ -126,6 +126,13 @@ pub struct StateOp {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "schema",
+    derive(schemars::JsonSchema),
+    schemars(
+        description = "What a `route` did with an ingress row (absent in a request: from its handlers)."
+    )
+)]
 #[serde(rename_all = "snake_case")]
 pub enum RouteDisposition {
     Routed,
@@ -133,6 +140,13 @@ pub enum RouteDisposition {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "schema",
+    derive(schemars::JsonSchema),
+    schemars(
+        description = "What a `handoff` did with a row (absent in a request: from its deliveries)."
+    )
+)]
 #[serde(rename_all = "snake_case")]
 pub enum HandoffDisposition {
     Routed,

@@ -49,6 +49,13 @@ pub struct Delivery {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "schema",
+    derive(schemars::JsonSchema),
+    schemars(
+        description = "How a message recorded on receipt ended (RecordReceived): no row is made for it."
+    )
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ReceivedStatus {
     Filtered,
