@@ -117,12 +117,18 @@ mod tests {
     #[test]
     fn offsets_default_to_zero_and_stay_within_a_scan_budget() {
         assert_eq!(query("{}").offset.get(), 0);
-        assert_eq!(query(r#"{"offset": 9}"#).offset.within(10, "rows").ok(), Some(9));
+        assert_eq!(
+            query(r#"{"offset": 9}"#).offset.within(10, "rows").ok(),
+            Some(9)
+        );
         let e = query(r#"{"offset": 10}"#)
             .offset
             .within(10, "rows")
             .expect_err("at the budget");
-        assert_eq!((e.status.as_u16(), e.field.as_deref()), (400, Some("offset")));
+        assert_eq!(
+            (e.status.as_u16(), e.field.as_deref()),
+            (400, Some("offset"))
+        );
         assert!(e.message.contains("at most 10 rows"), "{}", e.message);
     }
 

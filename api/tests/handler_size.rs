@@ -90,7 +90,14 @@ fn raw_string_end(chars: &[char], i: usize) -> Option<usize> {
     }
     j += 1;
     while j < chars.len() {
-        if chars[j] == '"' && chars[j + 1..].iter().take(hashes).filter(|&&c| c == '#').count() == hashes {
+        if chars[j] == '"'
+            && chars[j + 1..]
+                .iter()
+                .take(hashes)
+                .filter(|&&c| c == '#')
+                .count()
+                == hashes
+        {
             return Some(j + 1 + hashes);
         }
         j += 1;
@@ -100,11 +107,10 @@ fn raw_string_end(chars: &[char], i: usize) -> Option<usize> {
 
 /// Whether the `'` at `i` opens a character literal (`'{'`, `'\n'`) rather than a lifetime.
 fn is_char_literal(chars: &[char], i: usize) -> bool {
-    match (chars.get(i + 1), chars.get(i + 2)) {
-        (Some('\\'), _) => true,
-        (Some(_), Some('\'')) => true,
-        _ => false,
-    }
+    matches!(
+        (chars.get(i + 1), chars.get(i + 2)),
+        (Some('\\'), _) | (Some(_), Some('\''))
+    )
 }
 
 /// Each `async fn` of `code` (literals blanked) with its length in lines, from the line of
@@ -224,7 +230,10 @@ fn every_route_handler_is_at_most_forty_lines() {
     let all = measured();
     let handlers = mounted();
     // The API mounts about a hundred routes: finding far fewer means the scan is broken.
-    assert!(handlers.len() >= 90, "the route table mounts only {handlers:?}");
+    assert!(
+        handlers.len() >= 90,
+        "the route table mounts only {handlers:?}"
+    );
     let unmeasured: Vec<&String> = handlers.iter().filter(|h| !all.contains_key(*h)).collect();
     assert!(
         unmeasured.is_empty(),

@@ -58,7 +58,10 @@ impl PurgeKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RetentionStep {
     /// `RetentionPage` of `pass`, repeated until a page answers that the pass is over.
-    Paged { pass: RetentionPass, older_than: Millis },
+    Paged {
+        pass: RetentionPass,
+        older_than: Millis,
+    },
     /// `PurgeState`, proposed once.
     State { older_than: Millis },
 }
@@ -210,9 +213,7 @@ impl RetentionPlan {
                 (RetentionPass::BlankBodies, older_than),
                 (RetentionPass::BlankFailedBodies, older_than),
             ]),
-            PurgeKind::DeadLetters => {
-                Self::paged(&[(RetentionPass::BlankDeadLetters, older_than)])
-            }
+            PurgeKind::DeadLetters => Self::paged(&[(RetentionPass::BlankDeadLetters, older_than)]),
             PurgeKind::State => Self {
                 steps: vec![RetentionStep::State { older_than }],
             },
@@ -342,7 +343,10 @@ mod tests {
             purge(PurgeKind::State),
             vec![Command::PurgeState(PurgeState { older_than: 77 })]
         );
-        assert_eq!(PurgeKind::parse("dead_letters"), Some(PurgeKind::DeadLetters));
+        assert_eq!(
+            PurgeKind::parse("dead_letters"),
+            Some(PurgeKind::DeadLetters)
+        );
         assert_eq!(PurgeKind::parse("everything"), None);
     }
 
@@ -379,7 +383,8 @@ mod tests {
             pass: RetentionPass::BlankBodies,
             older_than: 5,
         };
-        let (run, proposed) = walk(blank, vec![paged(3, true), paged(4, true), paged(0, false)]).await;
+        let (run, proposed) =
+            walk(blank, vec![paged(3, true), paged(4, true), paged(0, false)]).await;
         assert_eq!((run.index, run.purged, run.pages, proposed), (3, 7, 3, 3));
         assert!(matches!(run.end, StepEnd::Finished));
 
@@ -405,7 +410,10 @@ mod tests {
         });
         let (run, _) = walk(blank, vec![paged(2, true), refused]).await;
         assert_eq!(run.purged, 2);
-        assert!(matches!(run.end, StepEnd::Rejected(Rejection::Invalid { .. })));
+        assert!(matches!(
+            run.end,
+            StepEnd::Rejected(Rejection::Invalid { .. })
+        ));
         let (run, proposed) = walk(blank, vec![Ok(Outcome::Count(1)), paged(1, false)]).await;
         assert_eq!((run.purged, proposed), (0, 1));
         assert!(matches!(run.end, StepEnd::Unexpected(Outcome::Count(1))));

@@ -19,9 +19,9 @@
 //! nothing is proposed for it.
 
 use crate::quorum::{Lead, QuorumCheck};
+use crate::retention::{RetentionPlan, RetentionStep, StepEnd};
 use crate::sm_adapter::StateHandle;
 use crate::types::{NodeId, Raft};
-use crate::retention::{RetentionPlan, RetentionStep, StepEnd};
 use raftlane_statemachine::model::config::RetentionConfig;
 use raftlane_statemachine::wire::command::ReclaimExpired;
 use raftlane_statemachine::{Command, Envelope, Outcome, Response};
@@ -238,7 +238,9 @@ async fn retention_step(t: &Timers, step: &RetentionStep) -> bool {
             tracing::warn!(id = t.id, command = %what, %rejection, "retention purge rejected");
         }
     }
-    t.stats.retention_purged.fetch_add(run.purged, Ordering::Relaxed);
+    t.stats
+        .retention_purged
+        .fetch_add(run.purged, Ordering::Relaxed);
     let (total, pages) = (run.purged, run.pages);
     let elapsed_ms = started.elapsed().as_millis() as u64;
     if total > 0 {

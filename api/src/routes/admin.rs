@@ -2,7 +2,6 @@
 
 use super::{check_name, prepare_read, propose, read_covered, read_state, unexpected, ReadOpts};
 use crate::auth::{Caller, Permission};
-use crate::backend;
 use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, Path, Query};
@@ -16,10 +15,10 @@ use raftlane_contract::{
     Reference, ReferenceList, ReferenceRequest, ReferenceSetInfo, ReferenceVersion,
     ReferenceWritten, Revoked, StateValue, TokenCreated, TokenInfo, TokenList, TokenRequest,
 };
+use raftlane_raft::retention::{PurgeKind, RetentionPlan};
 use raftlane_statemachine::model::principal::Role;
 use raftlane_statemachine::model::state::StateEntry;
 use raftlane_statemachine::rules::principal_name;
-use raftlane_raft::retention::{PurgeKind, RetentionPlan};
 use raftlane_statemachine::wire::command::{
     ReserveOwner, RevokePrincipal, WriteReferenceSnapshot, WriteReferenceSnapshotText,
 };

@@ -28,9 +28,7 @@ use raftlane_statemachine::wire::command::{
     CancelQueued, ClaimFifoHead, ClaimNextFifo, ClaimReady, DoneThenClaimNext, HandOn,
     HandOnThenClaimNext, ReleaseLane, RenewLeases,
 };
-use raftlane_statemachine::{
-    checks, Command, Envelope, Fence, Millis, Outcome, RowId, StoreError,
-};
+use raftlane_statemachine::{checks, Command, Envelope, Fence, Millis, Outcome, RowId, StoreError};
 use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
@@ -606,22 +604,11 @@ pub async fn row_actions(
         ));
     }
     let prepared = prepare_batch(&state, &caller, b.actions).await?;
-    // Request ids are numbered as the envelopes are made, in item order, so a retried request
-    // (same Request-Id) proposes the same ids and gets the first answers back.
-    let envelopes: Vec<ApiResult<Envelope>> = prepared
+    let writes = batch_envelopes(&caller, prepared)
         .into_iter()
-        .map(|p| match p {
-            Ok(command) => Ok(caller.envelope(caller.authority(command))),
-            Err(e) => {
-                // Item i keeps request id `/i` even when it proposes nothing.
-                caller.requests.next();
-                Err(e)
-            }
-        })
-        .collect();
-    let writes = envelopes.into_iter().map(|envelope| async {
-        Ok::<_, ApiError>(state.writes.plain_row_action(envelope?).await?)
-    });
+        .map(|envelope| async {
+            Ok::<_, ApiError>(state.writes.plain_row_action(envelope?).await?)
+        });
     let results = futures::future::join_all(writes)
         .await
         .into_iter()
@@ -631,6 +618,23 @@ pub async fn row_actions(
         })
         .collect();
     Ok(Json(RowActionResults { results }))
+}
+
+/// Each prepared item of a batch as the caller's proposal. Request ids are numbered as the
+/// envelopes are made, in item order, so a retried request (same Request-Id) proposes the same
+/// ids and gets the first answers back.
+fn batch_envelopes(caller: &Caller, prepared: Vec<ApiResult<Command>>) -> Vec<ApiResult<Envelope>> {
+    prepared
+        .into_iter()
+        .map(|p| match p {
+            Ok(command) => Ok(caller.envelope(caller.authority(command))),
+            Err(e) => {
+                // Item i keeps request id `/i` even when it proposes nothing.
+                caller.requests.next();
+                Err(e)
+            }
+        })
+        .collect()
 }
 
 /// Each item of a batch checked and prepared in item order, so the first bad item is the one

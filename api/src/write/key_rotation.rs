@@ -247,9 +247,8 @@ mod tests {
 
     #[test]
     fn batches_stay_within_the_byte_budget() {
-        let sizes = |chunks: Vec<Vec<Rewrite>>| -> Vec<usize> {
-            chunks.iter().map(Vec::len).collect()
-        };
+        let sizes =
+            |chunks: Vec<Vec<Rewrite>>| -> Vec<usize> { chunks.iter().map(Vec::len).collect() };
         assert!(chunks(Vec::new(), 10).is_empty());
         let items = (0..5).map(|n| item(n, 4)).collect();
         assert_eq!(sizes(chunks(items, 10)), [2, 2, 1]);

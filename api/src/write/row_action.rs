@@ -176,10 +176,7 @@ fn response(row_id: RowId, b: ResponseBody) -> Result<Command, Rejection> {
 /// A `route`, `handoff` or `transform` as the handoff it makes, with its `claim_next`.
 /// Called with those three only: any other action is answered by its own arm of
 /// [`Proposer::row_command`], and reaching here with one is refused as a bad action.
-fn handoff(
-    row_id: RowId,
-    action: RowAction,
-) -> Result<(HandOn, Option<ClaimNext>), Rejection> {
+fn handoff(row_id: RowId, action: RowAction) -> Result<(HandOn, Option<ClaimNext>), Rejection> {
     Ok(match action {
         RowAction::Route(b) => {
             let next = b.claim_next.clone();
@@ -189,10 +186,7 @@ fn handoff(
             HandOn::Handoff(Handoff {
                 row_id,
                 fence: b.fence,
-                disposition: super::policy::handoff_disposition(
-                    b.disposition,
-                    b.deliveries.len(),
-                ),
+                disposition: super::policy::handoff_disposition(b.disposition, b.deliveries.len()),
                 deliveries: deliveries(b.deliveries)?,
             }),
             b.claim_next,
