@@ -202,7 +202,8 @@ fn measured() -> BTreeMap<String, usize> {
     all
 }
 
-/// The handlers the route table mounts, as `module::name` (`get(messages::list)`).
+/// The handlers of route modules the route table mounts, as `module::name`
+/// (`get(messages::list)`).
 fn mounted() -> Vec<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/route_table.rs");
     let table = blank_literals(&std::fs::read_to_string(path).expect("the route table"));
@@ -215,7 +216,9 @@ fn mounted() -> Vec<String> {
                 .chars()
                 .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
                 .collect();
-            if path.contains("::") && rest[path.len()..].starts_with(')') {
+            // A route module's handler (`messages::list`); the few pages mounted from elsewhere
+            // (`crate::ui::page`) are not route modules.
+            if path.matches("::").count() == 1 && rest[path.len()..].starts_with(')') {
                 handlers.push(path);
             }
         }
