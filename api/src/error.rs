@@ -302,7 +302,9 @@ impl From<WriteError> for ApiError {
             },
             WriteError::Rejected(rejection) => rejection.into(),
             WriteError::UnexpectedOutcome(outcome) => ApiError::unexpected_outcome(&outcome),
-            WriteError::RowNotFound(id) => crate::by_id::ById::Row(id.0).not_found(),
+            // The answer `crate::by_id` gives a row the caller cannot reach (`404`, naming the
+            // id only): the state machine's own refusal of an unknown row, word for word.
+            WriteError::RowNotFound(id) => Rejection::UnknownRow(id).into(),
             WriteError::Undecryptable {
                 target,
                 key_id,
