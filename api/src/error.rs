@@ -300,6 +300,37 @@ impl From<WriteError> for ApiError {
                 retry_after: Some(1),
                 ..ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "clock_skew", m)
             },
+            WriteError::Rejected(rejection) => rejection.into(),
+            WriteError::UnexpectedOutcome(outcome) => ApiError::unexpected_outcome(&outcome),
+            // The answer `crate::by_id` gives a row the caller cannot reach (`404`, naming the
+            // id only): the state machine's own refusal of an unknown row, word for word.
+            WriteError::RowNotFound(id) => Rejection::UnknownRow(id).into(),
+            WriteError::Undecryptable {
+                target,
+                key_id,
+                cause,
+            } => ApiError::new(
+                StatusCode::CONFLICT,
+                "undecryptable",
+                format!(
+                    "rotation stopped, nothing written for this value's batch: {target:?}: {cause}"
+                ),
+            )
+            .with_extra(serde_json::json!({ "ref": target, "key_id": key_id })),
+            WriteError::NoKeyring => ApiError::new(
+                StatusCode::CONFLICT,
+                "no_keyring",
+                "encryption at rest is off on this node (set RAFTLANE_KEYRING)",
+            ),
+            WriteError::TokenNotIssued { name } => ApiError::new(
+                StatusCode::CONFLICT,
+                "token_not_issued",
+                format!(
+                    "the principal '{name}' does not hold the token of this request: another \
+                     rotation replaced it, or this node cannot re-derive a retried request's \
+                     token (no cluster secret); create the token again with a new Request-Id"
+                ),
+            ),
         }
     }
 }

@@ -65,7 +65,7 @@ impl Default for ApiConfig {
 pub struct AppState {
     pub backend: Arc<dyn Backend>,
     pub admin_token_hash: String,
-    /// Key deriving a created token from its request (see `routes::admin::create_token`),
+    /// Key deriving a created token from its request (see `crate::write::token_issue`),
     /// itself derived from the cluster secret so that every node derives the same token and the
     /// secret is not kept here twice. `None` without a cluster secret.
     pub token_key: Option<[u8; 32]>,

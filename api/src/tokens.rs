@@ -11,7 +11,7 @@ pub fn sha256_hex(token: &str) -> String {
 /// Constant-time equality (one implementation for the whole node, on the `subtle` crate).
 pub use raftlane_raft::auth::constant_time_eq as ct_eq;
 
-/// The key tokens are derived under (see `routes::admin::create_token`), derived from the cluster secret so
+/// The key tokens are derived under (see `write::token_issue`), derived from the cluster secret so
 /// that the secret itself is not used for two purposes. `None` without a secret: an empty key
 /// would make every token computable from its nonce, which the log keeps.
 pub fn token_key(cluster_secret: &str) -> Option<[u8; 32]> {

@@ -4,6 +4,7 @@
 //! does not reach up into the HTTP layer.
 
 use raftlane_api::backend::{BoxFuture, ClusterStatus, MembershipChange};
+use raftlane_api::by_id::ById;
 use raftlane_api::metrics::exposition::Format;
 use raftlane_api::metrics::set::MetricSet;
 use raftlane_api::metrics::Metrics;
@@ -11,7 +12,7 @@ use raftlane_api::write::{Settings, WriteError};
 use raftlane_api::{ApiError, Backend, LocalBackend, ProposeError, Proposer};
 use raftlane_raft::NotLeader;
 use raftlane_statemachine::query::Reader;
-use raftlane_statemachine::{Command, Envelope, Response, StoreError};
+use raftlane_statemachine::{Command, Envelope, Rejection, Response, RowId, StoreError};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -228,6 +229,40 @@ fn every_write_error_keeps_its_http_answer() {
     assert!(!message.contains("/data/log"), "{message}");
     let (_, _, message, _) = answer(WriteError::StorageUnavailable("IO error: EIO".into()));
     assert!(message.contains("an I/O error"), "{message}");
+    // A row a row action needs but that does not exist answers as any row named by id that the
+    // caller cannot reach.
+    let missing = ApiError::from(WriteError::RowNotFound(RowId(7)));
+    let by_id = ById::Row(7).not_found();
+    assert_eq!(
+        (
+            missing.status,
+            missing.code,
+            &missing.message,
+            &missing.field
+        ),
+        (by_id.status, by_id.code, &by_id.message, &by_id.field)
+    );
+    // What the write layer's workflows answer: a refusal as the state machine's, the two
+    // refusals of key rotation and token creation with their codes.
+    assert_eq!(
+        answer(WriteError::Rejected(Rejection::UnknownRow(RowId(3)))),
+        (404, "not_found", "row 3 not found".into(), None)
+    );
+    assert_eq!(
+        answer(WriteError::NoKeyring),
+        (
+            409,
+            "no_keyring",
+            "encryption at rest is off on this node (set RAFTLANE_KEYRING)".into(),
+            None
+        )
+    );
+    let (status, code, message, _) = answer(WriteError::TokenNotIssued { name: "w".into() });
+    assert_eq!((status, code), (409, "token_not_issued"));
+    assert!(
+        message.starts_with("the principal 'w' does not hold"),
+        "{message}"
+    );
     // The cause stays reachable as the error's source.
     let e = WriteError::NoLeader {
         what: "linearizable read",

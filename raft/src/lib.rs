@@ -23,7 +23,7 @@
 //! handle), [`cluster`] (bootstrap and membership), [`membership_rules`] (what a membership change
 //! must not do), [`learners`] and [`learner_removal`] (a learner that cannot catch up is removed),
 //! [`start`] (opening the stores and starting a node's tasks), [`timers`] (leader-only
-//! housekeeping), `quorum` (check-quorum: a leader no majority answers acts as none), `replay`
+//! housekeeping), [`retention`] (the one retention plan the timer and an operator's purge walk), `quorum` (check-quorum: a leader no majority answers acts as none), `replay`
 //! (progress of the replay after a restart), [`config`], [`durable_mark`] (a damaged log is
 //! refused, not silently shortened), [`rejoin`] (`--rejoin`: wipe the node's copy, keeping its
 //! vote), [`restore`] (a new cluster's node laid down from a backup), [`storage_latency`] (the
@@ -56,6 +56,7 @@ mod quorum;
 pub mod rejoin;
 mod replay;
 pub mod restore;
+pub mod retention;
 pub mod server;
 pub mod slow_storage;
 pub mod sm_adapter;

@@ -13,19 +13,17 @@
 //! (`message_retention_ms`, `dead_letter_retention_ms`: the config document's encoding is
 //! pinned, so it cannot grow fields); the commands take an absolute cutoff time. On each
 //! retention tick the leader reads the current config from its own state, reads its clock once,
-//! and runs each pass whose period is set with `older_than = now - period`. Message passes are
-//! paged (`RetentionPage`, docs/SPEC.md §8.6): the leader proposes page after page, yielding in
-//! between so other writes interleave, until a page answers that nothing older than the cutoff
-//! is left. A period that is `None` (or 0) means keep forever, and nothing is proposed for it.
+//! and walks the [`RetentionPlan`] those ages give at that time ([`crate::retention`], the plan
+//! an operator's purge walks too): each pass whose period is set, with `older_than = now -
+//! period`, message passes page by page. A period that is `None` (or 0) means keep forever, and
+//! nothing is proposed for it.
 
 use crate::quorum::{Lead, QuorumCheck};
+use crate::retention::{RetentionPlan, RetentionStep, StepEnd};
 use crate::sm_adapter::StateHandle;
 use crate::types::{NodeId, Raft};
 use raftlane_statemachine::model::config::RetentionConfig;
-use raftlane_statemachine::model::ids::Millis;
-use raftlane_statemachine::wire::command::{
-    PurgeState, ReclaimExpired, RetentionPage, RetentionPass, MAX_RETENTION_PAGE,
-};
+use raftlane_statemachine::wire::command::ReclaimExpired;
 use raftlane_statemachine::{Command, Envelope, Outcome, Response};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -33,6 +31,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::{Interval, MissedTickBehavior};
+
+pub use crate::retention::DeletePeriods;
 
 /// The actor recorded for timer-proposed commands.
 pub const TIMER_ACTOR: &str = "raftlane:timer";
@@ -83,16 +83,6 @@ pub(crate) struct Timers {
     pub(crate) write_timeout: Duration,
 }
 
-/// How long ended messages are kept before retention deletes them, in ms (0 = keep forever).
-/// From the node's `[tuning]` (`message_retention_ms`, `dead_letter_retention_ms`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DeletePeriods {
-    /// Messages that ended without error.
-    pub messages_ms: u64,
-    /// Messages that ended in error: dead letters and errors recorded by their producer.
-    pub dead_letters_ms: u64,
-}
-
 fn interval(ms: u64) -> Option<Interval> {
     (ms > 0).then(|| {
         let period = Duration::from_millis(ms);
@@ -128,11 +118,11 @@ fn leading(t: &Timers) -> Option<BTreeSet<NodeId>> {
 }
 
 /// Propose `command` if this node leads, stamped with the cluster's time ([`crate::clock`]);
-/// returns the state machine's response once committed.
+/// returns the entry's log index and the state machine's response once committed.
 ///
 /// The envelope is built with the cluster's time itself: built with 0 and re-stamped, it was
 /// counted and logged as a proposal ~1.8·10¹² ms behind the cluster's clock, every tick.
-async fn propose(t: &Timers, command: Command) -> Option<Response> {
+async fn propose(t: &Timers, command: Command) -> Option<(u64, Response)> {
     let _proposing = t.hold.pass().await;
     let voters = leading(t)?;
     let name = command.name();
@@ -149,7 +139,7 @@ async fn propose(t: &Timers, command: Command) -> Option<Response> {
     match tokio::time::timeout(t.write_timeout, t.raft.client_write(envelope)).await {
         Ok(Ok(resp)) => {
             t.stats.proposals.fetch_add(1, Ordering::Relaxed);
-            Some(resp.data)
+            Some((resp.log_id.index, resp.data))
         }
         Ok(Err(e)) => {
             t.stats.failures.fetch_add(1, Ordering::Relaxed);
@@ -166,50 +156,6 @@ async fn propose(t: &Timers, command: Command) -> Option<Response> {
             None
         }
     }
-}
-
-/// The first command of each retention pass the periods ask for at `now`: for every period
-/// that is set and non-zero, the period turned into an absolute cutoff (`older_than = now -
-/// period`, the form the state machine takes). Unset periods mean "keep forever" and yield
-/// nothing. Message passes come as the first page of a `RetentionPage` (the tick repeats each
-/// until it is done), led by the one-time walk that indexes messages ended before the index
-/// existed; deletions before blanking, so nothing is blanked just before it is deleted.
-pub fn retention_commands(
-    retention: &RetentionConfig,
-    deletes: DeletePeriods,
-    now: Millis,
-) -> Vec<Command> {
-    let cutoff = |period: Option<u64>| period.filter(|p| *p > 0).map(|p| now.saturating_sub(p));
-    let page = |pass, older_than| {
-        Command::RetentionPage(RetentionPage {
-            pass,
-            older_than,
-            limit: MAX_RETENTION_PAGE,
-        })
-    };
-    let mut passes = Vec::new();
-    if let Some(older_than) = cutoff(Some(deletes.messages_ms)) {
-        passes.push(page(RetentionPass::DeleteEnded, older_than));
-    }
-    if let Some(older_than) = cutoff(Some(deletes.dead_letters_ms)) {
-        passes.push(page(RetentionPass::DeleteFailed, older_than));
-    }
-    if let Some(older_than) = cutoff(retention.message_bodies_ms) {
-        passes.push(page(RetentionPass::BlankBodies, older_than));
-        passes.push(page(RetentionPass::BlankFailedBodies, older_than));
-    }
-    if let Some(older_than) = cutoff(retention.dead_letters_ms) {
-        passes.push(page(RetentionPass::BlankDeadLetters, older_than));
-    }
-    let mut commands = Vec::new();
-    if !passes.is_empty() {
-        commands.push(page(RetentionPass::IndexEnded, 0));
-        commands.extend(passes);
-    }
-    if let Some(older_than) = cutoff(retention.state_ms) {
-        commands.push(Command::PurgeState(PurgeState { older_than }));
-    }
-    commands
 }
 
 /// Read the retention section of the current config from the local state. On the blocking pool:
@@ -252,67 +198,57 @@ async fn retention_tick(t: &Timers) {
             return;
         }
     };
-    for command in retention_commands(&retention, t.deletes, now) {
-        let index_walk = matches!(
-            &command,
-            Command::RetentionPage(RetentionPage {
-                pass: RetentionPass::IndexEnded,
-                ..
-            })
-        );
-        if index_walk && t.index_walk_done.load(Ordering::Relaxed) {
+    for step in RetentionPlan::from_config(&retention, t.deletes, now).steps() {
+        if step.is_index_walk() && t.index_walk_done.load(Ordering::Relaxed) {
             continue;
         }
-        // Debug form, e.g. `PurgeState { older_than: 1733140000000 }`: kind and cutoff.
-        let what = format!("{command:?}");
-        let started = std::time::Instant::now();
-        let mut total = 0u64;
-        let mut pages = 0u64;
-        loop {
-            let Some(response) = propose(t, command.clone()).await else {
-                // Lost leadership (or shutting down): the next leader's tick takes over.
-                return;
-            };
-            t.stats.retention_purges.fetch_add(1, Ordering::Relaxed);
-            let more = match response {
-                Ok(Outcome::Count(n)) => {
-                    total += n;
-                    false
-                }
-                Ok(Outcome::RetentionPaged { purged, next, .. }) => {
-                    pages += 1;
-                    t.stats.retention_pages.fetch_add(1, Ordering::Relaxed);
-                    if index_walk && next.is_none() {
-                        t.index_walk_done.store(true, Ordering::Relaxed);
-                    }
-                    if !index_walk {
-                        total += purged;
-                    }
-                    next.is_some()
-                }
-                Ok(other) => {
-                    tracing::warn!(id = t.id, command = %what, outcome = ?other, "retention purge: unexpected outcome");
-                    false
-                }
-                Err(rejection) => {
-                    tracing::warn!(id = t.id, command = %what, %rejection, "retention purge rejected");
-                    false
-                }
-            };
-            if !more {
-                break;
-            }
-            // Let other proposals in between pages: a purge is many small entries, not one.
-            tokio::task::yield_now().await;
-        }
-        t.stats.retention_purged.fetch_add(total, Ordering::Relaxed);
-        let elapsed_ms = started.elapsed().as_millis() as u64;
-        if total > 0 {
-            tracing::info!(id = t.id, command = %what, purged = total, pages, elapsed_ms, "retention purge");
-        } else {
-            tracing::debug!(id = t.id, command = %what, pages, elapsed_ms, "retention purge: nothing to purge");
+        if !retention_step(t, step).await {
+            // Lost leadership (or shutting down): the next leader's tick takes over.
+            return;
         }
     }
+}
+
+/// Walk one step of the tick's plan, counting and logging what it purged; `false` when a
+/// proposal failed (this node no longer leads, or is shutting down).
+async fn retention_step(t: &Timers, step: &RetentionStep) -> bool {
+    // Debug form, e.g. `PurgeState { older_than: 1733140000000 }`: kind and cutoff.
+    let what = format!("{:?}", step.command());
+    let started = std::time::Instant::now();
+    let run = step
+        .run(|command| async move {
+            let answer = propose(t, command).await.ok_or(())?;
+            t.stats.retention_purges.fetch_add(1, Ordering::Relaxed);
+            if let Ok(Outcome::RetentionPaged { .. }) = &answer.1 {
+                t.stats.retention_pages.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok::<_, ()>(answer)
+        })
+        .await;
+    match &run.end {
+        StepEnd::Finished if step.is_index_walk() => {
+            t.index_walk_done.store(true, Ordering::Relaxed);
+        }
+        StepEnd::Finished => {}
+        StepEnd::Failed(()) => return false,
+        StepEnd::Unexpected(other) => {
+            tracing::warn!(id = t.id, command = %what, outcome = ?other, "retention purge: unexpected outcome");
+        }
+        StepEnd::Rejected(rejection) => {
+            tracing::warn!(id = t.id, command = %what, %rejection, "retention purge rejected");
+        }
+    }
+    t.stats
+        .retention_purged
+        .fetch_add(run.purged, Ordering::Relaxed);
+    let (total, pages) = (run.purged, run.pages);
+    let elapsed_ms = started.elapsed().as_millis() as u64;
+    if total > 0 {
+        tracing::info!(id = t.id, command = %what, purged = total, pages, elapsed_ms, "retention purge");
+    } else {
+        tracing::debug!(id = t.id, command = %what, pages, elapsed_ms, "retention purge: nothing to purge");
+    }
+    true
 }
 
 /// Run the timers until `stop` turns true (or its sender is dropped).
@@ -339,78 +275,5 @@ pub(crate) async fn run_timers(t: Timers, mut stop: watch::Receiver<bool>) {
             }
             _ = tick(&mut retention) => retention_tick(&t).await,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn page(pass: RetentionPass, older_than: Millis) -> Command {
-        Command::RetentionPage(RetentionPage {
-            pass,
-            older_than,
-            limit: MAX_RETENTION_PAGE,
-        })
-    }
-
-    #[test]
-    fn retention_commands_follow_the_config() {
-        let now = 1_000_000;
-        let none = DeletePeriods::default();
-        assert!(retention_commands(&RetentionConfig::default(), none, now).is_empty());
-        // Zero counts as unset, like the interval settings.
-        let zero = RetentionConfig {
-            message_bodies_ms: Some(0),
-            dead_letters_ms: Some(0),
-            state_ms: Some(0),
-            dedupe_window_ms: Some(5),
-        };
-        assert!(retention_commands(&zero, none, now).is_empty());
-        let all = RetentionConfig {
-            message_bodies_ms: Some(1_000),
-            dead_letters_ms: Some(20_000),
-            state_ms: Some(300_000),
-            dedupe_window_ms: None,
-        };
-        let deletes = DeletePeriods {
-            messages_ms: 100_000,
-            dead_letters_ms: 200_000,
-        };
-        assert_eq!(
-            retention_commands(&all, deletes, now),
-            vec![
-                page(RetentionPass::IndexEnded, 0),
-                page(RetentionPass::DeleteEnded, 900_000),
-                page(RetentionPass::DeleteFailed, 800_000),
-                page(RetentionPass::BlankBodies, 999_000),
-                page(RetentionPass::BlankFailedBodies, 999_000),
-                page(RetentionPass::BlankDeadLetters, 980_000),
-                Command::PurgeState(PurgeState {
-                    older_than: 700_000
-                }),
-            ]
-        );
-        let only_state = RetentionConfig {
-            state_ms: Some(2 * now),
-            ..RetentionConfig::default()
-        };
-        // A period longer than the clock saturates at 0: nothing is older than that. No
-        // message pass, so no indexing walk either.
-        assert_eq!(
-            retention_commands(&only_state, none, now),
-            vec![Command::PurgeState(PurgeState { older_than: 0 })]
-        );
-        let only_deletes = DeletePeriods {
-            messages_ms: 1_000,
-            dead_letters_ms: 0,
-        };
-        assert_eq!(
-            retention_commands(&RetentionConfig::default(), only_deletes, now),
-            vec![
-                page(RetentionPass::IndexEnded, 0),
-                page(RetentionPass::DeleteEnded, 999_000),
-            ]
-        );
     }
 }

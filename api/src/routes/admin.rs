@@ -2,12 +2,11 @@
 
 use super::{check_name, prepare_read, propose, read_covered, read_state, unexpected, ReadOpts};
 use crate::auth::{Caller, Permission};
-use crate::backend;
 use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, Path, Query};
 use crate::state::AppState;
-use crate::tokens::sha256_hex;
+use crate::write::token_issue::NewToken;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
@@ -16,15 +15,14 @@ use raftlane_contract::{
     Reference, ReferenceList, ReferenceRequest, ReferenceSetInfo, ReferenceVersion,
     ReferenceWritten, Revoked, StateValue, TokenCreated, TokenInfo, TokenList, TokenRequest,
 };
+use raftlane_raft::retention::{PurgeKind, RetentionPlan};
 use raftlane_statemachine::model::principal::Role;
 use raftlane_statemachine::model::state::StateEntry;
 use raftlane_statemachine::rules::principal_name;
 use raftlane_statemachine::wire::command::{
-    self as command, IssueToken, PurgeState, PutPrincipal, ReserveOwner, RetentionPage,
-    RetentionPass, RevokePrincipal, SetPrincipalOrgs, WriteReferenceSnapshot, MAX_RETENTION_PAGE,
+    self as command, ReserveOwner, RevokePrincipal, WriteReferenceSnapshot,
 };
 use raftlane_statemachine::{Command, Outcome};
-use rand::RngCore;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -200,91 +198,45 @@ pub async fn get_reference(
     }
 }
 
+/// `POST /v1/retention/purge`: the retention plan of the request's kind
+/// (`raftlane_raft::retention`, the one the leader's timer walks) for everything older than
+/// its cutoff, through the write path ([`crate::write::retention`]).
 pub async fn purge(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     JsonBody(b): JsonBody<PurgeRequest>,
 ) -> ApiResult<Json<Purged>> {
     caller.require_global(Permission::Purge)?;
-    // `older_than_ms` is an age; the state machine takes the absolute cutoff, since `apply`
-    // has no clock.
-    let older_than = match (b.older_than_ms, b.older_than) {
-        (Some(age), None) => caller.now_ms().saturating_sub(age),
-        (None, Some(cutoff)) => cutoff,
-        _ => {
-            return Err(ApiError::invalid(
-                "older_than_ms",
-                "give exactly one of older_than_ms (an age) and older_than (a cutoff)",
-            ))
-        }
-    };
-    let command = match b.kind.as_str() {
-        "bodies" | "dead_letters" | "state" => {
-            dual_control::authorize(&state, &caller, Action::Purge, &b).await?;
-            b.kind.as_str()
-        }
-        other => other,
-    };
-    // Bodies and dead letters go page by page (`RetentionPage`, docs/SPEC.md §8.6), like the
-    // leader's retention timer: one bounded entry at a time, never one command that scans every
-    // message (a purge of 1,000,000 messages once held every node for 31 s).
-    let passes: &[RetentionPass] = match command {
-        "bodies" => &[
-            RetentionPass::IndexEnded,
-            RetentionPass::BlankBodies,
-            RetentionPass::BlankFailedBodies,
-        ],
-        "dead_letters" => &[RetentionPass::IndexEnded, RetentionPass::BlankDeadLetters],
-        "state" => {
-            return match propose(
-                &state,
-                &caller,
-                Command::PurgeState(PurgeState { older_than }),
-            )
-            .await?
-            {
-                (index, Outcome::Count(n)) => Ok(Json(Purged { index, purged: n })),
-                (_, other) => Err(unexpected(other)),
-            };
-        }
-        other => {
-            return Err(ApiError::invalid(
-                "kind",
-                format!("'{other}' is not bodies, dead_letters or state"),
-            ))
-        }
-    };
-    let (mut last_index, mut purged) = (0, 0);
-    for pass in passes {
-        loop {
-            let page = Command::RetentionPage(RetentionPage {
-                pass: *pass,
-                older_than,
-                limit: MAX_RETENTION_PAGE,
-            });
-            match propose(&state, &caller, page).await? {
-                (
-                    index,
-                    Outcome::RetentionPaged {
-                        purged: n, next, ..
-                    },
-                ) => {
-                    last_index = index;
-                    if *pass != RetentionPass::IndexEnded {
-                        purged += n;
-                    }
-                    if next.is_none() {
-                        break;
-                    }
-                }
-                (_, other) => return Err(unexpected(other)),
-            }
-        }
-    }
+    let older_than = purge_cutoff(&caller, &b)?;
+    let kind = PurgeKind::parse(&b.kind).ok_or_else(|| {
+        ApiError::invalid(
+            "kind",
+            format!("'{}' is not bodies, dead_letters or state", b.kind),
+        )
+    })?;
+    dual_control::authorize(&state, &caller, Action::Purge, &b).await?;
+    let plan = RetentionPlan::purge(kind, older_than);
+    let done = state
+        .writes
+        .purge(&plan, &|command| caller.envelope(command))
+        .await?;
     Ok(Json(Purged {
-        index: last_index,
-        purged,
+        index: done.index,
+        purged: done.purged,
     }))
+}
+
+/// A purge's absolute cutoff: `older_than_ms` is an age, `older_than` the cutoff itself (the
+/// state machine takes the cutoff, since `apply` has no clock).
+fn purge_cutoff(caller: &Caller, b: &PurgeRequest) -> ApiResult<u64> {
+    match (b.older_than_ms, b.older_than) {
+        (Some(age), None) => Ok(caller.now_ms().saturating_sub(age)),
+        (None, Some(cutoff)) => Ok(cutoff),
+        _ => Err(ApiError::invalid(
+            "older_than_ms",
+            "give exactly one of older_than_ms (an age) and older_than (a cutoff)",
+        )),
+    }
 }
 
 pub async fn list_tokens(
@@ -298,38 +250,39 @@ pub async fn list_tokens(
     Ok(Json(TokenList { tokens }))
 }
 
-/// Create (or rotate) a principal's token, shown once in the response; only its hash enters
-/// the log.
-///
-/// # Random tokens, and retries
-/// The token is random: the handler draws a nonce (128 random bits) and the token is an HMAC of
-/// it under a key derived from the cluster secret ([`issued_token`]); the command carries the
-/// nonce and the token's hash, never the token. A client that does not see the answer retries
-/// with the same `Request-Id`; if the first attempt committed, the state machine answers the
-/// retry with the first answer, `TokenIssued` with the *first* nonce, and the handler
-/// re-derives the very token that was stored (on any node: they share the key). A new request
-/// (a new `Request-Id`, or the same one once the state machine forgot it after
-/// `REQUEST_TTL_MS`, or after a revocation) draws a new nonce and so a new token: a token is
-/// never a function of a request id. A `Request-Id` reused inside the window for another
-/// request is refused by the state machine (`409 request_id_reused`). Whoever holds the
-/// cluster secret and reads the log can compute tokens, but that secret already lets its
-/// holder sign any write, a new principal included.
-///
-/// Before showing the token, the handler checks (linearizable read) that its hash is what the
-/// principal now has. It is not when a concurrent rotation replaced it, or on a node without a
-/// cluster secret (the token is then random without a nonce to re-derive it from, so a retry
-/// cannot find the first one): then `409 token_not_issued`, and the client mints again with a
-/// new `Request-Id`. A token that does not work is never shown.
+/// `POST /v1/tokens`: create (or rotate) a principal's token, shown once in the response;
+/// only its hash enters the log. How a retry gets the same token back, and why a token that
+/// does not work is never shown (`409 token_not_issued`): [`crate::write::token_issue`].
 pub async fn create_token(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    JsonBody(b): JsonBody<TokenRequest>,
+    JsonBody(mut b): JsonBody<TokenRequest>,
 ) -> ApiResult<(StatusCode, Json<TokenCreated>)> {
     caller.require_global(Permission::Admin)?;
-    let mut b = b;
-    // One normal form per name (docs/SPEC.md §9.1): the NFKC form is proposed, and its own
-    // characters judged here; the state machine judges it again, and against every other
-    // principal's name, when it applies.
+    let new = new_token(&mut b)?;
+    dual_control::authorize(&state, &caller, Action::CreateToken, &b).await?;
+    let issued = state
+        .writes
+        .issue_token(new, state.token_key.as_ref(), &|command| {
+            caller.envelope(command)
+        })
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(TokenCreated {
+            index: issued.index,
+            name: b.name,
+            role: b.role,
+            token: issued.token,
+        }),
+    ))
+}
+
+/// The principal a token request names, checked; its name is put in normal form in `b` too
+/// (one normal form per name, docs/SPEC.md §9.1: the NFKC form is proposed, and its own
+/// characters judged here; the state machine judges it again, and against every other
+/// principal's name, when it applies).
+fn new_token(b: &mut TokenRequest) -> ApiResult<NewToken> {
     b.name = principal_name::normal_form(&b.name);
     principal_name::check_form("name", &b.name)?;
     let role = Role::parse(&b.role).ok_or_else(|| {
@@ -338,90 +291,18 @@ pub async fn create_token(
             "must be admin, operator, worker, viewer, metadata or engine",
         )
     })?;
-    if let Some(chs) = &b.channels {
-        for c in chs {
-            check_name("channels", c)?;
-        }
+    for c in b.channels.iter().flatten() {
+        check_name("channels", c)?;
     }
-    if let Some(orgs) = &b.orgs {
-        for org in orgs {
-            check_name("orgs", org)?;
-        }
+    for org in b.orgs.iter().flatten() {
+        check_name("orgs", org)?;
     }
-    dual_control::authorize(&state, &caller, Action::CreateToken, &b).await?;
-    // The org scope first: the principal never holds its new token under an earlier scope.
-    let orgs = Command::SetPrincipalOrgs(SetPrincipalOrgs {
+    Ok(NewToken {
         name: b.name.clone(),
+        role,
+        channels: b.channels.clone(),
         orgs: b.orgs.clone(),
-    });
-    match propose(&state, &caller, orgs).await? {
-        (_, Outcome::Done) => {}
-        (_, other) => return Err(unexpected(other)),
-    }
-    // With a token key the token is derived from a nonce the log keeps; without one it is
-    // random outright and the nonce stays empty (nothing to re-derive it from).
-    let (nonce, drawn) = match &state.token_key {
-        Some(key) => {
-            let nonce = hex::encode(rand::random::<[u8; 16]>());
-            let token = issued_token(key, &nonce);
-            (nonce, token)
-        }
-        None => (String::new(), random_token()),
-    };
-    let command = Command::IssueToken(IssueToken {
-        principal: PutPrincipal {
-            name: b.name.clone(),
-            token_hash: sha256_hex(&drawn),
-            role,
-            channels: b.channels,
-        },
-        nonce,
-    });
-    let (index, outcome) = propose(&state, &caller, command).await?;
-    // A repeat answers the first attempt's nonce: its token is the one stored.
-    let token = match (outcome, &state.token_key) {
-        (Outcome::TokenIssued { nonce }, Some(key)) => issued_token(key, &nonce),
-        (Outcome::TokenIssued { .. }, None) => drawn,
-        (other, _) => return Err(unexpected(other)),
-    };
-    let token_hash = sha256_hex(&token);
-    state.writes.linearize().await?;
-    let holder = backend::read(state.backend.as_ref(), |r| {
-        r.principal_by_token_hash(&token_hash)
-    })?;
-    if holder.as_ref().map(|p| p.name.as_str()) != Some(b.name.as_str()) {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "token_not_issued",
-            format!(
-                "the principal '{}' does not hold the token of this request: another rotation \
-                 replaced it, or this node cannot re-derive a retried request's token (no \
-                 cluster secret); create the token again with a new Request-Id",
-                b.name
-            ),
-        ));
-    }
-    Ok((
-        StatusCode::CREATED,
-        Json(TokenCreated {
-            index,
-            name: b.name,
-            role: b.role,
-            token,
-        }),
-    ))
-}
-
-/// The token issued with `nonce`: `rl_` and 24 bytes of an HMAC of it under the token key.
-fn issued_token(key: &[u8; 32], nonce: &str) -> String {
-    let mac = raftlane_raft::auth::hmac_sha256(key, &[b"raftlane-token-v2\n", nonce.as_bytes()]);
-    format!("rl_{}", hex::encode(&mac[..24]))
-}
-
-fn random_token() -> String {
-    let mut raw = [0u8; 24];
-    rand::thread_rng().fill_bytes(&mut raw);
-    format!("rl_{}", hex::encode(raw))
+    })
 }
 
 pub async fn revoke_token(
@@ -514,30 +395,5 @@ async fn bind_owner(
             changed: Some(n == 1),
         })),
         (_, other) => Err(unexpected(other)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_token_is_a_function_of_its_nonce_and_key_only() {
-        let key = crate::tokens::token_key("cs").expect("a key");
-        let t = issued_token(&key, "00112233445566778899aabbccddeeff");
-        assert!(t.starts_with("rl_") && t.len() == 3 + 48, "{t}");
-        // A retry re-derives the stored token from the nonce the state machine answers...
-        assert_eq!(t, issued_token(&key, "00112233445566778899aabbccddeeff"));
-        // ...and another nonce, or another secret, gives another token.
-        assert_ne!(t, issued_token(&key, "00112233445566778899aabbccddeef0"));
-        assert_ne!(
-            t,
-            issued_token(
-                &crate::tokens::token_key("other").expect("a key"),
-                "00112233445566778899aabbccddeeff"
-            )
-        );
-        assert_eq!(crate::tokens::token_key(""), None);
-        assert_ne!(random_token(), random_token());
     }
 }

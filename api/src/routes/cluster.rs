@@ -101,17 +101,6 @@ pub async fn download_snapshot(
         .open_snapshot()
         .map_err(ApiError::internal)?
         .ok_or_else(|| ApiError::unavailable("this node has no snapshot to send"))?;
-    let file = tokio::fs::File::from_std(snapshot.file);
-    let chunks = futures::stream::try_unfold(file, |mut file| async move {
-        use tokio::io::AsyncReadExt as _;
-        let mut buf = vec![0u8; BACKUP_CHUNK];
-        let n = file.read(&mut buf).await?;
-        if n == 0 {
-            return Ok::<_, std::io::Error>(None);
-        }
-        buf.truncate(n);
-        Ok(Some((bytes::Bytes::from(buf), file)))
-    });
     Ok((
         [
             (header::CONTENT_TYPE, "application/octet-stream".to_string()),
@@ -125,8 +114,25 @@ pub async fn download_snapshot(
                 state.backend.node_id().to_string(),
             ),
         ],
-        axum::body::Body::from_stream(chunks),
+        axum::body::Body::from_stream(file_chunks(snapshot.file)),
     ))
+}
+
+/// `file` read from where it stands to its end, [`BACKUP_CHUNK`] bytes at a time.
+fn file_chunks(
+    file: std::fs::File,
+) -> impl futures::Stream<Item = Result<bytes::Bytes, std::io::Error>> {
+    let file = tokio::fs::File::from_std(file);
+    futures::stream::try_unfold(file, |mut file| async move {
+        use tokio::io::AsyncReadExt as _;
+        let mut buf = vec![0u8; BACKUP_CHUNK];
+        let n = file.read(&mut buf).await?;
+        if n == 0 {
+            return Ok::<_, std::io::Error>(None);
+        }
+        buf.truncate(n);
+        Ok(Some((bytes::Bytes::from(buf), file)))
+    })
 }
 
 /// `POST /v1/cluster/leader`: hand leadership to voter `to` (none: the best placed voter),
@@ -302,21 +308,35 @@ pub async fn readyz(State(state): State<Arc<AppState>>) -> axum::response::Respo
     }
 }
 
+/// `GET /metrics`: this node's figures, Prometheus' or OpenMetrics' text as `Accept` asks; a
+/// bearer token with the read permission when `--metrics-token-required`.
 pub async fn metrics(
     State(state): State<Arc<AppState>>,
     mut parts: axum::http::request::Parts,
 ) -> axum::response::Response {
     if state.metrics_token_required {
         use axum::extract::FromRequestParts;
-        use axum::response::IntoResponse;
-        let allowed = match crate::auth::Caller::from_request_parts(&mut parts, &state).await {
-            Ok(caller) => caller.require_global(crate::auth::Permission::Read),
+        let allowed = match Caller::from_request_parts(&mut parts, &state).await {
+            Ok(caller) => caller.require_global(Permission::Read),
             Err(e) => Err(e),
         };
         if let Err(e) = allowed {
             return e.into_response();
         }
     }
+    let format = Format::from_accept(
+        parts
+            .headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok()),
+    );
+    let body = state.metrics.render(node_figures(&state), format);
+    ([(header::CONTENT_TYPE, format.content_type())], body).into_response()
+}
+
+/// The figures one scrape of this node shows: the cluster as this node sees it, the node's own,
+/// the replicated state's, its waiting claims and its forwarded writes.
+fn node_figures(state: &AppState) -> MetricSet {
     let mut set = MetricSet::default();
     cluster_figures::write(&state.backend.status(), &mut set);
     state.backend.node_metrics(&mut set);
@@ -344,14 +364,7 @@ pub async fn metrics(
         Vec::new(),
         writes,
     );
-    let format = Format::from_accept(
-        parts
-            .headers
-            .get(header::ACCEPT)
-            .and_then(|v| v.to_str().ok()),
-    );
-    let body = state.metrics.render(set, format);
-    ([(header::CONTENT_TYPE, format.content_type())], body).into_response()
+    set
 }
 
 #[cfg(test)]

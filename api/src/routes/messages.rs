@@ -7,7 +7,7 @@ use crate::by_id::ById;
 use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{body_error, parse_json, OptionalJson, Path, Query};
-use crate::page::PageLimit;
+use crate::page::{Offset, PageLimit};
 use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
@@ -19,13 +19,15 @@ use raftlane_contract::{
     Viewed, ViewedRequest,
 };
 use raftlane_statemachine::model::message::MessageStatus;
-use raftlane_statemachine::query::{DeadLetterFilter, MessageFilter, PAGE_SCAN_BUDGET};
+use raftlane_statemachine::query::{
+    DeadLetterFilter, MessageFilter, MessageView, Reader, PAGE_SCAN_BUDGET,
+};
 use raftlane_statemachine::row::Stage;
 use raftlane_statemachine::wire::command::{
     EnqueueIngress, EnqueueMessage, MessageFields, ReceivedStatus, RecordReceived, RecordView,
     Replay, ReplayDead,
 };
-use raftlane_statemachine::{Command, MessageId, Outcome};
+use raftlane_statemachine::{Command, MessageId, Outcome, StoreError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -48,32 +50,37 @@ pub async fn enqueue(
     caller.require(Permission::Produce)?;
     check_name("channel", &channel)?;
     caller.require_channel(&channel)?;
+    let command = enqueue_command(channel, req).await?;
+    match propose(&state, &caller, command).await? {
+        (
+            index,
+            Outcome::Enqueued {
+                message_id,
+                duplicate,
+            },
+        ) => Ok((
+            // A duplicate of an earlier idempotency key is not created again.
+            if duplicate {
+                StatusCode::OK
+            } else {
+                StatusCode::CREATED
+            },
+            Json(Enqueued {
+                message_id,
+                duplicate,
+                index,
+            }),
+        )),
+        (_, other) => Err(unexpected(other)),
+    }
+}
+
+/// An enqueue's request read (after the caller's checks, so a caller that may not produce
+/// learns nothing from how its body is refused) and checked, as the command it proposes.
+async fn enqueue_command(channel: String, req: Request) -> ApiResult<Command> {
     let headers = req.headers().clone();
-    let is_json =
-        header(&headers, "content-type").is_some_and(|c| c.starts_with("application/json"));
     let bytes = Bytes::from_request(req, &()).await.map_err(body_error)?;
-    let body: EnqueueRequest = if is_json {
-        parse_json(&bytes)?
-    } else {
-        let raw = String::from_utf8(bytes.to_vec())
-            .map_err(|_| ApiError::invalid("body", "raw body must be UTF-8 text"))?;
-        let metadata = match header(&headers, "x-metadata") {
-            Some(m) => Some(
-                serde_json::from_str(&m)
-                    .map_err(|e| ApiError::invalid("X-Metadata", e.to_string()))?,
-            ),
-            None => None,
-        };
-        EnqueueRequest {
-            raw,
-            control_id: header(&headers, "x-control-id"),
-            message_type: header(&headers, "x-message-type"),
-            source_type: header(&headers, "x-source-type"),
-            summary: header(&headers, "x-summary"),
-            metadata,
-            ..EnqueueRequest::default()
-        }
-    };
+    let body = enqueue_body(&headers, &bytes)?;
     // A message to process needs a body; a disposition record (`status`: what arrived and
     // was filtered or refused, messagefoundry's `record_received`) keeps whatever arrived,
     // an empty body included.
@@ -96,7 +103,7 @@ pub async fn enqueue(
         summary: body.summary,
         metadata,
     };
-    let command = enqueue_command(
+    enqueue_shape(
         channel,
         body.raw,
         fields,
@@ -104,37 +111,40 @@ pub async fn enqueue(
         body.deliveries,
         body.status,
         body.error,
-    )?;
-    match propose(&state, &caller, command).await? {
-        (
-            index,
-            Outcome::Enqueued {
-                message_id,
-                duplicate,
-            },
-        ) => {
-            let status = if duplicate {
-                StatusCode::OK
-            } else {
-                StatusCode::CREATED
-            };
-            Ok((
-                status,
-                Json(Enqueued {
-                    message_id,
-                    duplicate,
-                    index,
-                }),
-            ))
-        }
-        (_, other) => Err(unexpected(other)),
+    )
+}
+
+/// An enqueue's body: JSON (`Content-Type: application/json`), or the raw message with its
+/// fields in `X-` headers.
+fn enqueue_body(headers: &HeaderMap, bytes: &[u8]) -> ApiResult<EnqueueRequest> {
+    let is_json =
+        header(headers, "content-type").is_some_and(|c| c.starts_with("application/json"));
+    if is_json {
+        return parse_json(bytes);
     }
+    let raw = String::from_utf8(bytes.to_vec())
+        .map_err(|_| ApiError::invalid("body", "raw body must be UTF-8 text"))?;
+    let metadata = match header(headers, "x-metadata") {
+        Some(m) => Some(
+            serde_json::from_str(&m).map_err(|e| ApiError::invalid("X-Metadata", e.to_string()))?,
+        ),
+        None => None,
+    };
+    Ok(EnqueueRequest {
+        raw,
+        control_id: header(headers, "x-control-id"),
+        message_type: header(headers, "x-message-type"),
+        source_type: header(headers, "x-source-type"),
+        summary: header(headers, "x-summary"),
+        metadata,
+        ..EnqueueRequest::default()
+    })
 }
 
 /// The command an enqueue proposes: a message for the ingress stage (EnqueueIngress), one its
 /// producer routed already (`deliveries`: EnqueueMessage), or one recorded as filtered or in
 /// error on receipt (`status`: RecordReceived). The three shapes exclude each other.
-fn enqueue_command(
+fn enqueue_shape(
     channel: String,
     raw: String,
     fields: MessageFields,
@@ -157,7 +167,7 @@ fn enqueue_command(
             channel,
             raw,
             fields,
-            deliveries: super::work::deliveries(list)?,
+            deliveries: crate::write::row_action::deliveries(list)?,
             idempotency_key,
         }),
         (None, Some(status)) => {
@@ -195,7 +205,8 @@ pub struct ListQuery {
     allowed_channels: Option<String>,
     #[serde(default)]
     limit: PageLimit<50>,
-    offset: Option<usize>,
+    #[serde(default)]
+    offset: Offset,
     /// The previous page's `next_cursor`: the list goes on below it (docs/SPEC.md §10).
     cursor: Option<u64>,
     /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
@@ -219,23 +230,6 @@ fn allowed_channels(caller: &Caller, asked: Option<&str>) -> Option<Vec<String>>
             Some(asked.into_iter().filter(|c| scope.contains(c)).collect())
         }
     }
-}
-
-/// A message list's `offset`: below [`PAGE_SCAN_BUDGET`], since a page examines at most that
-/// many messages and one that must skip more can only come back empty: refusing it tells the
-/// caller so, where an empty page would not. Deeper pages are reached with `cursor`.
-fn list_offset(offset: Option<usize>) -> ApiResult<usize> {
-    let offset = offset.unwrap_or(0);
-    if offset >= PAGE_SCAN_BUDGET {
-        return Err(ApiError::invalid(
-            "offset",
-            format!(
-                "must be below {PAGE_SCAN_BUDGET} (a page examines at most {PAGE_SCAN_BUDGET} \
-                 messages); page further with cursor, the previous page's next_cursor"
-            ),
-        ));
-    }
-    Ok(offset)
 }
 
 /// The message filter a list query names, after the caller's checks.
@@ -269,7 +263,9 @@ async fn message_filter(
         control_id: q.control_id,
         allowed_channels: allowed_channels(caller, q.allowed_channels.as_deref()),
         limit: q.limit.get(),
-        offset: list_offset(q.offset)?,
+        // A page examines at most PAGE_SCAN_BUDGET messages: deeper pages are reached with
+        // `cursor`.
+        offset: q.offset.within(PAGE_SCAN_BUDGET, "messages")?,
         before: q.cursor.map(MessageId),
     })
 }
@@ -326,6 +322,37 @@ pub async fn get_one(
     Path(id): Path<String>,
     Query(q): Query<DetailQuery>,
 ) -> ApiResult<Json<MessageDetail>> {
+    let (bodies, record) = detail_access(&caller, &q)?;
+    let key = MessageKey::parse(&id)?;
+    let opts = ReadOpts {
+        consistency: q.consistency,
+    };
+    // The covered read opens the values a body-less answer keeps too (`error`, `last_error`).
+    let view = read_covered(&state, &opts, |r| key.read(r)).await?;
+    caller.require_by_id(
+        ById::Message(id.clone()),
+        view.as_ref().map(|v| v.message.channel_id.as_str()),
+    )?;
+    let Some(mut view) = view else {
+        return Err(ById::Message(id).not_found());
+    };
+    for row in &mut view.rows {
+        super::hide_foreign_fence(&state, &caller, row)?;
+    }
+    let message_id = view.message.id;
+    let mut detail = MessageDetail::new(view, bodies);
+    if bodies && record {
+        let viewer = Some(caller.on_behalf_of(q.viewer.as_deref()));
+        let command = Command::RecordView(RecordView { message_id, viewer });
+        let (index, _) = propose(&state, &caller, command).await?;
+        detail.viewed_index = Some(index);
+    }
+    Ok(Json(detail))
+}
+
+/// What a message read may show `caller`: whether it carries the bodies, and whether that
+/// read is recorded as a `viewed` event (docs/SPEC.md §9.7).
+fn detail_access(caller: &Caller, q: &DetailQuery) -> ApiResult<(bool, bool)> {
     caller.require(Permission::Read)?;
     let bodies = q.body.unwrap_or(false);
     let record = q.record_view.unwrap_or(true);
@@ -343,22 +370,32 @@ pub async fn get_one(
     if let Some(v) = &q.viewer {
         check_name("viewer", v)?;
     }
-    // A message id, or the key a caller gave a re-ingested child (docs/SPEC.md §14.7).
-    let key = match id.parse::<u64>() {
-        Ok(n) => MessageKey::Id(MessageId(n)),
-        Err(_) => {
-            check_name("id", &id).map_err(|_| {
-                ApiError::invalid("id", "must be a message id (an integer) or a child key")
-            })?;
-            MessageKey::ChildKey(id.clone())
+    Ok((bodies, record))
+}
+
+/// How `GET /v1/messages/{id}` names a message.
+enum MessageKey {
+    Id(MessageId),
+    ChildKey(String),
+}
+
+impl MessageKey {
+    /// A message id, or the key a caller gave a re-ingested child (docs/SPEC.md §14.7).
+    fn parse(id: &str) -> ApiResult<Self> {
+        match id.parse::<u64>() {
+            Ok(n) => Ok(MessageKey::Id(MessageId(n))),
+            Err(_) => {
+                check_name("id", id).map_err(|_| {
+                    ApiError::invalid("id", "must be a message id (an integer) or a child key")
+                })?;
+                Ok(MessageKey::ChildKey(id.to_string()))
+            }
         }
-    };
-    let opts = ReadOpts {
-        consistency: q.consistency,
-    };
-    // The covered read opens the values a body-less answer keeps too (`error`, `last_error`).
-    let view = read_covered(&state, &opts, |r| {
-        let found = match &key {
+    }
+
+    /// The message this key names, as `r` holds it (`None`: no such message).
+    fn read(&self, r: &Reader<'_>) -> Result<Option<MessageView>, StoreError> {
+        let found = match self {
             MessageKey::Id(id) => Some(*id),
             MessageKey::ChildKey(k) => r.message_by_child_key(k)?,
         };
@@ -366,35 +403,7 @@ pub async fn get_one(
             Some(id) => r.message(id),
             None => Ok(None),
         }
-    })
-    .await?;
-    caller.require_by_id(
-        ById::Message(id.clone()),
-        view.as_ref().map(|v| v.message.channel_id.as_str()),
-    )?;
-    let Some(mut view) = view else {
-        return Err(ById::Message(id).not_found());
-    };
-    for row in &mut view.rows {
-        super::hide_foreign_fence(&state, &caller, row)?;
     }
-    let message_id = view.message.id;
-    let mut detail = MessageDetail::new(view, bodies);
-    if bodies && record {
-        let command = Command::RecordView(RecordView {
-            message_id,
-            viewer: Some(caller.on_behalf_of(q.viewer.as_deref())),
-        });
-        let (index, _) = propose(&state, &caller, command).await?;
-        detail.viewed_index = Some(index);
-    }
-    Ok(Json(detail))
-}
-
-/// How `GET /v1/messages/{id}` names a message.
-enum MessageKey {
-    Id(MessageId),
-    ChildKey(String),
 }
 
 pub fn parse_message_id(s: &str) -> ApiResult<MessageId> {
@@ -446,7 +455,8 @@ pub struct DeadQuery {
     allowed_channels: Option<String>,
     #[serde(default)]
     limit: PageLimit<100>,
-    offset: Option<usize>,
+    #[serde(default)]
+    offset: Offset,
     /// `newest_failed`: newest dead first (then row id, descending); absent: row-id order.
     order: Option<String>,
     /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
@@ -486,7 +496,7 @@ async fn dead_filter(
         destination: q.destination.clone(),
         allowed_channels: allowed_channels(caller, q.allowed_channels.as_deref()),
         limit: q.limit.get(),
-        offset: q.offset.unwrap_or(0),
+        offset: q.offset.get(),
     })
 }
 

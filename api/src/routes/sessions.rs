@@ -103,30 +103,7 @@ pub async fn change(
 ) -> ApiResult<Json<SessionChanged>> {
     caller.require_global(Permission::EngineUsers)?;
     check_name("token_hash", &token_hash)?;
-    let (change, at) = match change.as_str() {
-        "touch" => (
-            SessionChange::Touch,
-            change_body::<SessionChangeAt>(&body)?.at,
-        ),
-        "reauth" => {
-            let ReauthChange { client, at } = parse_json_or_default(&body)?;
-            (SessionChange::Reauthed { client }, at)
-        }
-        "mfa-verified" => (
-            SessionChange::MfaVerified,
-            change_body::<SessionChangeAt>(&body)?.at,
-        ),
-        "revoke" => (
-            SessionChange::Revoke,
-            change_body::<SessionChangeAt>(&body)?.at,
-        ),
-        other => {
-            return Err(ApiError::invalid(
-                "change",
-                format!("'{other}' is not touch, reauth, mfa-verified or revoke"),
-            ))
-        }
-    };
+    let (change, at) = parse_change(&change, &body)?;
     let command = session_write(
         at,
         SessionWrite::Update(UpdateSession { token_hash, change }),
@@ -136,6 +113,26 @@ pub async fn change(
         index,
         changed: n > 0,
     }))
+}
+
+/// The change `POST /v1/sessions/{token_hash}/{change}` names, with the time its body gives.
+fn parse_change(change: &str, body: &[u8]) -> ApiResult<(SessionChange, Option<u64>)> {
+    let at = |body: &[u8]| Ok::<_, ApiError>(change_body::<SessionChangeAt>(body)?.at);
+    Ok(match change {
+        "touch" => (SessionChange::Touch, at(body)?),
+        "reauth" => {
+            let ReauthChange { client, at } = parse_json_or_default(body)?;
+            (SessionChange::Reauthed { client }, at)
+        }
+        "mfa-verified" => (SessionChange::MfaVerified, at(body)?),
+        "revoke" => (SessionChange::Revoke, at(body)?),
+        other => {
+            return Err(ApiError::invalid(
+                "change",
+                format!("'{other}' is not touch, reauth, mfa-verified or revoke"),
+            ))
+        }
+    })
 }
 
 pub async fn revoke_of_user(

@@ -6,6 +6,7 @@ use super::{check_name, propose, read_state, unexpected, ReadOpts};
 use crate::auth::{Caller, Permission};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{parse_json, parse_json_or_default, JsonBody, Path, Query, RawBody};
+use crate::page::UnboundedLimit;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -87,7 +88,9 @@ pub async fn create_user(
 #[serde(deny_unknown_fields)]
 pub struct UserQuery {
     pub username: Option<String>,
-    pub limit: Option<usize>,
+    /// Users answered (all when absent; 0: only the count).
+    #[serde(default)]
+    pub limit: UnboundedLimit,
     /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
     /// catching up with the leader's commit.
     pub consistency: Option<String>,
@@ -102,7 +105,7 @@ pub async fn list_users(
     let opts = ReadOpts {
         consistency: q.consistency,
     };
-    let limit = q.limit.unwrap_or(usize::MAX);
+    let limit = q.limit.get();
     // Looked up in the form usernames are stored in.
     let username = q.username.as_deref().map(principal_name::normal_form);
     let (users, count) = read_state(&state, &opts, |r| match &username {

@@ -12,24 +12,23 @@ use crate::extract::{parse_json, JsonBody, OptionalJson, Path, Query, RawBody};
 use crate::page::PageLimit;
 use crate::state::AppState;
 use crate::wait::{self, Seat};
-use crate::write::{claim, policy};
+use crate::write::claim;
+use crate::write::row_action::RowCommand;
 use axum::extract::State;
 use axum::Json;
 use raftlane_contract::{
-    CancelRequest, Cancelled, ClaimNext, ClaimRequest, Claimed, DeliveryBody, FifoClaim,
-    FifoClaimRequest, LaneList, LaneStatus, ReleaseRequest, Released, RenewRequest, Renewed,
-    RowAction, RowActionResult, RowActionResults, RowAnswer, RowDetail,
+    CancelRequest, Cancelled, ClaimNext, ClaimRequest, Claimed, FifoClaim, FifoClaimRequest,
+    LaneList, LaneStatus, ReleaseRequest, Released, RenewRequest, Renewed, RowAction,
+    RowActionResult, RowActionResults, RowAnswer, RowDetail,
 };
 use raftlane_statemachine::model::lane::LaneKey;
 use raftlane_statemachine::query::Reader;
 use raftlane_statemachine::row::{ClaimChance, Stage};
-use raftlane_statemachine::wire::command::ChildKey;
 use raftlane_statemachine::wire::command::{
-    CancelQueued, ClaimFifoHead, ClaimNextFifo, ClaimReady, CompleteWithResponse, DeadLetterNow,
-    Delivery, DoneThenClaimNext, HandOn, HandOnThenClaimNext, HandlerWork, Handoff, IngressHandoff,
-    MarkDone, MarkFailed, ReleaseLane, RenewLeases, RouteHandoff, StateOp, TransformHandoff,
+    CancelQueued, ClaimFifoHead, ClaimNextFifo, ClaimReady, DoneThenClaimNext, HandOn,
+    HandOnThenClaimNext, ReleaseLane, RenewLeases,
 };
-use raftlane_statemachine::{checks, Command, Fence, Millis, Outcome, RowId, StoreError};
+use raftlane_statemachine::{checks, Command, Envelope, Fence, Millis, Outcome, RowId, StoreError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
@@ -44,34 +43,9 @@ pub async fn claim_fifo(
 ) -> ApiResult<Json<FifoClaim>> {
     caller.require(Permission::Work)?;
     let stage = parse_stage(&stage)?;
-    check_name("name", &name)?;
-    check_name("owner", &body.owner)?;
-    checks::ttl("ttl_ms", body.ttl_ms)?;
-    if let Some(row_owner) = &body.row_owner {
-        check_name("row_owner", row_owner)?;
-    }
-    let wait = wait::wait_of(body.wait_ms)?;
+    let wait = check_fifo_claim(&name, &body)?;
     caller.require_lane(stage, &name)?;
-    // The row's claim owner and the lane lease's holder named apart, or no lane lease at all
-    // (docs/SPEC.md §14.1); otherwise one owner for both (§4.3).
-    let split = body.row_owner.is_some() || body.lane_lease == Some(false);
-    let command = if split {
-        let lane_owner = (body.lane_lease != Some(false)).then(|| body.owner.clone());
-        Command::ClaimFifoHead(ClaimFifoHead {
-            stage,
-            lane: name,
-            owner: body.row_owner.unwrap_or(body.owner),
-            lane_owner,
-            ttl_ms: body.ttl_ms,
-        })
-    } else {
-        Command::ClaimNextFifo(ClaimNextFifo {
-            stage,
-            lane: name,
-            owner: body.owner,
-            ttl_ms: body.ttl_ms,
-        })
-    };
+    let command = fifo_command(stage, name, body);
     let waiting = Waiting::new(&state, &caller, wait);
     loop {
         let (attempt, claim) = claim_fifo_once(&state, &caller, &command).await?;
@@ -84,6 +58,41 @@ pub async fn claim_fifo(
         }
         caller.clock_ms = state.backend.cluster_now_ms();
     }
+}
+
+/// The checks of a FIFO claim on lane `name`: its names and lease; answers how long it may
+/// wait for work.
+fn check_fifo_claim(name: &str, body: &FifoClaimRequest) -> ApiResult<Option<Duration>> {
+    check_name("name", name)?;
+    check_name("owner", &body.owner)?;
+    checks::ttl("ttl_ms", body.ttl_ms)?;
+    if let Some(row_owner) = &body.row_owner {
+        check_name("row_owner", row_owner)?;
+    }
+    wait::wait_of(body.wait_ms)
+}
+
+/// The command of a FIFO claim: the row's claim owner and the lane lease's holder named apart,
+/// or no lane lease at all (docs/SPEC.md §14.1), is a `ClaimFifoHead`; otherwise one owner for
+/// both (§4.3), a `ClaimNextFifo`.
+fn fifo_command(stage: Stage, lane: String, body: FifoClaimRequest) -> Command {
+    let split = body.row_owner.is_some() || body.lane_lease == Some(false);
+    if !split {
+        return Command::ClaimNextFifo(ClaimNextFifo {
+            stage,
+            lane,
+            owner: body.owner,
+            ttl_ms: body.ttl_ms,
+        });
+    }
+    let lane_owner = (body.lane_lease != Some(false)).then(|| body.owner.clone());
+    Command::ClaimFifoHead(ClaimFifoHead {
+        stage,
+        lane,
+        owner: body.row_owner.unwrap_or(body.owner),
+        lane_owner,
+        ttl_ms: body.ttl_ms,
+    })
 }
 
 /// One attempt of a FIFO claim: the idle shortcut for a `ClaimNextFifo` (docs/SPEC.md §4.7),
@@ -336,6 +345,27 @@ pub async fn claim_ready(
     JsonBody(body): JsonBody<ClaimRequest>,
 ) -> ApiResult<Json<Claimed>> {
     caller.require(Permission::Work)?;
+    let (claim, wait) = ready_claim(body)?;
+    caller.require_channel_filter(claim.channel.as_deref())?;
+    let waiting = Waiting::new(&state, &caller, wait);
+    loop {
+        let (attempt, items) = claim_ready_once(&state, &caller, &claim).await?;
+        let (channel, destination) = (claim.channel.as_deref(), claim.destination.as_deref());
+        if !items.is_empty()
+            || !waiting
+                .until_chance(&state, attempt, |r, t| {
+                    claim::ready_chance(r, claim.stage, channel, destination, t)
+                })
+                .await?
+        {
+            return Ok(Json(Claimed { items }));
+        }
+        caller.clock_ms = state.backend.cluster_now_ms();
+    }
+}
+
+/// `POST /v1/claims`' body checked, as the claim it proposes and how long it may wait for work.
+fn ready_claim(body: ClaimRequest) -> ApiResult<(ClaimReady, Option<Duration>)> {
     let stage = parse_stage(&body.stage)?;
     check_name("owner", &body.owner)?;
     checks::ttl("ttl_ms", body.ttl_ms)?;
@@ -349,7 +379,6 @@ pub async fn claim_ready(
         ));
     }
     let wait = wait::wait_of(body.wait_ms)?;
-    caller.require_channel_filter(body.channel.as_deref())?;
     let claim = ClaimReady {
         stage,
         limit: body.limit,
@@ -358,21 +387,7 @@ pub async fn claim_ready(
         owner: body.owner,
         ttl_ms: body.ttl_ms,
     };
-    let waiting = Waiting::new(&state, &caller, wait);
-    loop {
-        let (attempt, items) = claim_ready_once(&state, &caller, &claim).await?;
-        let (channel, destination) = (claim.channel.as_deref(), claim.destination.as_deref());
-        if !items.is_empty()
-            || !waiting
-                .until_chance(&state, attempt, |r, t| {
-                    claim::ready_chance(r, stage, channel, destination, t)
-                })
-                .await?
-        {
-            return Ok(Json(Claimed { items }));
-        }
-        caller.clock_ms = state.backend.cluster_now_ms();
-    }
+    Ok((claim, wait))
 }
 
 /// One attempt of `POST /v1/claims`: nothing due answered from a read (docs/SPEC.md §4.7),
@@ -517,18 +532,6 @@ fn check_claim_next(
     Ok(())
 }
 
-pub(super) fn deliveries(list: Vec<DeliveryBody>) -> ApiResult<Vec<Delivery>> {
-    list.into_iter()
-        .map(|d| {
-            check_name("deliveries.destination", &d.destination)?;
-            Ok(Delivery {
-                destination: d.destination,
-                payload: d.payload,
-            })
-        })
-        .collect()
-}
-
 /// `POST /v1/rows/{id}/{action}` for route, handoff, transform, done, response, fail, dead and
 /// reingress. Each carries the claim's fence.
 pub async fn row_action(
@@ -544,8 +547,8 @@ pub async fn row_action(
     );
     match prepare_action(&state, &caller, row_id, &action, &body).await? {
         RowCommand::Plain(command) => {
-            let (index, outcome) = propose(&state, &caller, caller.authority(command)).await?;
-            action_answer(index, outcome).map(Json)
+            let envelope = caller.envelope(caller.authority(command));
+            Ok(Json(state.writes.plain_row_action(envelope).await?))
         }
         RowCommand::DoneThenClaim { row, fence, next } => {
             done_then_claim_next(&state, &caller, &row, fence, next)
@@ -603,9 +606,51 @@ pub async fn row_actions(
             format!("must hold 1 to {MAX_ROW_ACTIONS} actions"),
         ));
     }
-    let mut seen = std::collections::HashSet::with_capacity(b.actions.len());
-    let mut prepared = Vec::with_capacity(b.actions.len());
-    for (i, item) in b.actions.into_iter().enumerate() {
+    let prepared = prepare_batch(&state, &caller, b.actions).await?;
+    let writes = batch_envelopes(&caller, prepared)
+        .into_iter()
+        .map(|envelope| async {
+            Ok::<_, ApiError>(state.writes.plain_row_action(envelope?).await?)
+        });
+    let results = futures::future::join_all(writes)
+        .await
+        .into_iter()
+        .map(|answer| match answer {
+            Ok(a) => RowActionResult::Applied(a),
+            Err(e) => RowActionResult::Refused(e.to_item()),
+        })
+        .collect();
+    Ok(Json(RowActionResults { results }))
+}
+
+/// Each prepared item of a batch as the caller's proposal. Request ids are numbered as the
+/// envelopes are made, in item order, so a retried request (same Request-Id) proposes the same
+/// ids and gets the first answers back.
+fn batch_envelopes(caller: &Caller, prepared: Vec<ApiResult<Command>>) -> Vec<ApiResult<Envelope>> {
+    prepared
+        .into_iter()
+        .map(|p| match p {
+            Ok(command) => Ok(caller.envelope(caller.authority(command))),
+            Err(e) => {
+                // Item i keeps request id `/i` even when it proposes nothing.
+                caller.requests.next();
+                Err(e)
+            }
+        })
+        .collect()
+}
+
+/// Each item of a batch checked and prepared in item order, so the first bad item is the one
+/// the error names. An item's own refusal (its row missing or another channel's, or claimed by
+/// another principal) is that item's answer; any other error fails the whole request.
+async fn prepare_batch(
+    state: &AppState,
+    caller: &Caller,
+    items: Vec<RowActionItem>,
+) -> ApiResult<Vec<ApiResult<Command>>> {
+    let mut seen = std::collections::HashSet::with_capacity(items.len());
+    let mut prepared = Vec::with_capacity(items.len());
+    for (i, item) in items.into_iter().enumerate() {
         let at = format!("actions[{i}]");
         if !ROW_ACTIONS.contains(&item.action.as_str()) {
             return Err(ApiError::invalid(
@@ -619,68 +664,33 @@ pub async fn row_actions(
                 "a row may appear once in a batch",
             ));
         }
-        let bytes =
-            serde_json::to_vec(&item.body).map_err(|e| ApiError::internal(e.to_string()))?;
-        let answer =
-            match prepare_action(&state, &caller, RowId(item.row), &item.action, &bytes).await {
-                Ok(RowCommand::Plain(command)) => Ok(command),
-                Ok(RowCommand::DoneThenClaim { .. } | RowCommand::HandOnThenClaim { .. }) => {
-                    return Err(ApiError::invalid(
-                        format!("{at}.body.claim_next"),
-                        "not in a batch: claim through POST /v1/rows/{id}/{action}",
-                    ))
-                }
-                // An item's row that is not there (or not the caller's to see), or whose claim
-                // another principal holds now, is that item's answer, as a stale fence is.
-                Err(e) if e.status.as_u16() == 404 || e.code == CLAIM_OF_ANOTHER => Err(e),
-                Err(e) => return Err(e.within(&at)),
-            };
-        prepared.push(answer);
+        prepared.push(prepare_item(state, caller, &at, item).await?);
     }
-    // Request ids are numbered as the envelopes are made, in item order, so a retried request
-    // (same Request-Id) proposes the same ids and gets the first answers back.
-    let writes = prepared.into_iter().map(|p| {
-        let envelope = match p {
-            Ok(command) => Ok(caller.envelope(caller.authority(command))),
-            Err(e) => {
-                // Item i keeps request id `/i` even when it proposes nothing.
-                caller.requests.next();
-                Err(e)
-            }
-        };
-        let state = &state;
-        async move {
-            let (index, response) = state.writes.write(envelope?).await?;
-            action_answer(index, response?)
-        }
-    });
-    let results = futures::future::join_all(writes)
-        .await
-        .into_iter()
-        .map(|answer| match answer {
-            Ok(a) => RowActionResult::Applied(a),
-            Err(e) => RowActionResult::Refused(e.to_item()),
-        })
-        .collect();
-    Ok(Json(RowActionResults { results }))
+    Ok(prepared)
 }
 
-/// A row action once its body is checked.
-enum RowCommand {
-    /// Proposed as it is and answered by [`action_answer`].
-    Plain(Command),
-    /// `done` with `claim_next` (see [`done_then_claim_next`]).
-    DoneThenClaim {
-        row: raftlane_statemachine::row::WorkRow,
-        fence: Fence,
-        next: ClaimNext,
-    },
-    /// `route`, `handoff` or `transform` with `claim_next` (see [`hand_on_then_claim_next`]).
-    HandOnThenClaim {
-        row: raftlane_statemachine::row::WorkRow,
-        action: HandOn,
-        next: ClaimNext,
-    },
+/// One item of a batch (at `at`, e.g. `actions[3]`) as the command it proposes, or its own
+/// refusal; `claim_next` is refused in a batch.
+async fn prepare_item(
+    state: &AppState,
+    caller: &Caller,
+    at: &str,
+    item: RowActionItem,
+) -> ApiResult<ApiResult<Command>> {
+    let bytes = serde_json::to_vec(&item.body).map_err(|e| ApiError::internal(e.to_string()))?;
+    match prepare_action(state, caller, RowId(item.row), &item.action, &bytes).await {
+        Ok(RowCommand::Plain(command)) => Ok(Ok(command)),
+        Ok(RowCommand::DoneThenClaim { .. } | RowCommand::HandOnThenClaim { .. }) => {
+            Err(ApiError::invalid(
+                format!("{at}.body.claim_next"),
+                "not in a batch: claim through POST /v1/rows/{id}/{action}",
+            ))
+        }
+        // An item's row that is not there (or not the caller's to see), or whose claim
+        // another principal holds now, is that item's answer, as a stale fence is.
+        Err(e) if e.status.as_u16() == 404 || e.code == CLAIM_OF_ANOTHER => Ok(Err(e)),
+        Err(e) => Err(e.within(at)),
+    }
 }
 
 /// Check a row action against the caller's scope, parse its body as the action's typed body
@@ -700,7 +710,7 @@ async fn prepare_action(
     }
     let action = parse_row_action(action, body)?;
     authorize_action(caller, &action)?;
-    row_command(state, row_id, row, action).await
+    Ok(state.writes.row_command(row_id, row, action).await?)
 }
 
 /// What an action reaches beyond its row: a transform writes the state namespaces its
@@ -770,202 +780,6 @@ async fn scoped_row(
         )?;
     }
     Ok(row)
-}
-
-/// A handoff as the command to propose: on its own, or with `claim_next` the handoff and the
-/// lane's next claim in one command (its row must exist: the lane is the row's).
-fn hand_on(
-    row_id: RowId,
-    row: Option<raftlane_statemachine::row::WorkRow>,
-    action: HandOn,
-    claim_next: Option<ClaimNext>,
-) -> ApiResult<RowCommand> {
-    let Some(next) = claim_next else {
-        return Ok(RowCommand::Plain(match action {
-            HandOn::Route(c) => Command::RouteHandoff(c),
-            HandOn::Handoff(c) => Command::Handoff(c),
-            HandOn::Transform(c) => Command::TransformHandoff(c),
-        }));
-    };
-    let row = row.ok_or_else(|| ById::Row(row_id.0).not_found())?;
-    Ok(RowCommand::HandOnThenClaim { row, action, next })
-}
-
-/// A parsed row action as the command to propose: names checked, defaults filled in by the
-/// write path's policy (a `fail`'s retry policy, a disposition, a depth cap). Payloads stay
-/// plain here: the write path seals them on their way to the log.
-async fn row_command(
-    state: &AppState,
-    row_id: RowId,
-    row: Option<raftlane_statemachine::row::WorkRow>,
-    action: RowAction,
-) -> ApiResult<RowCommand> {
-    let command = match action {
-        RowAction::Route(b) => {
-            for h in &b.handlers {
-                check_name("handlers.handler", &h.handler)?;
-            }
-            let disposition = policy::route_disposition(b.disposition, b.handlers.len());
-            let route = RouteHandoff {
-                row_id,
-                fence: b.fence,
-                handlers: b
-                    .handlers
-                    .into_iter()
-                    .map(|h| HandlerWork {
-                        handler: h.handler,
-                        payload: h.payload,
-                    })
-                    .collect(),
-                disposition,
-            };
-            return hand_on(row_id, row, HandOn::Route(route), b.claim_next);
-        }
-        RowAction::Handoff(b) => {
-            let disposition = policy::handoff_disposition(b.disposition, b.deliveries.len());
-            let handoff = Handoff {
-                row_id,
-                fence: b.fence,
-                deliveries: deliveries(b.deliveries)?,
-                disposition,
-            };
-            return hand_on(row_id, row, HandOn::Handoff(handoff), b.claim_next);
-        }
-        RowAction::Transform(b) => {
-            let mut ops = Vec::with_capacity(b.state_ops.len());
-            for op in b.state_ops {
-                check_name("state_ops.namespace", &op.namespace)?;
-                check_name("state_ops.key", &op.key)?;
-                ops.push(StateOp {
-                    namespace: op.namespace,
-                    key: op.key,
-                    value: op.value.to_string(),
-                });
-            }
-            let transform = TransformHandoff {
-                row_id,
-                fence: b.fence,
-                deliveries: deliveries(b.deliveries)?,
-                state_ops: ops,
-            };
-            return hand_on(row_id, row, HandOn::Transform(transform), b.claim_next);
-        }
-        RowAction::Done(b) => {
-            let fence = b.fence;
-            match b.claim_next {
-                None => Command::MarkDone(MarkDone { row_id, fence }),
-                Some(next) => {
-                    let row = row.ok_or_else(|| ById::Row(row_id.0).not_found())?;
-                    return Ok(RowCommand::DoneThenClaim { row, fence, next });
-                }
-            }
-        }
-        RowAction::Response(b) => {
-            if let Some(c) = &b.reingress_to {
-                check_name("reingress_to", c)?;
-            }
-            Command::CompleteWithResponse(CompleteWithResponse {
-                row_id,
-                fence: b.fence,
-                body: b.body,
-                outcome: b.outcome,
-                detail: b.detail,
-                reingress_to: b.reingress_to,
-            })
-        }
-        RowAction::Fail(b) => {
-            let row = row.ok_or_else(|| ById::Row(row_id.0).not_found())?;
-            let retry = state
-                .writes
-                .retry_policy(row.stage, row.destination_name.as_deref(), b.retry.as_ref())
-                .await?;
-            Command::MarkFailed(MarkFailed {
-                row_id,
-                fence: b.fence,
-                error: b.error,
-                retry,
-            })
-        }
-        RowAction::Dead(b) => Command::DeadLetterNow(DeadLetterNow {
-            row_id,
-            fence: b.fence,
-            error: b.error,
-        }),
-        RowAction::Reingress(b) => {
-            check_name("loopback_channel", &b.loopback_channel)?;
-            match b.child_key {
-                // The caller names and describes the child (docs/SPEC.md §14.7).
-                Some(child_key) => {
-                    check_name("child_key", &child_key)?;
-                    Command::IngressHandoff(IngressHandoff {
-                        row_id,
-                        fence: b.fence,
-                        loopback_channel: b.loopback_channel,
-                        depth_cap: policy::depth_cap(b.depth_cap),
-                        child: Some(ChildKey {
-                            key: child_key,
-                            control_id: b.control_id,
-                            message_type: b.message_type,
-                            summary: b.summary,
-                            peek_failed: b.peek_failed.unwrap_or(false),
-                        }),
-                    })
-                }
-                None => {
-                    for (field, given) in [
-                        ("control_id", b.control_id.is_some()),
-                        ("message_type", b.message_type.is_some()),
-                        ("summary", b.summary.is_some()),
-                        ("peek_failed", b.peek_failed.is_some()),
-                    ] {
-                        if given {
-                            return Err(ApiError::invalid(
-                                field,
-                                "describes a caller-named child: only with child_key",
-                            ));
-                        }
-                    }
-                    Command::IngressHandoff(IngressHandoff {
-                        row_id,
-                        fence: b.fence,
-                        loopback_channel: b.loopback_channel,
-                        depth_cap: policy::depth_cap(b.depth_cap),
-                        child: None,
-                    })
-                }
-            }
-        }
-    };
-    Ok(RowCommand::Plain(command))
-}
-
-/// The answer of a row action that took effect.
-fn action_answer(index: u64, outcome: Outcome) -> ApiResult<RowAnswer> {
-    Ok(match outcome {
-        Outcome::HandedOff(applied) => RowAnswer::HandedOff {
-            applied,
-            index,
-            next: None,
-        },
-        Outcome::Done => RowAnswer::Done {
-            index,
-            next: None,
-            ok: true,
-        },
-        Outcome::Failed {
-            dead,
-            next_attempt_at,
-        } => RowAnswer::Failed {
-            dead,
-            index,
-            next_attempt_at,
-        },
-        Outcome::Reingressed(child_message_id) => RowAnswer::Reingressed {
-            child_message_id,
-            index,
-        },
-        other => return Err(unexpected(other)),
-    })
 }
 
 #[cfg(test)]

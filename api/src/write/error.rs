@@ -2,7 +2,8 @@
 
 use crate::backend::ProposeError;
 use crate::crypto::CryptoError;
-use raftlane_statemachine::{Rejection, StoreError};
+use raftlane_statemachine::wire::rewrite::ValueRef;
+use raftlane_statemachine::{Outcome, Rejection, RowId, StoreError};
 use std::sync::Arc;
 
 /// Why a write, a linearizable read or a membership change through [`super::Proposer`] did
@@ -72,6 +73,36 @@ pub enum WriteError {
     /// refuse its calls: nothing was proposed (`raftlane_raft::clock`).
     #[error("{0}")]
     ClockSkew(String),
+    /// The state machine refused a command a workflow of this layer proposed (applied as a
+    /// no-op: nothing changed), answered as the refusal of a route's own proposal is.
+    #[error(transparent)]
+    Rejected(Rejection),
+    /// A command answered an outcome of another shape than it gives (a programming error,
+    /// reported rather than panicking).
+    #[error("unexpected outcome ({})", .0.kind())]
+    UnexpectedOutcome(Box<Outcome>),
+    /// A row action that needs its row (a `fail`'s retry policy, a `claim_next`'s lane) names
+    /// a row that does not exist.
+    #[error("row {0} not found")]
+    RowNotFound(RowId),
+    /// Key rotation found a covered value no configured key decrypts; nothing was written for
+    /// that value's batch (docs/SPEC.md §2.6).
+    #[error("rotation stopped, nothing written for this value's batch: {target:?}")]
+    Undecryptable {
+        target: ValueRef,
+        /// The key id the value names, when it names one.
+        key_id: Option<String>,
+        #[source]
+        cause: CryptoError,
+    },
+    /// Key rotation asked of a node without a keyring: encryption at rest is off here.
+    #[error("encryption at rest is off on this node")]
+    NoKeyring,
+    /// A created token that the principal does not hold once its write applied: a concurrent
+    /// rotation replaced it, or a retried request's token cannot be derived again here (no
+    /// cluster secret). The token is not shown.
+    #[error("the principal '{name}' does not hold the token of this request")]
+    TokenNotIssued { name: String },
 }
 
 impl From<StoreError> for WriteError {

@@ -12,6 +12,10 @@
 //! - [`policy`]: the defaults a row action gets when its request leaves them out,
 //! - [`claim`]: claimed payloads opened (poison rows dead-lettered), FIFO claims moved past
 //!   poison heads, idle polls answered without a write,
+//! - the workflows a route asks for in one call, one module each: [`row_action`] (a row
+//!   action's command and answer), [`key_rotation`] (every covered value re-encrypted),
+//!   [`token_issue`] (a principal's token created and checked), [`retention`] (an operator's
+//!   purge, on the retention plan the leader's timer walks),
 //! - [`batch`]: group commit of this node's proposals (one Raft entry for many) and shared
 //!   read-index confirmations,
 //! - [`relay`]: a follower's forwarded writes, batched per call to the leader,
@@ -28,9 +32,13 @@ pub mod batch;
 pub mod claim;
 mod error;
 mod forward;
+pub mod key_rotation;
 pub mod policy;
 pub mod relay;
+pub mod retention;
+pub mod row_action;
 pub mod signing;
+pub mod token_issue;
 
 pub use error::WriteError;
 pub use forward::membership_timeout;
