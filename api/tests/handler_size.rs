@@ -202,24 +202,30 @@ fn measured() -> BTreeMap<String, usize> {
     all
 }
 
-/// The handlers of route modules the route table mounts, as `module::name`
-/// (`get(messages::list)`).
+/// The handlers of route modules the route table mounts, as `module::name`: the last argument
+/// of each `r(Verb, path, summary, messages::list)` entry.
 fn mounted() -> Vec<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/route_table.rs");
     let table = blank_literals(&std::fs::read_to_string(path).expect("the route table"));
     let mut handlers = Vec::new();
-    for method in ["get(", "post(", "put(", "delete(", "patch("] {
+    for verb in ["Get", "Post", "Put", "Delete", "Patch"] {
+        let opening = format!("r({verb},");
         let mut rest = table.as_str();
-        while let Some(at) = rest.find(method) {
-            rest = &rest[at + method.len()..];
-            let path: String = rest
-                .chars()
-                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
-                .collect();
+        while let Some(at) = rest.find(&opening) {
+            rest = &rest[at + opening.len()..];
+            let Some(close) = rest.find(')') else { break };
+            let Some(last) = rest[..close].rsplit(',').next() else {
+                continue;
+            };
+            let path = last.trim();
             // A route module's handler (`messages::list`); the few pages mounted from elsewhere
             // (`crate::ui::page`) are not route modules.
-            if path.matches("::").count() == 1 && rest[path.len()..].starts_with(')') {
-                handlers.push(path);
+            if path.matches("::").count() == 1
+                && path
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == ':')
+            {
+                handlers.push(path.to_string());
             }
         }
     }
