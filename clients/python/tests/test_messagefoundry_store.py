@@ -58,12 +58,12 @@ async def test_claim_then_done_sends_times_in_ms_and_the_claims_fence() -> None:
     def handler(req: httpx.Request) -> httpx.Response:
         seen.append(req)
         if req.url.path == "/v1/claims":
-            return httpx.Response(200, json={"items": [_claimed(5, 41, created_at=100_500)]})
+            return httpx.Response(200, json={"items": [_claimed(5, 41)]})
         return httpx.Response(200, json={"ok": True, "index": 9})
 
     store = _store(handler)
     (item,) = await store.claim_ready(now=200.0)
-    assert (item.id, item.message_id, item.created_at) == ("5", "3", 100.5)
+    assert (item.id, item.message_id, item.payload, item.attempts) == ("5", "3", "p", 1)
     await store.mark_done(item.id, now=300.25)
     claim, done = seen
     assert claim.headers[CLIENT_TIME_HEADER] == "200000"
