@@ -25,9 +25,9 @@ def _metadata(text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
     parsed = json.loads(text)
-    if not isinstance(parsed, dict):
-        raise ValueError("metadata must be the JSON text of an object")
-    return parsed
+    if isinstance(parsed, dict):
+        return parsed
+    raise ValueError("metadata must be the JSON text of an object")
 
 
 def _fields(
