@@ -255,6 +255,20 @@ def _outcomes_from_junit(path: Path) -> tuple[dict[str, str], dict[str, str]]:
     return outcomes, details
 
 
+def suite_env(client_clock: bool) -> dict[str, str]:
+    """The suite's environment. It runs in a temporary directory, where a relative
+    ``PYTHONPATH`` entry (``PYTHONPATH=src`` from clients/python) names nothing and the suite
+    would import whichever raftlane is installed instead of the one under test: every entry is
+    made absolute."""
+    env = dict(os.environ, RAFTLANE_MF_CLIENT_CLOCK="1" if client_clock else "0")
+    given = env.get("PYTHONPATH")
+    if given:
+        env["PYTHONPATH"] = os.pathsep.join(
+            str(Path(p).resolve()) for p in given.split(os.pathsep) if p
+        )
+    return env
+
+
 def run_suite(pytest_args: list[str] | None = None) -> Result:
     root = ensure_sdist()
     source = (root / SUITE).read_text()
@@ -295,7 +309,7 @@ def run_suite(pytest_args: list[str] | None = None) -> Result:
             *(f"--deselect=test_postgres_store.py::{n}" for n in deselected),
             *(pytest_args or []),
         ]
-        env = dict(os.environ, RAFTLANE_MF_CLIENT_CLOCK="1" if client_clock else "0")
+        env = suite_env(client_clock)
         subprocess.run(argv, cwd=d, env=env, check=False)
         ran, details = _outcomes_from_junit(junit) if junit.exists() else ({}, {})
     outcomes: dict[str, str] = {}

@@ -35,6 +35,18 @@ __all__ = [
 START, END = b"\x0b", b"\x1c\x0d"
 
 
+def _absolute_pythonpath() -> dict[str, str]:
+    """The caller's ``PYTHONPATH`` with every entry made absolute, for a child run in another
+    directory: there a relative entry (``PYTHONPATH=src`` from clients/python) would name
+    nothing, and the child would import whichever raftlane is installed instead of the
+    caller's."""
+    given = os.environ.get("PYTHONPATH")
+    if not given:
+        return {}
+    paths = [str(Path(p).resolve()) for p in given.split(os.pathsep) if p]
+    return {"PYTHONPATH": os.pathsep.join(paths)}
+
+
 def frame(message: str) -> bytes:
     return START + message.encode() + END
 
@@ -315,6 +327,7 @@ class EngineProcess:
             self.argv = [sys.executable, "-m", "messagefoundry", "serve", *common]
         self.env = {
             **os.environ,
+            **_absolute_pythonpath(),
             **(env or {}),
             "MEFOR_VALUE_LAB_IN_PORT": str(self.inbound_port),
             **{
