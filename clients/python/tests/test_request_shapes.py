@@ -308,23 +308,23 @@ CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("openapi", (), {}),
 ]
 
-#: Answers of the routes whose answer is not decoded into one of the route's dataclasses at the
-#: time the golden file was first written (their members read one by one).
+#: Answers of the routes whose answer the client once read member by member, as the nodes send
+#: them; and of the routes whose answer is not JSON.
 SPECIAL_ANSWERS: dict[str, Any] = {
     "count_messages": {"count": 7},
     "count_dead_letters": {"count": 8},
-    "reclaim_expired": {"reclaimed": 2},
-    "reset_inflight": {"reset": 3},
-    "recover_inflight": {"recovered": 4},
-    "sweep_dead_letters": {"dead": 5},
+    "reclaim_expired": {"index": 21, "reclaimed": 2},
+    "reset_inflight": {"index": 22, "reset": 3},
+    "recover_inflight": {"index": 23, "recovered": 4},
+    "sweep_dead_letters": {"index": 24, "dead": 5},
     "engine_leave": {"left": True},
-    "resign": {"resigned": False},
-    "bump_counter": {"value": 11},
-    "counter": {"value": 12},
-    "held_lanes": {"lanes": ["outbound:emr", "routed:h"]},
-    "owner": {"principal": "svc"},
-    "reserve_owner": {"changed": True},
-    "release_owner": {"changed": False},
+    "resign": {"resigned": False, "index": 25},
+    "bump_counter": {"name": "c", "value": 11},
+    "counter": {"name": "c", "value": 12},
+    "held_lanes": {"owner": "w1", "lanes": ["outbound:emr", "routed:h"]},
+    "owner": {"owner": "w1", "principal": "svc"},
+    "reserve_owner": {"owner": "w1", "principal": "svc", "index": 26, "changed": True},
+    "release_owner": {"owner": "w1", "principal": None, "index": 27, "changed": False},
     "row_actions": {
         "results": [
             {"ok": True, "index": 3},
