@@ -1156,3 +1156,68 @@ class ConnectionTraffic:
 class Viewed:
     #: The log index the ``viewed`` event was applied at.
     index: int
+
+
+@dataclass(frozen=True)
+class Count:
+    count: int
+
+
+@dataclass(frozen=True)
+class CounterValue:
+    name: str
+    value: int
+
+
+@dataclass(frozen=True)
+class HeldLanes:
+    owner: str
+    lanes: list[str]
+
+
+@dataclass(frozen=True)
+class NodeLeft:
+    left: bool
+
+
+@dataclass(frozen=True)
+class OwnerBinding:
+    owner: str
+    principal: str | None = None
+    index: int | None = None
+    changed: bool | None = None
+
+
+@dataclass(frozen=True)
+class Reclaimed:
+    index: int
+    reclaimed: int
+
+
+@dataclass(frozen=True)
+class ResetRows:
+    index: int
+    reset: int
+
+
+@dataclass(frozen=True)
+class Recovered:
+    index: int
+    recovered: int
+
+
+@dataclass(frozen=True)
+class Swept:
+    index: int
+    dead: int
+
+
+@dataclass(frozen=True)
+class Resigned:
+    resigned: bool
+    index: int
+
+
+@dataclass(frozen=True)
+class RowActionResults:
+    results: list[Any]
