@@ -16,6 +16,7 @@ document (:class:`RouteInfo`), and what :class:`~raftlane.RowAction` builds its 
 from __future__ import annotations
 
 import enum
+import functools
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -390,11 +391,7 @@ def route(
         async def call(self: Any, *a: Any, **kw: Any) -> Any:
             return await self._invoke_route(spec, spec.request_for(bind(a, kw)))
 
-        call.__name__ = fn.__name__
-        call.__qualname__ = fn.__qualname__
-        call.__doc__ = fn.__doc__
-        call.__module__ = fn.__module__
-        call.__wrapped__ = fn  # type: ignore[attr-defined]
+        functools.update_wrapper(call, fn)
         call.__raftlane_route__ = spec  # type: ignore[attr-defined]
         return cast(F, call)
 
