@@ -317,7 +317,7 @@ SPECIAL_ANSWERS: dict[str, Any] = {
     "reset_inflight": {"index": 22, "reset": 3},
     "recover_inflight": {"index": 23, "recovered": 4},
     "sweep_dead_letters": {"index": 24, "dead": 5},
-    "engine_leave": {"left": True},
+    "engine_leave": {"left": True, "index": 28},
     "resign": {"resigned": False, "index": 25},
     "bump_counter": {"name": "c", "value": 11},
     "counter": {"name": "c", "value": 12},
