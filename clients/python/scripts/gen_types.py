@@ -16,7 +16,7 @@ schema does not require defaults to its schema default, else ``None``. A member 
 decodes itself, a free-form object), :data:`MEMBER_TYPES` says so. ``raftlane.types`` re-exports
 the classes with the client-side types (``Stage``, ``RetryPolicy``, ...) and ``decode``.
 
-    clients/python/scripts/gen_types.py [--openapi api/openapi.json] [--out src/raftlane/_generated.py]
+    clients/python/scripts/gen_types.py [--openapi FILE] [--out FILE]
 """
 
 from __future__ import annotations
@@ -375,9 +375,10 @@ class Generator:
             raise GenerationError(f"{py}: the document has no schema {name!r}")
         if variant:
             options = schema.get("anyOf") or schema.get("oneOf")
-            if not isinstance(options, list) or not variant.isdigit() or int(variant) >= len(options):
+            n = int(variant) if variant.isdigit() else -1
+            if not isinstance(options, list) or not 0 <= n < len(options):
                 raise GenerationError(f"{py}: {name!r} has no alternative {variant}")
-            schema = options[int(variant)]
+            schema = options[n]
         return schema
 
     def object_schema(self, py: str, name: str) -> dict[str, Any]:
@@ -396,7 +397,7 @@ class Generator:
             description = description or part.get("description")
         return {"properties": props, "required": required, "description": description}
 
-    def default_of(self, prop: Any, type_text: str) -> str:
+    def default_of(self, prop: Any) -> str:
         """The default of a member the schema does not require."""
         if isinstance(prop, dict) and "default" in prop:
             d = prop["default"]
@@ -436,7 +437,7 @@ class Generator:
             if member in required:
                 first += lines + [f"    {member}: {t}"]
             else:
-                default = self.default_of(prop, t)
+                default = self.default_of(prop)
                 if default == "None" and not t.endswith("| None") and t != "Any":
                     t = f"{t} | None"
                 then += lines + [f"    {member}: {t} = {default}"]
@@ -452,16 +453,21 @@ class Generator:
         if missing:
             raise GenerationError("the document has no schema for " + ", ".join(missing))
         classes = [self.render_class(py, name) for py, name in CLASSES.items()]
-        names = ",\n".join(f'    "{py}"' for py in sorted(CLASSES))
+        code = "\n".join(classes)
+        imports = ["from __future__ import annotations", ""]
+        imports.append(
+            "from dataclasses import dataclass, field"
+            if "field(" in code
+            else "from dataclasses import dataclass"
+        )
+        if re.search(r"(: |\[|, )Any\b", code):
+            imports.append("from typing import Any")
+        names = "".join(f'    "{py}",\n' for py in sorted(CLASSES))
         head = (
             f'"""The API\'s wire types as frozen dataclasses, generated from {source} by\n'
             "clients/python/scripts/gen_types.py: do not edit; change the contract (or the\n"
             "script's tables) and run the script again. ``raftlane.types`` re-exports them.\n"
-            '"""\n\n'
-            "from __future__ import annotations\n\n"
-            "from dataclasses import dataclass, field\n"
-            "from typing import Any\n\n"
-            f"__all__ = [\n{names},\n]\n"
+            '"""\n\n' + "\n".join(imports) + f"\n\n__all__ = [\n{names}]\n"
         )
         return head + "".join(f"\n\n{c}\n" for c in classes)
 

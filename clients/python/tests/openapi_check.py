@@ -1,8 +1,8 @@
 """Compare the client's routes and types with an OpenAPI document.
 
 ``route_problems`` checks paths and verbs (both ways: every client method's route is documented,
-every documented route has a client method) and that every query member a method sends is a
-documented query parameter of its route. ``schema_problems`` checks, wherever the document
+every documented route has a client method) and, for a route whose query parameters the
+document lists, that every query member a method sends is one of them. ``schema_problems`` checks, wherever the document
 gives a JSON schema for an answer or a request body, that the client's dataclass (or the body
 members it sends) fit it: every member the schema requires is a field, every field is a member
 of the schema, and a field the client cannot do without is required by the schema; nested
@@ -34,7 +34,7 @@ def route_problems(doc: dict[str, Any], routes: list[RouteInfo]) -> list[str]:
             for p in op.get("parameters", [])
             if isinstance(p, dict) and p.get("in") == "query"
         }
-        for name in r.query:
+        for name in r.query if documented else ():
             if name not in documented:
                 problems.append(
                     f"{r.name}: sends query {name!r}, not a parameter of "

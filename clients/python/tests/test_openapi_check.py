@@ -56,11 +56,16 @@ def test_route_problems_both_ways() -> None:
 def test_query_members_must_be_documented_parameters() -> None:
     route = RouteInfo("get", "/v1/stats", "stats", (), None, ("consistency", "verbose"))
     documented = {
-        "get": {"parameters": [{"name": "consistency", "in": "query"}, {"name": "x", "in": "header"}]}
+        "get": {
+            "parameters": [{"name": "consistency", "in": "query"}, {"name": "x", "in": "header"}]
+        }
     }
     assert route_problems(doc_with({"/v1/stats": documented}), [route]) == [
         "stats: sends query 'verbose', not a parameter of GET /v1/stats"
     ]
+    # A document that lists no query parameter for the route says nothing about them.
+    undocumented = {"get": {"parameters": [{"name": "x", "in": "header"}]}}
+    assert route_problems(doc_with({"/v1/stats": undocumented}), [route]) == []
 
 
 def test_a_text_answer_is_not_compared_with_a_schema() -> None:

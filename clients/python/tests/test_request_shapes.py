@@ -99,7 +99,11 @@ CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("recover_inflight", ("w1",), {"lane_owner": "l1"}),
     ("sweep_dead_letters", (Stage.OUTBOUND, ("emr", "lab")), {}),
     ("lanes", (), {}),
-    ("lanes", (), {"stage": Stage.OUTBOUND, "limit": 2, "cursor": "outbound:a", "consistency": "x"}),
+    (
+        "lanes",
+        (),
+        {"stage": Stage.OUTBOUND, "limit": 2, "cursor": "outbound:a", "consistency": "x"},
+    ),
     ("lane", ("outbound", "e/m r"), {}),
     ("lane", (Stage.INGRESS, "lab"), {"consistency": "leader"}),
     ("claim_fifo", ("outbound", "emr"), {"owner": "w", "ttl_ms": 100}),

@@ -5,7 +5,7 @@ script's tables) and run the script again. ``raftlane.types`` re-exports them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [

@@ -273,7 +273,8 @@ class RowAction:
     @classmethod
     def _of(cls, method: Callable[..., Any], **arguments: Any) -> RowAction:
         spec = route_of(method)
-        return cls(arguments["row"], spec.const["action"], spec.request(spec.values(arguments)).json)
+        body = spec.request(spec.values(arguments)).json
+        return cls(arguments["row"], spec.const["action"], body)
 
     @classmethod
     def route(
@@ -906,7 +907,11 @@ class Client:
         ``destination``, ``allowed_channels``."""
 
     @_route(
-        "post", "/v1/messages/{id}/viewed", args={"id": "message_id"}, body=("actor",), answer=Viewed
+        "post",
+        "/v1/messages/{id}/viewed",
+        args={"id": "message_id"},
+        body=("actor",),
+        answer=Viewed,
     )
     async def record_view(self, message_id: int | str, *, actor: str | None = None) -> Viewed:
         """Append the event ``viewed`` (detail: ``actor``) to a message's history."""
@@ -1684,7 +1689,8 @@ class Client:
 
     @_route("delete", "/v1/engine/nodes/{node_id}", answer=NodeLeft, unwrap="left")
     async def engine_leave(self, node_id: str) -> bool:
-        """Mark ``node_id`` left (and give up its leadership); false when it was never registered."""
+        """Mark ``node_id`` left (and give up its leadership); false when it was never
+        registered."""
 
     @_route("get", "/v1/engine/nodes", answer=EngineNodes)
     async def engine_nodes(self) -> EngineNodes:
