@@ -1,7 +1,8 @@
 """Compare the client's routes and types with an OpenAPI document.
 
 ``route_problems`` checks paths and verbs (both ways: every client method's route is documented,
-every documented route has a client method). ``schema_problems`` checks, wherever the document
+every documented route has a client method) and, for a route whose query parameters the
+document lists, that every query member a method sends is one of them. ``schema_problems`` checks, wherever the document
 gives a JSON schema for an answer or a request body, that the client's dataclass (or the body
 members it sends) fit it: every member the schema requires is a field, every field is a member
 of the schema, and a field the client cannot do without is required by the schema; nested
@@ -24,8 +25,21 @@ def route_problems(doc: dict[str, Any], routes: list[RouteInfo]) -> list[str]:
     covered = set()
     for r in routes:
         covered.add((r.method, r.path))
-        if r.method not in paths.get(r.path, {}):
+        op = paths.get(r.path, {}).get(r.method)
+        if op is None:
             problems.append(f"{r.name}: {r.method.upper()} {r.path} is not in the document")
+            continue
+        documented = {
+            p.get("name")
+            for p in op.get("parameters", [])
+            if isinstance(p, dict) and p.get("in") == "query"
+        }
+        for name in r.query if documented else ():
+            if name not in documented:
+                problems.append(
+                    f"{r.name}: sends query {name!r}, not a parameter of "
+                    f"{r.method.upper()} {r.path}"
+                )
     for path, ops in paths.items():
         for method in ops:
             if (
@@ -133,7 +147,7 @@ def schema_problems(doc: dict[str, Any], routes: list[RouteInfo]) -> tuple[list[
         op = paths.get(r.path, {}).get(r.method)
         if not isinstance(op, dict):
             continue
-        if r.answer is not None:
+        if dataclasses.is_dataclass(r.answer) and isinstance(r.answer, type):
             schema = _resolve(doc, _json_schema(op, "response"))
             if schema is not None and isinstance(schema.get("properties"), dict):
                 compared += 1

@@ -83,6 +83,7 @@ def _claimed(row_id: int, fence: int, **kw: Any) -> dict[str, Any]:
         "stage": "outbound",
         "channel_id": "IB",
         "destination_name": "OB1",
+        "handler_name": None,
         "payload": "p",
         "attempts": 1,
         "fence": fence,
@@ -268,9 +269,9 @@ async def test_row_lease_and_lane_lease_in_seconds() -> None:
             }
             return httpx.Response(200, json={"row": row})
         holder = {"owner": "A", "expires_at": 260_500}
-        return httpx.Response(
-            200, json={"lane": "outbound:OB1", "depth": 0, "inflight": 1, "holder": holder}
-        )
+        lane = {"lane": "outbound:OB1", "stage": "outbound", "name": "OB1", "depth": 0}
+        lane |= {"inflight": 1, "holder": holder, "oldest": None, "oldest_age_ms": None}
+        return httpx.Response(200, json=lane)
 
     store = _store(handler)
     assert await store.row_lease("4") == {

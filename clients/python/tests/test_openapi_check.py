@@ -53,6 +53,27 @@ def test_route_problems_both_ways() -> None:
     assert "enqueue: POST /v1/channels/{channel}/messages is not in the document" in problems
 
 
+def test_query_members_must_be_documented_parameters() -> None:
+    route = RouteInfo("get", "/v1/stats", "stats", (), None, ("consistency", "verbose"))
+    documented = {
+        "get": {
+            "parameters": [{"name": "consistency", "in": "query"}, {"name": "x", "in": "header"}]
+        }
+    }
+    assert route_problems(doc_with({"/v1/stats": documented}), [route]) == [
+        "stats: sends query 'verbose', not a parameter of GET /v1/stats"
+    ]
+    # A document that lists no query parameter for the route says nothing about them.
+    undocumented = {"get": {"parameters": [{"name": "x", "in": "header"}]}}
+    assert route_problems(doc_with({"/v1/stats": undocumented}), [route]) == []
+
+
+def test_a_text_answer_is_not_compared_with_a_schema() -> None:
+    route = RouteInfo("get", "/metrics", "metrics", (), str)
+    schema = {"type": "object", "properties": {"x": {}}, "required": ["x"]}
+    assert schema_problems(doc_with({"/metrics": {"get": op(schema)}}), [route]) == ([], 0)
+
+
 def op(answer: Any = None, request: Any = None) -> dict[str, Any]:
     o: dict[str, Any] = {"responses": {"201": {"description": "x"}}}
     if answer is not None:

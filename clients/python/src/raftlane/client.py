@@ -10,12 +10,20 @@ applies it at most once and answers a repeat with the first answer (docs/SPEC.md
 Any other error answer raises an :class:`~raftlane.errors.ApiError` subclass carrying the
 body's ``code``, ``field`` and ``message``.
 
+Each route method names its route once, in its ``@route`` decorator (:mod:`raftlane._routes`):
+verb, path template, the members of its path, query, headers and body, and its answer type. The
+decorator builds the request and decodes the answer; the method states its signature, defaults
+and docstring. The methods therefore have empty bodies, which mypy's ``empty-body`` check would
+take for a missing ``return`` (disabled for this module below).
+
 Logging (logger ``raftlane.client``): every answer at DEBUG, never above: a program that logs at
 INFO, as messagefoundry's service does by default, would otherwise log each of its calls, and an
 idle engine's workers call many times a second. The first attempt of a call that fails and is
 tried again (no answer, a ``503``, a ``429``) at WARNING, its further attempts at DEBUG, so an
 election or a node going away shows once per call, not once per retry.
 """
+
+# mypy: disable-error-code="empty-body"
 
 from __future__ import annotations
 
@@ -27,14 +35,16 @@ import os
 import ssl
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Self, TypeVar
-from urllib.parse import quote, urlsplit
+from typing import Any, Self
+from urllib.parse import urlsplit
 
 import httpx
 
 from . import wire
+from ._routes import Request, Route, RouteInfo, route_of, segment
+from ._routes import route as _route
 from .errors import (
     DecodeError,
     InsecureTransportError,
@@ -44,29 +54,30 @@ from .errors import (
 )
 from .types import (
     Ack,
-    Backup,
-    LeaderTransferred,
-    LogFormatStatus,
     Approval,
-    ApprovalList,
     ApprovalCreated,
     ApprovalDecided,
+    ApprovalList,
     AuditAnchor,
     AuditAppended,
     AuditRow,
     AuditRows,
     AuditVerification,
+    Backup,
     Cancelled,
     ClaimedRow,
     Claims,
     ClusterStatus,
-    ConnectionTraffic,
     ConfigVersion,
     ConfigWritten,
+    ConnectionTraffic,
+    Count,
+    CounterValue,
     DeadLetterRow,
     DeadLetters,
     Delivery,
     DoneNext,
+    EngineNodes,
     Enqueued,
     Failed,
     FifoClaim,
@@ -76,38 +87,45 @@ from .types import (
     HandedOnNext,
     Handler,
     Health,
-    KeyRotation,
-    EngineNodes,
     HeartbeatAck,
+    HeldLanes,
     KeyedDecided,
+    KeyRotation,
     LaneList,
-    Leadership,
-    NamespaceList,
-    ReferenceSetList,
-    StorageStats,
-    Viewed,
-    PausedDestinations,
-    PauseState,
     LaneView,
+    LeaderTransferred,
+    Leadership,
     ListedMessage,
+    LogFormatStatus,
     MessageList,
     MessageView,
     Namespace,
+    NamespaceList,
+    NodeLeft,
+    OwnerBinding,
+    PausedDestinations,
+    PauseState,
     Principal,
     Purged,
     Readiness,
+    Reclaimed,
+    Recovered,
+    ReferenceSetList,
     ReferenceSnapshot,
     ReferenceWritten,
     Reingressed,
     Released,
     Renewed,
     Requeued,
+    ResetRows,
+    Resigned,
     RetryPolicy,
     Revoked,
     RoleList,
     RolesAssigned,
     RoleWritten,
     RowActionResult,
+    RowActionResults,
     RowDetail,
     SessionChanged,
     SessionCreated,
@@ -115,12 +133,14 @@ from .types import (
     SessionsPurged,
     SessionsRevoked,
     SessionView,
-    Stage,
     SnapshotTaken,
+    Stage,
     StateDigest,
     StateEntry,
     StateOp,
     Stats,
+    StorageStats,
+    Swept,
     TokenCreated,
     TokenList,
     UserChanged,
@@ -130,12 +150,11 @@ from .types import (
     UserRoles,
     UserSecrets,
     UserView,
+    Viewed,
     decode,
 )
 
 __all__ = ["Client", "RouteInfo", "RowAction", "client_routes", "segment"]
-
-T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -144,12 +163,6 @@ RECENT_FAILURE_S = 3.0
 
 #: Longest ``Request-Id`` the API accepts (docs/SPEC.md §2.5).
 MAX_REQUEST_ID_LEN = 56
-
-
-def segment(name: str | int) -> str:
-    """``name`` as one path segment: every byte but RFC 3986's unreserved characters
-    percent-encoded, so a name with ``/``, ``?``, ``#``, ``%`` or a space stays one segment."""
-    return quote(str(name), safe="")
 
 
 def _base_url(endpoint: str) -> str:
@@ -166,82 +179,102 @@ def _host_port(endpoint: str) -> str:
     return e.split("://", 1)[1] if "://" in e else e
 
 
-def _stage(stage: Stage | str) -> str:
-    return stage.value if isinstance(stage, Stage) else stage
-
-
-# --- the route registry: every public method names the route it calls -----------------------
-
-
-@dataclass(frozen=True)
-class RouteInfo:
-    """The route a :class:`Client` method calls, the body members it may send and the type its
-    answer decodes into (``tests/test_cluster.py`` checks both against the served OpenAPI
-    document, with ``tests/openapi_check.py``)."""
-
-    method: str
-    path: str
-    name: str
-    body: tuple[str, ...] = ()
-    answer: type | None = None
-
-
-F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
-
-
-def _route(
-    method: str, path: str, *, body: Sequence[str] = (), answer: type | None = None
-) -> Callable[[F], F]:
-    def mark(fn: F) -> F:
-        fn.__raftlane_route__ = RouteInfo(  # type: ignore[attr-defined]
-            method, path, fn.__name__, tuple(body), answer
-        )
-        return fn
-
-    return mark
-
-
 def client_routes() -> list[RouteInfo]:
     """Every route a :class:`Client` method calls, in definition order."""
     out = []
     for name in vars(Client):
-        info = getattr(getattr(Client, name), "__raftlane_route__", None)
-        if isinstance(info, RouteInfo):
-            out.append(info)
+        spec = getattr(getattr(Client, name), "__raftlane_route__", None)
+        if isinstance(spec, Route):
+            out.append(spec.info)
     return out
+
+
+#: The filters of the message list and its count.
+_MESSAGE_FILTERS = ("channel", "status", "message_type", "control_id", "allowed_channels")
+#: The filters of the dead-letter list and its count.
+_DEAD_FILTERS = ("stage", "channel", "destination", "allowed_channels")
+
+
+# --- how members travel: the encoders the route declarations name ---------------------------
+
+
+def _or_none(v: Any) -> Any:
+    """Left out when false, empty or zero (a flag sent only when set, a ``wait_ms`` of 0)."""
+    return v or None
+
+
+def _only_false(v: bool) -> bool | None:
+    """Sent only when false (``lane_lease``, whose default is true at the server too)."""
+    return None if v else False
+
+
+def _newest_failed(v: bool) -> str | None:
+    return "newest_failed" if v else None
+
+
+def _handlers(handlers: Iterable[Handler | tuple[str, str]]) -> list[dict[str, str]]:
+    hs = [h if isinstance(h, Handler) else Handler(*h) for h in handlers]
+    return [{"handler": h.handler, "payload": h.payload} for h in hs]
+
+
+def _deliveries(deliveries: Iterable[Delivery | tuple[str, str]]) -> list[dict[str, str]]:
+    ds = [d if isinstance(d, Delivery) else Delivery(*d) for d in deliveries]
+    return [{"destination": d.destination, "payload": d.payload} for d in ds]
+
+
+def _state_ops(state_ops: Iterable[StateOp | tuple[str, str, Any]]) -> list[dict[str, Any]]:
+    ops = [o if isinstance(o, StateOp) else StateOp(*o) for o in state_ops]
+    return [{"namespace": o.namespace, "key": o.key, "value": o.value} for o in ops]
+
+
+def _retry_json(retry: RetryPolicy) -> dict[str, Any]:
+    members = {
+        "max_attempts": retry.max_attempts,
+        "backoff_ms": retry.backoff_ms,
+        "multiplier_milli": retry.multiplier_milli,
+        "max_backoff_ms": retry.max_backoff_ms,
+    }
+    return {k: v for k, v in members.items() if v is not None}
+
+
+def _group_entries(entries: Iterable[tuple[str, str]]) -> list[dict[str, str]]:
+    return [{"group": g, "value": v} for g, v in entries]
+
+
+def _anchor_count(anchor: AuditAnchor | tuple[int, str]) -> int:
+    return anchor.count if isinstance(anchor, AuditAnchor) else anchor[0]
+
+
+def _anchor_head(anchor: AuditAnchor | tuple[int, str]) -> str:
+    return anchor.head if isinstance(anchor, AuditAnchor) else anchor[1]
+
+
+def _row_actions(actions: Iterable[RowAction]) -> list[dict[str, Any]]:
+    return [{"row": a.row, "action": a.action, "body": a.body} for a in actions]
+
+
+def _changed(binding: OwnerBinding) -> bool:
+    return bool(binding.changed)
 
 
 # --- row actions ----------------------------------------------------------------------------
 
 
-def _approval(approval: int | None) -> dict[str, str] | None:
-    """The ``Raftlane-Approval`` header of an action under dual control (SPEC §9.5)."""
-    return None if approval is None else {"raftlane-approval": str(approval)}
-
-
-def _drop_none(d: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in d.items() if v is not None}
-
-
-def _retry_json(retry: RetryPolicy) -> dict[str, Any]:
-    return _drop_none(
-        {
-            "max_attempts": retry.max_attempts,
-            "backoff_ms": retry.backoff_ms,
-            "multiplier_milli": retry.multiplier_milli,
-            "max_backoff_ms": retry.max_backoff_ms,
-        }
-    )
-
-
 @dataclass(frozen=True)
 class RowAction:
     """A fenced row action on one row: ``POST /v1/rows/{row}/{action}`` with ``body``, or one
-    item of :meth:`Client.row_actions`. Build it with the class methods."""
+    item of :meth:`Client.row_actions`. Build it with the class methods, whose bodies are the
+    ones the :class:`Client` method of the same action sends (built from its declaration)."""
 
     row: int
     action: str
     body: dict[str, Any]
+
+    @classmethod
+    def _of(cls, method: Callable[..., Any], **arguments: Any) -> RowAction:
+        spec = route_of(method)
+        body = spec.request(spec.values(arguments)).json
+        return cls(arguments["row"], spec.const["action"], body)
 
     @classmethod
     def route(
@@ -251,17 +284,8 @@ class RowAction:
         handlers: Iterable[Handler | tuple[str, str]],
         disposition: str | None = None,
     ) -> RowAction:
-        hs = [h if isinstance(h, Handler) else Handler(*h) for h in handlers]
-        return cls(
-            row,
-            "route",
-            _drop_none(
-                {
-                    "fence": fence,
-                    "handlers": [{"handler": h.handler, "payload": h.payload} for h in hs],
-                    "disposition": disposition,
-                }
-            ),
+        return cls._of(
+            Client.route, row=row, fence=fence, handlers=handlers, disposition=disposition
         )
 
     @classmethod
@@ -272,12 +296,8 @@ class RowAction:
         deliveries: Iterable[Delivery | tuple[str, str]],
         disposition: str | None = None,
     ) -> RowAction:
-        return cls(
-            row,
-            "handoff",
-            _drop_none(
-                {"fence": fence, "deliveries": _deliveries(deliveries), "disposition": disposition}
-            ),
+        return cls._of(
+            Client.handoff, row=row, fence=fence, deliveries=deliveries, disposition=disposition
         )
 
     @classmethod
@@ -288,22 +308,13 @@ class RowAction:
         deliveries: Iterable[Delivery | tuple[str, str]],
         state_ops: Iterable[StateOp | tuple[str, str, Any]] = (),
     ) -> RowAction:
-        ops = [o if isinstance(o, StateOp) else StateOp(*o) for o in state_ops]
-        return cls(
-            row,
-            "transform",
-            {
-                "fence": fence,
-                "deliveries": _deliveries(deliveries),
-                "state_ops": [
-                    {"namespace": o.namespace, "key": o.key, "value": o.value} for o in ops
-                ],
-            },
+        return cls._of(
+            Client.transform, row=row, fence=fence, deliveries=deliveries, state_ops=state_ops
         )
 
     @classmethod
     def done(cls, row: int, fence: int) -> RowAction:
-        return cls(row, "done", {"fence": fence})
+        return cls._of(Client.done, row=row, fence=fence)
 
     @classmethod
     def response(
@@ -315,50 +326,35 @@ class RowAction:
         detail: str | None = None,
         reingress_to: str | None = None,
     ) -> RowAction:
-        return cls(
-            row,
-            "response",
-            _drop_none(
-                {
-                    "fence": fence,
-                    "body": body,
-                    "outcome": outcome,
-                    "detail": detail,
-                    "reingress_to": reingress_to,
-                }
-            ),
+        return cls._of(
+            Client.respond,
+            row=row,
+            fence=fence,
+            body=body,
+            outcome=outcome,
+            detail=detail,
+            reingress_to=reingress_to,
         )
 
     @classmethod
     def fail(cls, row: int, fence: int, error: str, retry: RetryPolicy | None = None) -> RowAction:
-        return cls(
-            row,
-            "fail",
-            _drop_none(
-                {"fence": fence, "error": error, "retry": _retry_json(retry) if retry else None}
-            ),
-        )
+        return cls._of(Client.fail, row=row, fence=fence, error=error, retry=retry)
 
     @classmethod
     def dead(cls, row: int, error: str, fence: int | None = None) -> RowAction:
-        return cls(row, "dead", _drop_none({"fence": fence, "error": error}))
+        return cls._of(Client.dead, row=row, error=error, fence=fence)
 
     @classmethod
     def reingress(
         cls, row: int, fence: int, loopback_channel: str, depth_cap: int | None = None
     ) -> RowAction:
-        return cls(
-            row,
-            "reingress",
-            _drop_none(
-                {"fence": fence, "loopback_channel": loopback_channel, "depth_cap": depth_cap}
-            ),
+        return cls._of(
+            Client.reingress,
+            row=row,
+            fence=fence,
+            loopback_channel=loopback_channel,
+            depth_cap=depth_cap,
         )
-
-
-def _deliveries(deliveries: Iterable[Delivery | tuple[str, str]]) -> list[dict[str, str]]:
-    ds = [d if isinstance(d, Delivery) else Delivery(*d) for d in deliveries]
-    return [{"destination": d.destination, "payload": d.payload} for d in ds]
 
 
 # --- the client -----------------------------------------------------------------------------
@@ -697,24 +693,48 @@ class Client:
             _log_retry(attempt, last, "trying the other nodes")
             await asyncio.sleep(pause)
             pause = min(pause * 2, 1.0)
+    async def _invoke_route(self, spec: Route, req: Request) -> Any:
+        """Send a route's request (with failover) and decode its answer as the route says."""
+        r = await self._send(
+            spec.verb,
+            req.path,
+            json=req.json,
+            params=req.query,
+            headers=req.headers,
+            wait_s=req.wait_s,
+        )
+        return spec.answer_of(r, req.path)
 
-    async def _call(
+    async def _invoke(
         self,
-        cls: type[T],
-        method: str,
-        path: str,
+        method: Callable[..., Any],
+        values: Mapping[str, Any] | None = None,
         *,
-        json: Any = None,
-        params: Mapping[str, Any] | None = None,
-        headers: Mapping[str, str] | None = None,
-        wait_s: float = 0.0,
-    ) -> T:
-        r = await self._send(method, path, json=json, params=params, headers=headers, wait_s=wait_s)
+        body: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Call the route ``method`` is declared with, its members' ``values`` given by wire
+        name (``body``: the whole body): for the methods written by hand."""
+        spec = route_of(method)
+        return await self._invoke_route(spec, spec.request(values or {}, body=body))
+
+    async def _one_node(
+        self,
+        method: Callable[..., Any],
+        base: str,
+        headers: Mapping[str, str],
+        ok: Sequence[int] = (200,),
+    ) -> Any:
+        """Call ``method``'s route (a GET without members) at the node ``base``, without
+        failover: a node's own view."""
+        spec = route_of(method)
+        url = f"{base}{spec.path}"
         try:
-            body = r.json()
-        except ValueError as e:
-            raise DecodeError(f"{method} {path}: not JSON: {e}") from e
-        return decode(cls, body, f"{method} {path}")
+            r = await self._shared.get(url, headers)
+        except wire.WireError as e:
+            raise UnavailableError(f"{spec.verb} {url}: {e}") from e
+        if r.status_code not in ok:
+            raise error_from_response(r.status_code, r.content)
+        return spec.answer_of(r, spec.path)
 
     async def request(
         self,
@@ -734,12 +754,14 @@ class Client:
         )
         return r.json() if r.content else None
 
+
     # --- messages ---------------------------------------------------------------------------
 
     @_route(
         "post",
         "/v1/channels/{channel}/messages",
         body=("raw", "control_id", "message_type", "source_type", "summary", "metadata"),
+        headers={"idempotency-key": "idempotency_key"},
         answer=Enqueued,
     )
     async def enqueue(
@@ -757,26 +779,14 @@ class Client:
         """Enqueue a message on ``channel`` (a new message and its ingress row). With
         ``idempotency_key``, a key already used on this channel answers the first message with
         ``duplicate=True``."""
-        body = _drop_none(
-            {
-                "raw": raw,
-                "control_id": control_id,
-                "message_type": message_type,
-                "source_type": source_type,
-                "summary": summary,
-                "metadata": dict(metadata) if metadata is not None else None,
-            }
-        )
-        headers = {"idempotency-key": idempotency_key} if idempotency_key is not None else None
-        return await self._call(
-            Enqueued,
-            "POST",
-            f"/v1/channels/{segment(channel)}/messages",
-            json=body,
-            headers=headers,
-        )
 
-    @_route("get", "/v1/messages", answer=MessageList)
+    @_route(
+        "get",
+        "/v1/messages",
+        query=_MESSAGE_FILTERS + ("limit", "offset", "cursor", "consistency"),
+        answer=MessageList,
+        unwrap="messages",
+    )
     async def list_messages(
         self,
         *,
@@ -792,20 +802,13 @@ class Client:
     ) -> list[ListedMessage]:
         """Messages, newest first, each with its newest event's kind (no bodies). One page:
         :meth:`message_page` also says where the next one starts."""
-        page = await self.message_page(
-            channel=channel,
-            status=status,
-            message_type=message_type,
-            control_id=control_id,
-            allowed_channels=allowed_channels,
-            limit=limit,
-            offset=offset,
-            cursor=cursor,
-            consistency=consistency,
-        )
-        return page.messages
 
-    @_route("get", "/v1/messages", answer=MessageList)
+    @_route(
+        "get",
+        "/v1/messages",
+        query=_MESSAGE_FILTERS + ("limit", "offset", "cursor", "consistency"),
+        answer=MessageList,
+    )
     async def message_page(
         self,
         *,
@@ -821,20 +824,15 @@ class Client:
     ) -> MessageList:
         """A page of :meth:`list_messages` with its ``next_cursor`` (``None``: the list is done;
         else pass it as ``cursor`` for the next page)."""
-        params = {
-            "channel": channel,
-            "status": status,
-            "message_type": message_type,
-            "control_id": control_id,
-            "allowed_channels": None if allowed_channels is None else ",".join(allowed_channels),
-            "limit": limit,
-            "offset": offset,
-            "cursor": cursor,
-            "consistency": consistency,
-        }
-        return await self._call(MessageList, "GET", "/v1/messages", params=params)
 
-    @_route("get", "/v1/messages/{id}", answer=MessageView)
+    @_route(
+        "get",
+        "/v1/messages/{id}",
+        args={"id": "message_id"},
+        query=("body", "record_view", "viewer", "consistency"),
+        encode={"body": _or_none},
+        answer=MessageView,
+    )
     async def message(
         self,
         message_id: int,
@@ -848,22 +846,20 @@ class Client:
         and records the read as a ``viewed`` event (for ``viewer``, the person the caller reads
         for); ``record_view=False`` skips that record, for callers that process messages
         (role worker and above)."""
-        params = {
-            "body": "true" if body else None,
-            "record_view": None if record_view is None else str(record_view).lower(),
-            "viewer": viewer,
-            "consistency": consistency,
-        }
-        return await self._call(
-            MessageView, "GET", f"/v1/messages/{segment(message_id)}", params=params
-        )
 
-    @_route("post", "/v1/messages/{id}/replay", answer=Requeued)
+    @_route("post", "/v1/messages/{id}/replay", args={"id": "message_id"}, answer=Requeued)
     async def replay(self, message_id: int) -> Requeued:
         """Recover a message's dead or pending rows, else re-send its done rows."""
-        return await self._call(Requeued, "POST", f"/v1/messages/{segment(message_id)}/replay")
 
-    @_route("get", "/v1/dead-letters", answer=DeadLetters)
+    @_route(
+        "get",
+        "/v1/dead-letters",
+        query=_DEAD_FILTERS + ("limit", "offset", "order", "consistency"),
+        args={"order": "newest_failed"},
+        encode={"order": _newest_failed},
+        answer=DeadLetters,
+        unwrap="dead_letters",
+    )
     async def dead_letters(
         self,
         *,
@@ -878,21 +874,14 @@ class Client:
     ) -> list[DeadLetterRow]:
         """Dead rows of ``stage`` (default ``outbound``; ``"all"`` for every stage) with their
         messages' fields, in row-id order (``newest_failed``: the most recently dead first)."""
-        params = {
-            "stage": None if stage is None else _stage(stage),
-            "channel": channel,
-            "destination": destination,
-            "allowed_channels": None if allowed_channels is None else ",".join(allowed_channels),
-            "limit": limit,
-            "offset": offset,
-            "order": "newest_failed" if newest_failed else None,
-            "consistency": consistency,
-        }
-        return (
-            await self._call(DeadLetters, "GET", "/v1/dead-letters", params=params)
-        ).dead_letters
 
-    @_route("post", "/v1/dead-letters/replay", body=("channel", "destination"), answer=Requeued)
+    @_route(
+        "post",
+        "/v1/dead-letters/replay",
+        body=("channel", "destination"),
+        headers={"raftlane-approval": "approval"},
+        answer=Requeued,
+    )
     async def replay_dead(
         self,
         *,
@@ -902,92 +891,80 @@ class Client:
     ) -> Requeued:
         """Requeue dead outbound rows (optionally of one channel and/or destination).
         ``approval``: the approval id when the config lists ``replay_dead`` for dual control."""
-        return await self._call(
-            Requeued,
-            "POST",
-            "/v1/dead-letters/replay",
-            json=_drop_none({"channel": channel, "destination": destination}),
-            headers=_approval(approval),
-        )
 
-    @_route("get", "/v1/stats", answer=Stats)
+    @_route("get", "/v1/stats", query=("consistency",), answer=Stats)
     async def stats(self, *, consistency: str | None = None) -> Stats:
-        return await self._call(Stats, "GET", "/v1/stats", params={"consistency": consistency})
+        """Messages and rows by stage and status, the cluster's clock and last applied index."""
 
-    @_route("get", "/v1/messages/count")
+    @_route("get", "/v1/messages/count", query=_MESSAGE_FILTERS, answer=Count, unwrap="count")
     async def count_messages(self, **filters: Any) -> int:
         """Messages passing the list's filters (``channel``, ``status``, ``message_type``,
         ``control_id``, ``allowed_channels`` comma-separated)."""
-        answer = await self.request("GET", "/v1/messages/count", params=_drop_none(filters))
-        return int(answer["count"])
 
-    @_route("get", "/v1/dead-letters/count")
+    @_route("get", "/v1/dead-letters/count", query=_DEAD_FILTERS, answer=Count, unwrap="count")
     async def count_dead_letters(self, **filters: Any) -> int:
         """Dead rows passing ``stage`` (default ``outbound``, or ``"all"``), ``channel``,
         ``destination``, ``allowed_channels``."""
-        answer = await self.request("GET", "/v1/dead-letters/count", params=_drop_none(filters))
-        return int(answer["count"])
 
-    @_route("post", "/v1/messages/{id}/viewed", body=("actor",), answer=Viewed)
+    @_route(
+        "post",
+        "/v1/messages/{id}/viewed",
+        args={"id": "message_id"},
+        body=("actor",),
+        answer=Viewed,
+    )
     async def record_view(self, message_id: int | str, *, actor: str | None = None) -> Viewed:
         """Append the event ``viewed`` (detail: ``actor``) to a message's history."""
-        return await self._call(
-            Viewed,
-            "POST",
-            f"/v1/messages/{segment(message_id)}/viewed",
-            json=_drop_none({"actor": actor}),
-        )
 
     @_route("get", "/v1/stats/storage", answer=StorageStats)
     async def storage_stats(self) -> StorageStats:
         """What the state holds (scans it)."""
-        return await self._call(StorageStats, "GET", "/v1/stats/storage")
 
-    @_route("get", "/v1/metrics/connections", answer=ConnectionTraffic)
+    @_route(
+        "get",
+        "/v1/metrics/connections",
+        query=("since", "rate_window_ms"),
+        answer=ConnectionTraffic,
+    )
     async def connection_metrics(
         self, *, since: int = 0, rate_window_ms: int = 60_000
     ) -> ConnectionTraffic:
         """Inbound traffic per channel and outbound per destination (scans the state)."""
-        return await self._call(
-            ConnectionTraffic,
-            "GET",
-            "/v1/metrics/connections",
-            params={"since": since, "rate_window_ms": rate_window_ms},
-        )
 
     # --- work -------------------------------------------------------------------------------
 
-    @_route("get", "/v1/rows/{id}", answer=RowDetail)
+    @_route("get", "/v1/rows/{id}", args={"id": "row_id"}, answer=RowDetail)
     async def row(self, row_id: int) -> RowDetail:
         """A work row as it is now (``.row``), with its payload."""
-        return await self._call(RowDetail, "GET", f"/v1/rows/{segment(row_id)}")
 
-    @_route("post", "/v1/leases/reclaim", body=("stage",))
+    @_route(
+        "post", "/v1/leases/reclaim", body=("stage",), answer=Reclaimed, unwrap="reclaimed"
+    )
     async def reclaim_expired(self, *, stage: Stage | str | None = None) -> int:
         """In-flight rows whose lease expired back to pending; answers how many."""
-        body = {} if stage is None else {"stage": _stage(stage)}
-        return int((await self.request("POST", "/v1/leases/reclaim", json=body))["reclaimed"])
 
-    @_route("post", "/v1/leases/reset", body=("stage",))
+    @_route("post", "/v1/leases/reset", body=("stage",), answer=ResetRows, unwrap="reset")
     async def reset_inflight(self, *, stage: Stage | str | None = None) -> int:
         """Every in-flight row back to pending, whatever its lease (single-process start-up)."""
-        body = {} if stage is None else {"stage": _stage(stage)}
-        return int((await self.request("POST", "/v1/leases/reset", json=body))["reset"])
 
-    @_route("post", "/v1/leases/recover", body=("owner", "lane_owner"))
+    @_route(
+        "post",
+        "/v1/leases/recover",
+        body=("owner", "lane_owner"),
+        answer=Recovered,
+        unwrap="recovered",
+    )
     async def recover_inflight(self, owner: str, *, lane_owner: str | None = None) -> int:
         """Other owners' in-flight rows and lane leases taken back by a new leader."""
-        body = _drop_none({"owner": owner, "lane_owner": lane_owner})
-        return int((await self.request("POST", "/v1/leases/recover", json=body))["recovered"])
 
-    @_route("post", "/v1/dead-letters/sweep", body=("stage", "keep"))
+    @_route("post", "/v1/dead-letters/sweep", body=("stage", "keep"), answer=Swept, unwrap="dead")
     async def sweep_dead_letters(self, stage: Stage | str, keep: Sequence[str]) -> int:
         """Dead-letter live rows of ``stage`` (``outbound`` or ``routed``) whose destination or
         handler is not in ``keep``; answers how many."""
-        body = {"stage": _stage(stage), "keep": list(keep)}
-        return int((await self.request("POST", "/v1/dead-letters/sweep", json=body))["dead"])
 
-    @_route("get", "/v1/lanes", answer=LaneList)
+    @_route(
+        "get", "/v1/lanes", query=("stage", "limit", "cursor", "consistency"), answer=LaneList
+    )
     async def lanes(
         self,
         *,
@@ -998,30 +975,19 @@ class Client:
     ) -> LaneList:
         """A page of every lane (stage, then name) with its depth, oldest row and holder; pass
         the answer's ``next_cursor`` as ``cursor`` for the next page. Unscoped tokens only."""
-        params = {
-            "stage": None if stage is None else _stage(stage),
-            "limit": limit,
-            "cursor": cursor,
-            "consistency": consistency,
-        }
-        return await self._call(LaneList, "GET", "/v1/lanes", params=params)
 
-    @_route("get", "/v1/lanes/{stage}/{name}", answer=LaneView)
+    @_route("get", "/v1/lanes/{stage}/{name}", query=("consistency",), answer=LaneView)
     async def lane(
         self, stage: Stage | str, name: str, *, consistency: str | None = None
     ) -> LaneView:
         """A lane's depth, oldest pending row, inflight count and holder."""
-        return await self._call(
-            LaneView,
-            "GET",
-            f"/v1/lanes/{segment(_stage(stage))}/{segment(name)}",
-            params={"consistency": consistency},
-        )
 
     @_route(
         "post",
         "/v1/lanes/{stage}/{name}/claim",
         body=("owner", "ttl_ms", "lane_lease", "row_owner", "wait_ms"),
+        encode={"lane_lease": _only_false, "wait_ms": _or_none},
+        wait="wait_ms",
         answer=FifoClaim,
     )
     async def claim_fifo(
@@ -1041,31 +1007,16 @@ class Client:
         ``wait_ms`` (up to 30,000) a lane with nothing to hand out now is waited on at the
         server, which answers as soon as its head can be claimed, or empty once ``wait_ms``
         has passed (docs/SPEC.md §4.7a); the call's timeout grows by as much."""
-        body: dict[str, Any] = {"owner": owner, "ttl_ms": ttl_ms}
-        if not lane_lease:
-            body["lane_lease"] = False
-        if row_owner is not None:
-            body["row_owner"] = row_owner
-        if wait_ms:
-            body["wait_ms"] = wait_ms
-        return await self._call(
-            FifoClaim,
-            "POST",
-            f"/v1/lanes/{segment(_stage(stage))}/{segment(name)}/claim",
-            json=body,
-            wait_s=(wait_ms or 0) / 1000,
-        )
 
-    @_route("post", "/v1/lanes/{stage}/{name}/release", body=("owner",), answer=Released)
+    @_route(
+        "post",
+        "/v1/lanes/{stage}/{name}/release",
+        body=("owner",),
+        answer=Released,
+        unwrap="released",
+    )
     async def release_lane(self, stage: Stage | str, name: str, *, owner: str) -> bool:
         """Give ``owner``'s lane lease back; false when it did not hold it."""
-        r = await self._call(
-            Released,
-            "POST",
-            f"/v1/lanes/{segment(_stage(stage))}/{segment(name)}/release",
-            json={"owner": owner},
-        )
-        return r.released
 
     @_route(
         "post", "/v1/destinations/{destination}/pause", body=("reason",), answer=PauseState
@@ -1073,52 +1024,36 @@ class Client:
     async def pause_destination(self, destination: str, *, reason: str | None = None) -> PauseState:
         """Stop handing out ``destination``'s rows (they stay, in order; rows already out
         finish) until :meth:`resume_destination`. Replicated and audited; unscoped tokens."""
-        return await self._call(
-            PauseState,
-            "POST",
-            f"/v1/destinations/{segment(destination)}/pause",
-            json=_drop_none({"reason": reason}),
-        )
 
     @_route("post", "/v1/destinations/{destination}/resume", answer=PauseState)
     async def resume_destination(self, destination: str) -> PauseState:
         """Hand ``destination``'s rows out again, its lanes' heads first."""
-        return await self._call(
-            PauseState, "POST", f"/v1/destinations/{segment(destination)}/resume"
-        )
 
-    @_route("get", "/v1/destinations/paused", answer=PausedDestinations)
-    async def paused_destinations(
-        self, *, consistency: str | None = None
-    ) -> PausedDestinations:
+    @_route("get", "/v1/destinations/paused", query=("consistency",), answer=PausedDestinations)
+    async def paused_destinations(self, *, consistency: str | None = None) -> PausedDestinations:
         """Every paused destination: who paused it, when and why."""
-        return await self._call(
-            PausedDestinations,
-            "GET",
-            "/v1/destinations/paused",
-            params={"consistency": consistency},
-        )
 
     @_route(
-        "post", "/v1/lanes/outbound/{dest}/cancel", body=("channel", "top_only"), answer=Cancelled
+        "post",
+        "/v1/lanes/outbound/{dest}/cancel",
+        args={"dest": "destination"},
+        body=("channel", "top_only"),
+        answer=Cancelled,
+        unwrap="cancelled",
     )
     async def cancel(
         self, destination: str, *, channel: str | None = None, top_only: bool = False
     ) -> int:
         """Cancel a destination's pending outbound rows (or only the first); answers how many."""
-        r = await self._call(
-            Cancelled,
-            "POST",
-            f"/v1/lanes/outbound/{segment(destination)}/cancel",
-            json=_drop_none({"channel": channel, "top_only": top_only}),
-        )
-        return r.cancelled
 
     @_route(
         "post",
         "/v1/claims",
         body=("stage", "limit", "owner", "ttl_ms", "channel", "destination", "wait_ms"),
+        encode={"wait_ms": _or_none},
+        wait="wait_ms",
         answer=Claims,
+        unwrap="items",
     )
     async def claim(
         self,
@@ -1135,44 +1070,27 @@ class Client:
         ``wait_ms`` (up to 30,000) a stage with nothing due now is waited on at the server,
         which answers as soon as a row can be claimed, or empty once ``wait_ms`` has passed
         (docs/SPEC.md §4.7a); the call's timeout grows by as much."""
-        body = _drop_none(
-            {
-                "stage": _stage(stage),
-                "limit": limit,
-                "owner": owner,
-                "ttl_ms": ttl_ms,
-                "channel": channel,
-                "destination": destination,
-                "wait_ms": wait_ms or None,
-            }
-        )
-        return (
-            await self._call(Claims, "POST", "/v1/claims", json=body, wait_s=(wait_ms or 0) / 1000)
-        ).items
 
-    @_route("post", "/v1/leases/renew", body=("owner", "ids", "ttl_ms"), answer=Renewed)
+    @_route(
+        "post",
+        "/v1/leases/renew",
+        body=("owner", "ids", "ttl_ms"),
+        answer=Renewed,
+        unwrap="renewed",
+    )
     async def renew(self, ids: Iterable[int], *, owner: str, ttl_ms: int) -> int:
         """Extend ``owner``'s row leases (and its lane leases); answers the rows renewed."""
-        r = await self._call(
-            Renewed,
-            "POST",
-            "/v1/leases/renew",
-            json={"owner": owner, "ids": list(ids), "ttl_ms": ttl_ms},
-        )
-        return r.renewed
 
-    async def _row(self, cls: type[T], action: RowAction) -> T:
-        return await self._call(
-            cls,
-            "POST",
-            f"/v1/rows/{segment(action.row)}/{segment(action.action)}",
-            json=action.body,
-        )
+    # The fenced row actions: POST /v1/rows/{id}/{action}, one method per action (RowAction
+    # builds the same bodies from these declarations, for row_actions and claim_next).
 
     @_route(
         "post",
         "/v1/rows/{id}/{action}",
+        args={"id": "row"},
+        const={"action": "route"},
         body=("fence", "handlers", "disposition"),
+        encode={"handlers": _handlers},
         answer=HandedOff,
     )
     async def route(
@@ -1184,12 +1102,14 @@ class Client:
         disposition: str | None = None,
     ) -> HandedOff:
         """Hand an ingress row on to one routed row per handler."""
-        return await self._row(HandedOff, RowAction.route(row, fence, handlers, disposition))
 
     @_route(
         "post",
         "/v1/rows/{id}/{action}",
+        args={"id": "row"},
+        const={"action": "handoff"},
         body=("fence", "deliveries", "disposition"),
+        encode={"deliveries": _deliveries},
         answer=HandedOff,
     )
     async def handoff(
@@ -1201,12 +1121,14 @@ class Client:
         disposition: str | None = None,
     ) -> HandedOff:
         """Hand an ingress row straight on to one outbound row per delivery."""
-        return await self._row(HandedOff, RowAction.handoff(row, fence, deliveries, disposition))
 
     @_route(
         "post",
         "/v1/rows/{id}/{action}",
+        args={"id": "row"},
+        const={"action": "transform"},
         body=("fence", "deliveries", "state_ops"),
+        encode={"deliveries": _deliveries, "state_ops": _state_ops},
         answer=HandedOff,
     )
     async def transform(
@@ -1218,13 +1140,13 @@ class Client:
         state_ops: Iterable[StateOp | tuple[str, str, Any]] = (),
     ) -> HandedOff:
         """Hand a routed row on to outbound rows, writing transform state in the same command."""
-        return await self._row(HandedOff, RowAction.transform(row, fence, deliveries, state_ops))
 
     @_route(
         "post",
         "/v1/rows/{id}/{action}",
         body=("fence", "handlers", "deliveries", "disposition", "state_ops", "claim_next"),
-        answer=HandedOff,
+        answer=HandedOnNext,
+        by_hand=True,
     )
     async def hand_on_then_claim_next(
         self, action: RowAction, *, owner: str, ttl_ms: int
@@ -1236,28 +1158,43 @@ class Client:
             raise ValueError(
                 f"claim_next goes with a route, handoff or transform, not {action.action}"
             )
-        body = {**action.body, "claim_next": {"owner": owner, "ttl_ms": ttl_ms}}
-        answer = await self._row(HandedOnNext, RowAction(action.row, action.action, body))
-        return HandedOff(applied=answer.applied, index=answer.index), answer.next
-
-    @_route("post", "/v1/rows/{id}/{action}", body=("fence",), answer=Ack)
-    async def done(self, row: int, fence: int) -> Ack:
-        """The row is finished."""
-        return await self._row(Ack, RowAction.done(row, fence))
-
-    @_route("post", "/v1/rows/{id}/{action}", body=("fence", "claim_next"), answer=DoneNext)
-    async def done_then_claim_next(
-        self, row: int, fence: int, *, owner: str, ttl_ms: int
-    ) -> FifoClaim:
-        """Mark the row done and claim its lane's next row for ``owner``, in one write."""
-        action = RowAction(
-            row, "done", {"fence": fence, "claim_next": {"owner": owner, "ttl_ms": ttl_ms}}
+        answer: HandedOnNext = await self._invoke(
+            Client.hand_on_then_claim_next,
+            {"id": action.row, "action": action.action},
+            body={**action.body, "claim_next": {"owner": owner, "ttl_ms": ttl_ms}},
         )
-        return (await self._row(DoneNext, action)).next
+        return HandedOff(applied=answer.applied, index=answer.index), answer.next
 
     @_route(
         "post",
         "/v1/rows/{id}/{action}",
+        args={"id": "row"},
+        const={"action": "done"},
+        body=("fence",),
+        answer=Ack,
+    )
+    async def done(self, row: int, fence: int) -> Ack:
+        """The row is finished."""
+
+    @_route(
+        "post",
+        "/v1/rows/{id}/{action}",
+        args={"id": "row", "claim_next": ("owner", "ttl_ms")},
+        const={"action": "done"},
+        body=("fence", "claim_next"),
+        answer=DoneNext,
+        unwrap="next",
+    )
+    async def done_then_claim_next(
+        self, row: int, fence: int, *, owner: str, ttl_ms: int
+    ) -> FifoClaim:
+        """Mark the row done and claim its lane's next row for ``owner``, in one write."""
+
+    @_route(
+        "post",
+        "/v1/rows/{id}/{action}",
+        args={"id": "row"},
+        const={"action": "response"},
         body=("fence", "body", "outcome", "detail", "reingress_to"),
         answer=Ack,
     )
@@ -1272,25 +1209,37 @@ class Client:
         reingress_to: str | None = None,
     ) -> Ack:
         """An outbound row delivered, with the destination's captured answer."""
-        return await self._row(
-            Ack, RowAction.response(row, fence, body, outcome, detail, reingress_to)
-        )
-
-    @_route("post", "/v1/rows/{id}/{action}", body=("fence", "error", "retry"), answer=Failed)
-    async def fail(
-        self, row: int, fence: int, error: str, *, retry: RetryPolicy | None = None
-    ) -> Failed:
-        """The attempt failed: retried after a backoff, or dead once out of attempts."""
-        return await self._row(Failed, RowAction.fail(row, fence, error, retry))
-
-    @_route("post", "/v1/rows/{id}/{action}", body=("fence", "error"), answer=Ack)
-    async def dead(self, row: int, error: str, *, fence: int | None = None) -> Ack:
-        """Dead-letter the row now (without a fence: a live row need not be claimed)."""
-        return await self._row(Ack, RowAction.dead(row, error, fence))
 
     @_route(
         "post",
         "/v1/rows/{id}/{action}",
+        args={"id": "row"},
+        const={"action": "fail"},
+        body=("fence", "error", "retry"),
+        encode={"retry": _retry_json},
+        answer=Failed,
+    )
+    async def fail(
+        self, row: int, fence: int, error: str, *, retry: RetryPolicy | None = None
+    ) -> Failed:
+        """The attempt failed: retried after a backoff, or dead once out of attempts."""
+
+    @_route(
+        "post",
+        "/v1/rows/{id}/{action}",
+        args={"id": "row"},
+        const={"action": "dead"},
+        body=("fence", "error"),
+        answer=Ack,
+    )
+    async def dead(self, row: int, error: str, *, fence: int | None = None) -> Ack:
+        """Dead-letter the row now (without a fence: a live row need not be claimed)."""
+
+    @_route(
+        "post",
+        "/v1/rows/{id}/{action}",
+        args={"id": "row"},
+        const={"action": "reingress"},
         body=("fence", "loopback_channel", "depth_cap"),
         answer=Reingressed,
     )
@@ -1298,24 +1247,24 @@ class Client:
         self, row: int, fence: int, loopback_channel: str, *, depth_cap: int | None = None
     ) -> Reingressed:
         """Re-ingest a response row's captured answer as a new message on ``loopback_channel``."""
-        return await self._row(
-            Reingressed, RowAction.reingress(row, fence, loopback_channel, depth_cap)
-        )
 
-    @_route("post", "/v1/rows/actions", body=("actions",))
+    @_route(
+        "post",
+        "/v1/rows/actions",
+        body=("actions",),
+        encode={"actions": _row_actions},
+        answer=RowActionResults,
+        by_hand=True,
+    )
     async def row_actions(self, actions: Sequence[RowAction]) -> list[RowActionResult]:
         """Many row actions (each on a different row) in one request, answered one by one in
         order; an action the cluster refused has its :class:`ApiError` in ``error``."""
-        body = {"actions": [{"row": a.row, "action": a.action, "body": a.body} for a in actions]}
-        answer = await self.request("POST", "/v1/rows/actions", json=body)
-        results = answer.get("results") if isinstance(answer, dict) else None
-        if not isinstance(results, list):
-            raise DecodeError(f"POST /v1/rows/actions: no results in {answer!r}")
+        answer: RowActionResults = await self._invoke(Client.row_actions, {"actions": actions})
         out = []
-        for item in results:
+        for item in answer.results:
             if isinstance(item, dict) and "error" in item and "status" in item:
                 err = error_from_response(
-                    int(item["status"]), _json_bytes({"error": item["error"]})
+                    int(item["status"]), _json.dumps({"error": item["error"]}).encode()
                 )
                 out.append(RowActionResult(None, err))
             else:
@@ -1324,37 +1273,35 @@ class Client:
 
     # --- configuration ----------------------------------------------------------------------
 
-    @_route("get", "/v1/config", answer=ConfigVersion)
+    @_route("get", "/v1/config", query=("consistency",), answer=ConfigVersion)
     async def config(self, *, consistency: str | None = None) -> ConfigVersion:
-        return await self._call(
-            ConfigVersion, "GET", "/v1/config", params={"consistency": consistency}
-        )
+        """The current configuration document and its version."""
 
-    @_route("put", "/v1/config", answer=ConfigWritten)
+    @_route(
+        "put",
+        "/v1/config",
+        headers={"if-match": "expected_version", "raftlane-approval": "approval"},
+        body_from="config",
+        answer=ConfigWritten,
+    )
     async def put_config(
         self, expected_version: int, config: Mapping[str, Any], *, approval: int | None = None
     ) -> ConfigWritten:
         """Compare-and-set: raises :class:`~raftlane.errors.VersionMismatchError` (with
         ``current_version``) when ``expected_version`` is not the current version.
         ``approval``: the approval id when the config lists ``put_config``."""
-        return await self._call(
-            ConfigWritten,
-            "PUT",
-            "/v1/config",
-            json=dict(config),
-            headers={"if-match": str(expected_version), **(_approval(approval) or {})},
-        )
 
-    @_route("get", "/v1/config/versions/{v}", answer=ConfigVersion)
+    @_route(
+        "get",
+        "/v1/config/versions/{v}",
+        args={"v": "version"},
+        query=("consistency",),
+        answer=ConfigVersion,
+    )
     async def config_version(
         self, version: int, *, consistency: str | None = None
     ) -> ConfigVersion:
-        return await self._call(
-            ConfigVersion,
-            "GET",
-            f"/v1/config/versions/{segment(version)}",
-            params={"consistency": consistency},
-        )
+        """The configuration document as it was at ``version``."""
 
     # --- the engine's users, roles and sessions (docs/SPEC.md §13.6; admin) ----------------
     # raftlane.messagefoundry.RaftlaneStore gives these answers messagefoundry's record types.
@@ -1371,60 +1318,54 @@ class Client:
             "password_hash",
             "must_change_password",
         ),
+        body_from="body",
         answer=UserCreated,
     )
     async def create_user(self, body: Mapping[str, Any]) -> UserCreated:
         """A new user (409 ``already_exists`` naming ``user_id`` or ``username`` when taken)."""
-        return await self._call(UserCreated, "POST", "/v1/users", json=dict(body))
 
-    @_route("get", "/v1/users", body=(), answer=UserList)
+    @_route("get", "/v1/users", query=("username", "limit"), answer=UserList)
     async def list_users(
         self, *, username: str | None = None, limit: int | None = None
     ) -> UserList:
         """Users by username; ``count``: how many match before ``limit`` (0: the count only)."""
-        return await self._call(
-            UserList,
-            "GET",
-            "/v1/users",
-            params=_drop_none({"username": username, "limit": limit}),
-        )
 
-    @_route("get", "/v1/users/{id}", body=(), answer=UserView)
+    @_route("get", "/v1/users/{id}", args={"id": "user_id"}, answer=UserView)
     async def get_user(self, user_id: str) -> UserView:
-        return await self._call(UserView, "GET", f"/v1/users/{segment(user_id)}")
+        """A user without its second-factor secrets (:meth:`user_secrets`)."""
 
-    @_route("delete", "/v1/users/{id}", body=(), answer=UserDeleted)
+    @_route("delete", "/v1/users/{id}", args={"id": "user_id"}, answer=UserDeleted)
     async def delete_user(self, user_id: str) -> UserDeleted:
         """The user, its role assignments and its sessions; ``deleted`` false when unknown."""
-        return await self._call(UserDeleted, "DELETE", f"/v1/users/{segment(user_id)}")
 
-    @_route("get", "/v1/users/{id}/secrets", body=(), answer=UserSecrets)
+    @_route("get", "/v1/users/{id}/secrets", args={"id": "user_id"}, answer=UserSecrets)
     async def user_secrets(self, user_id: str) -> UserSecrets:
-        return await self._call(UserSecrets, "GET", f"/v1/users/{segment(user_id)}/secrets")
+        """The user's second-factor values: TOTP secret and step, recovery-code hashes."""
 
-    @_route("get", "/v1/users/{id}/roles", body=(), answer=UserRoles)
+    @_route("get", "/v1/users/{id}/roles", args={"id": "user_id"}, answer=UserRoles)
     async def user_roles(self, user_id: str) -> UserRoles:
-        return await self._call(UserRoles, "GET", f"/v1/users/{segment(user_id)}/roles")
+        """The user's role ids and their assignments."""
 
-    @_route("put", "/v1/users/{id}/roles", body=("role_ids", "assigned_by"), answer=RolesAssigned)
+    @_route(
+        "put",
+        "/v1/users/{id}/roles",
+        args={"id": "user_id"},
+        body=("role_ids", "assigned_by"),
+        answer=RolesAssigned,
+    )
     async def set_user_roles(
         self, user_id: str, role_ids: Sequence[str], *, assigned_by: str | None = None
     ) -> RolesAssigned:
-        return await self._call(
-            RolesAssigned,
-            "PUT",
-            f"/v1/users/{segment(user_id)}/roles",
-            json=_drop_none({"role_ids": list(role_ids), "assigned_by": assigned_by}),
-        )
+        """Replace the user's roles with ``role_ids``."""
 
-    @_route("get", "/v1/users/{id}/sessions", body=(), answer=SessionList)
+    @_route("get", "/v1/users/{id}/sessions", args={"id": "user_id"}, answer=SessionList)
     async def user_sessions(self, user_id: str) -> SessionList:
         """The user's sessions neither revoked nor expired, most recently used first."""
-        return await self._call(SessionList, "GET", f"/v1/users/{segment(user_id)}/sessions")
 
     @_route(
         "post",
         "/v1/users/{id}/sessions/revoke",
+        args={"id": "user_id"},
         body=("except_token_hash", "at"),
         answer=SessionsRevoked,
     )
@@ -1432,46 +1373,42 @@ class Client:
         self, user_id: str, *, except_token_hash: str | None = None, at: int | None = None
     ) -> SessionsRevoked:
         """``at``: the caller's time (ms) to stamp as ``revoked_at`` (docs/SPEC.md §13.2)."""
-        return await self._call(
-            SessionsRevoked,
-            "POST",
-            f"/v1/users/{segment(user_id)}/sessions/revoke",
-            json=_drop_none({"except_token_hash": except_token_hash, "at": at}),
-        )
 
-    @_route("post", "/v1/users/{id}/sessions/cap", body=("keep", "at"), answer=SessionsRevoked)
+    @_route(
+        "post",
+        "/v1/users/{id}/sessions/cap",
+        args={"id": "user_id"},
+        body=("keep", "at"),
+        answer=SessionsRevoked,
+    )
     async def cap_user_sessions(
         self, user_id: str, keep: int, *, at: int | None = None
     ) -> SessionsRevoked:
         """``at``: the caller's time (ms) to stamp as ``revoked_at`` (docs/SPEC.md §13.2)."""
-        return await self._call(
-            SessionsRevoked,
-            "POST",
-            f"/v1/users/{segment(user_id)}/sessions/cap",
-            json=_drop_none({"keep": keep, "at": at}),
-        )
 
-    @_route("post", "/v1/users/{id}/{change}", body=(), answer=UserChanged)
+    @_route(
+        "post",
+        "/v1/users/{id}/{change}",
+        args={"id": "user_id"},
+        body=(),
+        body_from="body",
+        answer=UserChanged,
+    )
     async def change_user(
         self, user_id: str, change: str, body: Mapping[str, Any] | None = None
     ) -> UserChanged:
         """``change``: ``password``, ``disabled``, ``profile``, ``totp-secret``, ``totp-enable``,
         ``totp-disable``, ``login-success``, ``login-failure``, ``channel-scope`` or
         ``consume`` (which also answers ``consumed``), ``body`` that change's members."""
-        return await self._call(
-            UserChanged,
-            "POST",
-            f"/v1/users/{segment(user_id)}/{segment(change)}",
-            json=dict(body or {}),
-        )
 
-    @_route("get", "/v1/roles", body=(), answer=RoleList)
+    @_route("get", "/v1/roles", answer=RoleList)
     async def list_roles(self) -> RoleList:
-        return await self._call(RoleList, "GET", "/v1/roles")
+        """Every role, by id."""
 
     @_route(
         "put",
         "/v1/roles/{id}",
+        args={"id": "role_id"},
         body=("display_name", "description", "builtin"),
         answer=RoleWritten,
     )
@@ -1483,73 +1420,68 @@ class Client:
         description: str | None = None,
         builtin: bool | None = None,
     ) -> RoleWritten:
-        return await self._call(
-            RoleWritten,
-            "PUT",
-            f"/v1/roles/{segment(role_id)}",
-            json=_drop_none(
-                {"display_name": display_name, "description": description, "builtin": builtin}
-            ),
-        )
+        """Create or replace the role ``role_id``."""
 
-    @_route("get", "/v1/directory-groups/{map}", body=(), answer=GroupMap)
+    @_route(
+        "get",
+        "/v1/directory-groups/{map}",
+        args={"map": "which"},
+        query=("groups",),
+        answer=GroupMap,
+    )
     async def group_map(self, which: str, *, groups: Sequence[str] | None = None) -> GroupMap:
         """The map ``which`` (``roles`` or ``channels``); with ``groups`` also what it gives
         them (``values``)."""
-        return await self._call(
-            GroupMap,
-            "GET",
-            f"/v1/directory-groups/{segment(which)}",
-            params=_drop_none({"groups": ",".join(groups) if groups is not None else None}),
-        )
 
-    @_route("put", "/v1/directory-groups/{map}", body=("entries",), answer=GroupMapWritten)
+    @_route(
+        "put",
+        "/v1/directory-groups/{map}",
+        args={"map": "which"},
+        body=("entries",),
+        encode={"entries": _group_entries},
+        answer=GroupMapWritten,
+    )
     async def put_group_map(
         self, which: str, entries: Sequence[tuple[str, str]]
     ) -> GroupMapWritten:
         """Replace the map ``which`` whole with ``(group, value)`` entries."""
-        return await self._call(
-            GroupMapWritten,
-            "PUT",
-            f"/v1/directory-groups/{segment(which)}",
-            json={"entries": [{"group": g, "value": v} for g, v in entries]},
-        )
 
     @_route(
         "post",
         "/v1/sessions",
         body=("token_hash", "user_id", "expires_at", "client", "seed_reauth", "at"),
+        body_from="body",
         answer=SessionCreated,
     )
     async def create_session(self, body: Mapping[str, Any]) -> SessionCreated:
         """A new session of a user (404 for an unknown user, 409 for a token hash in use)."""
-        return await self._call(SessionCreated, "POST", "/v1/sessions", json=dict(body))
 
     @_route("post", "/v1/sessions/purge-expired", body=(), answer=SessionsPurged)
     async def purge_expired_sessions(self) -> SessionsPurged:
         """Delete the sessions expired before the request's time."""
-        return await self._call(SessionsPurged, "POST", "/v1/sessions/purge-expired", json={})
 
-    @_route("get", "/v1/sessions/{token_hash}", body=(), answer=SessionView)
+    @_route("get", "/v1/sessions/{token_hash}", answer=SessionView)
     async def get_session(self, token_hash: str) -> SessionView:
-        return await self._call(SessionView, "GET", f"/v1/sessions/{segment(token_hash)}")
+        """A session by its token's hash."""
 
-    @_route("post", "/v1/sessions/{token_hash}/{change}", body=(), answer=SessionChanged)
+    @_route(
+        "post",
+        "/v1/sessions/{token_hash}/{change}",
+        body=(),
+        body_from="body",
+        answer=SessionChanged,
+    )
     async def change_session(
         self, token_hash: str, change: str, body: Mapping[str, Any] | None = None
     ) -> SessionChanged:
         """``change``: ``touch``, ``reauth``, ``mfa-verified`` or ``revoke``; ``body``: its
         ``at`` and (``reauth``) ``client``."""
-        return await self._call(
-            SessionChanged,
-            "POST",
-            f"/v1/sessions/{segment(token_hash)}/{segment(change)}",
-            json=dict(body or {}),
-        )
 
     # --- audit ------------------------------------------------------------------------------
 
-    @_route("post", "/v1/audit", body=("action", "channel", "org", "detail"), answer=AuditAppended)
+    @_route(
+        "post", "/v1/audit", body=("action", "channel", "org", "detail"), answer=AuditAppended
+    )
     async def audit_append(
         self,
         action: str,
@@ -1558,14 +1490,16 @@ class Client:
         org: str | None = None,
         detail: str | None = None,
     ) -> AuditAppended:
-        return await self._call(
-            AuditAppended,
-            "POST",
-            "/v1/audit",
-            json=_drop_none({"action": action, "channel": channel, "org": org, "detail": detail}),
-        )
+        """Append a row to an org's audit chain."""
 
-    @_route("get", "/v1/audit", answer=AuditRows)
+    @_route(
+        "get",
+        "/v1/audit",
+        query=("org", "from", "limit", "consistency"),
+        args={"from": "start"},
+        answer=AuditRows,
+        unwrap="rows",
+    )
     async def audit_list(
         self,
         org: str,
@@ -1575,19 +1509,19 @@ class Client:
         consistency: str | None = None,
     ) -> list[AuditRow]:
         """An org's audit rows from seq ``start``."""
-        params = {"org": org, "from": start, "limit": limit, "consistency": consistency}
-        return (await self._call(AuditRows, "GET", "/v1/audit", params=params)).rows
 
-    @_route("get", "/v1/audit/anchor", answer=AuditAnchor)
+    @_route("get", "/v1/audit/anchor", query=("org", "consistency"), answer=AuditAnchor)
     async def audit_anchor(self, org: str, *, consistency: str | None = None) -> AuditAnchor:
-        return await self._call(
-            AuditAnchor,
-            "GET",
-            "/v1/audit/anchor",
-            params={"org": org, "consistency": consistency},
-        )
+        """An org's chain head (count and hash), to keep elsewhere and verify against later."""
 
-    @_route("get", "/v1/audit/verify", answer=AuditVerification)
+    @_route(
+        "get",
+        "/v1/audit/verify",
+        query=("org", "consistency", "count", "head"),
+        args={"count": "anchor", "head": "anchor"},
+        encode={"count": _anchor_count, "head": _anchor_head},
+        answer=AuditVerification,
+    )
     async def audit_verify(
         self,
         org: str,
@@ -1596,68 +1530,49 @@ class Client:
         consistency: str | None = None,
     ) -> AuditVerification:
         """Recompute an org's chain, optionally against an anchor kept elsewhere."""
-        params: dict[str, Any] = {"org": org, "consistency": consistency}
-        if anchor is not None:
-            count, head = (anchor.count, anchor.head) if isinstance(anchor, AuditAnchor) else anchor
-            params.update(count=count, head=head)
-        return await self._call(AuditVerification, "GET", "/v1/audit/verify", params=params)
 
-    @_route("get", "/v1/audit/search", answer=AuditRows)
+    @_route(
+        "get",
+        "/v1/audit/search",
+        query=("org", "actor", "action_prefix", "limit"),
+        answer=AuditRows,
+    )
     async def audit_search(
         self, org: str, actor: str, *, action_prefix: str | None = None, limit: int = 100
     ) -> AuditRows:
         """``actor``'s audit rows of ``org``, newest first."""
-        return await self._call(
-            AuditRows,
-            "GET",
-            "/v1/audit/search",
-            params=_drop_none(
-                {"org": org, "actor": actor, "action_prefix": action_prefix, "limit": limit}
-            ),
-        )
 
     @_route("post", "/v1/audit/seal", body=("org",), answer=AuditAppended)
     async def audit_seal(self, org: str) -> AuditAppended:
-        return await self._call(AuditAppended, "POST", "/v1/audit/seal", json={"org": org})
+        """Close ``org``'s current era with an ``audit.seal`` row and start the next."""
 
     # --- transform state, reference sets, retention -----------------------------------------
 
-    @_route("get", "/v1/state/{namespace}", answer=Namespace)
+    @_route(
+        "get",
+        "/v1/state/{namespace}",
+        query=("entries", "consistency"),
+        encode={"entries": _or_none},
+        answer=Namespace,
+    )
     async def namespace(
         self, namespace: str, *, entries: bool = False, consistency: str | None = None
     ) -> Namespace:
         """A namespace's version; with ``entries`` also every entry, read at that version."""
-        return await self._call(
-            Namespace,
-            "GET",
-            f"/v1/state/{segment(namespace)}",
-            params=_drop_none({"entries": "true" if entries else None, "consistency": consistency}),
-        )
 
-    @_route("get", "/v1/state/{namespace}/{key}", answer=StateEntry)
+    @_route("get", "/v1/state/{namespace}/{key}", query=("consistency",), answer=StateEntry)
     async def state_entry(
         self, namespace: str, key: str, *, consistency: str | None = None
     ) -> StateEntry:
-        return await self._call(
-            StateEntry,
-            "GET",
-            f"/v1/state/{segment(namespace)}/{segment(key)}",
-            params={"consistency": consistency},
-        )
+        """One transform-state entry."""
 
-    @_route("get", "/v1/state", answer=NamespaceList)
+    @_route("get", "/v1/state", query=("consistency",), answer=NamespaceList)
     async def namespaces(self, *, consistency: str | None = None) -> NamespaceList:
         """Every transform-state namespace with its version, in name order."""
-        return await self._call(
-            NamespaceList, "GET", "/v1/state", params={"consistency": consistency}
-        )
 
-    @_route("get", "/v1/reference", answer=ReferenceSetList)
+    @_route("get", "/v1/reference", query=("consistency",), answer=ReferenceSetList)
     async def reference_sets(self, *, consistency: str | None = None) -> ReferenceSetList:
         """Every reference set without its rows, in name order."""
-        return await self._call(
-            ReferenceSetList, "GET", "/v1/reference", params={"consistency": consistency}
-        )
 
     @_route("put", "/v1/reference/{name}", body=("version", "rows"), answer=ReferenceWritten)
     async def put_reference(
@@ -1665,24 +1580,17 @@ class Client:
     ) -> ReferenceWritten:
         """Replace a set whole. ``version``: a number, or a text label such as ``"v1"`` (then
         the stored number moves by one and the label is kept beside it)."""
-        return await self._call(
-            ReferenceWritten,
-            "PUT",
-            f"/v1/reference/{segment(name)}",
-            json={"version": version, "rows": dict(rows)},
-        )
 
-    @_route("get", "/v1/reference/{name}", answer=ReferenceSnapshot)
+    @_route("get", "/v1/reference/{name}", query=("consistency",), answer=ReferenceSnapshot)
     async def reference(self, name: str, *, consistency: str | None = None) -> ReferenceSnapshot:
-        return await self._call(
-            ReferenceSnapshot,
-            "GET",
-            f"/v1/reference/{segment(name)}",
-            params={"consistency": consistency},
-        )
+        """A reference set with its rows."""
 
     @_route(
-        "post", "/v1/retention/purge", body=("kind", "older_than_ms", "older_than"), answer=Purged
+        "post",
+        "/v1/retention/purge",
+        body=("kind", "older_than_ms", "older_than"),
+        headers={"raftlane-approval": "approval"},
+        answer=Purged,
     )
     async def purge(
         self,
@@ -1695,53 +1603,46 @@ class Client:
         """``kind``: ``bodies``, ``dead_letters`` or ``state``; what is older than an age
         (``older_than_ms``) or a cutoff (``older_than``, ms since the epoch) goes.
         ``approval``: the approval id when the config lists ``purge``."""
-        return await self._call(
-            Purged,
-            "POST",
-            "/v1/retention/purge",
-            json=_drop_none(
-                {"kind": kind, "older_than_ms": older_than_ms, "older_than": older_than}
-            ),
-            headers=_approval(approval),
-        )
 
     # --- approvals, tokens, keys ------------------------------------------------------------
 
-    @_route("post", "/v1/approvals", body=("operation", "params", "ttl_ms"), answer=ApprovalCreated)
+    @_route(
+        "post", "/v1/approvals", body=("operation", "params", "ttl_ms"), answer=ApprovalCreated
+    )
     async def create_approval(
         self, operation: str, *, params: Any = None, ttl_ms: int | None = None
     ) -> ApprovalCreated:
-        return await self._call(
-            ApprovalCreated,
-            "POST",
-            "/v1/approvals",
-            json=_drop_none({"operation": operation, "params": params, "ttl_ms": ttl_ms}),
-        )
+        """Request another principal's approval of ``operation`` (dual control, SPEC §9.5)."""
 
-    @_route("get", "/v1/approvals/{id}", answer=Approval)
+    @_route(
+        "get",
+        "/v1/approvals/{id}",
+        args={"id": "approval_id"},
+        query=("consistency",),
+        answer=Approval,
+    )
     async def approval(self, approval_id: int, *, consistency: str | None = None) -> Approval:
-        return await self._call(
-            Approval,
-            "GET",
-            f"/v1/approvals/{segment(approval_id)}",
-            params={"consistency": consistency},
-        )
+        """An approval as stored."""
 
-    @_route("post", "/v1/approvals/{id}/decide", body=("approve",), answer=ApprovalDecided)
+    @_route(
+        "post",
+        "/v1/approvals/{id}/decide",
+        args={"id": "approval_id"},
+        body=("approve",),
+        answer=ApprovalDecided,
+    )
     async def decide_approval(self, approval_id: int, approve: bool) -> ApprovalDecided:
-        return await self._call(
-            ApprovalDecided,
-            "POST",
-            f"/v1/approvals/{segment(approval_id)}/decide",
-            json={"approve": approve},
-        )
+        """Approve or reject a pending approval (not the requester's own)."""
 
-    @_route("get", "/v1/approvals", answer=ApprovalList)
+    @_route(
+        "get",
+        "/v1/approvals",
+        query=("status", "limit"),
+        const={"status": "pending"},
+        answer=ApprovalList,
+    )
     async def pending_approvals(self, *, limit: int = 100) -> ApprovalList:
         """Approvals pending and unexpired at the request's time, newest request first."""
-        return await self._call(
-            ApprovalList, "GET", "/v1/approvals", params={"status": "pending", "limit": limit}
-        )
 
     @_route(
         "post",
@@ -1761,22 +1662,10 @@ class Client:
     ) -> ApprovalCreated:
         """An approval under the caller's ``key``, requester and times (ms); no ``expires_at``:
         it never expires."""
-        body = {
-            "key": key,
-            "operation": operation,
-            "params": params,
-            "requester": requester,
-            "requested_at": requested_at,
-            "expires_at": expires_at,
-        }
-        return await self._call(
-            ApprovalCreated, "POST", "/v1/approvals/keyed", json=_drop_none(body)
-        )
 
     @_route("get", "/v1/approvals/keyed/{key}", answer=Approval)
     async def keyed_approval(self, key: str) -> Approval:
         """The approval under ``key``, its status as stored."""
-        return await self._call(Approval, "GET", f"/v1/approvals/keyed/{segment(key)}")
 
     @_route(
         "post",
@@ -1789,10 +1678,6 @@ class Client:
     ) -> KeyedDecided:
         """``status``: ``approved``, ``rejected`` or ``expired``; a decided approval answers
         409 ``already_decided``."""
-        body = _drop_none({"status": status, "approver": approver, "decided_at": decided_at})
-        return await self._call(
-            KeyedDecided, "POST", f"/v1/approvals/keyed/{segment(key)}/decide", json=body
-        )
 
     # --- engine coordination (docs/SPEC.md §15) ----------------------------------------------
 
@@ -1801,24 +1686,16 @@ class Client:
         self, node_id: str, *, host: str | None = None, pid: int | None = None
     ) -> HeartbeatAck:
         """Register ``node_id`` or refresh its ``last_seen``."""
-        return await self._call(
-            HeartbeatAck,
-            "PUT",
-            f"/v1/engine/nodes/{segment(node_id)}",
-            json=_drop_none({"host": host, "pid": pid}),
-        )
 
-    @_route("delete", "/v1/engine/nodes/{node_id}")
+    @_route("delete", "/v1/engine/nodes/{node_id}", answer=NodeLeft, unwrap="left")
     async def engine_leave(self, node_id: str) -> bool:
-        """Mark ``node_id`` left (and give up its leadership); false when it was never registered."""
-        answer = await self.request("DELETE", f"/v1/engine/nodes/{segment(node_id)}")
-        return bool(answer["left"])
+        """Mark ``node_id`` left (and give up its leadership); false when it was never
+        registered."""
 
     @_route("get", "/v1/engine/nodes", answer=EngineNodes)
     async def engine_nodes(self) -> EngineNodes:
         """Every registered engine process (tombstones of clean stops included) and the time
         of the read."""
-        return await self._call(EngineNodes, "GET", "/v1/engine/nodes")
 
     @_route(
         "post", "/v1/engine/leadership/{group}", body=("node_id", "ttl_ms"), answer=Leadership
@@ -1826,48 +1703,45 @@ class Client:
     async def campaign(self, group: str, node_id: str, *, ttl_ms: int) -> Leadership:
         """Take or renew ``group``'s leadership for ``node_id``; answers the lease as it stands,
         whoever holds it."""
-        return await self._call(
-            Leadership,
-            "POST",
-            f"/v1/engine/leadership/{segment(group)}",
-            json={"node_id": node_id, "ttl_ms": ttl_ms},
-        )
 
-    @_route("post", "/v1/engine/leadership/{group}/resign", body=("node_id",))
+    @_route(
+        "post",
+        "/v1/engine/leadership/{group}/resign",
+        body=("node_id",),
+        answer=Resigned,
+        unwrap="resigned",
+    )
     async def resign(self, group: str, node_id: str) -> bool:
-        answer = await self.request(
-            "POST", f"/v1/engine/leadership/{segment(group)}/resign", json={"node_id": node_id}
-        )
-        return bool(answer["resigned"])
+        """Give up ``group``'s leadership; false when ``node_id`` did not hold it."""
 
     @_route("get", "/v1/engine/leadership/{group}", answer=Leadership)
     async def leadership(self, group: str) -> Leadership:
         """``group``'s leadership lease as it stands."""
-        return await self._call(Leadership, "GET", f"/v1/engine/leadership/{segment(group)}")
 
-    @_route("post", "/v1/engine/counters/{name}")
+    @_route("post", "/v1/engine/counters/{name}", answer=CounterValue, unwrap="value")
     async def bump_counter(self, name: str) -> int:
-        answer = await self.request("POST", f"/v1/engine/counters/{segment(name)}")
-        return int(answer["value"])
+        """Add one to the shared counter ``name``; answers its new value."""
 
-    @_route("get", "/v1/engine/counters/{name}")
+    @_route("get", "/v1/engine/counters/{name}", answer=CounterValue, unwrap="value")
     async def counter(self, name: str) -> int:
-        answer = await self.request("GET", f"/v1/engine/counters/{segment(name)}")
-        return int(answer["value"])
+        """The shared counter ``name``."""
 
-    @_route("get", "/v1/engine/lanes/{owner}")
+    @_route("get", "/v1/engine/lanes/{owner}", answer=HeldLanes, unwrap="lanes")
     async def held_lanes(self, owner: str) -> list[str]:
         """The lanes (``stage:name``) whose lease ``owner`` holds now."""
-        answer = await self.request("GET", f"/v1/engine/lanes/{segment(owner)}")
-        return [str(lane) for lane in answer["lanes"]]
 
-    @_route("get", "/v1/tokens", answer=TokenList)
+    @_route("get", "/v1/tokens", query=("consistency",), answer=TokenList, unwrap="tokens")
     async def tokens(self, *, consistency: str | None = None) -> list[Principal]:
-        return (
-            await self._call(TokenList, "GET", "/v1/tokens", params={"consistency": consistency})
-        ).tokens
+        """Every principal with its role and scope (not its token)."""
 
-    @_route("post", "/v1/tokens", body=("name", "role", "channels", "orgs"), answer=TokenCreated)
+    @_route(
+        "post",
+        "/v1/tokens",
+        body=("name", "role", "channels", "orgs"),
+        encode={"channels": _or_none},
+        headers={"raftlane-approval": "approval"},
+        answer=TokenCreated,
+    )
     async def create_token(
         self,
         name: str,
@@ -1879,90 +1753,71 @@ class Client:
     ) -> TokenCreated:
         """Create or rotate a principal's token (admin); the token is shown once. ``orgs``: the
         audit orgs it may reach; ``approval`` when the config lists ``create_token``."""
-        body = {
-            "name": name,
-            "role": role,
-            "channels": list(channels) if channels else None,
-            "orgs": list(orgs) if orgs is not None else None,
-        }
-        return await self._call(
-            TokenCreated, "POST", "/v1/tokens", json=_drop_none(body), headers=_approval(approval)
-        )
 
     @_route("delete", "/v1/tokens/{name}", answer=Revoked)
     async def revoke_token(self, name: str) -> Revoked:
-        return await self._call(Revoked, "DELETE", f"/v1/tokens/{segment(name)}")
+        """Revoke a principal's token."""
 
-    @_route("get", "/v1/owners/{owner}")
+    @_route("get", "/v1/owners/{owner}", answer=OwnerBinding, unwrap="principal")
     async def owner(self, owner: str) -> str | None:
         """The principal a lease owner name or engine node id is bound to (``None``: nobody's
         yet; docs/SPEC.md §9.8)."""
-        answer = await self.request("GET", f"/v1/owners/{segment(owner)}")
-        principal = answer.get("principal")
-        return None if principal is None else str(principal)
 
-    @_route("put", "/v1/owners/{owner}", body=("principal",))
+    @_route(
+        "put", "/v1/owners/{owner}", body=("principal",), answer=OwnerBinding, unwrap=_changed
+    )
     async def reserve_owner(self, owner: str, principal: str) -> bool:
         """Bind ``owner`` (an owner name or engine node id) to ``principal`` ahead of its first
         use (admin); answers whether the binding changed."""
-        answer = await self.request(
-            "PUT", f"/v1/owners/{segment(owner)}", json={"principal": principal}
-        )
-        return bool(answer["changed"])
 
-    @_route("delete", "/v1/owners/{owner}")
+    @_route("delete", "/v1/owners/{owner}", answer=OwnerBinding, unwrap=_changed)
     async def release_owner(self, owner: str) -> bool:
         """Release ``owner``'s binding (admin); answers whether there was one."""
-        answer = await self.request("DELETE", f"/v1/owners/{segment(owner)}")
-        return bool(answer["changed"])
 
-    @_route("post", "/v1/keys/rotate", body=("batch_size",), answer=KeyRotation)
+    @_route(
+        "post",
+        "/v1/keys/rotate",
+        body=("batch_size",),
+        headers={"raftlane-approval": "approval"},
+        answer=KeyRotation,
+    )
     async def rotate_keys(
         self, *, batch_size: int | None = None, approval: int | None = None
     ) -> KeyRotation:
-        return await self._call(
-            KeyRotation,
-            "POST",
-            "/v1/keys/rotate",
-            json=_drop_none({"batch_size": batch_size}),
-            headers=_approval(approval),
-        )
+        """Rewrite every encrypted value under the active key, ``batch_size`` per page
+        (docs/SPEC.md §2.6); ``approval`` when the config lists ``rotate_key``."""
 
     # --- cluster ----------------------------------------------------------------------------
 
     @_route("get", "/v1/cluster", answer=ClusterStatus)
     async def cluster(self) -> ClusterStatus:
         """The answering node's view: leader, term, indexes, membership."""
-        return await self._call(ClusterStatus, "GET", "/v1/cluster")
 
-    @_route("get", "/v1/cluster/digest", answer=StateDigest)
+    @_route("get", "/v1/cluster/digest", answer=StateDigest, by_hand=True)
     async def digest(self, endpoint: str | None = None) -> StateDigest:
         """A node's state digest: ``endpoint``'s, without failover, else the current node's."""
         if endpoint is None:
-            return await self._call(StateDigest, "GET", "/v1/cluster/digest")
-        base = _base_url(endpoint)
-        try:
-            r = await self._shared.get(f"{base}/v1/cluster/digest", self._headers(None))
-        except wire.WireError as e:
-            raise UnavailableError(f"GET {base}/v1/cluster/digest: {e}") from e
-        if r.status_code != 200:
-            raise error_from_response(r.status_code, r.content)
-        return decode(StateDigest, r.json(), "GET /v1/cluster/digest")
+            digest: StateDigest = await self._invoke(Client.digest)
+            return digest
+        one: StateDigest = await self._one_node(
+            Client.digest, _base_url(endpoint), self._headers(None)
+        )
+        return one
 
     @_route("post", "/v1/cluster/snapshot", answer=SnapshotTaken)
     async def snapshot(self) -> SnapshotTaken:
         """The current node builds a snapshot covering everything it has applied (unless its
         current one does) and answers the index it covers. Admin tokens only."""
-        return await self._call(SnapshotTaken, "POST", "/v1/cluster/snapshot")
 
-    @_route("get", "/v1/cluster/snapshot")
+    @_route("get", "/v1/cluster/snapshot", by_hand=True)
     async def backup(self, path: str | os.PathLike[str]) -> Backup:
         """Save a backup of the cluster to ``path`` (admin): the answering node catches up with
         the leader's commit, snapshots and sends the file, which holds every write acknowledged
         before the call. Written to ``path + ".part"`` (mode 0600: it holds every message), then
         renamed. The file passes through memory here; for a large state use ``raftlane ctl
         snapshot save``, which streams it and checks its SHA-256. Restore: ``raftlane restore``."""
-        r = await self._send("GET", "/v1/cluster/snapshot")
+        spec = route_of(Client.backup)
+        r = await self._send(spec.verb, spec.path)
         target = os.fspath(path)
         part = target + ".part"
         fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -1975,7 +1830,7 @@ class Client:
             index = int(r.headers.get("x-raftlane-snapshot-index", ""))
             node_id = int(r.headers.get("x-raftlane-node-id", ""))
         except ValueError as e:
-            raise DecodeError(f"GET /v1/cluster/snapshot: bad backup headers: {e}") from e
+            raise DecodeError(f"{spec.verb} {spec.path}: bad backup headers: {e}") from e
         return Backup(path=target, index=index, node_id=node_id, bytes=len(r.content))
 
     @_route("post", "/v1/cluster/leader", body=("to",), answer=LeaderTransferred)
@@ -1984,68 +1839,46 @@ class Client:
         leader holds new writes until it has caught up, then it is elected. Admin tokens only;
         a voter that cannot take it, or a transfer that did not happen, is a 400/409 naming
         ``to``."""
-        return await self._call(
-            LeaderTransferred, "POST", "/v1/cluster/leader", json=_drop_none({"to": to})
-        )
 
     @_route("get", "/v1/cluster/log-format", answer=LogFormatStatus)
     async def log_format(self) -> LogFormatStatus:
         """The log format the cluster writes, as the answering node applied it, and the formats
         that node's build reads (a rolling upgrade is done once it says the newest)."""
-        return await self._call(LogFormatStatus, "GET", "/v1/cluster/log-format")
 
     @_route("post", "/v1/cluster/log-format", body=("format",), answer=LogFormatStatus)
     async def raise_log_format(self, format: int) -> LogFormatStatus:
         """Raise the cluster's log format to ``format`` now (the leader does it by itself once
         every node reads it). Admin tokens only; a 409 names a node whose build cannot read it,
         a 400 refuses an unknown format or a step back."""
-        return await self._call(
-            LogFormatStatus, "POST", "/v1/cluster/log-format", json={"format": format}
-        )
 
-    @_route("post", "/v1/cluster/learners", body=("id", "addr"))
+    @_route("post", "/v1/cluster/learners", body=("id", "addr"), args={"id": "node_id"})
     async def add_learner(self, node_id: int, addr: str) -> None:
-        await self._send("POST", "/v1/cluster/learners", json={"id": node_id, "addr": addr})
+        """Add node ``node_id`` at ``addr`` as a learner (admin); it catches up from the log."""
 
     @_route("post", "/v1/cluster/membership", body=("voters",))
     async def change_membership(self, voters: Iterable[int]) -> None:
-        await self._send("POST", "/v1/cluster/membership", json={"voters": list(voters)})
+        """Make ``voters`` the cluster's voters (admin)."""
 
     @_route("get", "/healthz", answer=Health)
     async def healthz(self) -> Health:
-        return await self._call(Health, "GET", "/healthz")
+        """Whether the answering node's process is up."""
 
-    @_route("get", "/readyz", answer=Readiness)
+    @_route("get", "/readyz", answer=Readiness, by_hand=True)
     async def readyz(self, endpoint: str | None = None) -> Readiness:
         """One node's readiness (``endpoint``, else the current node), without failover: a
         ``503`` answer is ``ready=False``, not an error."""
         base = _base_url(endpoint) if endpoint else self.current_endpoint
-        try:
-            r = await self._shared.get(f"{base}/readyz", {})
-        except wire.WireError as e:
-            raise UnavailableError(f"GET {base}/readyz: {e}") from e
-        if r.status_code not in (200, 503):
-            raise error_from_response(r.status_code, r.content)
-        return decode(Readiness, r.json(), "GET /readyz")
+        ready: Readiness = await self._one_node(Client.readyz, base, {}, ok=(200, 503))
+        return ready
 
-    @_route("get", "/metrics")
+    @_route("get", "/metrics", answer=str)
     async def metrics(self) -> str:
         """Prometheus text of the answering node."""
-        return (await self._send("GET", "/metrics")).text
 
-    @_route("get", "/ui")
+    @_route("get", "/ui", answer=str)
     async def operator_page(self) -> str:
         """The operator's page (HTML) the answering node serves; open it in a browser."""
-        return (await self._send("GET", "/ui")).text
 
-    @_route("get", "/openapi.json")
+    @_route("get", "/openapi.json", answer=dict)
     async def openapi(self) -> dict[str, Any]:
         """The OpenAPI document the node serves."""
-        doc = await self.request("GET", "/openapi.json")
-        if not isinstance(doc, dict):
-            raise DecodeError("GET /openapi.json: not a JSON object")
-        return doc
-
-
-def _json_bytes(v: Any) -> bytes:
-    return _json.dumps(v).encode()
