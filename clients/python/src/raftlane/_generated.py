@@ -133,11 +133,15 @@ class Enqueued:
 
 @dataclass(frozen=True)
 class Correlation:
-    """Where a re-ingressed message came from."""
+    """Correlation of a message created by re-ingesting a captured response."""
 
+    #: The message whose response produced this one.
     correlation_id: int
+    #: The first message of the chain.
     root_id: int
+    #: 1 for a direct child of an original message.
     depth: int
+    #: The ``response_seq`` of the captured response that was re-ingested.
     reingress_of_seq: int
 
 
@@ -153,7 +157,8 @@ class Event:
 
 @dataclass(frozen=True)
 class Claim:
-    """A row's current claim."""
+    """Who holds an inflight row, until when, under which fence. Present exactly when the row is
+    inflight, so a pending row with an owner cannot be represented."""
 
     owner: str
     lease_expires_at: int
@@ -220,9 +225,8 @@ class CapturedResponse:
 class MessageView:
     """``GET /v1/messages/{id}``: a message with its events, rows and captured responses. Bodies
     (``message.raw``, ``rows[].payload``, ``responses[].body``) only with ``?body=true``, a
-    read that records a ``viewed`` event (its index in ``viewed_index``). Members in the order
-    the server has always sent them (alphabetical: this answer used to be built as a JSON
-    map)."""
+    read that records a ``viewed`` event (its index in ``viewed_index``). Members in
+    alphabetical order, the order clients read on the wire."""
 
     message: Message
     events: list[Event]
@@ -312,9 +316,8 @@ class Requeued:
 
 @dataclass(frozen=True)
 class Stats:
-    """``GET /v1/stats``: row counts by stage and status, for every channel. Members in the order
-    the server has always sent them (alphabetical: this answer used to be built as a JSON
-    map)."""
+    """``GET /v1/stats``: row counts by stage and status, for every channel. Members in
+    alphabetical order, the order clients read on the wire."""
 
     messages: int
     #: stage → status → rows.
@@ -394,7 +397,7 @@ class ConnectionTraffic:
 
 @dataclass(frozen=True)
 class ClaimedRow:
-    """A claimed row as handed to a worker, with the fence every action on it must carry."""
+    """A claimed row as handed to a worker."""
 
     row_id: int
     message_id: int
@@ -431,7 +434,7 @@ class FifoClaim:
 
 @dataclass(frozen=True)
 class LaneLease:
-    """Who holds a lane until when."""
+    """Who owns a lane until when (live through ``expires_at`` inclusive)."""
 
     owner: str
     expires_at: int
@@ -440,8 +443,8 @@ class LaneLease:
 @dataclass(frozen=True)
 class LaneView:
     """``GET /v1/lanes/{stage}/{name}``: the lane's depth, oldest row and holder; one item of
-    ``GET /v1/lanes``. Members in alphabetical order (this answer used to be built as a JSON
-    map); absent values are ``null``."""
+    ``GET /v1/lanes``. Members in alphabetical order, the order clients read on the wire;
+    absent values are ``null``."""
 
     #: ``"{stage}:{name}"``.
     lane: str
@@ -630,9 +633,8 @@ class RowActionResults:
 @dataclass(frozen=True)
 class ConfigVersion:
     """The body of ``PUT /v1/config`` is a ``ConfigDoc`` (re-exported at the crate root). ``GET
-    /v1/config`` and ``GET /v1/config/versions/{v}``: a configuration version. Members in the
-    order the server has always sent them (alphabetical: this answer used to be built as a
-    JSON map)."""
+    /v1/config`` and ``GET /v1/config/versions/{v}``: a configuration version. Members in
+    alphabetical order, the order clients read on the wire."""
 
     version: int
     config: dict[str, Any]
@@ -663,8 +665,8 @@ class AuditAppended:
 
 @dataclass(frozen=True)
 class AuditRow:
-    """One audit row. Members in the order the server has always sent them (alphabetical: rows
-    used to be built as JSON maps); absent values are ``null``."""
+    """One audit row. Members in alphabetical order, the order clients read on the wire; absent
+    values are ``null``."""
 
     seq: int
     ts: int
@@ -943,8 +945,7 @@ class RemovedLearner:
 @dataclass(frozen=True)
 class ClusterStatus:
     """``GET /v1/cluster``: what this node knows of the cluster (also how a client finds the
-    leader). Members in the order the server has always sent them (alphabetical: this answer
-    used to be built as a JSON map)."""
+    leader). Members in alphabetical order, the order clients read on the wire."""
 
     node_id: int
     term: int
