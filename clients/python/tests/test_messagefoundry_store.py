@@ -64,16 +64,15 @@ async def test_the_store_is_every_protocol_messagefoundry_composes() -> None:
     await store.close()
 
 
-def test_only_the_client_gaps_module_makes_raw_calls() -> None:
-    """Every part of the store calls the client's typed methods; the calls the client has no
-    method for yet live in one module."""
+def test_the_store_makes_no_raw_calls() -> None:
+    """Every part of the store calls the client's typed methods: no raw request, no path."""
     root = Path(store_package.__file__).parent
     raw = {
         p.name
         for p in root.glob("*.py")
         if re.search(r"\.request\(|_request\(|[\"']/v1", p.read_text())
     }
-    assert raw == {"client_gaps.py"}
+    assert raw == set()
 
 
 def _claimed(row_id: int, fence: int, **kw: Any) -> dict[str, Any]:

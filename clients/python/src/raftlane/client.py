@@ -760,7 +760,18 @@ class Client:
     @_route(
         "post",
         "/v1/channels/{channel}/messages",
-        body=("raw", "control_id", "message_type", "source_type", "summary", "metadata"),
+        body=(
+            "raw",
+            "control_id",
+            "message_type",
+            "source_type",
+            "summary",
+            "metadata",
+            "deliveries",
+            "status",
+            "error",
+        ),
+        encode={"deliveries": _deliveries},
         headers={"idempotency-key": "idempotency_key"},
         answer=Enqueued,
     )
@@ -775,10 +786,15 @@ class Client:
         summary: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
+        deliveries: Iterable[Delivery | tuple[str, str]] | None = None,
+        status: str | None = None,
+        error: str | None = None,
     ) -> Enqueued:
         """Enqueue a message on ``channel`` (a new message and its ingress row). With
         ``idempotency_key``, a key already used on this channel answers the first message with
-        ``duplicate=True``."""
+        ``duplicate=True``. With ``deliveries`` the producer routed it already: its outbound
+        rows instead of an ingress row. With ``status`` (``filtered`` or ``error``, and
+        ``error``'s text) it is recorded as received and ended, with no row."""
 
     @_route(
         "get",
@@ -835,7 +851,7 @@ class Client:
     )
     async def message(
         self,
-        message_id: int,
+        message_id: int | str,
         *,
         body: bool = False,
         record_view: bool | None = None,
@@ -1240,13 +1256,35 @@ class Client:
         "/v1/rows/{id}/{action}",
         args={"id": "row"},
         const={"action": "reingress"},
-        body=("fence", "loopback_channel", "depth_cap"),
+        body=(
+            "fence",
+            "loopback_channel",
+            "depth_cap",
+            "child_key",
+            "control_id",
+            "message_type",
+            "summary",
+            "peek_failed",
+        ),
         answer=Reingressed,
     )
     async def reingress(
-        self, row: int, fence: int, loopback_channel: str, *, depth_cap: int | None = None
+        self,
+        row: int,
+        fence: int,
+        loopback_channel: str,
+        *,
+        depth_cap: int | None = None,
+        child_key: str | None = None,
+        control_id: str | None = None,
+        message_type: str | None = None,
+        summary: str | None = None,
+        peek_failed: bool | None = None,
     ) -> Reingressed:
-        """Re-ingest a response row's captured answer as a new message on ``loopback_channel``."""
+        """Re-ingest a response row's captured answer as a new message on ``loopback_channel``.
+        With ``child_key`` the caller names the child (and may describe it: ``control_id``,
+        ``message_type``, ``summary``; ``peek_failed`` records it in error), and reads it back
+        by that key (docs/SPEC.md §14.7)."""
 
     @_route(
         "post",
@@ -1480,7 +1518,10 @@ class Client:
     # --- audit ------------------------------------------------------------------------------
 
     @_route(
-        "post", "/v1/audit", body=("action", "channel", "org", "detail"), answer=AuditAppended
+        "post",
+        "/v1/audit",
+        body=("action", "channel", "org", "detail", "actor"),
+        answer=AuditAppended,
     )
     async def audit_append(
         self,
@@ -1489,8 +1530,11 @@ class Client:
         channel: str | None = None,
         org: str | None = None,
         detail: str | None = None,
+        actor: str | None = None,
     ) -> AuditAppended:
-        """Append a row to an org's audit chain."""
+        """Append a row to an org's audit chain. With ``actor`` the row names that actor (a
+        person the caller acts for), recorded beside the caller's principal (docs/SPEC.md
+        §14.5)."""
 
     @_route(
         "get",

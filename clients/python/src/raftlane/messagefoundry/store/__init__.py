@@ -18,7 +18,7 @@ One module per part of messagefoundry's protocols, each a class over the shared 
 - ``AuditStore``: :mod:`.audit`;
 - ``AuthStore``: :mod:`.users`, :mod:`.roles`, :mod:`.sessions`.
 
-:mod:`.client_gaps` holds the few calls the client has no typed method for yet.
+Every part calls :class:`raftlane.Client`'s typed methods only.
 
 messagefoundry (AGPL) is an optional dependency: it is imported at run time for its answer types
 (``OutboxItem``, ``CapturedResponse``, ``DbStatus``, ...) and its audit tee; none of its code is

@@ -10,9 +10,8 @@ from messagefoundry.store.audit_tee import emit_audit_tee
 
 from ...errors import ConflictError, NotFoundError
 from ...types import Approval, AuditAnchor
-from .client_gaps import audit_append_as
 from .context import StorePart
-from .convert import drop_none, ms, s, s0
+from .convert import ms, s, s0
 from .outcomes import is_missing_route, raise_unless_gone
 
 #: The audit org the engine's own audit chain lives in (raftlane's own rows stay in ``default``).
@@ -54,14 +53,9 @@ class AuditPart(StorePart):
         detail: str | None = None,
         now: float | None = None,
     ) -> None:
-        body = {
-            "action": action,
-            "org": AUDIT_ORG,
-            "actor": actor,
-            "channel": channel_id,
-            "detail": detail,
-        }
-        await audit_append_as(self._ctx.at(now), drop_none(body))
+        await self._ctx.at(now).audit_append(
+            action, org=AUDIT_ORG, actor=actor, channel=channel_id, detail=detail
+        )
         # The engine's off-box copy (metadata only, redacted by its own code), after the append.
         emit_audit_tee(
             action=action,

@@ -17,7 +17,6 @@ from ...errors import NotFoundError
 from ...types import MessageView
 from .caches import Caches
 from .claims import Claims
-from .client_gaps import message_by_key
 from .convert import ms
 from .leases import Leases
 from .outcomes import is_missing_route
@@ -98,7 +97,7 @@ class StoreContext:
         The engine reads bodies to process them and records its users' views itself
         (``record_view``), so this read does not record one (``record_view=false``)."""
         try:
-            return await message_by_key(self.client, message_id)
+            return await self.client.message(message_id, body=True, record_view=False)
         except NotFoundError as e:
             if is_missing_route(e):
                 raise

@@ -13,7 +13,6 @@ from messagefoundry.store.store import CapturedResponse, MessageStore, OutboxIte
 from ...errors import NotFoundError
 from ...types import UNLIMITED_ATTEMPTS, RetryPolicy
 from .claims import FifoKey
-from .client_gaps import reingress_with_child
 from .context import StorePart
 from .convert import known_row_id, ms, s0
 from .outcomes import is_missing_route, unless_gone
@@ -158,26 +157,25 @@ class DeliveryPart(StorePart):
         if row is None:
             return False
         with unless_gone("ingress_handoff", row, self._ctx.leases.held) as done:
-            body: dict[str, Any] = {
-                "fence": await self._ctx.leases.fence(row),
-                "loopback_channel": loopback_channel_id,
-                "depth_cap": correlation_depth_cap,
-                "control_id": control_id,
-                "message_type": message_type,
-                "summary": summary,
-                "peek_failed": peek_failed or None,
-            }
+            fence = await self._ctx.leases.fence(row)
             # The engine finds the child by an id it derives from the origin and the reply (its
             # own function, called here); the cluster keeps it with the child.
+            child_key: str | None = None
             ref = await self._response_reference(row)
             if ref is not None:
                 reply = await self._response_body(ref)
                 if reply is not None:
-                    body["child_key"] = MessageStore._reingress_message_id(
-                        ref[0], ref[1], ref[2], reply
-                    )
-            await reingress_with_child(
-                self._ctx.at(now), row, {k: v for k, v in body.items() if v is not None}
+                    child_key = MessageStore._reingress_message_id(ref[0], ref[1], ref[2], reply)
+            await self._ctx.at(now).reingress(
+                row,
+                fence,
+                loopback_channel_id,
+                depth_cap=correlation_depth_cap,
+                child_key=child_key,
+                control_id=control_id,
+                message_type=message_type,
+                summary=summary,
+                peek_failed=peek_failed or None,
             )
         return done.applied
 

@@ -13,7 +13,6 @@ from messagefoundry.store.store import MessageStatus
 
 from ...client import Client, RowAction
 from ...types import HandedOff, StateOp
-from .client_gaps import enqueue_with_outcome
 from .context import StorePart
 from .convert import known_row_id
 from .outcomes import unless_gone
@@ -28,24 +27,6 @@ def _metadata(text: str | None) -> dict[str, Any] | None:
     if isinstance(parsed, dict):
         return parsed
     raise ValueError("metadata must be the JSON text of an object")
-
-
-def _fields(
-    control_id: str | None,
-    message_type: str | None,
-    source_type: str | None,
-    summary: str | None,
-    metadata: str | None,
-) -> dict[str, Any]:
-    """A message's optional fields as the enqueue body carries them (absent when ``None``)."""
-    body: dict[str, Any] = {
-        "control_id": control_id,
-        "message_type": message_type,
-        "source_type": source_type,
-        "summary": summary,
-        "metadata": _metadata(metadata),
-    }
-    return {k: v for k, v in body.items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -96,12 +77,17 @@ class PipelinePart(StorePart):
         metadata: str | None = None,
         now: float | None = None,
     ) -> str:
-        body = {
-            "raw": raw,
-            **_fields(control_id, message_type, source_type, summary, metadata),
-            "deliveries": [{"destination": d, "payload": p} for d, p in deliveries],
-        }
-        return await enqueue_with_outcome(self._ctx.at(now), channel_id, body)
+        enqueued = await self._ctx.at(now).enqueue(
+            channel_id,
+            raw,
+            control_id=control_id,
+            message_type=message_type,
+            source_type=source_type,
+            summary=summary,
+            metadata=_metadata(metadata),
+            deliveries=list(deliveries),
+        )
+        return str(enqueued.message_id)
 
     async def record_received(
         self,
@@ -117,16 +103,19 @@ class PipelinePart(StorePart):
         metadata: str | None = None,
         now: float | None = None,
     ) -> str:
-        body: dict[str, Any] = {
-            "raw": raw,
-            **_fields(control_id, message_type, source_type, summary, metadata),
-            "status": MessageStatus(status).value,
-        }
-        if error:
-            body["error"] = safe_text(error)  # the store layer is messagefoundry's PHI chokepoint
-        elif error is not None:
-            body["error"] = error
-        return await enqueue_with_outcome(self._ctx.at(now), channel_id, body)
+        # The store layer is messagefoundry's PHI chokepoint: an error's text is made safe here.
+        enqueued = await self._ctx.at(now).enqueue(
+            channel_id,
+            raw,
+            control_id=control_id,
+            message_type=message_type,
+            source_type=source_type,
+            summary=summary,
+            metadata=_metadata(metadata),
+            status=MessageStatus(status).value,
+            error=safe_text(error) if error else error,
+        )
+        return str(enqueued.message_id)
 
     async def enqueue_ingress(
         self,

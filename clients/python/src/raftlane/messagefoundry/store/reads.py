@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...errors import NotFoundError
-from ...types import Event, MessageMeta, WorkRow
+from ...types import Event, ListedMessage, MessageMeta, WorkRow
 from .context import StorePart
 from .convert import row_id as parse_row_id
 from .convert import s, s0, sid
@@ -32,7 +32,7 @@ def _event_detail(event: Event) -> str | None:
     return detail
 
 
-def _message_dict(m: MessageMeta, raw: str | None) -> dict[str, Any]:
+def _message_dict(m: MessageMeta | ListedMessage, raw: str | None) -> dict[str, Any]:
     corr = m.correlation
     metadata = m.metadata
     if corr is not None and metadata is None:
