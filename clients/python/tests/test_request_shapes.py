@@ -41,6 +41,8 @@ CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
             "idempotency_key": "order-1",
         },
     ),
+    ("enqueue", ("lab", "MSH|3"), {"deliveries": [("d1", "p1"), Delivery("d2", "p2")]}),
+    ("enqueue", ("lab", "MSH|4"), {"status": "error", "error": "bad segment"}),
     ("list_messages", (), {}),
     (
         "list_messages",
@@ -180,6 +182,17 @@ CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("reingress", (1, 2, "loop"), {}),
     ("reingress", (1, 2, "loop"), {"depth_cap": 3}),
     (
+        "reingress",
+        (1, 2, "loop"),
+        {
+            "child_key": "k1",
+            "control_id": "c",
+            "message_type": "ACK",
+            "summary": "s",
+            "peek_failed": True,
+        },
+    ),
+    (
         "row_actions",
         (
             [
@@ -227,6 +240,7 @@ CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("change_session", ("h", "reauth"), {"body": {"at": 3, "client": "c"}}),
     ("audit_append", ("login",), {}),
     ("audit_append", ("login",), {"channel": "c", "org": "o", "detail": "d"}),
+    ("audit_append", ("login",), {"actor": "alice"}),
     ("audit_list", ("o",), {}),
     ("audit_list", ("o",), {"start": 3, "limit": 10, "consistency": "leader"}),
     ("audit_anchor", ("o",), {}),

@@ -346,7 +346,17 @@ class RowAction:
 
     @classmethod
     def reingress(
-        cls, row: int, fence: int, loopback_channel: str, depth_cap: int | None = None
+        cls,
+        row: int,
+        fence: int,
+        loopback_channel: str,
+        depth_cap: int | None = None,
+        *,
+        child_key: str | None = None,
+        control_id: str | None = None,
+        message_type: str | None = None,
+        summary: str | None = None,
+        peek_failed: bool | None = None,
     ) -> RowAction:
         return cls._of(
             Client.reingress,
@@ -354,6 +364,11 @@ class RowAction:
             fence=fence,
             loopback_channel=loopback_channel,
             depth_cap=depth_cap,
+            child_key=child_key,
+            control_id=control_id,
+            message_type=message_type,
+            summary=summary,
+            peek_failed=peek_failed,
         )
 
 
