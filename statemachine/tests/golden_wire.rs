@@ -2373,14 +2373,14 @@ fn live_command_examples() -> Vec<Command> {
         })
         .map(|c| layout_v1::split(c).1)
         .collect();
-    out.push(Command::Nested(Nested(Box::new(CommandV1::AsOperator(
-        layout_v1::AsOperator {
+    out.push(Command::Nested(Nested(codec::encode(
+        &CommandV1::AsOperator(layout_v1::AsOperator {
             command: Box::new(CommandV1::Fingerprinted(layout_v1::Fingerprinted {
                 fingerprint: bytes32(0xa0),
                 command: Box::new(CommandV1::ExpireRecords),
             })),
-        },
-    )))));
+        }),
+    ))));
     out
 }
 

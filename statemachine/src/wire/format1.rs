@@ -33,10 +33,9 @@ pub(crate) fn serialize_v1<S: Serializer>(
     s.serialize_field("now_ms", &envelope.now_ms)?;
     s.serialize_field("actor", &envelope.actor)?;
     s.serialize_field("request_id", &envelope.request_id)?;
-    s.serialize_field(
-        "command",
-        &layout_v1::join(&envelope.wrappers(), &envelope.command),
-    )?;
+    let command = layout_v1::join(&layout_v1::wrappers(envelope), &envelope.command)
+        .map_err(ser::Error::custom)?;
+    s.serialize_field("command", &command)?;
     s.end()
 }
 

@@ -13,7 +13,8 @@ use crate::wire::record::{self, HeaderError};
 
 /// The format 2 record of `envelope` (its `format` field aside: this is format 2).
 pub(crate) fn encode(envelope: &Envelope) -> Result<Vec<u8>, DecodeError> {
-    let command = codec::try_encode(&layout_v1::join(&envelope.wrappers(), &envelope.command))?;
+    let command = layout_v1::join(&layout_v1::wrappers(envelope), &envelope.command)?;
+    let command = codec::try_encode(&command)?;
     let mut out = Vec::with_capacity(command.len() + envelope.actor.len() + 32);
     record::put_uint(&mut out, record::FORMAT, u64::from(LogFormat::V2.number()));
     record::put_uint(&mut out, record::NOW_MS, envelope.now_ms);
@@ -79,7 +80,7 @@ mod tests {
     fn fields_in_another_order_read_the_same() {
         let e = sample();
         let mut record = Vec::new();
-        let command = layout_v1::join(&e.wrappers(), &e.command);
+        let command = layout_v1::join(&layout_v1::wrappers(&e), &e.command).expect("join");
         put_bytes(&mut record, COMMAND, &codec::encode(&command));
         put_bytes(&mut record, REQUEST_ID, b"r-1");
         put_bytes(&mut record, ACTOR, b"alice");

@@ -6,7 +6,8 @@
 //! number, not by inventing a command that wraps another.
 
 use crate::wire::codec::{self, DecodeError};
-use crate::wire::command::{Batch, Command, Envelope};
+use crate::wire::command::{Batch, Command, Envelope, Nested};
+use crate::wire::layout_v1::CommandV1;
 use crate::wire::log_format::LogFormat;
 use crate::wire::record::{self, HeaderError};
 
@@ -44,7 +45,7 @@ pub(crate) fn encode(envelope: &Envelope) -> Result<Vec<u8>, DecodeError> {
 /// The envelope of a format 3 record, whose fields were read already.
 pub(crate) fn decode(fields: record::Fields<'_>) -> Result<Envelope, HeaderError> {
     let command = match (fields.batch, fields.command) {
-        (None, Some(bytes)) if fields.members.is_empty() => codec::decode::<Command>(bytes)?,
+        (None, Some(bytes)) if fields.members.is_empty() => command_of(bytes)?,
         (Some(1), None) => Command::Batch(Batch {
             commands: fields
                 .members
@@ -79,6 +80,16 @@ pub(crate) fn decode(fields: record::Fields<'_>) -> Result<Envelope, HeaderError
         command,
         format: LogFormat::V3,
     })
+}
+
+/// The command of field 15. A kept format 1/2 command ([`Nested`]) must be one, so that the
+/// envelope can be written back in the format it came from.
+fn command_of(bytes: &[u8]) -> Result<Command, HeaderError> {
+    let command = codec::decode::<Command>(bytes)?;
+    if let Command::Nested(Nested(v1)) = &command {
+        codec::decode::<CommandV1>(v1)?;
+    }
+    Ok(command)
 }
 
 /// A batch member: a record of its own, in format 3 like the batch.

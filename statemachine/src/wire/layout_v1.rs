@@ -18,6 +18,7 @@
 
 use crate::model::approval::ApprovalStatus;
 use crate::model::ids::{ApprovalId, Fence, Millis, RowId};
+use crate::wire::codec::{self, DecodeError};
 use crate::wire::command::*;
 use crate::wire::legacy::Nested;
 use serde::{Deserialize, Serialize};
@@ -222,6 +223,15 @@ pub struct Wrappers {
     pub as_operator: bool,
 }
 
+/// The header fields of `envelope` that formats 1 and 2 write as wrappers around its command.
+pub fn wrappers(envelope: &Envelope) -> Wrappers {
+    Wrappers {
+        client_time: envelope.client_time,
+        fingerprint: envelope.fingerprint,
+        as_operator: envelope.as_operator,
+    }
+}
+
 /// The header fields and the command a format 1/2 command stands for.
 pub fn split(command: CommandV1) -> (Wrappers, Command) {
     let mut wrappers = Wrappers::default();
@@ -247,9 +257,10 @@ pub fn split(command: CommandV1) -> (Wrappers, Command) {
     (wrappers, live)
 }
 
-/// The format 1/2 command for `wrappers` around `command`: [`split`] backwards.
-pub fn join(wrappers: &Wrappers, command: &Command) -> CommandV1 {
-    let mut out = to_v1(command);
+/// The format 1/2 command for `wrappers` around `command`: [`split`] backwards. Fails only for
+/// a [`Nested`] whose bytes are not a format 1 command (a format 3 reader checks them).
+pub fn join(wrappers: &Wrappers, command: &Command) -> Result<CommandV1, DecodeError> {
+    let mut out = to_v1(command)?;
     if wrappers.as_operator {
         out = CommandV1::AsOperator(AsOperator {
             command: Box::new(out),
@@ -267,7 +278,7 @@ pub fn join(wrappers: &Wrappers, command: &Command) -> CommandV1 {
             command: Box::new(out),
         });
     }
-    out
+    Ok(out)
 }
 
 /// The same command variant in both vocabularies, both ways.
@@ -358,17 +369,17 @@ macro_rules! same {
                 c @ (CommandV1::AtClientTime(_)
                 | CommandV1::Fingerprinted(_)
                 | CommandV1::AsOperator(_)
-                | CommandV1::Batch(_)) => Command::Nested(Nested(Box::new(c))),
+                | CommandV1::Batch(_)) => Command::Nested(Nested(codec::encode(&c))),
             }
         }
 
         /// The format 1/2 command of a live one (wrappers aside: see [`join`]).
-        fn to_v1(c: &Command) -> CommandV1 {
-            match c {
+        fn to_v1(c: &Command) -> Result<CommandV1, DecodeError> {
+            Ok(match c {
                 $(Command::$v(x) => CommandV1::$v(x.clone()),)*
                 Command::ExpireRecords => CommandV1::ExpireRecords,
                 Command::Batch(b) => CommandV1::Batch(b.clone()),
-                Command::Nested(Nested(inner)) => inner.as_ref().clone(),
+                Command::Nested(Nested(bytes)) => return codec::decode::<CommandV1>(bytes),
                 Command::RecordAudit(x) => match &x.author {
                     AuditAuthor::Principal => CommandV1::RecordAudit(RecordAuditV1 {
                         action: x.action.clone(),
@@ -446,7 +457,7 @@ macro_rules! same {
                         decided_at: k.decided_at,
                     }),
                 },
-            }
+            })
         }
     };
 }

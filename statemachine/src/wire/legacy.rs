@@ -25,11 +25,13 @@ pub struct PurgeDeadLetters {
 
 /// A format 1/2 command found where no proposer put one: a wrapper ([`AtClientTime`],
 /// [`Fingerprinted`], [`AsOperator`]) nested in another order than the one proposers wrote, or
-/// around a batch. Kept whole, so the entry is written back byte for byte, and refused by
-/// `apply` as the misplaced wrapper itself was (`crate::apply::dispatch`).
+/// around a batch. Kept whole, as its format 1 bytes (the codec's bytes of a
+/// [`CommandV1`](crate::wire::layout_v1::CommandV1); bytes rather than the value, so that the
+/// one vocabulary does not name the old one), so the entry is written back byte for byte, and
+/// refused by `apply` as the misplaced wrapper itself was (`crate::apply::dispatch`).
 ///
 /// [`AtClientTime`]: crate::wire::layout_v1::AtClientTime
 /// [`Fingerprinted`]: crate::wire::layout_v1::Fingerprinted
 /// [`AsOperator`]: crate::wire::layout_v1::AsOperator
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Nested(pub Box<crate::wire::layout_v1::CommandV1>);
+pub struct Nested(pub Vec<u8>);

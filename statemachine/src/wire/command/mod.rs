@@ -146,15 +146,6 @@ impl Envelope {
         self
     }
 
-    /// The header fields formats 1 and 2 write as wrappers around the command.
-    pub(crate) fn wrappers(&self) -> crate::wire::layout_v1::Wrappers {
-        crate::wire::layout_v1::Wrappers {
-            client_time: self.client_time,
-            fingerprint: self.fingerprint,
-            as_operator: self.as_operator,
-        }
-    }
-
     /// Whether the envelope carries a batch to apply member by member: a [`Command::Batch`]
     /// with no header field that belongs to one command (a batch's members carry their own).
     pub fn is_batch(&self) -> bool {
