@@ -30,6 +30,17 @@ def _metadata(text: str | None) -> dict[str, Any] | None:
 
 
 @dataclass(frozen=True)
+class _Fields:
+    """A message's optional fields, as messagefoundry passes them to every enqueue."""
+
+    control_id: str | None
+    message_type: str | None
+    source_type: str | None
+    summary: str | None
+    metadata: str | None
+
+
+@dataclass(frozen=True)
 class _HandOn:
     """One handoff of a claimed row to the next stage: sent alone, or as a :class:`RowAction`
     with the lane's next claim riding in its write."""
@@ -77,17 +88,8 @@ class PipelinePart(StorePart):
         metadata: str | None = None,
         now: float | None = None,
     ) -> str:
-        enqueued = await self._ctx.at(now).enqueue(
-            channel_id,
-            raw,
-            control_id=control_id,
-            message_type=message_type,
-            source_type=source_type,
-            summary=summary,
-            metadata=_metadata(metadata),
-            deliveries=list(deliveries),
-        )
-        return str(enqueued.message_id)
+        fields = _Fields(control_id, message_type, source_type, summary, metadata)
+        return await self._enqueue(channel_id, raw, fields, now, deliveries=list(deliveries))
 
     async def record_received(
         self,
@@ -103,19 +105,16 @@ class PipelinePart(StorePart):
         metadata: str | None = None,
         now: float | None = None,
     ) -> str:
+        fields = _Fields(control_id, message_type, source_type, summary, metadata)
         # The store layer is messagefoundry's PHI chokepoint: an error's text is made safe here.
-        enqueued = await self._ctx.at(now).enqueue(
+        return await self._enqueue(
             channel_id,
             raw,
-            control_id=control_id,
-            message_type=message_type,
-            source_type=source_type,
-            summary=summary,
-            metadata=_metadata(metadata),
+            fields,
+            now,
             status=MessageStatus(status).value,
             error=safe_text(error) if error else error,
         )
-        return str(enqueued.message_id)
 
     async def enqueue_ingress(
         self,
@@ -129,14 +128,23 @@ class PipelinePart(StorePart):
         metadata: str | None = None,
         now: float | None = None,
     ) -> str:
+        fields = _Fields(control_id, message_type, source_type, summary, metadata)
+        return await self._enqueue(channel_id, raw, fields, now)
+
+    async def _enqueue(
+        self, channel_id: str, raw: str, fields: _Fields, now: float | None, **outcome: Any
+    ) -> str:
+        """The one enqueue call of the three ways a message comes in: ``outcome`` is what sets
+        them apart (its producer's ``deliveries``, or a ``status`` and ``error`` on receipt)."""
         enqueued = await self._ctx.at(now).enqueue(
             channel_id,
             raw,
-            control_id=control_id,
-            message_type=message_type,
-            source_type=source_type,
-            summary=summary,
-            metadata=_metadata(metadata),
+            control_id=fields.control_id,
+            message_type=fields.message_type,
+            source_type=fields.source_type,
+            summary=fields.summary,
+            metadata=_metadata(fields.metadata),
+            **outcome,
         )
         return str(enqueued.message_id)
 
