@@ -7,11 +7,13 @@
 //! in turn, the leader included, is stopped and started again on this build over its own data
 //! directory while a writer keeps enqueuing and a worker keeps claiming and completing, through
 //! whichever nodes answer. While the builds are mixed the cluster writes log format 1, which
-//! both read, and raising the format is refused, naming a node of the previous build. Once all
-//! three run this build the format is raised to 2 and then to 3 (the newest: header fields
-//! instead of wrapper commands); the writes go on, a node restarts and replays its log (entries
-//! of all three formats), and at the end every node holds the same state and every acknowledged
-//! message is there.
+//! both read, and raising the format is refused, naming a node of the previous build. The new
+//! build runs with the leader's format watch held (`[tuning] log_format_watch_ms = 0`, the
+//! operator's way to keep the way back open), so once all three run it the format is raised by
+//! hand to 2, and stays there. A second rolling restart lets go of the hold: the leader's watch
+//! raises the format to 3 (the newest: header fields instead of wrapper commands) by itself. The
+//! writes go on, a node restarts and replays its log (entries of all three formats), and at the
+//! end every node holds the same state and every acknowledged message is there.
 //!
 //! Without `$RAFTLANE_PREVIOUS_BIN` the test runs `scripts/previous-build.sh` itself (minutes
 //! the first time on a machine, then its cached binary).
@@ -163,11 +165,15 @@ async fn a_rolling_upgrade_from_the_previous_build_loses_nothing() {
     let mut order: Vec<u64> = (1..=3).filter(|id| Some(*id) != leader).collect();
     order.extend(leader);
     cluster.spec.binary = new.clone();
+    let hold_file = dir.join("hold-format.toml");
+    std::fs::write(&hold_file, "[tuning]\nlog_format_watch_ms = 0\n").expect("a config file");
+    let hold_format = ["--config".to_string(), hold_file.display().to_string()];
+    let hold_format: Vec<&str> = hold_format.iter().map(String::as_str).collect();
     for (step, id) in order.iter().enumerate() {
         let status = cluster.stop(*id).await.expect("a node stops");
         println!("node {id} stopped ({status:?}); starting it on this build");
         cluster
-            .start(*id, None)
+            .start_with(*id, &hold_format)
             .expect("the node starts on this build");
         settled(&conn, &addrs, &format!("after upgrading node {id}")).await;
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -212,29 +218,60 @@ async fn a_rolling_upgrade_from_the_previous_build_loses_nothing() {
         }
     }
 
-    // Every node runs this build: raise the format, a step at a time, with traffic between.
-    for format in [2, 3] {
-        let raised = client
-            .request(
-                hyper::Method::POST,
-                "/v1/cluster/log-format",
-                Some(json!({ "format": format })),
-            )
-            .await
-            .expect("the format is raised once every node reads it");
-        // The leader's own watch may have raised it further meanwhile (to the newest format
-        // every member reads); it never goes below what was asked.
-        let at_least = |v: &Value| v["log_format"].as_u64().is_some_and(|f| f >= format);
-        assert!(at_least(&raised), "{raised}");
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        for i in 0..3 {
-            let v = log_format(&conn, i).await.expect("a node answers");
-            assert!(at_least(&v), "node {}: {v}", i + 1);
-        }
-    }
+    // Every node runs this build, the watch held: the format moves only by hand, and only up.
+    let raised = client
+        .request(
+            hyper::Method::POST,
+            "/v1/cluster/log-format",
+            Some(json!({ "format": 2 })),
+        )
+        .await
+        .expect("the format is raised once every node reads it");
+    assert_eq!(raised["log_format"], json!(2), "{raised}");
+    tokio::time::sleep(Duration::from_secs(3)).await;
     for i in 0..3 {
         let v = log_format(&conn, i).await.expect("a node answers");
-        assert_eq!(v["log_format"], json!(3), "node {}: {v}", i + 1);
+        assert_eq!(v["log_format"], json!(2), "held at 2: node {}: {v}", i + 1);
+    }
+    match client
+        .request(
+            hyper::Method::POST,
+            "/v1/cluster/log-format",
+            Some(json!({ "format": 1 })),
+        )
+        .await
+    {
+        Err(ClientError::Api { status, field, .. }) => {
+            assert_eq!(status, 400, "a format never goes back");
+            assert_eq!(field.as_deref(), Some("format"));
+        }
+        other => panic!("the log format went back: {other:?}"),
+    }
+
+    // Let go of the hold, node by node: once the leader runs without it, its watch raises the
+    // format to the newest every member reads.
+    for id in &order {
+        cluster.stop(*id).await.expect("a node stops");
+        cluster
+            .start(*id, None)
+            .expect("the node starts without the hold");
+        settled(&conn, &addrs, &format!("after letting go of node {id}'s hold")).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut formats = Vec::new();
+        for i in 0..3 {
+            formats.push(log_format(&conn, i).await.map(|v| v["log_format"].clone()));
+        }
+        if formats.iter().all(|f| f.as_ref() == Some(&json!(3))) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the leader's watch did not raise the format to 3: {formats:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
     // A restart replays a log holding all three formats.
     let replayed = order[0];
