@@ -4,16 +4,16 @@
 //! `tests/client_routes.rs`; what each route does in every case is the API's own tests.)
 
 use raftlane_client::contract::{
-    ApprovalRequest, AuditAppendRequest, CancelRequest, ClaimRequest, CreateSessionRequest,
-    CreateUserRequest, DeadBody, DeliveryBody, EnqueueRequest, FifoClaimRequest, GroupEntry,
-    HeartbeatRequest, KeyedApprovalRequest, KeyedDecideRequest, PasswordChange, PurgeRequest,
-    ReauthChange, ReferenceRequest, ReferenceVersion, RenewRequest, ReplayDeadRequest, RoleRequest,
-    RouteBody, RouteHandler, RowStatus, Stage, StateOpBody, TokenRequest, TransformBody,
-    UserRolesRequest,
+    ApprovalRequest, AuditAppendRequest, AuthProvider, CancelRequest, ClaimRequest,
+    CreateSessionRequest, CreateUserRequest, DeadBody, DeliveryBody, EnqueueRequest,
+    FifoClaimRequest, GroupEntry, HeartbeatRequest, KeyedApprovalRequest, KeyedDecideRequest,
+    PasswordChange, PurgeKind, PurgeRequest, ReauthChange, ReferenceRequest, ReferenceVersion,
+    RenewRequest, ReplayDeadRequest, RoleRequest, RouteBody, RouteHandler, RowStatus, Stage,
+    StateOpBody, TokenRequest, TransformBody, UserRolesRequest,
 };
 use raftlane_client::{
     ApprovalStatus, AuditSearch, ClaimedRow, Client, ClientError, Consistency, DeadLetterFilter,
-    DeadStage, LanePage, MessageFilter, MessageRead, MessageStatus, RowAction, RowAnswer,
+    DeadStage, LanePage, MessageFilter, MessageRead, MessageStatus, Role, RowAction, RowAnswer,
 };
 use raftlane_testkit::node::NodeCluster;
 use serde_json::json;
@@ -27,7 +27,7 @@ fn code(e: &ClientError) -> (Option<u16>, Option<&str>) {
 /// A claim of up to ten rows of `stage` for `owner`.
 fn claim(stage: Stage, owner: &str, ttl_ms: u64, destination: Option<&str>) -> ClaimRequest {
     ClaimRequest {
-        stage: stage.as_str().to_string(),
+        stage,
         limit: 10,
         owner: owner.to_string(),
         ttl_ms,
@@ -446,7 +446,7 @@ async fn config_audit_state_reference_and_retention() {
 
     // Retention: the state purged, the entry gone.
     let purge = PurgeRequest {
-        kind: "state".into(),
+        kind: PurgeKind::State,
         older_than_ms: None,
         older_than: Some(u64::MAX),
     };
@@ -464,7 +464,7 @@ async fn approvals_tokens_owner_names_and_keys() {
     // Two operators, made through the client; the list shows them, never a token.
     let operator = |name: &str| TokenRequest {
         name: name.to_string(),
-        role: "operator".into(),
+        role: Role::Operator,
         channels: None,
         orgs: None,
     };
@@ -492,7 +492,7 @@ async fn approvals_tokens_owner_names_and_keys() {
     doc.approvals_required.insert("purge".into());
     admin.put_config(current.version, &doc).await.unwrap();
     let purge = PurgeRequest {
-        kind: "state".into(),
+        kind: PurgeKind::State,
         older_than_ms: Some(0),
         older_than: None,
     };
@@ -600,7 +600,7 @@ async fn users_roles_groups_and_sessions() {
     let user = CreateUserRequest {
         id: "u1".into(),
         username: "ann".into(),
-        auth_provider: "local".into(),
+        auth_provider: AuthProvider::Local,
         display_name: Some("Ann".into()),
         email: None,
         password_hash: Some("h1".into()),

@@ -3,7 +3,8 @@
 
 use hyper::Method;
 use raftlane_client::contract::{
-    DeliveryBody, FifoEmptyReason, HandoffBody, RouteBody, RouteHandler, StateOpBody, TransformBody,
+    DeliveryBody, FifoEmptyReason, HandoffBody, RouteBody, RouteHandler, Stage, StateOpBody,
+    TransformBody,
 };
 use raftlane_client::{Client, ClientError, RowAction, RowAnswer};
 use raftlane_testkit::http::{Http, Reply};
@@ -26,7 +27,7 @@ async fn full_pipeline_through_a_follower_ends_processed() {
     assert!(!m.duplicate);
 
     let ingress = c
-        .claim_ready("ingress", 10, "router", 30_000, Some("lab"))
+        .claim_ready(Stage::Ingress, 10, "router", 30_000, Some("lab"))
         .await
         .unwrap();
     assert_eq!(ingress.len(), 1);
@@ -52,7 +53,7 @@ async fn full_pipeline_through_a_follower_ends_processed() {
     );
 
     let routed = c
-        .claim_ready("routed", 10, "transformer", 30_000, None)
+        .claim_ready(Stage::Routed, 10, "transformer", 30_000, None)
         .await
         .unwrap();
     assert_eq!(routed.len(), 1);
@@ -130,7 +131,7 @@ async fn fifo_order_with_two_competing_workers_and_a_stale_fence() {
                 .message_id,
         );
         let rows = c
-            .claim_ready("ingress", 1, "router", 30_000, None)
+            .claim_ready(Stage::Ingress, 1, "router", 30_000, None)
             .await
             .unwrap();
         let row = &rows[0];
@@ -857,7 +858,7 @@ async fn roles_and_channel_scope() {
     assert_eq!(items[0]["message_id"].as_u64(), Some(lab));
     // The other channel's claimed row cannot be acted on, even with its fence.
     let adt_rows = admin
-        .claim_ready("ingress", 10, "router", 30_000, Some("adt"))
+        .claim_ready(Stage::Ingress, 10, "router", 30_000, Some("adt"))
         .await
         .unwrap();
     assert_eq!(adt_rows.len(), 1);

@@ -375,7 +375,7 @@ mod tests {
     }
 
     async fn reads_a_query(
-        _: crate::extract::Query<crate::routes::ReadOpts>,
+        _: crate::extract::Query<raftlane_contract::ReadOpts>,
         _: crate::extract::RawBody,
     ) -> &'static str {
         ""

@@ -15,6 +15,7 @@ use raftlane_chaos::cluster::leader_of;
 use raftlane_chaos::collect::wait_ready;
 use raftlane_chaos::conn::{Attempt, Conn};
 use raftlane_chaos::local::LocalCluster;
+use raftlane_client::contract::Stage;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 const TOKEN: &str = "skew-admin-token";
@@ -55,7 +56,8 @@ async fn claim(conn: &Conn, via: usize, owner: &str) -> Vec<u64> {
     let owner = owner.to_string();
     match conn
         .once(via, move |c| async move {
-            c.claim_ready("ingress", 50, &owner, LEASE_MS, None).await
+            c.claim_ready(Stage::Ingress, 50, &owner, LEASE_MS, None)
+                .await
         })
         .await
     {

@@ -12,6 +12,7 @@ mod common;
 
 use raftlane_chaos::cluster::leader_of;
 use raftlane_chaos::conn::{Attempt, Conn};
+use raftlane_client::contract::Stage;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 const TOKEN: &str = "step-admin-token";
@@ -73,7 +74,8 @@ async fn claim(conn: &Conn, via: usize, owner: &str) -> Option<Vec<u64>> {
     let owner = owner.to_string();
     match conn
         .once(via, move |c| async move {
-            c.claim_ready("ingress", 50, &owner, LEASE_MS, None).await
+            c.claim_ready(Stage::Ingress, 50, &owner, LEASE_MS, None)
+                .await
         })
         .await
     {

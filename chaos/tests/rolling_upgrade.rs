@@ -21,6 +21,7 @@
 mod common;
 
 use raftlane_chaos::conn::Conn;
+use raftlane_client::contract::Stage;
 use raftlane_client::{Client, ClientError};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -66,7 +67,7 @@ async fn traffic(client: Client, acked: Arc<Acked>, stop: Arc<AtomicBool>, hold:
         }
         if n.is_multiple_of(3) {
             if let Ok(rows) = client
-                .claim_ready("ingress", 5, "upgrade-worker", 30_000, None)
+                .claim_ready(Stage::Ingress, 5, "upgrade-worker", 30_000, None)
                 .await
             {
                 for row in rows {
@@ -255,7 +256,12 @@ async fn a_rolling_upgrade_from_the_previous_build_loses_nothing() {
         cluster
             .start(*id, None)
             .expect("the node starts without the hold");
-        settled(&conn, &addrs, &format!("after letting go of node {id}'s hold")).await;
+        settled(
+            &conn,
+            &addrs,
+            &format!("after letting go of node {id}'s hold"),
+        )
+        .await;
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
     let deadline = std::time::Instant::now() + Duration::from_secs(60);

@@ -34,30 +34,11 @@ pub mod tokens;
 pub mod users;
 pub mod work;
 
-use raftlane_contract::ApprovalId;
+use raftlane_contract::{ApprovalId, Consistency};
 use raftlane_transport::http::{base_url, PeerClient};
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// How fresh a read must be (`?consistency=`, docs/SPEC.md §10): by default every read is
-/// linearizable (it sees every write acknowledged before it); a stale read is served from the
-/// answering node's own state, without asking the leader.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Consistency {
-    #[default]
-    Linearizable,
-    Stale,
-}
-
-impl Consistency {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Consistency::Linearizable => "linearizable",
-            Consistency::Stale => "stale",
-        }
-    }
-}
 
 /// The per-attempt timeout of a call (a claim that waits adds its wait to it).
 const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -26,9 +26,12 @@ pub use client::audit::AuditSearch;
 pub use client::backup::Backup;
 pub use client::messages::{DeadLetterFilter, DeadStage, MessageFilter, MessageRead};
 pub use client::work::LanePage;
-pub use client::{Client, Consistency};
+pub use client::Client;
 pub use error::ClientError;
 pub use raftlane_contract as contract;
+/// How fresh a read must be (`?consistency=`, docs/SPEC.md §10): the contract's, which
+/// [`Client::with_consistency`] sets for every read of the state.
+pub use raftlane_contract::Consistency;
 pub use raftlane_contract::{
     ClaimedRow, Enqueued, FifoClaim, RowAction, RowActionItem, RowActionResult, RowAnswer,
 };

@@ -1,73 +1,99 @@
-//! A URL query string built member by member: absent members are left out, values are
-//! percent-encoded as path segments are, so a value with `&`, `=` or `#` stays one value.
+//! A call's query string, built from the contract's query types (`raftlane_contract::*Query`,
+//! `ReadOpts`): each member goes under the name the contract gives it, so no parameter name is
+//! spelled here. Absent members (`None`, a page's default) are left out, a list keeps the API's
+//! comma-joined spelling, and values are form-encoded as the server's query extractor decodes
+//! them, so a value with `&`, `=`, `#` or `,` stays one value.
 
-use raftlane_contract::path::encode_segment;
-use std::fmt::Display;
+use crate::error::ClientError;
+use raftlane_contract::{Offset, PageLimit};
+use serde::Serialize;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Query {
-    pairs: Vec<(&'static str, String)>,
+    /// Encoded `name=value` pairs, `&`-joined, one entry per contract query added.
+    parts: Vec<String>,
 }
 
 impl Query {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Adds `name=value`.
-    pub fn set(mut self, name: &'static str, value: impl Display) -> Self {
-        self.pairs.push((name, value.to_string()));
-        self
-    }
-
-    /// Adds `name=value` when there is a value.
-    pub fn opt(self, name: &'static str, value: Option<impl Display>) -> Self {
-        match value {
-            Some(v) => self.set(name, v),
-            None => self,
+    /// This query with the members of `query` added after its own.
+    pub fn with<Q: Serialize>(mut self, query: &Q) -> Result<Self, ClientError> {
+        let encoded = serde_urlencoded::to_string(query).map_err(query_error)?;
+        if !encoded.is_empty() {
+            self.parts.push(encoded);
         }
-    }
-
-    /// Adds `name=a,b,c` (the API's spelling of a list) when there is a list.
-    pub fn list<S: AsRef<str>>(self, name: &'static str, values: Option<&[S]>) -> Self {
-        let joined = values.map(|vs| {
-            vs.iter()
-                .map(|v| v.as_ref().to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        });
-        self.opt(name, joined)
+        Ok(self)
     }
 
     /// `?a=1&b=2`, or nothing when empty.
     pub fn render(&self) -> String {
-        if self.pairs.is_empty() {
+        if self.parts.is_empty() {
             return String::new();
         }
-        let parts: Vec<String> = self
-            .pairs
-            .iter()
-            .map(|(k, v)| format!("{k}={}", encode_segment(v)))
-            .collect();
-        format!("?{}", parts.join("&"))
+        format!("?{}", self.parts.join("&"))
     }
+}
+
+/// The page size a caller asked (`None`: the route's default, left out of the query), clamped
+/// as the server would clamp it.
+pub(crate) fn page_limit<const DEFAULT: usize, const MIN: usize, const MAX: usize>(
+    asked: Option<u32>,
+) -> PageLimit<DEFAULT, MIN, MAX> {
+    asked.map_or_else(PageLimit::default, |n| {
+        PageLimit::new(usize::try_from(n).unwrap_or(usize::MAX))
+    })
+}
+
+/// The items a caller asked a page to skip (`None`: none, left out of the query).
+pub(crate) fn offset(asked: Option<u64>) -> Offset {
+    Offset::new(asked.map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX)))
+}
+
+/// A query that would not encode (not expected of the contract's query types, whose members
+/// are all plain values).
+fn query_error(e: serde_urlencoded::ser::Error) -> ClientError {
+    ClientError::Decode(format!("query: {e}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use raftlane_contract::{
+        Consistency, DeadLetterQuery, DeadLetterStage, MessageQuery, PageLimit, ReadOpts,
+    };
 
     #[test]
     fn absent_members_are_left_out_and_values_encoded() {
-        let q = Query::new()
-            .set("org", "a&b=c")
-            .opt("from", None::<u64>)
-            .opt("limit", Some(5))
-            .list("allowed_channels", Some(&["lab", "adt"][..]));
+        let q = MessageQuery {
+            channel: Some("a&b=c d".into()),
+            allowed_channels: Some(["lab", "adt"].into_iter().collect()),
+            limit: PageLimit::new(5),
+            ..MessageQuery::default()
+        };
+        let rendered = Query::default().with(&q).expect("encodes").render();
         assert_eq!(
-            q.render(),
-            "?org=a%26b%3Dc&limit=5&allowed_channels=lab%2Cadt"
+            rendered,
+            "?channel=a%26b%3Dc+d&allowed_channels=lab%2Cadt&limit=5"
         );
-        assert_eq!(Query::new().render(), "");
+        assert_eq!(Query::default().render(), "");
+        let nothing = Query::default()
+            .with(&MessageQuery::default())
+            .expect("encodes");
+        assert_eq!(nothing.render(), "");
+    }
+
+    #[test]
+    fn enums_go_as_the_contract_spells_them_and_queries_add_up() {
+        let dead = DeadLetterQuery {
+            stage: Some(DeadLetterStage::All),
+            ..DeadLetterQuery::default()
+        };
+        let stale = ReadOpts {
+            consistency: Some(Consistency::Stale),
+        };
+        let q = Query::default()
+            .with(&dead)
+            .and_then(|q| q.with(&stale))
+            .expect("encodes");
+        assert_eq!(q.render(), "?stage=all&consistency=stale");
     }
 }

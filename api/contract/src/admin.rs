@@ -1,5 +1,8 @@
-//! Administration: transform state, reference snapshots, retention, approvals.
+//! Administration: transform state, reference snapshots, retention, approvals; the queries of
+//! a namespace and of the approvals list.
 
+use crate::page::PageLimit;
+use crate::read::Consistency;
 use raftlane_statemachine::model::approval::{Approval, ApprovalStatus};
 use raftlane_statemachine::model::ids::{ApprovalId, MessageId};
 use schemars::JsonSchema;
@@ -16,6 +19,17 @@ pub struct NamespaceVersion {
     /// Only with `?entries=true`: every entry, in key order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entries: Option<Vec<StateValue>>,
+}
+
+/// The query of `GET /v1/state/{namespace}`: `?entries=true` adds the entries.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct NamespaceQuery {
+    #[serde(default)]
+    pub entries: bool,
+    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
+    /// catching up with the leader's commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<Consistency>,
 }
 
 /// `GET /v1/state`: every namespace with its version, in name order (a namespace whose entries
@@ -106,7 +120,7 @@ pub struct ReferenceList {
 }
 
 /// What `POST /v1/retention/purge` purges.
-#[derive(JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PurgeKind {
     /// Message bodies (the messages stay, marked purged).
@@ -121,8 +135,7 @@ pub enum PurgeKind {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PurgeRequest {
-    #[schemars(with = "PurgeKind")]
-    pub kind: String,
+    pub kind: PurgeKind,
     /// The age in ms: the server turns it into `now − age`, since the state machine has no clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub older_than_ms: Option<u64>,
@@ -245,6 +258,28 @@ pub struct KeyedDecided {
     pub id: ApprovalId,
     pub status: ApprovalStatus,
     pub index: u64,
+}
+
+/// Which approvals `GET /v1/approvals` lists: only pending ones (a decided approval is read by
+/// its id or key).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalListStatus {
+    #[default]
+    Pending,
+}
+
+/// The query of `GET /v1/approvals`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ApprovalListQuery {
+    /// Only `pending` is listed.
+    pub status: ApprovalListStatus,
+    #[serde(default, skip_serializing_if = "PageLimit::is_default")]
+    pub limit: PageLimit<100>,
+    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
+    /// catching up with the leader's commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<Consistency>,
 }
 
 /// `GET /v1/approvals?status=pending`: approvals still pending and unexpired at the request's

@@ -1,5 +1,7 @@
-//! The audit chain: append, list, anchor, verify, seal.
+//! The audit chain: append, list, anchor, verify, seal; the query of its reads.
 
+use crate::page::PageLimit;
+use crate::read::Consistency;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -120,6 +122,33 @@ impl From<raftlane_statemachine::query::audit::Verification> for AuditVerificati
             reason: v.reason,
         }
     }
+}
+
+/// The query of the audit reads: `GET /v1/audit` (`from`, `limit`), `/v1/audit/search`
+/// (`actor`, `action_prefix`, `limit`), `/v1/audit/anchor` and `/v1/audit/verify` (`count` and
+/// `head`: an anchor kept elsewhere). Every one names its `org`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct AuditQuery {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub org: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<u64>,
+    #[serde(default, skip_serializing_if = "PageLimit::is_default")]
+    pub limit: PageLimit<100>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
+    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
+    /// catching up with the leader's commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<Consistency>,
+    /// `search`: the rows of this actor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+    /// `search`: only actions starting with this (absent: any).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action_prefix: Option<String>,
 }
 
 /// Lower-case hex, as the chain's hashes are shown.

@@ -2,6 +2,7 @@
 //! and the size of the state (`GET /v1/stats/storage`). Both are computed by scanning the state
 //! (docs/SPEC.md §14.11): for a person's refresh, not a worker's loop.
 
+use crate::read::Consistency;
 use raftlane_statemachine::model::ids::Millis;
 use raftlane_statemachine::query::dashboard;
 use schemars::JsonSchema;
@@ -86,4 +87,20 @@ pub struct StorageStats {
     /// the Raft log and what compaction has not reclaimed yet).
     pub size_bytes: u64,
     pub last_applied: u64,
+}
+
+/// The query of `GET /v1/metrics/connections`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct TrafficQuery {
+    /// Count what happened at or after this time (ms); absent: everything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<u64>,
+    /// `recent_done` counts rows done within this window before the request's time (ms);
+    /// absent: one minute.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_window_ms: Option<u64>,
+    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
+    /// catching up with the leader's commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<Consistency>,
 }

@@ -1,6 +1,9 @@
 //! Producing and reading messages: enqueue, the message list and one message, replay, dead
-//! letters, the counts.
+//! letters, the counts; and the queries of the lists and of one message.
 
+use crate::comma_list::CommaList;
+use crate::page::{Offset, PageLimit};
+use crate::read::Consistency;
 use raftlane_statemachine::model::ids::{Fence, MessageId, RowId};
 use raftlane_statemachine::model::message::{Correlation, Event, Message, MessageStatus};
 use raftlane_statemachine::model::response::CapturedResponse;
@@ -356,4 +359,127 @@ impl From<raftlane_statemachine::query::Stats> for Stats {
             rows: s.rows,
         }
     }
+}
+
+// --- queries ---
+
+/// The filters of `GET /v1/messages` and `GET /v1/messages/count` (a count ignores `limit`,
+/// `offset` and `cursor`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MessageQuery {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<MessageStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub control_id: Option<String>,
+    /// Comma-separated: only these channels (narrows the token's own scope, never widens it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_channels: Option<CommaList>,
+    #[serde(default, skip_serializing_if = "PageLimit::is_default")]
+    pub limit: PageLimit<50>,
+    #[serde(default, skip_serializing_if = "Offset::is_zero")]
+    pub offset: Offset,
+    /// The previous page's `next_cursor`: the list goes on below it (docs/SPEC.md §10).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<u64>,
+    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
+    /// catching up with the leader's commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<Consistency>,
+}
+
+/// The query of `GET /v1/messages/{id}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct MessageDetailQuery {
+    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
+    /// catching up with the leader's commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<Consistency>,
+    /// `true`: the answer carries the bodies, and the read is recorded as a `viewed` event.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<bool>,
+    /// With `body=true`: `false` reads the bodies without recording a view. Only for callers
+    /// that process messages (role worker and above: they receive payloads in claims anyway),
+    /// e.g. an engine that records its users' views itself (`POST /v1/messages/{id}/viewed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record_view: Option<bool>,
+    /// With `body=true`: the person the caller reads for, recorded in the `viewed` event beside
+    /// the caller's principal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub viewer: Option<String>,
+}
+
+/// Which stages' dead rows a dead-letter listing covers: one stage, or `all` of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DeadLetterStage {
+    Ingress,
+    Routed,
+    Outbound,
+    Response,
+    All,
+}
+
+impl DeadLetterStage {
+    /// The stages this names.
+    pub fn stages(self) -> Vec<Stage> {
+        match self {
+            DeadLetterStage::Ingress => vec![Stage::Ingress],
+            DeadLetterStage::Routed => vec![Stage::Routed],
+            DeadLetterStage::Outbound => vec![Stage::Outbound],
+            DeadLetterStage::Response => vec![Stage::Response],
+            DeadLetterStage::All => Stage::ALL.to_vec(),
+        }
+    }
+}
+
+impl From<Stage> for DeadLetterStage {
+    fn from(stage: Stage) -> Self {
+        match stage {
+            Stage::Ingress => DeadLetterStage::Ingress,
+            Stage::Routed => DeadLetterStage::Routed,
+            Stage::Outbound => DeadLetterStage::Outbound,
+            Stage::Response => DeadLetterStage::Response,
+        }
+    }
+}
+
+/// The order of a dead-letter page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DeadLetterOrder {
+    /// Row-id order.
+    RowId,
+    /// Newest dead first (then row id, descending).
+    NewestFailed,
+}
+
+/// The filters of `GET /v1/dead-letters` and `GET /v1/dead-letters/count` (a count ignores
+/// `limit`, `offset` and `order`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct DeadLetterQuery {
+    /// `outbound` (the default: messagefoundry's dead letters), another stage, or `all`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage: Option<DeadLetterStage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub channel: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destination: Option<String>,
+    /// Comma-separated: only these channels (narrows the token's scope).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_channels: Option<CommaList>,
+    #[serde(default, skip_serializing_if = "PageLimit::is_default")]
+    pub limit: PageLimit<100>,
+    #[serde(default, skip_serializing_if = "Offset::is_zero")]
+    pub offset: Offset,
+    /// `newest_failed`: newest dead first (then row id, descending); absent: row-id order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order: Option<DeadLetterOrder>,
+    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
+    /// catching up with the leader's commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<Consistency>,
 }

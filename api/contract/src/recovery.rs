@@ -3,6 +3,7 @@
 //! the engine's registry are dead-lettered (`POST /v1/dead-letters/sweep`). docs/SPEC.md §4.5,
 //! §14.2, §14.3, §14.9.
 
+use raftlane_statemachine::row::Stage;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -11,9 +12,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StageScope {
-    /// `ingress`, `routed`, `outbound` or `response`.
+    /// Absent: every stage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stage: Option<String>,
+    pub stage: Option<Stage>,
 }
 
 /// `POST /v1/leases/reclaim`: in-flight rows whose lease had expired, now pending again.
@@ -54,8 +55,9 @@ pub struct Recovered {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SweepRequest {
-    /// `outbound` (by destination) or `routed` (by handler).
-    pub stage: String,
+    /// `outbound` (by destination) or `routed` (by handler); the other stages have no registry
+    /// to sweep by, and are refused.
+    pub stage: Stage,
     /// The names that stay; an empty list sweeps every live row of the stage.
     pub keep: Vec<String>,
 }

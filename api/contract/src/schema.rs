@@ -108,7 +108,7 @@ impl Schemas {
                 if !description.is_null() {
                     parameter.insert("description".into(), description);
                 }
-                parameter.insert("schema".into(), member);
+                parameter.insert("schema".into(), unwrapped(member));
                 Value::Object(parameter)
             })
             .collect())
@@ -145,6 +145,38 @@ impl Schemas {
             }
         }
     }
+}
+
+/// A query member's schema without the wrapping the generator gives a `$ref` with siblings or an
+/// `Option` of a named type (`allOf: [ref]`, `anyOf: [ref, null]`): once its description has
+/// moved to the parameter and `null` is no value a query can spell, the named type itself (e.g.
+/// an enum's `$ref`, which lists the allowed values).
+fn unwrapped(member: Value) -> Value {
+    let Value::Object(m) = &member else {
+        return member;
+    };
+    if m.len() != 1 {
+        return member;
+    }
+    let branches: Vec<&Value> = ["allOf", "anyOf"]
+        .iter()
+        .filter_map(|k| m.get(*k))
+        .filter_map(Value::as_array)
+        .flatten()
+        .filter(|b| !is_null_schema(b))
+        .collect();
+    match branches.as_slice() {
+        [only] => unwrapped((*only).clone()),
+        _ => member,
+    }
+}
+
+/// A schema that admits only `null` (an `Option`'s other branch).
+fn is_null_schema(s: &Value) -> bool {
+    s.get("type").and_then(Value::as_str) == Some("null")
+        || s.get("enum")
+            .and_then(Value::as_array)
+            .is_some_and(|e| e.iter().all(Value::is_null))
 }
 
 /// A type named as a route's query whose schema is not a struct of members.

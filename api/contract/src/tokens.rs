@@ -36,8 +36,7 @@ impl From<Principal> for TokenInfo {
 #[serde(deny_unknown_fields)]
 pub struct TokenRequest {
     pub name: String,
-    #[schemars(with = "Role")]
-    pub role: String,
+    pub role: Role,
     /// Absent: every channel.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channels: Option<Vec<String>>,
@@ -52,8 +51,7 @@ pub struct TokenRequest {
 pub struct TokenCreated {
     pub index: u64,
     pub name: String,
-    #[schemars(with = "Role")]
-    pub role: String,
+    pub role: Role,
     pub token: String,
 }
 

@@ -3,6 +3,9 @@
 //! since the Unix epoch. Password, recovery-code and session-token values are the engine's
 //! hashes, opaque here; a channel scope is opaque JSON text.
 
+use crate::comma_list::CommaList;
+use crate::page::UnboundedLimit;
+use crate::read::Consistency;
 use raftlane_statemachine::model::session::Session;
 use raftlane_statemachine::model::user::{AuthRole, RoleAssignment, User};
 use schemars::JsonSchema;
@@ -15,8 +18,7 @@ use serde::{Deserialize, Serialize};
 pub struct CreateUserRequest {
     pub id: String,
     pub username: String,
-    /// `local` or `ad`.
-    pub auth_provider: String,
+    pub auth_provider: AuthProvider,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display_name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -25,6 +27,27 @@ pub struct CreateUserRequest {
     pub password_hash: Option<String>,
     #[serde(default)]
     pub must_change_password: bool,
+}
+
+/// Who vouches for a new user's identity: the state machine's `AuthProvider`, as a request
+/// names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthProvider {
+    /// A local account: password (and optionally TOTP) checked by the engine.
+    Local,
+    /// An Active Directory account: the directory checks the password; roles and channels may
+    /// come from its groups.
+    Ad,
+}
+
+impl From<AuthProvider> for raftlane_statemachine::model::user::AuthProvider {
+    fn from(p: AuthProvider) -> Self {
+        match p {
+            AuthProvider::Local => Self::Local,
+            AuthProvider::Ad => Self::Ad,
+        }
+    }
 }
 
 /// `POST /v1/users` (201): the user was created.
@@ -81,6 +104,21 @@ impl From<User> for UserView {
             totp_enrolled_at: u.totp_enrolled_at,
         }
     }
+}
+
+/// The query of `GET /v1/users`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UserQuery {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    /// Users answered (all when absent; 0: only the count).
+    #[serde(default, skip_serializing_if = "UnboundedLimit::is_default")]
+    pub limit: UnboundedLimit,
+    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
+    /// catching up with the leader's commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<Consistency>,
 }
 
 /// `GET /v1/users` (`?username=`, `?limit=`): users by username; `count` is how many match
@@ -327,6 +365,19 @@ pub struct GroupMap {
     pub entries: Vec<GroupEntry>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub values: Option<Vec<String>>,
+}
+
+/// The query of `GET /v1/directory-groups/{map}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GroupMapQuery {
+    /// Comma-separated groups to resolve through the map.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<CommaList>,
+    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
+    /// catching up with the leader's commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<Consistency>,
 }
 
 /// `PUT /v1/directory-groups/{map}`: replace the whole map (a `roles` entry naming an unknown

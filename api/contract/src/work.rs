@@ -1,5 +1,7 @@
-//! Workers' routes: FIFO and unordered claims, lanes, leases.
+//! Workers' routes: FIFO and unordered claims, lanes (and the query of their list), leases.
 
+use crate::page::PageLimit;
+use crate::read::Consistency;
 use raftlane_statemachine::model::ids::Millis;
 use raftlane_statemachine::row::Stage;
 use raftlane_statemachine::{ClaimedRow, FifoEmpty};
@@ -125,9 +127,8 @@ pub struct Cancelled {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClaimRequest {
-    /// A stage name (`ingress`, `routed`, `outbound`, `response`).
-    #[schemars(with = "Stage")]
-    pub stage: String,
+    /// The stage whose due rows are claimed.
+    pub stage: Stage,
     /// 1 to the server's claim limit.
     pub limit: u32,
     pub owner: String,
@@ -212,6 +213,25 @@ pub struct LaneList {
     /// Pass as `cursor` for the next page (`"{stage}:{name}"` of this page's last lane);
     /// `null`: this was the last page.
     pub next_cursor: Option<String>,
+}
+
+/// The query of `GET /v1/lanes`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LaneListQuery {
+    /// Only lanes of this stage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage: Option<Stage>,
+    /// Lanes per page (default 100).
+    #[serde(default, skip_serializing_if = "PageLimit::is_default")]
+    pub limit: PageLimit<100>,
+    /// The previous page's `next_cursor`: the list goes on after that lane.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
+    /// catching up with the leader's commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<Consistency>,
 }
 
 #[cfg(test)]

@@ -440,7 +440,7 @@ fn examples_conform_to_their_schemas() {
     });
     x.request(&StageScope::default());
     x.request(&StageScope {
-        stage: Some("outbound".into()),
+        stage: Some(Stage::Outbound),
     });
     x.answer(&Reclaimed {
         index: 1,
@@ -460,7 +460,7 @@ fn examples_conform_to_their_schemas() {
         recovered: 3,
     });
     x.request(&SweepRequest {
-        stage: "outbound".into(),
+        stage: Stage::Outbound,
         keep: vec!["OB1".into()],
     });
     x.answer(&Swept { index: 1, dead: 1 });
@@ -536,7 +536,7 @@ fn examples_conform_to_their_schemas() {
     });
     x.answer(&Cancelled { cancelled: 2 });
     x.request(&ClaimRequest {
-        stage: "outbound".into(),
+        stage: Stage::Outbound,
         limit: 3,
         owner: "w".into(),
         ttl_ms: 5,
@@ -786,14 +786,14 @@ fn examples_conform_to_their_schemas() {
         synced_at: 2,
         row_count: 1,
     }));
-    for kind in ["bodies", "dead_letters", "state"] {
+    for kind in [PurgeKind::Bodies, PurgeKind::DeadLetters, PurgeKind::State] {
         x.request(&PurgeRequest {
-            kind: kind.into(),
+            kind,
             older_than_ms: Some(5),
             older_than: None,
         });
         x.request(&PurgeRequest {
-            kind: kind.into(),
+            kind,
             older_than_ms: None,
             older_than: Some(200_000),
         });
@@ -855,14 +855,14 @@ fn examples_conform_to_their_schemas() {
     });
     x.request(&TokenRequest {
         name: "w".into(),
-        role: "worker".into(),
+        role: Role::Worker,
         channels: Some(vec!["lab".into()]),
         orgs: Some(vec!["clinic".into()]),
     });
     x.answer(&TokenCreated {
         index: 1,
         name: "w".into(),
-        role: "worker".into(),
+        role: Role::Worker,
         token: "rl_x".into(),
     });
     x.answer(&Revoked {
@@ -888,7 +888,11 @@ fn examples_conform_to_their_schemas() {
         x.request(&CreateUserRequest {
             id: "u1".into(),
             username: "alice".into(),
-            auth_provider: "local".into(),
+            auth_provider: if full {
+                AuthProvider::Local
+            } else {
+                AuthProvider::Ad
+            },
             display_name: some("Alice"),
             email: some("a@x"),
             password_hash: some("h"),

@@ -11,32 +11,19 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use raftlane_contract::{
-    NamespaceList, NamespaceVersion, OwnerBinding, OwnerReservation, PurgeRequest, Purged,
-    Reference, ReferenceList, ReferenceRequest, ReferenceSetInfo, ReferenceVersion,
+    NamespaceList, NamespaceQuery, NamespaceVersion, OwnerBinding, OwnerReservation, PurgeRequest,
+    Purged, Reference, ReferenceList, ReferenceRequest, ReferenceSetInfo, ReferenceVersion,
     ReferenceWritten, Revoked, StateValue, TokenCreated, TokenInfo, TokenList, TokenRequest,
 };
 use raftlane_raft::retention::{PurgeKind, RetentionPlan};
-use raftlane_statemachine::model::principal::Role;
 use raftlane_statemachine::model::state::StateEntry;
 use raftlane_statemachine::rules::principal_name;
 use raftlane_statemachine::wire::command::{
     self as command, ReserveOwner, RevokePrincipal, WriteReferenceSnapshot,
 };
 use raftlane_statemachine::{Command, Outcome};
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
-
-/// `?entries=true` on `GET /v1/state/{namespace}`.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-pub struct NamespaceQuery {
-    #[serde(default)]
-    entries: bool,
-    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
-    /// catching up with the leader's commit.
-    consistency: Option<String>,
-}
 
 pub async fn namespace(
     State(state): State<Arc<AppState>>,
@@ -208,14 +195,8 @@ pub async fn purge(
 ) -> ApiResult<Json<Purged>> {
     caller.require_global(Permission::Purge)?;
     let older_than = purge_cutoff(&caller, &b)?;
-    let kind = PurgeKind::parse(&b.kind).ok_or_else(|| {
-        ApiError::invalid(
-            "kind",
-            format!("'{}' is not bodies, dead_letters or state", b.kind),
-        )
-    })?;
     dual_control::authorize(&state, &caller, Action::Purge, &b).await?;
-    let plan = RetentionPlan::purge(kind, older_than);
+    let plan = RetentionPlan::purge(purge_kind(b.kind), older_than);
     let done = state
         .writes
         .purge(&plan, &|command| caller.envelope(command))
@@ -224,6 +205,15 @@ pub async fn purge(
         index: done.index,
         purged: done.purged,
     }))
+}
+
+/// The retention plan's kind of purge a request names.
+fn purge_kind(kind: raftlane_contract::PurgeKind) -> PurgeKind {
+    match kind {
+        raftlane_contract::PurgeKind::Bodies => PurgeKind::Bodies,
+        raftlane_contract::PurgeKind::DeadLetters => PurgeKind::DeadLetters,
+        raftlane_contract::PurgeKind::State => PurgeKind::State,
+    }
 }
 
 /// A purge's absolute cutoff: `older_than_ms` is an age, `older_than` the cutoff itself (the
@@ -285,12 +275,6 @@ pub async fn create_token(
 fn new_token(b: &mut TokenRequest) -> ApiResult<NewToken> {
     b.name = principal_name::normal_form(&b.name);
     principal_name::check_form("name", &b.name)?;
-    let role = Role::parse(&b.role).ok_or_else(|| {
-        ApiError::invalid(
-            "role",
-            "must be admin, operator, worker, viewer, metadata or engine",
-        )
-    })?;
     for c in b.channels.iter().flatten() {
         check_name("channels", c)?;
     }
@@ -299,7 +283,7 @@ fn new_token(b: &mut TokenRequest) -> ApiResult<NewToken> {
     }
     Ok(NewToken {
         name: b.name.clone(),
-        role,
+        role: b.role,
         channels: b.channels.clone(),
         orgs: b.orgs.clone(),
     })

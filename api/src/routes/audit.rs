@@ -5,20 +5,17 @@ use crate::auth::{Caller, Permission};
 use crate::backend;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{JsonBody, Query};
-use crate::page::PageLimit;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::Json;
 use raftlane_contract::{
-    AuditAnchor, AuditAppendRequest, AuditAppended, AuditEntry, AuditRows, AuditSealRequest,
-    AuditVerification,
+    AuditAnchor, AuditAppendRequest, AuditAppended, AuditEntry, AuditQuery, AuditRows,
+    AuditSealRequest, AuditVerification,
 };
 use raftlane_statemachine::model::audit::DEFAULT_ORG;
 use raftlane_statemachine::wire::command::AuditAuthor;
 use raftlane_statemachine::wire::command::{RecordAudit, SealAuditEpoch};
 use raftlane_statemachine::{Command, Outcome};
-use schemars::JsonSchema;
-use serde::Deserialize;
 use std::sync::Arc;
 
 pub async fn append(
@@ -57,23 +54,6 @@ pub async fn append(
     }
 }
 
-#[derive(Deserialize, JsonSchema)]
-pub struct AuditQuery {
-    org: Option<String>,
-    from: Option<u64>,
-    #[serde(default)]
-    limit: PageLimit<100>,
-    count: Option<u64>,
-    head: Option<String>,
-    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
-    /// catching up with the leader's commit.
-    consistency: Option<String>,
-    /// `search`: the rows of this actor.
-    actor: Option<String>,
-    /// `search`: only actions starting with this (absent: any).
-    action_prefix: Option<String>,
-}
-
 fn org(q: &AuditQuery) -> ApiResult<&str> {
     let org = q
         .org
@@ -86,7 +66,7 @@ fn org(q: &AuditQuery) -> ApiResult<&str> {
 /// Make the read as consistent as `q` asks.
 async fn read_ready(state: &AppState, q: &AuditQuery) -> ApiResult<()> {
     let opts = ReadOpts {
-        consistency: q.consistency.clone(),
+        consistency: q.consistency,
     };
     prepare_read(state, &opts).await
 }

@@ -7,18 +7,17 @@ use crate::by_id::ById;
 use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{body_error, parse_json, OptionalJson, Path, Query};
-use crate::page::{Offset, PageLimit};
 use crate::state::AppState;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::Json;
 use raftlane_contract::{
-    ConnectionMetrics, Count, DeadLetterRow, DeadLetters, DeliveryBody, EnqueueRequest, Enqueued,
-    ListedMessage, MessageDetail, MessageList, ReplayDeadRequest, Requeued, Stats, StorageStats,
-    Viewed, ViewedRequest,
+    CommaList, ConnectionMetrics, Count, DeadLetterOrder, DeadLetterQuery, DeadLetterRow,
+    DeadLetters, DeliveryBody, EnqueueRequest, Enqueued, ListedMessage, MessageDetail,
+    MessageDetailQuery, MessageList, MessageQuery, ReplayDeadRequest, Requeued, Stats,
+    StorageStats, TrafficQuery, Viewed, ViewedRequest,
 };
-use raftlane_statemachine::model::message::MessageStatus;
 use raftlane_statemachine::query::{
     DeadLetterFilter, MessageFilter, MessageView, Reader, PAGE_SCAN_BUDGET,
 };
@@ -28,8 +27,6 @@ use raftlane_statemachine::wire::command::{
     Replay, ReplayDead,
 };
 use raftlane_statemachine::{Command, MessageId, Outcome, StoreError};
-use schemars::JsonSchema;
-use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -194,33 +191,13 @@ fn enqueue_shape(
     })
 }
 
-/// The filters of `GET /v1/messages` and `GET /v1/messages/count`.
-#[derive(Deserialize, JsonSchema)]
-pub struct ListQuery {
-    channel: Option<String>,
-    status: Option<String>,
-    message_type: Option<String>,
-    control_id: Option<String>,
-    /// Comma-separated: only these channels (narrows the token's own scope, never widens it).
-    allowed_channels: Option<String>,
-    #[serde(default)]
-    limit: PageLimit<50>,
-    #[serde(default)]
-    offset: Offset,
-    /// The previous page's `next_cursor`: the list goes on below it (docs/SPEC.md §10).
-    cursor: Option<u64>,
-    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
-    /// catching up with the leader's commit.
-    consistency: Option<String>,
-}
-
 /// The channels a read may cover: the caller's scope, narrowed by a comma-separated
-/// `allowed_channels` (an empty list allows none).
-fn allowed_channels(caller: &Caller, asked: Option<&str>) -> Option<Vec<String>> {
+/// `allowed_channels` (an empty list, or empty items, allow none).
+fn allowed_channels(caller: &Caller, asked: Option<CommaList>) -> Option<Vec<String>> {
     let asked: Option<Vec<String>> = asked.map(|list| {
-        list.split(',')
+        list.into_items()
+            .into_iter()
             .filter(|c| !c.is_empty())
-            .map(str::to_string)
             .collect()
     });
     match (caller.scope(), asked) {
@@ -236,16 +213,9 @@ fn allowed_channels(caller: &Caller, asked: Option<&str>) -> Option<Vec<String>>
 async fn message_filter(
     state: &AppState,
     caller: &Caller,
-    q: ListQuery,
+    q: MessageQuery,
 ) -> ApiResult<MessageFilter> {
     caller.require(Permission::Read)?;
-    let status = match q.status.as_deref() {
-        None => None,
-        Some(s) => Some(
-            MessageStatus::parse(s)
-                .ok_or_else(|| ApiError::invalid("status", format!("unknown status '{s}'")))?,
-        ),
-    };
     if let Some(c) = &q.channel {
         caller.require_channel(c)?;
     }
@@ -258,14 +228,14 @@ async fn message_filter(
     .await?;
     Ok(MessageFilter {
         channel: q.channel,
-        status,
+        status: q.status,
         message_type: q.message_type,
         control_id: q.control_id,
-        allowed_channels: allowed_channels(caller, q.allowed_channels.as_deref()),
+        allowed_channels: allowed_channels(caller, q.allowed_channels),
         limit: q.limit.get(),
         // A page examines at most PAGE_SCAN_BUDGET messages: deeper pages are reached with
         // `cursor`.
-        offset: q.offset.within(PAGE_SCAN_BUDGET, "messages")?,
+        offset: crate::page::within(q.offset, PAGE_SCAN_BUDGET, "messages")?,
         before: q.cursor.map(MessageId),
     })
 }
@@ -273,7 +243,7 @@ async fn message_filter(
 pub async fn list(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Query(q): Query<ListQuery>,
+    Query(q): Query<MessageQuery>,
 ) -> ApiResult<Json<MessageList>> {
     let filter = message_filter(&state, &caller, q).await?;
     let page = state
@@ -289,28 +259,11 @@ pub async fn list(
 pub async fn count(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Query(q): Query<ListQuery>,
+    Query(q): Query<MessageQuery>,
 ) -> ApiResult<Json<Count>> {
     let filter = message_filter(&state, &caller, q).await?;
     let count = backend::read(state.backend.as_ref(), |r| r.count_messages(&filter))?;
     Ok(Json(Count { count }))
-}
-
-/// The query of `GET /v1/messages/{id}`.
-#[derive(Deserialize, JsonSchema)]
-pub struct DetailQuery {
-    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
-    /// catching up with the leader's commit.
-    consistency: Option<String>,
-    /// `true`: the answer carries the bodies, and the read is recorded as a `viewed` event.
-    body: Option<bool>,
-    /// With `body=true`: `false` reads the bodies without recording a view. Only for callers
-    /// that process messages (role worker and above: they receive payloads in claims anyway),
-    /// e.g. an engine that records its users' views itself (`POST /v1/messages/{id}/viewed`).
-    record_view: Option<bool>,
-    /// With `body=true`: the person the caller reads for, recorded in the `viewed` event beside
-    /// the caller's principal.
-    viewer: Option<String>,
 }
 
 /// `GET /v1/messages/{id}`: without `body=true` the message's members, events, rows and
@@ -320,7 +273,7 @@ pub async fn get_one(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(id): Path<String>,
-    Query(q): Query<DetailQuery>,
+    Query(q): Query<MessageDetailQuery>,
 ) -> ApiResult<Json<MessageDetail>> {
     let (bodies, record) = detail_access(&caller, &q)?;
     let key = MessageKey::parse(&id)?;
@@ -352,7 +305,7 @@ pub async fn get_one(
 
 /// What a message read may show `caller`: whether it carries the bodies, and whether that
 /// read is recorded as a `viewed` event (docs/SPEC.md §9.7).
-fn detail_access(caller: &Caller, q: &DetailQuery) -> ApiResult<(bool, bool)> {
+fn detail_access(caller: &Caller, q: &MessageDetailQuery) -> ApiResult<(bool, bool)> {
     caller.require(Permission::Read)?;
     let bodies = q.body.unwrap_or(false);
     let record = q.record_view.unwrap_or(true);
@@ -444,30 +397,10 @@ pub async fn replay(
     }
 }
 
-/// The filters of `GET /v1/dead-letters` and `GET /v1/dead-letters/count`.
-#[derive(Deserialize, JsonSchema)]
-pub struct DeadQuery {
-    /// `outbound` (the default: messagefoundry's dead letters), another stage, or `all`.
-    stage: Option<String>,
-    channel: Option<String>,
-    destination: Option<String>,
-    /// Comma-separated: only these channels (narrows the token's scope).
-    allowed_channels: Option<String>,
-    #[serde(default)]
-    limit: PageLimit<100>,
-    #[serde(default)]
-    offset: Offset,
-    /// `newest_failed`: newest dead first (then row id, descending); absent: row-id order.
-    order: Option<String>,
-    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
-    /// catching up with the leader's commit.
-    consistency: Option<String>,
-}
-
 async fn dead_filter(
     state: &AppState,
     caller: &Caller,
-    q: &DeadQuery,
+    q: &DeadLetterQuery,
 ) -> ApiResult<DeadLetterFilter> {
     caller.require(Permission::Read)?;
     if let Some(c) = &q.channel {
@@ -476,25 +409,18 @@ async fn dead_filter(
     prepare_read(
         state,
         &ReadOpts {
-            consistency: q.consistency.clone(),
+            consistency: q.consistency,
         },
     )
     .await?;
-    let stages = match q.stage.as_deref() {
-        None => vec![Stage::Outbound],
-        Some("all") => Stage::ALL.to_vec(),
-        Some(one) => vec![Stage::parse(one).ok_or_else(|| {
-            ApiError::invalid(
-                "stage",
-                format!("'{one}' is not one of ingress, routed, outbound, response, all"),
-            )
-        })?],
-    };
     Ok(DeadLetterFilter {
-        stages,
+        // messagefoundry's dead letters, the outbound ones, unless the query names others.
+        stages: q
+            .stage
+            .map_or_else(|| vec![Stage::Outbound], |s| s.stages()),
         channel: q.channel.clone(),
         destination: q.destination.clone(),
-        allowed_channels: allowed_channels(caller, q.allowed_channels.as_deref()),
+        allowed_channels: allowed_channels(caller, q.allowed_channels.clone()),
         limit: q.limit.get(),
         offset: q.offset.get(),
     })
@@ -503,22 +429,16 @@ async fn dead_filter(
 pub async fn dead_letters(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Query(q): Query<DeadQuery>,
+    Query(q): Query<DeadLetterQuery>,
 ) -> ApiResult<Json<DeadLetters>> {
     let filter = dead_filter(&state, &caller, &q).await?;
-    let rows = match q.order.as_deref() {
-        Some("newest_failed") => state
+    let rows = match q.order.unwrap_or(DeadLetterOrder::RowId) {
+        DeadLetterOrder::NewestFailed => state
             .writes
             .read_covered(|r| r.dead_letters_newest(&filter))?,
-        None | Some("row_id") => state
+        DeadLetterOrder::RowId => state
             .writes
             .read_covered(|r| r.dead_letters_in_order(&filter))?,
-        Some(other) => {
-            return Err(ApiError::invalid(
-                "order",
-                format!("'{other}' is not row_id or newest_failed"),
-            ))
-        }
     };
     Ok(Json(DeadLetters {
         dead_letters: rows.into_iter().map(DeadLetterRow::from).collect(),
@@ -529,7 +449,7 @@ pub async fn dead_letters(
 pub async fn dead_count(
     State(state): State<Arc<AppState>>,
     caller: Caller,
-    Query(q): Query<DeadQuery>,
+    Query(q): Query<DeadLetterQuery>,
 ) -> ApiResult<Json<Count>> {
     let filter = dead_filter(&state, &caller, &q).await?;
     let count = backend::read(state.backend.as_ref(), |r| r.count_dead_letters(&filter))?;
@@ -602,18 +522,6 @@ pub async fn storage(
         size_bytes: sizes.bytes,
         last_applied: stats.last_applied,
     }))
-}
-
-#[derive(Deserialize, JsonSchema)]
-pub struct TrafficQuery {
-    /// Count what happened at or after this time (ms); absent: everything.
-    since: Option<u64>,
-    /// `recent_done` counts rows done within this window before the request's time (ms);
-    /// absent: one minute.
-    rate_window_ms: Option<u64>,
-    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
-    /// catching up with the leader's commit.
-    consistency: Option<String>,
 }
 
 /// `GET /v1/metrics/connections`: per-channel inbound and per-destination outbound traffic.

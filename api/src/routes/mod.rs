@@ -17,27 +17,17 @@ pub mod work;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
+use raftlane_contract::{Consistency, ReadOpts};
 use raftlane_statemachine::row::Stage;
 use raftlane_statemachine::Outcome;
-use schemars::JsonSchema;
-use serde::Deserialize;
 
-/// `?consistency=stale` serves from local state; anything else is linearizable.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-pub struct ReadOpts {
-    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
-    /// catching up with the leader's commit.
-    pub consistency: Option<String>,
-}
-
+/// Wait for the consistency `opts` asks: `stale` serves from local state as it is, absent or
+/// `linearizable` after catching up with the leader's commit (another value is refused by the
+/// query extractor, naming `consistency`).
 pub async fn prepare_read(state: &AppState, opts: &ReadOpts) -> ApiResult<()> {
-    match opts.consistency.as_deref() {
-        Some("stale") => Ok(()),
-        None | Some("linearizable") => Ok(state.writes.linearize().await?),
-        Some(other) => Err(ApiError::invalid(
-            "consistency",
-            format!("'{other}' is not 'stale' or 'linearizable'"),
-        )),
+    match opts.consistency.unwrap_or_default() {
+        Consistency::Stale => Ok(()),
+        Consistency::Linearizable => Ok(state.writes.linearize().await?),
     }
 }
 

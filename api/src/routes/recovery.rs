@@ -7,7 +7,7 @@
 //! (proposed as the envelope's `as_operator`, under dual control when listed) reach every principal's rows and
 //! lane leases, anyone else's only its own principal's. The sweeps are operators'.
 
-use super::{check_name, parse_stage, propose, unexpected};
+use super::{check_name, propose, unexpected};
 use crate::auth::{Caller, Permission};
 use crate::dual_control::{self, Action};
 use crate::error::{ApiError, ApiResult};
@@ -28,8 +28,7 @@ use std::sync::Arc;
 
 /// A body of `{stage?}` (an empty body: every stage).
 fn stage_scope(body: &OptionalJson<StageScope>) -> ApiResult<Option<Stage>> {
-    let scope = body.parse()?;
-    scope.stage.as_deref().map(parse_stage).transpose()
+    Ok(body.parse()?.stage)
 }
 
 /// Propose `command` and read its `Count`.
@@ -67,7 +66,7 @@ pub async fn reset(
 ) -> ApiResult<Json<ResetRows>> {
     caller.require_global(Permission::Work)?;
     let scope = body.parse()?;
-    let stage = scope.stage.as_deref().map(parse_stage).transpose()?;
+    let stage = scope.stage;
     if caller.is_operator() {
         dual_control::authorize(&state, &caller, Action::ResetLeases, &scope).await?;
     }
@@ -105,7 +104,7 @@ pub async fn sweep(
     JsonBody(b): JsonBody<SweepRequest>,
 ) -> ApiResult<Json<Swept>> {
     caller.require_global(Permission::Requeue)?;
-    let stage = parse_stage(&b.stage)?;
+    let stage = b.stage;
     if matches!(stage, Stage::Outbound | Stage::Routed) {
         dual_control::authorize(&state, &caller, Action::SweepDeadLetters, &b).await?;
     }

@@ -6,27 +6,24 @@ use super::{check_name, propose, read_state, unexpected, ReadOpts};
 use crate::auth::{Caller, Permission};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{parse_json, parse_json_or_default, JsonBody, Path, Query, RawBody};
-use crate::page::UnboundedLimit;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use raftlane_contract::{
-    ChannelScopeChange, ConsumeChange, CreateUserRequest, DisabledChange, GroupEntry, GroupMap,
-    GroupMapRequest, GroupMapWritten, LoginFailureChange, NoChangeBody, PasswordChange,
-    ProfileChange, RoleList, RoleRequest, RoleView, RoleWritten, RolesAssigned, TotpEnableChange,
-    TotpSecretChange, UserChanged, UserCreated, UserDeleted, UserList, UserRoles, UserRolesRequest,
-    UserSecrets, UserView,
+    ChannelScopeChange, CommaList, ConsumeChange, CreateUserRequest, DisabledChange, GroupEntry,
+    GroupMap, GroupMapQuery, GroupMapRequest, GroupMapWritten, LoginFailureChange, NoChangeBody,
+    PasswordChange, ProfileChange, RoleList, RoleRequest, RoleView, RoleWritten, RolesAssigned,
+    TotpEnableChange, TotpSecretChange, UserChanged, UserCreated, UserDeleted, UserList, UserQuery,
+    UserRoles, UserRolesRequest, UserSecrets, UserView,
 };
-use raftlane_statemachine::model::user::{AdGroupMap, AuthProvider};
+use raftlane_statemachine::model::user::AdGroupMap;
 use raftlane_statemachine::rules::principal_name;
 use raftlane_statemachine::wire::command::{
     CreateUser, DeleteUser, SetAdGroupMap, SetUserRoles, UpdateUser, UpsertRole, UserChange,
 };
 use raftlane_statemachine::{Command, Outcome};
-use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
 use std::sync::Arc;
 
 /// The answer of a command that answers `Count(n)`.
@@ -65,16 +62,10 @@ pub async fn create_user(
     // machine refuses it confusable with another username.
     let username = principal_name::normal_form(&b.username);
     principal_name::check_username_form("username", &username)?;
-    let auth_provider = AuthProvider::parse(&b.auth_provider).ok_or_else(|| {
-        ApiError::invalid(
-            "auth_provider",
-            format!("'{}' is not local or ad", b.auth_provider),
-        )
-    })?;
     let command = Command::CreateUser(CreateUser {
         user_id: b.id.clone(),
         username,
-        auth_provider,
+        auth_provider: b.auth_provider.into(),
         display_name: b.display_name,
         email: b.email,
         password_hash: b.password_hash,
@@ -82,18 +73,6 @@ pub async fn create_user(
     });
     let index = done(propose(&state, &caller, command).await?)?;
     Ok((StatusCode::CREATED, Json(UserCreated { index, id: b.id })))
-}
-
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct UserQuery {
-    pub username: Option<String>,
-    /// Users answered (all when absent; 0: only the count).
-    #[serde(default)]
-    pub limit: UnboundedLimit,
-    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
-    /// catching up with the leader's commit.
-    pub consistency: Option<String>,
 }
 
 pub async fn list_users(
@@ -358,28 +337,18 @@ fn parse_map(map: &str) -> ApiResult<AdGroupMap> {
     }
 }
 
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct GroupQuery {
-    /// Comma-separated groups to resolve through the map.
-    pub groups: Option<String>,
-    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
-    /// catching up with the leader's commit.
-    pub consistency: Option<String>,
-}
-
 pub async fn group_map(
     State(state): State<Arc<AppState>>,
     caller: Caller,
     Path(map): Path<String>,
-    Query(q): Query<GroupQuery>,
+    Query(q): Query<GroupMapQuery>,
 ) -> ApiResult<Json<GroupMap>> {
     caller.require_global(Permission::EngineUsers)?;
     let which = parse_map(&map)?;
     let opts = ReadOpts {
         consistency: q.consistency,
     };
-    let groups: Option<Vec<String>> = q.groups.map(|g| g.split(',').map(str::to_string).collect());
+    let groups: Option<Vec<String>> = q.groups.map(CommaList::into_items);
     let (entries, values) = read_state(&state, &opts, |r| {
         let entries = r.ad_group_map(which)?;
         let values = match &groups {

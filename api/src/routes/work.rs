@@ -9,7 +9,6 @@ use crate::backend;
 use crate::by_id::ById;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{parse_json, JsonBody, OptionalJson, Path, Query, RawBody};
-use crate::page::PageLimit;
 use crate::state::AppState;
 use crate::wait::{self, Seat};
 use crate::write::claim;
@@ -18,8 +17,8 @@ use axum::extract::State;
 use axum::Json;
 use raftlane_contract::{
     CancelRequest, Cancelled, ClaimNext, ClaimRequest, Claimed, FifoClaim, FifoClaimRequest,
-    LaneList, LaneStatus, ReleaseRequest, Released, RenewRequest, Renewed, RowAction,
-    RowActionResult, RowActionResults, RowAnswer, RowDetail,
+    LaneList, LaneListQuery, LaneStatus, ReleaseRequest, Released, RenewRequest, Renewed,
+    RowAction, RowActionResult, RowActionResults, RowAnswer, RowDetail,
 };
 use raftlane_statemachine::model::lane::LaneKey;
 use raftlane_statemachine::query::Reader;
@@ -29,7 +28,6 @@ use raftlane_statemachine::wire::command::{
     HandOnThenClaimNext, ReleaseLane, RenewLeases,
 };
 use raftlane_statemachine::{checks, Command, Envelope, Fence, Millis, Outcome, RowId, StoreError};
-use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 use std::sync::Arc;
@@ -226,21 +224,6 @@ pub async fn lane(
     Ok(Json(LaneStatus::at(view, state.backend.cluster_now_ms())))
 }
 
-#[derive(Deserialize, Default, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct LaneListQuery {
-    /// Only lanes of this stage.
-    stage: Option<String>,
-    /// Lanes per page (crate::page: default 100).
-    #[serde(default)]
-    limit: PageLimit<100>,
-    /// The previous page's `next_cursor`: the list goes on after that lane.
-    cursor: Option<String>,
-    /// `stale`: answered from this node's state as it is; absent or `linearizable`: after
-    /// catching up with the leader's commit.
-    consistency: Option<String>,
-}
-
 /// `GET /v1/lanes`: every lane that has held a row, with its depth, oldest row and holder, a
 /// page at a time: what an operator looks at first when a pipeline backs up. Whole-cluster, so
 /// an unscoped caller's (a scoped token reads its own lanes one by one,
@@ -251,7 +234,7 @@ pub async fn lanes(
     Query(q): Query<LaneListQuery>,
 ) -> ApiResult<Json<LaneList>> {
     caller.require_global(Permission::Read)?;
-    let stage = q.stage.as_deref().map(parse_stage).transpose()?;
+    let stage = q.stage;
     let after = q.cursor.as_deref().map(parse_lane_cursor).transpose()?;
     let limit = q.limit.get();
     prepare_read(
@@ -366,7 +349,6 @@ pub async fn claim_ready(
 
 /// `POST /v1/claims`' body checked, as the claim it proposes and how long it may wait for work.
 fn ready_claim(body: ClaimRequest) -> ApiResult<(ClaimReady, Option<Duration>)> {
-    let stage = parse_stage(&body.stage)?;
     check_name("owner", &body.owner)?;
     checks::ttl("ttl_ms", body.ttl_ms)?;
     if body.limit == 0 || body.limit > raftlane_statemachine::MAX_CLAIM_LIMIT {
@@ -380,7 +362,7 @@ fn ready_claim(body: ClaimRequest) -> ApiResult<(ClaimReady, Option<Duration>)> 
     }
     let wait = wait::wait_of(body.wait_ms)?;
     let claim = ClaimReady {
-        stage,
+        stage: body.stage,
         limit: body.limit,
         channel: body.channel,
         destination: body.destination,

@@ -199,7 +199,9 @@ fn table(f: &Fixture) -> Vec<Route> {
             M::POST,
             "/v1/dead-letters/sweep",
             "/v1/dead-letters/sweep",
-            Some(json!({ "stage": "handler", "keep": [] })),
+            // A stage (the body is parsed before authorization) with no registry to sweep by:
+            // refused after authorization, so nothing is swept.
+            Some(json!({ "stage": "response", "keep": [] })),
             Requeue,
             Global,
         ),
@@ -317,6 +319,8 @@ fn table(f: &Fixture) -> Vec<Route> {
             M::POST,
             "/v1/leases/reset",
             "/v1/leases/reset",
+            // Not a stage: the body is parsed only after authorization, and refused, so no row
+            // is reset.
             Some(json!({ "stage": "handler" })),
             Work,
             Global,

@@ -2,7 +2,9 @@
 //! typed answers, rejections as 404/409, bad bodies as 400 naming the field.
 
 use crate::harness::*;
-use raftlane_client::contract::{CreateSessionRequest, CreateUserRequest, GroupEntry};
+use raftlane_client::contract::{
+    AuthProvider, CreateSessionRequest, CreateUserRequest, GroupEntry,
+};
 
 fn alice() -> Value {
     json!({ "id": "u1", "username": "alice", "auth_provider": "local",
@@ -229,7 +231,7 @@ async fn users_are_created_read_changed_and_deleted() {
     c.create_user(&CreateUserRequest {
         id: "u3".into(),
         username: "carol".into(),
-        auth_provider: "ad".into(),
+        auth_provider: AuthProvider::Ad,
         display_name: None,
         email: None,
         password_hash: None,

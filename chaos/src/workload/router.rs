@@ -6,7 +6,7 @@ use super::{Ctx, DESTINATIONS};
 use crate::conn::{Attempt, Cursor};
 use crate::history::{ClaimRec, Seen};
 use crate::prng::SplitMix64;
-use raftlane_client::contract::{DeliveryBody, HandoffBody, HandoffDisposition};
+use raftlane_client::contract::{DeliveryBody, HandoffBody, HandoffDisposition, Stage};
 use raftlane_client::RowAction;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,7 +34,7 @@ pub async fn run(ctx: Arc<Ctx>, id: usize, mut rng: SplitMix64) {
         let attempt = ctx
             .conn
             .once(cursor.get(), move |c| async move {
-                c.claim_ready("ingress", 8, &o, ttl, None).await
+                c.claim_ready(Stage::Ingress, 8, &o, ttl, None).await
             })
             .await;
         let rows = match attempt {

@@ -6,7 +6,7 @@ use anyhow::Context;
 use hyper::Method;
 use raftlane_api::peer::{base_url, PeerClient};
 use raftlane_client::contract::{
-    DeliveryBody, FifoEmptyReason, RouteBody, RouteHandler, TransformBody,
+    DeliveryBody, FifoEmptyReason, RouteBody, RouteHandler, Stage, TransformBody,
 };
 use raftlane_client::{Client, ClientError, FifoClaim, RowAction, RowActionItem, RowActionResult};
 use raftlane_statemachine::ClaimedRow;
@@ -672,24 +672,24 @@ async fn pipeline(
         }));
     }
     // Routers (ingress → routed) and transformers (routed → one outbound delivery).
-    for stage in ["ingress", "routed"] {
+    for stage in [Stage::Ingress, Stage::Routed] {
         for w in 0..args.stage_workers.max(1) {
             let (client, meter) = (client.clone(), meter.clone());
             let batch = args.claim_batch.max(1);
             let handoffs = args.handoffs;
             let mut backoff = Backoff::new(args);
             tasks.push(tokio::spawn(async move {
-                let owner = format!("bench-{stage}-{w}");
+                let owner = format!("bench-{}-{w}", stage.as_str());
                 while !meter.done() {
                     let items = match client.claim_ready(stage, batch, &owner, TTL_MS, None).await {
                         Ok(items) => items,
                         Err(e) => {
-                            meter.error(format!("claim {stage}: {}", error_kind(&e)));
+                            meter.error(format!("claim {}: {}", stage.as_str(), error_kind(&e)));
                             tokio::time::sleep(Duration::from_millis(10)).await;
                             continue;
                         }
                     };
-                    meter.count(if stage == "ingress" {
+                    meter.count(if stage == Stage::Ingress {
                         "claim_ingress"
                     } else {
                         "claim_routed"
@@ -704,7 +704,7 @@ async fn pipeline(
                         .into_iter()
                         .map(|item| RowActionItem {
                             row: item.row_id.0,
-                            action: if stage == "ingress" {
+                            action: if stage == Stage::Ingress {
                                 RowAction::Route(RouteBody {
                                     fence: item.fence,
                                     handlers: vec![RouteHandler {

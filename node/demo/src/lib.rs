@@ -11,7 +11,7 @@
 
 use anyhow::{bail, Context};
 use raftlane_client::contract::{
-    DeliveryBody, FailBody, RouteBody, RouteHandler, StateOpBody, TransformBody,
+    DeliveryBody, FailBody, RouteBody, RouteHandler, Stage, StateOpBody, TransformBody,
 };
 use raftlane_client::{Client, FifoClaim, RowAction};
 use raftlane_statemachine::ClaimedRow;
@@ -320,7 +320,7 @@ async fn pause() {
 /// Claim due rows of `stage` in batches and hand each one on with `step`, until stopped.
 async fn stage_worker(
     s: Arc<Shared>,
-    stage: &'static str,
+    stage: Stage,
     owner: &'static str,
     step: fn(&ClaimedRow) -> RowAction,
 ) {
@@ -343,7 +343,7 @@ async fn stage_worker(
 
 /// Ingress → routed: one handler per channel.
 async fn router(s: Arc<Shared>) {
-    stage_worker(s, "ingress", "demo-router", |item| {
+    stage_worker(s, Stage::Ingress, "demo-router", |item| {
         RowAction::Route(RouteBody {
             fence: item.fence,
             handlers: vec![RouteHandler {
@@ -359,7 +359,7 @@ async fn router(s: Arc<Shared>) {
 
 /// Routed → outbound deliveries, with a transform-state op per channel.
 async fn transformer(s: Arc<Shared>) {
-    stage_worker(s, "routed", "demo-transformer", |item| {
+    stage_worker(s, Stage::Routed, "demo-transformer", |item| {
         let n: u32 = item
             .payload
             .split('|')

@@ -2,11 +2,10 @@
 
 use super::Client;
 use crate::error::ClientError;
-use crate::query::Query;
 use crate::routes;
 use raftlane_contract::{
-    NamespaceList, NamespaceVersion, PurgeRequest, Purged, Reference, ReferenceList,
-    ReferenceRequest, ReferenceWritten, StateValue,
+    NamespaceList, NamespaceQuery, NamespaceVersion, PurgeRequest, Purged, Reference,
+    ReferenceList, ReferenceRequest, ReferenceWritten, StateValue,
 };
 
 impl Client {
@@ -25,8 +24,12 @@ impl Client {
         namespace: &str,
         entries: bool,
     ) -> Result<NamespaceVersion, ClientError> {
+        let query = NamespaceQuery {
+            entries,
+            consistency: None,
+        };
         self.call(&routes::STATE_NAMESPACE, [namespace])
-            .query(Query::new().opt("entries", entries.then_some("true")))
+            .query(&query)?
             .reads_state()
             .answer()
             .await

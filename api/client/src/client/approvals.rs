@@ -3,11 +3,12 @@
 
 use super::Client;
 use crate::error::ClientError;
-use crate::query::Query;
+use crate::query::page_limit;
 use crate::routes;
 use raftlane_contract::{
-    ApprovalCreated, ApprovalDecided, ApprovalId, ApprovalList, ApprovalRequest, ApprovalView,
-    DecideRequest, KeyedApprovalRequest, KeyedDecideRequest, KeyedDecided,
+    ApprovalCreated, ApprovalDecided, ApprovalId, ApprovalList, ApprovalListQuery,
+    ApprovalListStatus, ApprovalRequest, ApprovalView, DecideRequest, KeyedApprovalRequest,
+    KeyedDecideRequest, KeyedDecided,
 };
 
 impl Client {
@@ -46,9 +47,13 @@ impl Client {
     /// `GET /v1/approvals?status=pending`: approvals pending and unexpired, newest first, at
     /// most `limit` (absent: 100).
     pub async fn pending_approvals(&self, limit: Option<u32>) -> Result<ApprovalList, ClientError> {
-        let query = Query::new().set("status", "pending").opt("limit", limit);
+        let query = ApprovalListQuery {
+            status: ApprovalListStatus::Pending,
+            limit: page_limit(limit),
+            consistency: None,
+        };
         self.call(&routes::APPROVALS, [])
-            .query(query)
+            .query(&query)?
             .reads_state()
             .answer()
             .await

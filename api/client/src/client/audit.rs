@@ -2,11 +2,20 @@
 
 use super::Client;
 use crate::error::ClientError;
-use crate::query::Query;
+use crate::query::page_limit;
 use crate::routes;
 use raftlane_contract::{
-    AuditAnchor, AuditAppendRequest, AuditAppended, AuditRows, AuditSealRequest, AuditVerification,
+    AuditAnchor, AuditAppendRequest, AuditAppended, AuditQuery, AuditRows, AuditSealRequest,
+    AuditVerification,
 };
+
+/// The query of `org`'s rows, and nothing else.
+fn of_org(org: &str) -> AuditQuery {
+    AuditQuery {
+        org: Some(org.to_string()),
+        ..AuditQuery::default()
+    }
+}
 
 /// `GET /v1/audit/search`: an actor's rows of an org, newest first.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -55,12 +64,13 @@ impl Client {
         from: Option<u64>,
         limit: Option<u32>,
     ) -> Result<AuditRows, ClientError> {
-        let query = Query::new()
-            .set("org", org)
-            .opt("from", from)
-            .opt("limit", limit);
+        let query = AuditQuery {
+            from,
+            limit: page_limit(limit),
+            ..of_org(org)
+        };
         self.call(&routes::AUDIT_ROWS, [])
-            .query(query)
+            .query(&query)?
             .reads_state()
             .answer()
             .await
@@ -68,13 +78,14 @@ impl Client {
 
     /// `GET /v1/audit/search`.
     pub async fn audit_search(&self, search: &AuditSearch) -> Result<AuditRows, ClientError> {
-        let query = Query::new()
-            .set("org", &search.org)
-            .set("actor", &search.actor)
-            .opt("action_prefix", search.action_prefix.as_deref())
-            .opt("limit", search.limit);
+        let query = AuditQuery {
+            actor: Some(search.actor.clone()),
+            action_prefix: search.action_prefix.clone(),
+            limit: page_limit(search.limit),
+            ..of_org(&search.org)
+        };
         self.call(&routes::AUDIT_SEARCH, [])
-            .query(query)
+            .query(&query)?
             .reads_state()
             .answer()
             .await
@@ -83,7 +94,7 @@ impl Client {
     /// `GET /v1/audit/anchor`: the chain's tip, to keep elsewhere and verify against later.
     pub async fn audit_anchor(&self, org: &str) -> Result<AuditAnchor, ClientError> {
         self.call(&routes::AUDIT_ANCHOR, [])
-            .query(Query::new().set("org", org))
+            .query(&of_org(org))?
             .reads_state()
             .answer()
             .await
@@ -91,7 +102,7 @@ impl Client {
 
     /// `GET /v1/audit/verify`: recompute `org`'s chain.
     pub async fn audit_verify(&self, org: &str) -> Result<AuditVerification, ClientError> {
-        self.verify(Query::new().set("org", org)).await
+        self.verify(&of_org(org)).await
     }
 
     /// `GET /v1/audit/verify` against an anchor kept elsewhere: fails when the anchored prefix
@@ -100,16 +111,17 @@ impl Client {
         &self,
         anchor: &AuditAnchor,
     ) -> Result<AuditVerification, ClientError> {
-        let query = Query::new()
-            .set("org", &anchor.org)
-            .set("count", anchor.count)
-            .set("head", &anchor.head);
-        self.verify(query).await
+        let query = AuditQuery {
+            count: Some(anchor.count),
+            head: Some(anchor.head.clone()),
+            ..of_org(&anchor.org)
+        };
+        self.verify(&query).await
     }
 
-    async fn verify(&self, query: Query) -> Result<AuditVerification, ClientError> {
+    async fn verify(&self, query: &AuditQuery) -> Result<AuditVerification, ClientError> {
         self.call(&routes::AUDIT_VERIFY, [])
-            .query(query)
+            .query(query)?
             .reads_state()
             .answer()
             .await

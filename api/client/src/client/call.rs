@@ -8,7 +8,7 @@ use crate::query::Query;
 use crate::route::Endpoint;
 use bytes::Bytes;
 use hyper::{Method, StatusCode};
-use raftlane_contract::headers;
+use raftlane_contract::{headers, Consistency, ReadOpts};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -21,6 +21,8 @@ pub(crate) struct Call<'c> {
     method: Method,
     path: String,
     query: Query,
+    /// The handle's `consistency`, for a read of the replicated state ([`Call::reads_state`]).
+    consistency: Option<Consistency>,
     body: Option<Vec<u8>>,
     headers: Vec<(&'static str, String)>,
     /// How long the server may hold the call (a claim's `wait_ms`): added to each attempt's
@@ -117,7 +119,8 @@ impl<'c> Call<'c> {
             client,
             method,
             path,
-            query: Query::new(),
+            query: Query::default(),
+            consistency: None,
             body: None,
             headers: Vec::new(),
             wait: Duration::ZERO,
@@ -126,18 +129,25 @@ impl<'c> Call<'c> {
         }
     }
 
-    /// The call's query string.
-    pub fn query(mut self, query: Query) -> Self {
-        self.query = query;
-        self
+    /// The call's query string: the members of `query`, a contract query type.
+    pub fn query<Q: Serialize>(mut self, query: &Q) -> Result<Self, ClientError> {
+        self.query = std::mem::take(&mut self.query).with(query)?;
+        Ok(self)
     }
 
     /// A read of the replicated state: it carries the handle's `consistency`, if it set one.
     pub fn reads_state(mut self) -> Self {
-        if let Some(c) = self.client.consistency {
-            self.query = std::mem::take(&mut self.query).set("consistency", c.as_str());
-        }
+        self.consistency = self.client.consistency;
         self
+    }
+
+    /// The path with its query string, the handle's consistency last.
+    fn target(&self) -> Result<String, ClientError> {
+        let read = ReadOpts {
+            consistency: self.consistency,
+        };
+        let query = self.query.clone().with(&read)?;
+        Ok(format!("{}{}", self.path, query.render()))
     }
 
     /// Sends `body` as JSON.
@@ -207,7 +217,7 @@ impl<'c> Call<'c> {
                 .with_timeout(super::ATTEMPT_TIMEOUT + self.wait)
         };
         let deadline = client.deadline + self.wait;
-        let path = format!("{}{}", self.path, self.query.render());
+        let path = self.target()?;
         let bytes = self.body.unwrap_or_default();
         let started = Instant::now();
         let mut pause = Duration::from_millis(50);
@@ -248,9 +258,8 @@ pub(crate) fn decode<T: DeserializeOwned>(what: &str, body: &[u8]) -> Result<T, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::Consistency;
     use crate::routes;
-    use raftlane_contract::ApprovalId;
+    use raftlane_contract::{ApprovalId, MessageQuery, PageLimit};
 
     fn client() -> Client {
         Client::new(vec!["127.0.0.1:1".into()], "t")
@@ -272,15 +281,25 @@ mod tests {
     fn a_read_of_the_state_carries_the_handles_consistency() {
         let c = client();
         let call = c.call(&routes::LANE, ["outbound", "a b"]).reads_state();
-        assert_eq!(call.path, "/v1/lanes/outbound/a%20b");
-        assert_eq!(call.query.render(), "");
+        assert_eq!(call.target().unwrap(), "/v1/lanes/outbound/a%20b");
         let stale = c.with_consistency(Consistency::Stale);
+        let page = MessageQuery {
+            limit: PageLimit::new(5),
+            ..MessageQuery::default()
+        };
         let call = stale
             .call(&routes::MESSAGES, [])
-            .query(Query::new().set("limit", 5))
+            .query(&page)
+            .unwrap()
             .reads_state();
-        assert_eq!(call.query.render(), "?limit=5&consistency=stale");
+        assert_eq!(
+            call.target().unwrap(),
+            "/v1/messages?limit=5&consistency=stale"
+        );
         assert_eq!(call.method, Method::GET);
+        // A call that reads no state carries no consistency.
+        let call = stale.call(&routes::MESSAGES, []).query(&page).unwrap();
+        assert_eq!(call.target().unwrap(), "/v1/messages?limit=5");
     }
 
     #[test]

@@ -3,9 +3,8 @@
 
 use super::Client;
 use crate::error::ClientError;
-use crate::query::Query;
 use crate::routes;
-use raftlane_contract::{ConnectionMetrics, StorageStats};
+use raftlane_contract::{ConnectionMetrics, StorageStats, TrafficQuery};
 
 impl Client {
     /// `GET /v1/stats/storage`: messages, events and the state's logical size.
@@ -24,11 +23,13 @@ impl Client {
         since: Option<u64>,
         rate_window_ms: Option<u64>,
     ) -> Result<ConnectionMetrics, ClientError> {
-        let query = Query::new()
-            .opt("since", since)
-            .opt("rate_window_ms", rate_window_ms);
+        let query = TrafficQuery {
+            since,
+            rate_window_ms,
+            consistency: None,
+        };
         self.call(&routes::CONNECTION_METRICS, [])
-            .query(query)
+            .query(&query)?
             .reads_state()
             .answer()
             .await

@@ -3,10 +3,11 @@
 
 use super::Client;
 use crate::error::ClientError;
-use crate::query::Query;
+use crate::query::{offset, page_limit};
 use crate::routes;
 use raftlane_contract::{
-    headers, Count, DeadLetters, EnqueueRequest, Enqueued, MessageDetail, MessageId, MessageList,
+    headers, Count, DeadLetterOrder, DeadLetterQuery, DeadLetterStage, DeadLetters, EnqueueRequest,
+    Enqueued, MessageDetail, MessageDetailQuery, MessageId, MessageList, MessageQuery,
     ReplayDeadRequest, Requeued, Stage, Stats, Viewed, ViewedRequest,
 };
 use raftlane_statemachine::model::message::MessageStatus;
@@ -29,19 +30,25 @@ pub struct MessageFilter {
 }
 
 impl MessageFilter {
-    fn query(&self, paged: bool) -> Query {
-        let q = Query::new()
-            .opt("channel", self.channel.as_deref())
-            .opt("status", self.status.map(MessageStatus::as_str))
-            .opt("message_type", self.message_type.as_deref())
-            .opt("control_id", self.control_id.as_deref())
-            .list("allowed_channels", self.allowed_channels.as_deref());
+    /// The query of a list (`paged`) or of a count.
+    fn query(&self, paged: bool) -> MessageQuery {
+        let filters = MessageQuery {
+            channel: self.channel.clone(),
+            status: self.status,
+            message_type: self.message_type.clone(),
+            control_id: self.control_id.clone(),
+            allowed_channels: self.allowed_channels.as_ref().map(|c| c.iter().collect()),
+            ..MessageQuery::default()
+        };
         if !paged {
-            return q;
+            return filters;
         }
-        q.opt("limit", self.limit)
-            .opt("offset", self.offset)
-            .opt("cursor", self.cursor)
+        MessageQuery {
+            limit: page_limit(self.limit),
+            offset: offset(self.offset),
+            cursor: self.cursor,
+            ..filters
+        }
     }
 }
 
@@ -72,23 +79,29 @@ pub struct DeadLetterFilter {
 }
 
 impl DeadLetterFilter {
-    fn query(&self, paged: bool) -> Query {
+    /// The query of a list (`paged`) or of a count.
+    fn query(&self, paged: bool) -> DeadLetterQuery {
         let stage = match self.stage {
             DeadStage::Outbound => None,
-            DeadStage::Only(s) => Some(s.as_str()),
-            DeadStage::All => Some("all"),
+            DeadStage::Only(s) => Some(DeadLetterStage::from(s)),
+            DeadStage::All => Some(DeadLetterStage::All),
         };
-        let q = Query::new()
-            .opt("stage", stage)
-            .opt("channel", self.channel.as_deref())
-            .opt("destination", self.destination.as_deref())
-            .list("allowed_channels", self.allowed_channels.as_deref());
+        let filters = DeadLetterQuery {
+            stage,
+            channel: self.channel.clone(),
+            destination: self.destination.clone(),
+            allowed_channels: self.allowed_channels.as_ref().map(|c| c.iter().collect()),
+            ..DeadLetterQuery::default()
+        };
         if !paged {
-            return q;
+            return filters;
         }
-        q.opt("limit", self.limit)
-            .opt("offset", self.offset)
-            .opt("order", self.newest_failed.then_some("newest_failed"))
+        DeadLetterQuery {
+            limit: page_limit(self.limit),
+            offset: offset(self.offset),
+            order: self.newest_failed.then_some(DeadLetterOrder::NewestFailed),
+            ..filters
+        }
     }
 }
 
@@ -134,7 +147,7 @@ impl Client {
     /// `GET /v1/messages`: a page of messages, newest first, without bodies.
     pub async fn messages(&self, filter: &MessageFilter) -> Result<MessageList, ClientError> {
         self.call(&routes::MESSAGES, [])
-            .query(filter.query(true))
+            .query(&filter.query(true))?
             .reads_state()
             .answer()
             .await
@@ -144,7 +157,7 @@ impl Client {
     pub async fn count_messages(&self, filter: &MessageFilter) -> Result<u64, ClientError> {
         let c: Count = self
             .call(&routes::MESSAGES_COUNT, [])
-            .query(filter.query(false))
+            .query(&filter.query(false))?
             .reads_state()
             .answer()
             .await?;
@@ -175,12 +188,14 @@ impl Client {
         id: &str,
         read: &MessageRead,
     ) -> Result<MessageDetail, ClientError> {
-        let query = Query::new()
-            .opt("body", read.body.then_some("true"))
-            .opt("record_view", read.record_view)
-            .opt("viewer", read.viewer.as_deref());
+        let query = MessageDetailQuery {
+            body: read.body.then_some(true),
+            record_view: read.record_view,
+            viewer: read.viewer.clone(),
+            consistency: None,
+        };
         self.call(&routes::MESSAGE, [id])
-            .query(query)
+            .query(&query)?
             .reads_state()
             .answer()
             .await
@@ -215,7 +230,7 @@ impl Client {
         filter: &DeadLetterFilter,
     ) -> Result<DeadLetters, ClientError> {
         self.call(&routes::DEAD_LETTERS, [])
-            .query(filter.query(true))
+            .query(&filter.query(true))?
             .reads_state()
             .answer()
             .await
@@ -225,7 +240,7 @@ impl Client {
     pub async fn count_dead_letters(&self, filter: &DeadLetterFilter) -> Result<u64, ClientError> {
         let c: Count = self
             .call(&routes::DEAD_LETTERS_COUNT, [])
-            .query(filter.query(false))
+            .query(&filter.query(false))?
             .reads_state()
             .answer()
             .await?;

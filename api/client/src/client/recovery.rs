@@ -10,9 +10,7 @@ use raftlane_contract::{
 };
 
 fn scope(stage: Option<Stage>) -> StageScope {
-    StageScope {
-        stage: stage.map(|s| s.as_str().to_string()),
-    }
+    StageScope { stage }
 }
 
 impl Client {
@@ -59,7 +57,7 @@ impl Client {
         keep: &[String],
     ) -> Result<Swept, ClientError> {
         let body = SweepRequest {
-            stage: stage.as_str().to_string(),
+            stage,
             keep: keep.to_vec(),
         };
         self.call(&routes::DEAD_LETTERS_SWEEP, [])

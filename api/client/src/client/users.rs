@@ -2,12 +2,12 @@
 
 use super::Client;
 use crate::error::ClientError;
-use crate::query::Query;
+use crate::query::page_limit;
 use crate::routes;
 use raftlane_contract::{
-    CreateUserRequest, GroupEntry, GroupMap, GroupMapRequest, GroupMapWritten, RoleList,
-    RoleRequest, RoleWritten, RolesAssigned, UserChanged, UserCreated, UserDeleted, UserList,
-    UserRoles, UserRolesRequest, UserSecrets, UserView,
+    CreateUserRequest, GroupEntry, GroupMap, GroupMapQuery, GroupMapRequest, GroupMapWritten,
+    RoleList, RoleRequest, RoleWritten, RolesAssigned, UserChanged, UserCreated, UserDeleted,
+    UserList, UserQuery, UserRoles, UserRolesRequest, UserSecrets, UserView,
 };
 use serde::Serialize;
 
@@ -36,9 +36,13 @@ impl Client {
         username: Option<&str>,
         limit: Option<u32>,
     ) -> Result<UserList, ClientError> {
-        let query = Query::new().opt("username", username).opt("limit", limit);
+        let query = UserQuery {
+            username: username.map(str::to_string),
+            limit: page_limit(limit),
+            consistency: None,
+        };
         self.call(&routes::USERS, [])
-            .query(query)
+            .query(&query)?
             .reads_state()
             .answer()
             .await
@@ -117,8 +121,12 @@ impl Client {
         map: &str,
         groups: Option<&[String]>,
     ) -> Result<GroupMap, ClientError> {
+        let query = GroupMapQuery {
+            groups: groups.map(|g| g.iter().collect()),
+            consistency: None,
+        };
         self.call(&routes::GROUP_MAP, [map])
-            .query(Query::new().list("groups", groups))
+            .query(&query)?
             .reads_state()
             .answer()
             .await

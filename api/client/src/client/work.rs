@@ -2,11 +2,11 @@
 
 use super::Client;
 use crate::error::ClientError;
-use crate::query::Query;
+use crate::query::page_limit;
 use crate::routes;
 use raftlane_contract::{
     CancelRequest, Cancelled, ClaimRequest, Claimed, ClaimedRow, FifoClaim, FifoClaimRequest,
-    LaneList, LaneStatus, ReleaseRequest, Released, RenewRequest, Renewed, Stage,
+    LaneList, LaneListQuery, LaneStatus, ReleaseRequest, Released, RenewRequest, Renewed, Stage,
 };
 
 /// Which page of `GET /v1/lanes`.
@@ -58,14 +58,14 @@ impl Client {
     /// Claim up to `limit` due rows of `stage` (unordered) for `owner`.
     pub async fn claim_ready(
         &self,
-        stage: &str,
+        stage: Stage,
         limit: u32,
         owner: &str,
         ttl_ms: u64,
         channel: Option<&str>,
     ) -> Result<Vec<ClaimedRow>, ClientError> {
         let claim = ClaimRequest {
-            stage: stage.to_string(),
+            stage,
             limit,
             owner: owner.to_string(),
             ttl_ms,
@@ -112,12 +112,14 @@ impl Client {
 
     /// `GET /v1/lanes`: a page of every lane (unscoped tokens only).
     pub async fn lanes(&self, page: &LanePage) -> Result<LaneList, ClientError> {
-        let query = Query::new()
-            .opt("stage", page.stage.map(Stage::as_str))
-            .opt("limit", page.limit)
-            .opt("cursor", page.cursor.as_deref());
+        let query = LaneListQuery {
+            stage: page.stage,
+            limit: page_limit(page.limit),
+            cursor: page.cursor.clone(),
+            consistency: None,
+        };
         self.call(&routes::LANES, [])
-            .query(query)
+            .query(&query)?
             .reads_state()
             .answer()
             .await
