@@ -36,7 +36,7 @@ RolesAssigned RowActionResult RowDetail RowMeta SessionChanged SessionCreated Se
 SessionView SessionsPurged SessionsRevoked SnapshotTaken Stage StateDigest StateEntry StateOp
 Stats StorageStats TokenCreated TokenList UNLIMITED_ATTEMPTS UserChanged UserCreated UserDeleted
 UserList UserRoles UserSecrets UserView Viewed WorkRow decode
-""".split()
+""".split()  # noqa: SIM905 (one word a name, as the old module listed them)
 
 
 def test_the_committed_module_is_what_the_generator_writes(tmp_path: Path) -> None:
@@ -47,6 +47,7 @@ def test_the_committed_module_is_what_the_generator_writes(tmp_path: Path) -> No
         [sys.executable, str(GENERATOR), "--openapi", str(OPENAPI), "--out", str(out)],
         capture_output=True,
         text=True,
+        check=False,
     )
     assert run.returncode == 0, run.stderr
     assert out.read_text() == COMMITTED.read_text(), (

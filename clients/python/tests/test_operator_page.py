@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pipeline_steps import outbound_row
 
 from raftlane import Client, RetryPolicy
 from raftlane.testing import ClusterHandle
-from pipeline_steps import outbound_row
 
 pytestmark = pytest.mark.cluster
 
@@ -52,10 +52,12 @@ def read_page(url: str, token: str, screenshot: Path) -> dict[str, Any]:
         driver.find_element(By.ID, "auth").submit()
         WebDriverWait(driver, 20).until(
             lambda d: (
-                d.find_element(By.ID, "status").text.startswith("Read at")
-                and d.find_element(By.ID, "audit").text != ""
+                (
+                    d.find_element(By.ID, "status").text.startswith("Read at")
+                    and d.find_element(By.ID, "audit").text != ""
+                )
+                or "bad" in (d.find_element(By.ID, "status").get_attribute("class") or "")
             )
-            or "bad" in (d.find_element(By.ID, "status").get_attribute("class") or "")
         )
         driver.save_screenshot(str(screenshot))
 
@@ -83,9 +85,7 @@ async def test_the_operator_page_shows_what_the_api_answers(
     client: Client, cluster: ClusterHandle, name: str
 ) -> None:
     missing = [
-        what
-        for what, found in (("chromium", BROWSER), ("chromedriver", DRIVER))
-        if found is None
+        what for what, found in (("chromium", BROWSER), ("chromedriver", DRIVER)) if found is None
     ]
     try:
         import selenium  # noqa: F401

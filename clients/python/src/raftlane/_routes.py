@@ -408,4 +408,3 @@ def route_of(method: Callable[..., Any]) -> Route:
     if not isinstance(spec, Route):
         raise TypeError(f"{getattr(method, '__name__', method)!r} declares no route")
     return spec
-

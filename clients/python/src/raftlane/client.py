@@ -93,8 +93,8 @@ from .types import (
     KeyRotation,
     LaneList,
     LaneView,
-    LeaderTransferred,
     Leadership,
+    LeaderTransferred,
     ListedMessage,
     LogFormatStatus,
     MessageList,
@@ -708,6 +708,7 @@ class Client:
             _log_retry(attempt, last, "trying the other nodes")
             await asyncio.sleep(pause)
             pause = min(pause * 2, 1.0)
+
     async def _invoke_route(self, spec: Route, req: Request) -> Any:
         """Send a route's request (with failover) and decode its answer as the route says."""
         r = await self._send(
@@ -768,7 +769,6 @@ class Client:
             method.upper(), path, json=json, params=params, headers=headers, wait_s=wait_s
         )
         return r.json() if r.content else None
-
 
     # --- messages ---------------------------------------------------------------------------
 
@@ -968,9 +968,7 @@ class Client:
     async def row(self, row_id: int) -> RowDetail:
         """A work row as it is now (``.row``), with its payload."""
 
-    @_route(
-        "post", "/v1/leases/reclaim", body=("stage",), answer=Reclaimed, unwrap="reclaimed"
-    )
+    @_route("post", "/v1/leases/reclaim", body=("stage",), answer=Reclaimed, unwrap="reclaimed")
     async def reclaim_expired(self, *, stage: Stage | str | None = None) -> int:
         """In-flight rows whose lease expired back to pending; answers how many."""
 
@@ -993,9 +991,7 @@ class Client:
         """Dead-letter live rows of ``stage`` (``outbound`` or ``routed``) whose destination or
         handler is not in ``keep``; answers how many."""
 
-    @_route(
-        "get", "/v1/lanes", query=("stage", "limit", "cursor", "consistency"), answer=LaneList
-    )
+    @_route("get", "/v1/lanes", query=("stage", "limit", "cursor", "consistency"), answer=LaneList)
     async def lanes(
         self,
         *,
@@ -1049,9 +1045,7 @@ class Client:
     async def release_lane(self, stage: Stage | str, name: str, *, owner: str) -> bool:
         """Give ``owner``'s lane lease back; false when it did not hold it."""
 
-    @_route(
-        "post", "/v1/destinations/{destination}/pause", body=("reason",), answer=PauseState
-    )
+    @_route("post", "/v1/destinations/{destination}/pause", body=("reason",), answer=PauseState)
     async def pause_destination(self, destination: str, *, reason: str | None = None) -> PauseState:
         """Stop handing out ``destination``'s rows (they stay, in order; rows already out
         finish) until :meth:`resume_destination`. Replicated and audited; unscoped tokens."""
@@ -1665,9 +1659,7 @@ class Client:
 
     # --- approvals, tokens, keys ------------------------------------------------------------
 
-    @_route(
-        "post", "/v1/approvals", body=("operation", "params", "ttl_ms"), answer=ApprovalCreated
-    )
+    @_route("post", "/v1/approvals", body=("operation", "params", "ttl_ms"), answer=ApprovalCreated)
     async def create_approval(
         self, operation: str, *, params: Any = None, ttl_ms: int | None = None
     ) -> ApprovalCreated:
@@ -1756,9 +1748,7 @@ class Client:
         """Every registered engine process (tombstones of clean stops included) and the time
         of the read."""
 
-    @_route(
-        "post", "/v1/engine/leadership/{group}", body=("node_id", "ttl_ms"), answer=Leadership
-    )
+    @_route("post", "/v1/engine/leadership/{group}", body=("node_id", "ttl_ms"), answer=Leadership)
     async def campaign(self, group: str, node_id: str, *, ttl_ms: int) -> Leadership:
         """Take or renew ``group``'s leadership for ``node_id``; answers the lease as it stands,
         whoever holds it."""
@@ -1822,9 +1812,7 @@ class Client:
         """The principal a lease owner name or engine node id is bound to (``None``: nobody's
         yet; docs/SPEC.md §9.8)."""
 
-    @_route(
-        "put", "/v1/owners/{owner}", body=("principal",), answer=OwnerBinding, unwrap=_changed
-    )
+    @_route("put", "/v1/owners/{owner}", body=("principal",), answer=OwnerBinding, unwrap=_changed)
     async def reserve_owner(self, owner: str, principal: str) -> bool:
         """Bind ``owner`` (an owner name or engine node id) to ``principal`` ahead of its first
         use (admin); answers whether the binding changed."""

@@ -23,10 +23,11 @@ from enum import Enum
 from typing import Any, TypeVar, Union
 
 from . import _generated
-from ._generated import *  # noqa: F403  (every wire type, listed once: in _generated)
+from ._generated import *  # every wire type, listed once: in _generated
 from .errors import DecodeError
 
 __all__ = [
+    "UNLIMITED_ATTEMPTS",
     "Backup",
     "Delivery",
     "Handler",
@@ -36,7 +37,6 @@ __all__ = [
     "RowMeta",
     "Stage",
     "StateOp",
-    "UNLIMITED_ATTEMPTS",
     "decode",
 ]
 __all__ += _generated.__all__
@@ -56,7 +56,6 @@ class Stage(str, Enum):
     ROUTED = "routed"
     OUTBOUND = "outbound"
     RESPONSE = "response"
-
 
 
 # --- the parts of a row action's request ----------------------------------------------------

@@ -4,7 +4,6 @@ failed, dead), captured responses and their re-ingress."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from messagefoundry.config.models import RetryPolicy as MfRetryPolicy
 from messagefoundry.redaction import safe_text
