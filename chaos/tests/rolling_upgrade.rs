@@ -11,9 +11,9 @@
 //! build runs with the leader's format watch held (`[tuning] log_format_watch_ms = 0`, the
 //! operator's way to keep the way back open), so once all three run it the format is raised by
 //! hand to 2, and stays there. A second rolling restart lets go of the hold: the leader's watch
-//! raises the format to 3 (the newest: header fields instead of wrapper commands) by itself. The
-//! writes go on, a node restarts and replays its log (entries of all three formats), and at the
-//! end every node holds the same state and every acknowledged message is there.
+//! raises the format to the newest by itself. The writes go on, a node restarts and replays its
+//! log (entries of every format), and at the end every node holds the same state and every
+//! acknowledged message is there.
 //!
 //! Without `$RAFTLANE_PREVIOUS_BIN` the test runs `scripts/previous-build.sh` itself (minutes
 //! the first time on a machine, then its cached binary).
@@ -23,6 +23,7 @@ mod common;
 use raftlane_chaos::conn::Conn;
 use raftlane_client::contract::Stage;
 use raftlane_client::{Client, ClientError};
+use raftlane_statemachine::wire::log_format::LogFormat;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -197,7 +198,11 @@ async fn a_rolling_upgrade_from_the_previous_build_loses_nothing() {
                 .await
                 .expect("the upgraded node answers");
             assert_eq!(v["log_format"], json!(1), "node {id}: {v}");
-            assert_eq!(v["reads"], json!([1, 2, 3]), "node {id}: {v}");
+            assert_eq!(
+                v["reads"],
+                json!(LogFormat::read_numbers()),
+                "node {id}: {v}"
+            );
             let refused = client
                 .request(
                     hyper::Method::POST,
@@ -270,23 +275,44 @@ async fn a_rolling_upgrade_from_the_previous_build_loses_nothing() {
         for i in 0..3 {
             formats.push(log_format(&conn, i).await.map(|v| v["log_format"].clone()));
         }
-        if formats.iter().all(|f| f.as_ref() == Some(&json!(3))) {
+        if formats
+            .iter()
+            .all(|f| f.as_ref() == Some(&json!(LogFormat::NEWEST.number())))
+        {
             break;
         }
         assert!(
             std::time::Instant::now() < deadline,
-            "the leader's watch did not raise the format to 3: {formats:?}"
+            "the leader's watch did not raise the format to {}: {formats:?}",
+            LogFormat::NEWEST
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    // A restart replays a log holding all three formats.
+    // The newest format's rule: a claim answers its row's creation time (the ingest time).
+    client
+        .enqueue("upgrade-dated", "MSH|dated", None)
+        .await
+        .expect("an enqueue in the newest format");
+    let dated = client
+        .claim_ready(
+            Stage::Ingress,
+            1,
+            "dated-worker",
+            30_000,
+            Some("upgrade-dated"),
+        )
+        .await
+        .expect("a claim in the newest format");
+    assert_eq!(dated.len(), 1, "{dated:?}");
+    assert!(dated[0].created_at.is_some(), "{dated:?}");
+    // A restart replays a log holding formats 1, 2 and the newest.
     let replayed = order[0];
     cluster.stop(replayed).await.expect("a node stops");
     tokio::time::sleep(Duration::from_secs(1)).await;
     cluster
         .start(replayed, None)
         .expect("the node starts again");
-    settled(&conn, &addrs, "after the restart in format 3").await;
+    settled(&conn, &addrs, "after the restart in the newest format").await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     stop.store(true, Ordering::Relaxed);
     writer.await.expect("the traffic task");

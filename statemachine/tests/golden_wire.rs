@@ -249,6 +249,7 @@ fn claimed_row(n: u64) -> ClaimedRow {
         attempts: 3 + n as u32,
         fence: Fence(3000 + n),
         lease_expires_at: NOW + n,
+        created_at: None,
     }
 }
 
@@ -427,6 +428,7 @@ fn outcome_variant(o: &Outcome) -> &'static str {
         Outcome::TokenIssued { .. } => "TokenIssued",
         Outcome::RetentionPaged { .. } => "RetentionPaged",
         Outcome::HandedOnThenClaimed { .. } => "HandedOnThenClaimed",
+        Outcome::Dated { .. } => "Dated",
     }
 }
 
@@ -1245,6 +1247,10 @@ fn outcome_examples() -> Vec<Outcome> {
         Outcome::HandedOnThenClaimed {
             applied: true,
             next: Some(Ok(claimed_row(5))),
+        },
+        Outcome::Dated {
+            created_at: vec![NOW - 505, NOW - 506],
+            outcome: Box::new(Outcome::Claimed(vec![claimed_row(7), claimed_row(8)])),
         },
     ]
 }
@@ -2427,6 +2433,57 @@ fn format_3_cases() -> Vec<Case> {
 #[test]
 fn format_3_envelopes_match_golden() {
     check_golden("envelopes-v3.hex", format_3_cases());
+}
+
+/// Format 4 is format 3's layout under its own number (its rule is in the answers): a command,
+/// every header field, and a batch, whose members are written in format 4 too.
+fn format_4_cases() -> Vec<Case> {
+    let v4 = |mut envelope: Envelope| {
+        envelope.set_format(LogFormat::V4);
+        envelope
+    };
+    let claim = || {
+        Command::ClaimReady(ClaimReady {
+            stage: Stage::Ingress,
+            limit: 10,
+            owner: s("worker-4"),
+            ttl_ms: 30_000,
+            channel: None,
+            destination: None,
+        })
+    };
+    vec![
+        codec_case(
+            "Format4.ClaimReady",
+            v4(Envelope::new(NOW, ACTOR, claim()).with_request_id(REQUEST_ID)),
+        ),
+        codec_case(
+            "Format4.Every",
+            v4(Envelope::new(NOW, ACTOR, Command::ExpireRecords)
+                .with_request_id(REQUEST_ID)
+                .at_client_time(Some(NOW - 5))
+                .fingerprinted(Some(bytes32(0xc0)))
+                .as_operator(true)),
+        ),
+        codec_case(
+            "Format4.Batch",
+            v4(Envelope::new(
+                NOW,
+                "raftlane:batch",
+                Command::Batch(Batch {
+                    commands: vec![
+                        Envelope::new(NOW, ACTOR, claim()).with_request_id("r/0"),
+                        Envelope::new(NOW, ACTOR, Command::ExpireRecords).with_request_id("r/1"),
+                    ],
+                }),
+            )),
+        ),
+    ]
+}
+
+#[test]
+fn format_4_envelopes_match_golden() {
+    check_golden("envelopes-v4.hex", format_4_cases());
 }
 
 #[test]

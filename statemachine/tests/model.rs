@@ -498,6 +498,7 @@ fn claimed_row(row: &MRow) -> ClaimedRow {
         attempts: row.attempts,
         fence: Fence(fence),
         lease_expires_at,
+        created_at: None,
     }
 }
 

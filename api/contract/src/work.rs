@@ -254,6 +254,7 @@ mod tests {
             attempts: 1,
             fence: Fence(42),
             lease_expires_at: 1_000,
+            created_at: None,
         }
     }
 

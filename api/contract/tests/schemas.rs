@@ -92,6 +92,7 @@ fn claimed(full: bool) -> ClaimedRow {
         attempts: 1,
         fence: Fence(42),
         lease_expires_at: 1_000,
+        created_at: None,
     }
 }
 

@@ -142,7 +142,7 @@ impl Proposer {
     /// every forwarded copy carries the same ciphertext. Leader changes, lost answers and
     /// dropped proposals are retried with the same envelope for a bounded time; its request id
     /// makes the retry exactly-once (an entry that did commit answers the retry with its first
-    /// answer, `Outcome::Repeated`, unwrapped here).
+    /// answer, `Outcome::Repeated`, unwrapped here; so is a claim's `Outcome::Dated`).
     pub async fn write(&self, mut envelope: Envelope) -> Result<(u64, Response), WriteError> {
         // A node the others refuse for its clock would only retry until the window closes.
         if let Some(skew) = self.backend.clock_skew() {
@@ -171,6 +171,8 @@ impl Proposer {
             (_, Ok(Outcome::Repeated { index, response })) => (index, *response),
             other => other,
         };
+        // A claim's rows get their creation times back (log format 4 on).
+        let response = response.map(Outcome::undated);
         self.metrics
             .record_command(envelope.command.name(), response.is_ok());
         Ok((index, response))

@@ -15,6 +15,7 @@ mod auth_config_audit;
 mod claim_wait;
 mod client_clock;
 mod coordination;
+mod created_at;
 mod dead_letters;
 mod dual_control;
 mod errors;

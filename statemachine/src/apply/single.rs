@@ -35,7 +35,7 @@ pub(crate) fn command<'s>(
     match result {
         Ok(outcome) => {
             txn.release(cp);
-            Ok(Ok(outcome))
+            Ok(Ok(outcome.dated(envelope.format)))
         }
         Err(ApplyError::Rejected(r)) => {
             // A rejection changes nothing, not even the clock: "bad input changes nothing".

@@ -224,6 +224,7 @@ pub(crate) fn claimed(row: WorkRow, fence: Fence) -> ClaimedRow {
         payload: row.payload,
         attempts: row.attempts,
         fence,
+        created_at: Some(row.created_at),
     }
 }
 

@@ -75,10 +75,10 @@ impl Serialize for Envelope {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self.format {
             LogFormat::V1 => format1::serialize_v1(self, serializer),
-            LogFormat::V2 | LogFormat::V3 => {
+            LogFormat::V2 | LogFormat::V3 | LogFormat::V4 => {
                 let record = match self.format {
                     LogFormat::V2 => format2::encode(self),
-                    _ => format3::encode(self),
+                    format => format3::encode(self, format),
                 }
                 .map_err(serde::ser::Error::custom)?;
                 let mut tuple = serializer.serialize_tuple(2)?;
@@ -96,12 +96,13 @@ impl<'de> Deserialize<'de> for Envelope {
     }
 }
 
-/// The envelope of a format 2 or 3 record: its first field says which.
+/// The envelope of a format 2, 3 or 4 record: its first field says which.
 fn decode_record(bytes: &[u8]) -> Result<Envelope, HeaderError> {
     let fields = record::read(bytes)?;
     match fields.format {
         Some(2) => format2::decode(fields),
-        Some(3) => format3::decode(fields),
+        Some(3) => format3::decode(fields, LogFormat::V3),
+        Some(4) => format3::decode(fields, LogFormat::V4),
         Some(other) => Err(HeaderError::Format(other)),
         None => Err(HeaderError::Missing("format")),
     }

@@ -11,11 +11,11 @@ use crate::wire::layout_v1::CommandV1;
 use crate::wire::log_format::LogFormat;
 use crate::wire::record::{self, HeaderError};
 
-/// The format 3 record of `envelope` (its `format` field aside: this is format 3; a batch's
-/// members are written in format 3 too).
-pub(crate) fn encode(envelope: &Envelope) -> Result<Vec<u8>, DecodeError> {
+/// The record of `envelope` in `format` (3 or 4: one layout, numbered by its format, whose
+/// rules apply the entry; a batch's members are written in the batch's format).
+pub(crate) fn encode(envelope: &Envelope, format: LogFormat) -> Result<Vec<u8>, DecodeError> {
     let mut out = Vec::with_capacity(envelope.actor.len() + 64);
-    record::put_uint(&mut out, record::FORMAT, u64::from(LogFormat::V3.number()));
+    record::put_uint(&mut out, record::FORMAT, u64::from(format.number()));
     record::put_uint(&mut out, record::NOW_MS, envelope.now_ms);
     record::put_bytes(&mut out, record::ACTOR, envelope.actor.as_bytes());
     if let Some(id) = &envelope.request_id {
@@ -34,7 +34,7 @@ pub(crate) fn encode(envelope: &Envelope) -> Result<Vec<u8>, DecodeError> {
         Command::Batch(batch) => {
             record::put_uint(&mut out, record::BATCH, 1);
             for member in &batch.commands {
-                record::put_bytes(&mut out, record::MEMBER, &encode(member)?);
+                record::put_bytes(&mut out, record::MEMBER, &encode(member, format)?);
             }
         }
         command => record::put_bytes(&mut out, record::COMMAND, &codec::try_encode(command)?),
@@ -42,15 +42,19 @@ pub(crate) fn encode(envelope: &Envelope) -> Result<Vec<u8>, DecodeError> {
     Ok(out)
 }
 
-/// The envelope of a format 3 record, whose fields were read already.
-pub(crate) fn decode(fields: record::Fields<'_>) -> Result<Envelope, HeaderError> {
+/// The envelope of a format 3 or 4 record (`format`, as its first field said), whose fields
+/// were read already.
+pub(crate) fn decode(
+    fields: record::Fields<'_>,
+    format: LogFormat,
+) -> Result<Envelope, HeaderError> {
     let command = match (fields.batch, fields.command) {
         (None, Some(bytes)) if fields.members.is_empty() => command_of(bytes)?,
         (Some(1), None) => Command::Batch(Batch {
             commands: fields
                 .members
                 .iter()
-                .map(|member| member_of(member))
+                .map(|member| member_of(member, format))
                 .collect::<Result<_, _>>()?,
         }),
         (Some(_), None) => return Err(HeaderError::Value("batch")),
@@ -78,7 +82,7 @@ pub(crate) fn decode(fields: record::Fields<'_>) -> Result<Envelope, HeaderError
         fingerprint,
         as_operator,
         command,
-        format: LogFormat::V3,
+        format,
     })
 }
 
@@ -92,11 +96,11 @@ fn command_of(bytes: &[u8]) -> Result<Command, HeaderError> {
     Ok(command)
 }
 
-/// A batch member: a record of its own, in format 3 like the batch.
-fn member_of(bytes: &[u8]) -> Result<Envelope, HeaderError> {
+/// A batch member: a record of its own, in the batch's format.
+fn member_of(bytes: &[u8], format: LogFormat) -> Result<Envelope, HeaderError> {
     let fields = record::read(bytes)?;
     match fields.format {
-        Some(3) => decode(fields),
+        Some(n) if n == u64::from(format.number()) => decode(fields, format),
         Some(other) => Err(HeaderError::Format(other)),
         None => Err(HeaderError::Missing("format")),
     }
@@ -119,8 +123,8 @@ mod tests {
     }
 
     fn roundtrip(e: &Envelope) -> Envelope {
-        let bytes = encode(e).expect("encode");
-        decode(read(&bytes).expect("read")).expect("decode")
+        let bytes = encode(e, e.format).expect("encode");
+        decode(read(&bytes).expect("read"), e.format).expect("decode")
     }
 
     #[test]
@@ -135,6 +139,29 @@ mod tests {
         let mut plain = Envelope::new(5, "bob", audit());
         plain.set_format(LogFormat::V3);
         assert_eq!(roundtrip(&plain), plain);
+        // Format 4 is the same layout under its own number.
+        e.set_format(LogFormat::V4);
+        assert_eq!(roundtrip(&e), e);
+        let bytes = encode(&e, LogFormat::V4).expect("encode");
+        assert_eq!(read(&bytes).expect("read").format, Some(4));
+    }
+
+    #[test]
+    fn a_member_in_another_format_than_its_batch_is_refused() {
+        let mut member = Envelope::new(7, "a", audit());
+        member.set_format(LogFormat::V4);
+        let mut r = Vec::new();
+        put_uint(&mut r, FORMAT, 3);
+        put_uint(&mut r, BATCH, 1);
+        put_bytes(
+            &mut r,
+            MEMBER,
+            &encode(&member, LogFormat::V4).expect("encode"),
+        );
+        assert!(matches!(
+            decode(read(&r).unwrap(), LogFormat::V3),
+            Err(HeaderError::Format(4))
+        ));
     }
 
     #[test]
@@ -152,11 +179,11 @@ mod tests {
             }),
         );
         batch.set_format(LogFormat::V3);
-        let bytes = encode(&batch).expect("encode");
+        let bytes = encode(&batch, LogFormat::V3).expect("encode");
         let fields = read(&bytes).expect("read");
         assert_eq!(fields.members.len(), 2);
         assert!(fields.command.is_none());
-        assert_eq!(decode(fields).expect("decode"), batch);
+        assert_eq!(decode(fields, LogFormat::V3).expect("decode"), batch);
         let mut empty = Envelope::new(
             8,
             "raftlane:batch",
@@ -183,13 +210,13 @@ mod tests {
         put_uint(&mut both, BATCH, 1);
         put_bytes(&mut both, COMMAND, &command);
         assert!(matches!(
-            decode(read(&both).unwrap()),
+            decode(read(&both).unwrap(), LogFormat::V3),
             Err(HeaderError::Value("command"))
         ));
         let mut neither = base();
         neither.extend_from_slice(&[]);
         assert!(matches!(
-            decode(read(&neither).unwrap()),
+            decode(read(&neither).unwrap(), LogFormat::V3),
             Err(HeaderError::Missing("command"))
         ));
         let mut short_fingerprint = base();
@@ -200,7 +227,7 @@ mod tests {
         );
         put_bytes(&mut short_fingerprint, COMMAND, &command);
         assert!(matches!(
-            decode(read(&short_fingerprint).unwrap()),
+            decode(read(&short_fingerprint).unwrap(), LogFormat::V3),
             Err(HeaderError::Value("fingerprint"))
         ));
         let mut member_of_format_2 = base();
@@ -210,7 +237,7 @@ mod tests {
         put_bytes(&mut member, COMMAND, &command);
         put_bytes(&mut member_of_format_2, MEMBER, &member);
         assert!(matches!(
-            decode(read(&member_of_format_2).unwrap()),
+            decode(read(&member_of_format_2).unwrap(), LogFormat::V3),
             Err(HeaderError::Format(2))
         ));
     }

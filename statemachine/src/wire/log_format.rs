@@ -1,7 +1,7 @@
 //! The log formats an [`Envelope`](crate::wire::command::Envelope) is written in (docs/SPEC.md
 //! §2.8): what each is and how they are ordered. How each is written is
 //! [`crate::wire::format1`] (format 1), [`crate::wire::format2`] (format 2) and
-//! [`crate::wire::format3`] (format 3); which one a reader faces, [`crate::wire::envelope`].
+//! [`crate::wire::format3`] (formats 3 and 4); which one a reader faces, [`crate::wire::envelope`].
 
 use std::fmt;
 
@@ -14,15 +14,20 @@ pub enum LogFormat {
     /// A record of numbered header fields around a format 1 command.
     V2,
     /// A record of numbered header fields around one vocabulary of commands: the wrappers of
-    /// formats 1 and 2 are header fields, twins are one command (this build onwards).
+    /// formats 1 and 2 are header fields, twins are one command.
     V3,
+    /// Format 3's record, and one rule more: a claim's answer carries each claimed row's
+    /// creation time ([`crate::wire::outcome::Outcome::Dated`]), the ingest time a worker hands
+    /// to its handlers. A rule, not a layout: the answer is part of the replicated state (a
+    /// remembered answer), so a node of a build before it must never apply such an entry.
+    V4,
 }
 
 impl LogFormat {
     /// The newest format this build writes and reads.
-    pub const NEWEST: LogFormat = LogFormat::V3;
+    pub const NEWEST: LogFormat = LogFormat::V4;
     /// Every format this build reads, oldest first.
-    pub const READ: [LogFormat; 3] = [LogFormat::V1, LogFormat::V2, LogFormat::V3];
+    pub const READ: [LogFormat; 4] = [LogFormat::V1, LogFormat::V2, LogFormat::V3, LogFormat::V4];
 
     /// The numbers of [`Self::READ`]: what a node says it reads (`/raft/formats`,
     /// `GET /v1/cluster/log-format`).
@@ -36,6 +41,7 @@ impl LogFormat {
             LogFormat::V1 => 1,
             LogFormat::V2 => 2,
             LogFormat::V3 => 3,
+            LogFormat::V4 => 4,
         }
     }
 
@@ -45,6 +51,7 @@ impl LogFormat {
             1 => Some(LogFormat::V1),
             2 => Some(LogFormat::V2),
             3 => Some(LogFormat::V3),
+            4 => Some(LogFormat::V4),
             _ => None,
         }
     }
@@ -56,6 +63,6 @@ impl fmt::Display for LogFormat {
     }
 }
 
-/// The first word of a format 2 or 3 envelope, where format 1 has its `now_ms`: no clock reads it
-/// (it is 584 million years after 1970), and format 1 refuses to write it. The record that follows says which of the two it is.
+/// The first word of a format 2, 3 or 4 envelope, where format 1 has its `now_ms`: no clock reads it
+/// (it is 584 million years after 1970), and format 1 refuses to write it. The record that follows says which it is.
 pub const FORMAT_2_MARK: u64 = u64::MAX;

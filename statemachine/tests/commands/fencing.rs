@@ -132,6 +132,7 @@ fn completions_on_an_unknown_row_are_refused() {
         attempts: 1,
         fence: Fence(1),
         lease_expires_at: 0,
+        created_at: None,
     };
     let unknown = Rejection::UnknownRow(RowId(999));
     h.reject(mark_done(&ghost), unknown.clone());

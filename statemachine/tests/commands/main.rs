@@ -22,6 +22,7 @@ mod clock;
 mod completion;
 mod config;
 mod coordination;
+mod created_at;
 mod enqueue;
 mod fencing;
 mod fifo;

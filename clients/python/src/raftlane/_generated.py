@@ -409,6 +409,10 @@ class ClaimedRow:
     lease_expires_at: int
     destination_name: str | None
     handler_name: str | None
+    #: When the row was created (ms since the epoch): for an ingress row the message's receipt, for
+    #: a later stage its handoff. The same at every claim of the row, so a worker that runs the row
+    #: again sees the same ingest time. Absent while the cluster writes a log format before 4.
+    created_at: int | None = None
 
 
 @dataclass(frozen=True)

@@ -40,8 +40,10 @@ class Claims:
         self._ahead_claims: dict[FifoKey, asyncio.Task[OutboxItem | None]] = {}
 
     def item(self, row: ClaimedRow) -> OutboxItem:
-        """A claimed row as the engine's work item; its fence remembered, its lease held. A
-        claim carries no creation time, so ``created_at`` is left unset."""
+        """A claimed row as the engine's work item; its fence remembered, its lease held. Its
+        ``created_at`` (epoch seconds) is the row's creation time, which the engine hands its
+        handlers as the message's ingest time; a cluster still writing a log format before 4
+        answers none, and it is left unset."""
         leases = self._ctx.leases
         leases.remember(row.row_id, row.fence)
         leases.hold(row.row_id)
@@ -54,7 +56,7 @@ class Claims:
             attempts=row.attempts,
             stage=row.stage,
             handler_name=row.handler_name,
-            created_at=None,
+            created_at=None if row.created_at is None else row.created_at / 1000.0,
         )
 
     async def next_of(self, key: FifoKey, now: float | None) -> OutboxItem | None:

@@ -1,0 +1,133 @@
+//! A claimed row's creation time (docs/SPEC.md §4.2a): from log format 4 every claim route
+//! answers each row's `created_at`, the time of the command that created the row; an entry of an
+//! older format answers none, and the member is left out of the JSON.
+
+use crate::harness::*;
+
+/// Far before the wall clock, so a time stamped from the wall clock would show.
+const T: u64 = 2_000_000;
+
+/// Enqueue `raw` on `channel` at `at`; its message id.
+async fn enqueue_at(api: &Api, at: u64, channel: &str, raw: &str) -> u64 {
+    let r = api
+        .call_at(
+            at,
+            Method::POST,
+            &format!("/v1/channels/{channel}/messages"),
+            Some(json!({ "raw": raw })),
+        )
+        .await;
+    ok(&r, 201);
+    r.body["message_id"].as_u64().expect("message_id")
+}
+
+/// Claim `channel`'s ingress rows at `at`.
+async fn claim_ingress_at(api: &Api, at: u64, channel: &str) -> Vec<Value> {
+    let r = api
+        .call_at(
+            at,
+            Method::POST,
+            "/v1/claims",
+            Some(json!({ "stage": "ingress", "limit": 10, "owner": "router",
+                         "ttl_ms": LONG_TTL, "channel": channel })),
+        )
+        .await;
+    ok(&r, 200);
+    r.body["items"].as_array().expect("items").clone()
+}
+
+/// Hand a claimed ingress row to `destination` at `at`.
+async fn handoff_at(api: &Api, at: u64, item: &Value, destination: &str) {
+    let r = api
+        .call_at(
+            at,
+            Method::POST,
+            &format!("/v1/rows/{}/handoff", item["row_id"]),
+            Some(json!({ "fence": item["fence"],
+                         "deliveries": [{ "destination": destination, "payload": "p" }] })),
+        )
+        .await;
+    ok(&r, 200);
+}
+
+#[tokio::test]
+async fn every_claim_route_answers_the_rows_creation_time_from_format_4() {
+    let api = start_client_clock().await;
+
+    // The harness holds the log format: format 1 answers no creation time.
+    enqueue_at(&api, T, "old", "m0").await;
+    let old = claim_ingress_at(&api, T + 1, "old").await;
+    assert_eq!(old.len(), 1);
+    assert!(old[0].get("created_at").is_none(), "{}", old[0]);
+
+    let r = api
+        .post("/v1/cluster/log-format", json!({ "format": 4 }))
+        .await;
+    ok(&r, 200);
+    assert_eq!(r.body["log_format"], 4, "{}", r.body);
+
+    // An unordered claim: the message's receipt, not the claim's time.
+    enqueue_at(&api, T + 10, "lab", "m1").await;
+    let items = claim_ingress_at(&api, T + 20, "lab").await;
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["created_at"], T + 10, "{}", items[0]);
+    handoff_at(&api, T + 30, &items[0], "printer").await;
+
+    // A FIFO claim: the outbound row was created by the handoff.
+    let r = api
+        .call_at(
+            T + 40,
+            Method::POST,
+            "/v1/lanes/outbound/printer/claim",
+            Some(json!({ "owner": "w", "ttl_ms": LONG_TTL })),
+        )
+        .await;
+    ok(&r, 200);
+    let head = r.body["item"].clone();
+    assert_eq!(head["created_at"], T + 30, "{}", r.body);
+
+    // A second row in the lane, then a completion that claims it in the same write.
+    enqueue_at(&api, T + 50, "lab", "m2").await;
+    let items = claim_ingress_at(&api, T + 55, "lab").await;
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0]["created_at"], T + 50, "{}", items[0]);
+    handoff_at(&api, T + 60, &items[0], "printer").await;
+    let r = api
+        .call_at(
+            T + 70,
+            Method::POST,
+            &format!("/v1/rows/{}/done", head["row_id"]),
+            Some(json!({ "fence": head["fence"],
+                         "claim_next": { "owner": "w", "ttl_ms": LONG_TTL } })),
+        )
+        .await;
+    ok(&r, 200);
+    assert_eq!(r.body["next"]["item"]["created_at"], T + 60, "{}", r.body);
+
+    // The typed client reads it too; a row claimed again keeps its time.
+    let r = api
+        .call_at(
+            T + 80,
+            Method::POST,
+            &format!("/v1/rows/{}/fail", r.body["next"]["item"]["row_id"]),
+            Some(
+                json!({ "fence": r.body["next"]["item"]["fence"], "error": "down",
+                         "retry": { "backoff_ms": 1, "multiplier_milli": 1000, "max_backoff_ms": 1,
+                                    "max_attempts": -1 } }),
+            ),
+        )
+        .await;
+    ok(&r, 200);
+    let again = api
+        .call_at(
+            T + 10_000,
+            Method::POST,
+            "/v1/lanes/outbound/printer/claim",
+            Some(json!({ "owner": "w", "ttl_ms": LONG_TTL })),
+        )
+        .await;
+    ok(&again, 200);
+    let row: ClaimedRow =
+        serde_json::from_value(again.body["item"].clone()).expect("a claimed row");
+    assert_eq!(row.created_at, Some(T + 60), "{}", again.body);
+}
