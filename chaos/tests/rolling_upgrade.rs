@@ -68,7 +68,7 @@ async fn traffic(client: Client, acked: Arc<Acked>, stop: Arc<AtomicBool>, hold:
         }
         if n.is_multiple_of(3) {
             if let Ok(rows) = client
-                .claim_ready(Stage::Ingress, 5, "upgrade-worker", 30_000, None)
+                .claim_ready(Stage::Ingress, 5, "upgrade-worker", 30_000, Some("upgrade"))
                 .await
             {
                 for row in rows {
@@ -169,8 +169,8 @@ async fn a_rolling_upgrade_from_the_previous_build_loses_nothing() {
     cluster.spec.binary = new.clone();
     let hold_file = dir.join("hold-format.toml");
     std::fs::write(&hold_file, "[tuning]\nlog_format_watch_ms = 0\n").expect("a config file");
-    let hold_format = ["--config".to_string(), hold_file.display().to_string()];
-    let hold_format: Vec<&str> = hold_format.iter().map(String::as_str).collect();
+    let hold_file = hold_file.display().to_string();
+    let hold_format = ["--config", hold_file.as_str()];
     for (step, id) in order.iter().enumerate() {
         let status = cluster.stop(*id).await.expect("a node stops");
         println!("node {id} stopped ({status:?}); starting it on this build");
@@ -288,7 +288,8 @@ async fn a_rolling_upgrade_from_the_previous_build_loses_nothing() {
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    // The newest format's rule: a claim answers its row's creation time (the ingest time).
+    // The newest format's rule: a claim answers its row's creation time (the ingest time). On a
+    // channel of its own: the traffic's worker claims only the traffic's channel.
     client
         .enqueue("upgrade-dated", "MSH|dated", None)
         .await
