@@ -7,56 +7,13 @@ use crate::harness::*;
 /// Far before the wall clock, so a time stamped from the wall clock would show.
 const T: u64 = 2_000_000;
 
-/// Enqueue `raw` on `channel` at `at`; its message id.
-async fn enqueue_at(api: &Api, at: u64, channel: &str, raw: &str) -> u64 {
-    let r = api
-        .call_at(
-            at,
-            Method::POST,
-            &format!("/v1/channels/{channel}/messages"),
-            Some(json!({ "raw": raw })),
-        )
-        .await;
-    ok(&r, 201);
-    r.body["message_id"].as_u64().expect("message_id")
-}
-
-/// Claim `channel`'s ingress rows at `at`.
-async fn claim_ingress_at(api: &Api, at: u64, channel: &str) -> Vec<Value> {
-    let r = api
-        .call_at(
-            at,
-            Method::POST,
-            "/v1/claims",
-            Some(json!({ "stage": "ingress", "limit": 10, "owner": "router",
-                         "ttl_ms": LONG_TTL, "channel": channel })),
-        )
-        .await;
-    ok(&r, 200);
-    r.body["items"].as_array().expect("items").clone()
-}
-
-/// Hand a claimed ingress row to `destination` at `at`.
-async fn handoff_at(api: &Api, at: u64, item: &Value, destination: &str) {
-    let r = api
-        .call_at(
-            at,
-            Method::POST,
-            &format!("/v1/rows/{}/handoff", item["row_id"]),
-            Some(json!({ "fence": item["fence"],
-                         "deliveries": [{ "destination": destination, "payload": "p" }] })),
-        )
-        .await;
-    ok(&r, 200);
-}
-
 #[tokio::test]
 async fn every_claim_route_answers_the_rows_creation_time_from_format_4() {
     let api = start_client_clock().await;
 
     // The harness holds the log format: format 1 answers no creation time.
-    enqueue_at(&api, T, "old", "m0").await;
-    let old = claim_ingress_at(&api, T + 1, "old").await;
+    api.enqueue_at(Some(T), "old", "m0").await;
+    let old = api.claim_ingress_at(Some(T + 1), "old", 10).await;
     assert_eq!(old.len(), 1);
     assert!(old[0].get("created_at").is_none(), "{}", old[0]);
 
@@ -67,11 +24,12 @@ async fn every_claim_route_answers_the_rows_creation_time_from_format_4() {
     assert_eq!(r.body["log_format"], 4, "{}", r.body);
 
     // An unordered claim: the message's receipt, not the claim's time.
-    enqueue_at(&api, T + 10, "lab", "m1").await;
-    let items = claim_ingress_at(&api, T + 20, "lab").await;
+    api.enqueue_at(Some(T + 10), "lab", "m1").await;
+    let items = api.claim_ingress_at(Some(T + 20), "lab", 10).await;
     assert_eq!(items.len(), 1);
     assert_eq!(items[0]["created_at"], T + 10, "{}", items[0]);
-    handoff_at(&api, T + 30, &items[0], "printer").await;
+    api.handoff_at(Some(T + 30), &items[0], "printer", "p")
+        .await;
 
     // A FIFO claim: the outbound row was created by the handoff.
     let r = api
@@ -87,11 +45,12 @@ async fn every_claim_route_answers_the_rows_creation_time_from_format_4() {
     assert_eq!(head["created_at"], T + 30, "{}", r.body);
 
     // A second row in the lane, then a completion that claims it in the same write.
-    enqueue_at(&api, T + 50, "lab", "m2").await;
-    let items = claim_ingress_at(&api, T + 55, "lab").await;
+    api.enqueue_at(Some(T + 50), "lab", "m2").await;
+    let items = api.claim_ingress_at(Some(T + 55), "lab", 10).await;
     assert_eq!(items.len(), 1);
     assert_eq!(items[0]["created_at"], T + 50, "{}", items[0]);
-    handoff_at(&api, T + 60, &items[0], "printer").await;
+    api.handoff_at(Some(T + 60), &items[0], "printer", "p")
+        .await;
     let r = api
         .call_at(
             T + 70,

@@ -283,6 +283,14 @@ impl Api {
         self.send_raw(method, path, &headers, bytes).await
     }
 
+    /// POST as admin, at client time `at` when given.
+    pub(crate) async fn post_maybe_at(&self, at: Option<u64>, path: &str, body: Value) -> Resp {
+        match at {
+            Some(ms) => self.call_at(ms, Method::POST, path, Some(body)).await,
+            None => self.post(path, body).await,
+        }
+    }
+
     pub(crate) async fn get(&self, path: &str) -> Resp {
         self.get_as(ADMIN, path).await
     }
@@ -338,8 +346,14 @@ impl Api {
 
     /// Enqueue `raw` on `channel` as admin; returns the message id.
     pub(crate) async fn enqueue(&self, channel: &str, raw: &str) -> u64 {
+        self.enqueue_at(None, channel, raw).await
+    }
+
+    /// [`Api::enqueue`] at client time `at` when given (client-clock mode).
+    pub(crate) async fn enqueue_at(&self, at: Option<u64>, channel: &str, raw: &str) -> u64 {
         let r = self
-            .post(
+            .post_maybe_at(
+                at,
                 &format!("/v1/channels/{channel}/messages"),
                 json!({ "raw": raw }),
             )
@@ -351,8 +365,18 @@ impl Api {
 
     /// Claim every due ingress row of `channel` (unordered claim), sorted by message id.
     pub(crate) async fn claim_ingress(&self, channel: &str, limit: u32) -> Vec<Value> {
+        self.claim_ingress_at(None, channel, limit).await
+    }
+
+    /// [`Api::claim_ingress`] at client time `at` when given.
+    pub(crate) async fn claim_ingress_at(
+        &self,
+        at: Option<u64>,
+        channel: &str,
+        limit: u32,
+    ) -> Vec<Value> {
         let r = self
-            .post("/v1/claims", json!({ "stage": "ingress", "limit": limit, "owner": "router", "ttl_ms": LONG_TTL, "channel": channel }))
+            .post_maybe_at(at, "/v1/claims", json!({ "stage": "ingress", "limit": limit, "owner": "router", "ttl_ms": LONG_TTL, "channel": channel }))
             .await;
         ok(&r, 200);
         let mut items = r.body["items"].as_array().expect("items").clone();
@@ -362,8 +386,20 @@ impl Api {
 
     /// Hand a claimed ingress row straight to one outbound delivery.
     pub(crate) async fn handoff_to(&self, item: &Value, destination: &str, payload: &str) {
+        self.handoff_at(None, item, destination, payload).await
+    }
+
+    /// [`Api::handoff_to`] at client time `at` when given.
+    pub(crate) async fn handoff_at(
+        &self,
+        at: Option<u64>,
+        item: &Value,
+        destination: &str,
+        payload: &str,
+    ) {
         let r = self
-            .post(
+            .post_maybe_at(
+                at,
                 &format!("/v1/rows/{}/handoff", item["row_id"]),
                 json!({ "fence": item["fence"], "deliveries": [{ "destination": destination, "payload": payload }] }),
             )
